@@ -1,0 +1,75 @@
+package devstack
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Redis is a running throwaway Redis server without persistence.
+type Redis struct {
+	URL  string
+	Addr string
+	Dir  string
+	proc *process
+}
+
+// StartRedis starts redis-server on a free loopback port, or on port when
+// port is not zero (to restart a server where clients expect it).
+func StartRedis(ctx context.Context, dir string, port int) (*Redis, error) {
+	bins, err := Find()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create redis dir: %w", err)
+	}
+	if port == 0 {
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
+	}
+	cmd := exec.Command(bins.Redis, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "no",
+		"--maxclients", "4096", "--loglevel", "warning")
+	p, err := startProcess("redis-server", cmd, nil, filepath.Join(dir, "redis.log"))
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	r := &Redis{URL: "redis://" + addr + "/0", Addr: addr, Dir: dir, proc: p}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := waitTCP(wctx, p, addr); err != nil {
+		r.Kill()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Port returns the server's TCP port.
+func (r *Redis) Port() int {
+	_, p, _ := splitHostPort(r.Addr)
+	return p
+}
+
+// Stop shuts the server down, waiting up to 5 s.
+func (r *Redis) Stop() { r.proc.stop(syscall.SIGTERM, 5*time.Second) }
+
+// Kill ends the server at once, like a crash.
+func (r *Redis) Kill() { r.proc.kill() }
+
+func splitHostPort(addr string) (string, int, error) {
+	for i := len(addr) - 1; i >= 0; i-- {
+		if addr[i] == ':' {
+			p, err := strconv.Atoi(addr[i+1:])
+			return addr[:i], p, err
+		}
+	}
+	return addr, 0, fmt.Errorf("no port in %q", addr)
+}

@@ -1,0 +1,200 @@
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/attestd/attestd/devstack"
+	"github.com/jackc/pgx/v5"
+)
+
+// Environment variables that point tests at servers started once for a run.
+const (
+	EnvPostgres = "ATTESTD_TEST_POSTGRES_URL"
+	EnvRedis    = "ATTESTD_TEST_REDIS_URL"
+)
+
+var (
+	mu       sync.Mutex
+	pgAdmin  string
+	redisURL string
+	stops    []func()
+	tmpDirs  []string
+)
+
+// Main runs the package's tests and stops the servers they started.
+// Call it from TestMain: func TestMain(m *testing.M) { testenv.Main(m) }.
+func Main(m *testing.M) {
+	code := m.Run()
+	mu.Lock()
+	for i := len(stops) - 1; i >= 0; i-- {
+		stops[i]()
+	}
+	for _, d := range tmpDirs {
+		os.RemoveAll(d)
+	}
+	mu.Unlock()
+	os.Exit(code)
+}
+
+// TempDir makes a directory that the postgres user can enter (t.TempDir is
+// private to root), removed when the test binary ends.
+func TempDir(tb testing.TB, pattern string) string {
+	tb.Helper()
+	d, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		tb.Fatalf("temp dir: %v", err)
+	}
+	if err := os.Chmod(d, 0o755); err != nil {
+		tb.Fatalf("chmod temp dir: %v", err)
+	}
+	mu.Lock()
+	tmpDirs = append(tmpDirs, d)
+	mu.Unlock()
+	return d
+}
+
+func sharedPostgres(tb testing.TB) string {
+	mu.Lock()
+	defer mu.Unlock()
+	if pgAdmin != "" {
+		return pgAdmin
+	}
+	if u := os.Getenv(EnvPostgres); u != "" {
+		pgAdmin = u
+		return u
+	}
+	mu.Unlock()
+	dir := TempDir(tb, "attestd-test-pg-")
+	pg, err := devstack.StartPostgres(context.Background(), dir+"/data")
+	mu.Lock()
+	if err != nil {
+		tb.Fatalf("start postgres: %v", err)
+	}
+	stops = append(stops, pg.Stop)
+	pgAdmin = pg.URL
+	return pgAdmin
+}
+
+func sharedRedis(tb testing.TB) string {
+	mu.Lock()
+	defer mu.Unlock()
+	if redisURL != "" {
+		return redisURL
+	}
+	if u := os.Getenv(EnvRedis); u != "" {
+		redisURL = u
+		return u
+	}
+	mu.Unlock()
+	dir := TempDir(tb, "attestd-test-redis-")
+	r, err := devstack.StartRedis(context.Background(), dir, 0)
+	mu.Lock()
+	if err != nil {
+		tb.Fatalf("start redis: %v", err)
+	}
+	stops = append(stops, r.Stop)
+	redisURL = r.URL
+	return redisURL
+}
+
+// Name returns a short random lowercase identifier with the given prefix.
+func Name(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// Database creates an empty database for this test on the shared server and
+// returns its URL; it is dropped when the test ends.
+func Database(tb testing.TB) string {
+	tb.Helper()
+	return DatabaseOn(tb, sharedPostgres(tb))
+}
+
+// DatabaseOn creates an empty database on the server of adminURL.
+func DatabaseOn(tb testing.TB, adminURL string) string {
+	tb.Helper()
+	name := Name("t_")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		tb.Fatalf("connect postgres: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		tb.Fatalf("create database: %v", err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, adminURL)
+		if err != nil {
+			return // server gone (a test stopped it): nothing to drop
+		}
+		defer c.Close(ctx)
+		_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	})
+	return replaceDB(adminURL, name)
+}
+
+// replaceDB swaps the database name in a postgres:// URL.
+func replaceDB(u, name string) string {
+	q := ""
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		u, q = u[:i], u[i:]
+	}
+	i := strings.LastIndexByte(u, '/')
+	if i < len("postgres://") {
+		return u + "/" + name + q
+	}
+	return u[:i+1] + name + q
+}
+
+// Redis returns the shared Redis server's URL and a key prefix unique to
+// this test; keys under the prefix are deleted when the test ends.
+func Redis(tb testing.TB) (url, prefix string) {
+	tb.Helper()
+	url = sharedRedis(tb)
+	prefix = Name("t") + ":"
+	return url, prefix
+}
+
+// OwnPostgres starts a server for this test alone (to stop or kill it).
+func OwnPostgres(tb testing.TB) *devstack.Postgres {
+	tb.Helper()
+	dir := TempDir(tb, "attestd-own-pg-")
+	pg, err := devstack.StartPostgres(context.Background(), dir+"/data")
+	if err != nil {
+		tb.Fatalf("start postgres: %v", err)
+	}
+	tb.Cleanup(pg.Stop)
+	return pg
+}
+
+// OwnRedis starts a Redis server for this test alone (to stop or kill it).
+func OwnRedis(tb testing.TB) *devstack.Redis {
+	tb.Helper()
+	r, err := devstack.StartRedis(context.Background(), TempDir(tb, "attestd-own-redis-"), 0)
+	if err != nil {
+		tb.Fatalf("start redis: %v", err)
+	}
+	tb.Cleanup(r.Stop)
+	return r
+}
+
+// Must fails the test on err, with context.
+func Must(tb testing.TB, err error, what string, args ...any) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatalf("%s: %v", fmt.Sprintf(what, args...), err)
+	}
+}
