@@ -1,0 +1,184 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/attestd/attestd/apierror"
+	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/cache"
+	"github.com/attestd/attestd/store"
+	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Pagination is the pagination object of list answers.
+type Pagination struct {
+	Limit      int    `json:"limit"`
+	Offset     int    `json:"offset"`
+	Total      int64  `json:"total"`
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+type listBody struct {
+	Data       []attestation.Attestation `json:"data"`
+	Pagination Pagination                `json:"pagination"`
+}
+
+type dataBody struct {
+	Data any `json:"data"`
+}
+
+// sendJSON writes cached JSON bytes.
+func sendJSON(c *fiber.Ctx, b []byte) error {
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+	return c.Send(b)
+}
+
+// loadErr maps a store error: ErrNotFound passes through (the cache keeps
+// it per epoch), a lost database is 503, anything else is internal.
+func loadErr(err error) error {
+	if err == nil || errors.Is(err, store.ErrNotFound) {
+		if err != nil {
+			return cache.ErrNotFound
+		}
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return err
+	}
+	return apierror.Unavailable("the database is unavailable; try again shortly")
+}
+
+func marshal(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode response: %w", err)
+	}
+	return b, nil
+}
+
+func (a *API) stats(c *fiber.Ctx) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	b, _, err := a.deps.Cache.Get(c.UserContext(), "stats", func(ctx context.Context) ([]byte, bool, error) {
+		st, err := a.deps.Store.Stats(ctx, a.deps.Now())
+		if err != nil {
+			return nil, false, loadErr(err)
+		}
+		b, err := marshal(st)
+		return b, false, err
+	})
+	if err != nil {
+		return err
+	}
+	return sendJSON(c, b)
+}
+
+func (a *API) listAttestations(c *fiber.Ctx) error {
+	q, err := parseListQuery(c)
+	if err != nil {
+		return err
+	}
+	b, _, err := a.deps.Cache.Get(c.UserContext(), q.cacheKey(), func(ctx context.Context) ([]byte, bool, error) {
+		page, err := a.deps.Store.ListAttestations(ctx, q.filter)
+		if err != nil {
+			return nil, false, loadErr(err)
+		}
+		body := listBody{Data: page.Items, Pagination: Pagination{Limit: q.filter.Limit, Offset: q.filter.Offset, Total: page.Total}}
+		if body.Data == nil {
+			body.Data = []attestation.Attestation{}
+		}
+		if page.Next != nil {
+			body.Pagination.NextCursor = encodeCursor(page.Next)
+		}
+		b, err := marshal(body)
+		return b, false, err
+	})
+	if err != nil {
+		return err
+	}
+	return sendJSON(c, b)
+}
+
+func (a *API) getAttestation(c *fiber.Ctx) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	id, err := parseAddress("id", c.Params("id"))
+	if err != nil {
+		return err
+	}
+	b, _, err := a.deps.Cache.Get(c.UserContext(), "a:"+id, func(ctx context.Context) ([]byte, bool, error) {
+		at, err := a.deps.Store.GetAttestation(ctx, id)
+		if err != nil {
+			return nil, false, loadErr(err)
+		}
+		b, err := marshal(dataBody{Data: at})
+		return b, at.Commitment == attestation.Finalized, err
+	})
+	if errors.Is(err, cache.ErrNotFound) {
+		return apierror.NotFound(apierror.CodeAttestationNotFound, "no attestation with pda %s", id)
+	}
+	if err != nil {
+		return err
+	}
+	return sendJSON(c, b)
+}
+
+func (a *API) getAgent(c *fiber.Ctx) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	id, err := parseAddress("agentId", c.Params("agentId"))
+	if err != nil {
+		return err
+	}
+	b, _, err := a.deps.Cache.Get(c.UserContext(), "g:"+id, func(ctx context.Context) ([]byte, bool, error) {
+		ag, err := a.deps.Store.GetAgent(ctx, id, a.deps.Now())
+		if err != nil {
+			return nil, false, loadErr(err)
+		}
+		b, err := marshal(dataBody{Data: ag})
+		return b, false, err
+	})
+	if errors.Is(err, cache.ErrNotFound) {
+		return apierror.NotFound(apierror.CodeAgentNotFound, "no agent with pda %s", id)
+	}
+	if err != nil {
+		return err
+	}
+	return sendJSON(c, b)
+}
+
+func (a *API) getAgentStats(c *fiber.Ctx) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	id, err := parseAddress("agentId", c.Params("agentId"))
+	if err != nil {
+		return err
+	}
+	b, _, err := a.deps.Cache.Get(c.UserContext(), "s:"+id, func(ctx context.Context) ([]byte, bool, error) {
+		st, err := a.deps.Store.GetAgentStats(ctx, id, a.deps.Now())
+		if err != nil {
+			return nil, false, loadErr(err)
+		}
+		if st.RecentAttestations == nil {
+			st.RecentAttestations = []attestation.Attestation{}
+		}
+		b, err := marshal(dataBody{Data: st})
+		return b, false, err
+	})
+	if errors.Is(err, cache.ErrNotFound) {
+		return apierror.NotFound(apierror.CodeAgentNotFound, "no agent with pda %s", id)
+	}
+	if err != nil {
+		return err
+	}
+	return sendJSON(c, b)
+}

@@ -1,0 +1,116 @@
+package app
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/attestd/attestd/apierror"
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+const requestIDHeader = "X-Request-ID"
+
+// requestID honours a sane incoming X-Request-ID or makes one, and echoes it.
+func (a *API) requestID(c *fiber.Ctx) error {
+	id := c.Get(requestIDHeader)
+	if !validRequestID(id) {
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		id = hex.EncodeToString(b[:])
+	} else {
+		id = string([]byte(id)) // copy: Fiber reuses the header buffer
+	}
+	c.Locals(requestIDHeader, id)
+	c.Set(requestIDHeader, id)
+	return c.Next()
+}
+
+func validRequestID(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func requestIDOf(c *fiber.Ctx) string {
+	id, _ := c.Locals(requestIDHeader).(string)
+	return id
+}
+
+// recover turns a panic into a logged 500 without internals.
+func (a *API) recover(c *fiber.Ctx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.log.Error("panic serving request", "request_id", requestIDOf(c), "path", c.Path(),
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = apierror.New(http.StatusInternalServerError, apierror.CodeInternal,
+				"internal error; quote request id %s", requestIDOf(c))
+		}
+	}()
+	return c.Next()
+}
+
+type httpMetrics struct {
+	duration *prometheus.HistogramVec
+	inflight prometheus.Gauge
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	m := &httpMetrics{
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "attestd_http_request_duration_seconds",
+			Help:    "HTTP request latency by route pattern, method and status class.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"route", "method", "status"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_http_requests_in_flight",
+			Help: "Requests being served."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.duration, m.inflight)
+	}
+	return m
+}
+
+var statusClass = [...]string{"1xx", "2xx", "3xx", "4xx", "5xx"}
+
+// observe records latency per route and writes the access log.
+func (a *API) observe(c *fiber.Ctx) error {
+	start := time.Now()
+	a.m.inflight.Inc()
+	err := c.Next()
+	if err != nil {
+		// Let the error handler write the response now so the status is known.
+		if herr := a.fiber.ErrorHandler(c, err); herr != nil {
+			_ = c.SendStatus(http.StatusInternalServerError)
+		}
+		err = nil
+	}
+	a.m.inflight.Dec()
+	el := time.Since(start)
+	status := c.Response().StatusCode()
+	route := c.Route().Path
+	if status == http.StatusNotFound && route == "/" {
+		route = "unmatched"
+	}
+	cls := "5xx"
+	if i := status/100 - 1; i >= 0 && i < len(statusClass) {
+		cls = statusClass[i]
+	}
+	a.m.duration.WithLabelValues(route, c.Method(), cls).Observe(el.Seconds())
+	if a.deps.AccessLogAll || status >= 500 || el > time.Second {
+		a.log.Info("request", "request_id", requestIDOf(c), "method", c.Method(), "path", c.Path(),
+			"route", route, "status", strconv.Itoa(status), "duration_ms", float64(el.Microseconds())/1000, "ip", c.IP())
+	}
+	return err
+}

@@ -1,0 +1,210 @@
+package app
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/attestd/attestd/apierror"
+	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/store"
+	"github.com/gofiber/fiber/v2"
+)
+
+// Paging limits of GET /attestations.
+const (
+	DefaultLimit = 20
+	MaxLimit     = 100
+	MaxOffset    = 100_000 // deeper pages: use the cursor
+)
+
+// listQuery is a parsed, validated GET /attestations query.
+type listQuery struct {
+	filter store.Filter
+	cursor string // as given, for the cache key
+}
+
+// queryParams returns the query parameters, rejecting unknown names and
+// repeated ones so a typo is a clear 400 rather than a silently wider answer.
+func queryParams(c *fiber.Ctx, allowed ...string) (map[string]string, error) {
+	out := map[string]string{}
+	var err error
+	c.Context().QueryArgs().VisitAll(func(k, v []byte) {
+		if err != nil {
+			return
+		}
+		key := string(k)
+		ok := false
+		for _, a := range allowed {
+			if a == key {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			err = apierror.Invalid("unknown query parameter %q; allowed: %s", key, strings.Join(allowed, ", "))
+			return
+		}
+		if _, dup := out[key]; dup {
+			err = apierror.Invalid("query parameter %q given more than once", key)
+			return
+		}
+		out[key] = string(v)
+	})
+	return out, err
+}
+
+// parseLimit parses limit: default def, clamped to max, 400 when not a
+// whole number >= 1.
+func parseLimit(v string, present bool, def, max int) (int, error) {
+	if !present {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		return 0, apierror.Invalid("limit must be a whole number from 1 to %d (larger values are clamped), got %q", max, v)
+	}
+	if n > int64(max) {
+		return max, nil
+	}
+	return int(n), nil
+}
+
+func parseOffset(v string, present bool, max int) (int, error) {
+	if !present {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, apierror.Invalid("offset must be a whole number >= 0, got %q", v)
+	}
+	if n > int64(max) {
+		return 0, apierror.Invalid("offset must be at most %d; page deeper with the cursor (pagination.nextCursor)", max)
+	}
+	return int(n), nil
+}
+
+// parseTime accepts RFC 3339 date-times and YYYY-MM-DD dates (midnight UTC).
+func parseTime(name, v string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t.UTC(), nil
+	}
+	if t, err := time.Parse("2006-01-02", v); err == nil {
+		return t, nil
+	}
+	return time.Time{}, apierror.Invalid("%s must be an RFC 3339 date-time (2026-11-21T10:00:00Z) or a date (2026-11-21), got %q", name, v)
+}
+
+func parseAddress(name, v string) (string, error) {
+	pk, err := attestation.ParseAddress(v)
+	if err != nil {
+		return "", apierror.Invalid("%s must be a base58 Solana address (32 bytes): %v", name, err)
+	}
+	return pk.String(), nil
+}
+
+func parseActionType(v string) (attestation.ActionType, error) {
+	t, err := attestation.ParseActionType(v)
+	if err != nil {
+		return 0, apierror.Invalid("actionType must be one of %s, got %q", strings.Join(attestation.ActionTypeNames(), ", "), v)
+	}
+	return t, nil
+}
+
+// encodeCursor makes the opaque nextCursor of a page.
+func encodeCursor(c *store.Cursor) string {
+	raw := fmt.Sprintf("%d.%d.%s", c.Timestamp.Unix(), c.Slot, c.PDA)
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+func decodeCursor(s string) (*store.Cursor, error) {
+	bad := apierror.Invalid("cursor is not one this API issued; pass pagination.nextCursor unchanged")
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(raw) > 128 {
+		return nil, bad
+	}
+	parts := strings.SplitN(string(raw), ".", 3)
+	if len(parts) != 3 {
+		return nil, bad
+	}
+	sec, err1 := strconv.ParseInt(parts[0], 10, 64)
+	slot, err2 := strconv.ParseUint(parts[1], 10, 63)
+	if err1 != nil || err2 != nil || sec < 0 || sec > 1<<40 {
+		return nil, bad
+	}
+	if _, err := attestation.ParseAddress(parts[2]); err != nil {
+		return nil, bad
+	}
+	return &store.Cursor{Timestamp: time.Unix(sec, 0).UTC(), Slot: slot, PDA: parts[2]}, nil
+}
+
+// parseListQuery validates GET /attestations parameters.
+func parseListQuery(c *fiber.Ctx) (listQuery, error) {
+	var q listQuery
+	p, err := queryParams(c, "limit", "offset", "cursor", "agentPda", "actionType", "from", "to")
+	if err != nil {
+		return q, err
+	}
+	v, ok := p["limit"]
+	if q.filter.Limit, err = parseLimit(v, ok, DefaultLimit, MaxLimit); err != nil {
+		return q, err
+	}
+	v, ok = p["offset"]
+	if q.filter.Offset, err = parseOffset(v, ok, MaxOffset); err != nil {
+		return q, err
+	}
+	if v, ok := p["cursor"]; ok {
+		if q.filter.Offset != 0 {
+			return q, apierror.Invalid("use either cursor or offset, not both")
+		}
+		if q.filter.After, err = decodeCursor(v); err != nil {
+			return q, err
+		}
+		q.cursor = v
+	}
+	if v, ok := p["agentPda"]; ok {
+		if q.filter.AgentPDA, err = parseAddress("agentPda", v); err != nil {
+			return q, err
+		}
+	}
+	if v, ok := p["actionType"]; ok {
+		t, err := parseActionType(v)
+		if err != nil {
+			return q, err
+		}
+		q.filter.ActionType = &t
+	}
+	if v, ok := p["from"]; ok {
+		if q.filter.From, err = parseTime("from", v); err != nil {
+			return q, err
+		}
+	}
+	if v, ok := p["to"]; ok {
+		if q.filter.To, err = parseTime("to", v); err != nil {
+			return q, err
+		}
+	}
+	if !q.filter.From.IsZero() && !q.filter.To.IsZero() && q.filter.From.After(q.filter.To) {
+		return q, apierror.Invalid("from must not be after to (the range is from <= timestamp < to)")
+	}
+	return q, nil
+}
+
+// cacheKey is a canonical key for the query.
+func (q listQuery) cacheKey() string {
+	f := q.filter
+	typ := "-"
+	if f.ActionType != nil {
+		typ = strconv.Itoa(int(*f.ActionType))
+	}
+	var from, to int64
+	if !f.From.IsZero() {
+		from = f.From.UnixNano()
+	}
+	if !f.To.IsZero() {
+		to = f.To.UnixNano()
+	}
+	return fmt.Sprintf("l:%s:%s:%d:%d:%d:%d:%s", f.AgentPDA, typ, from, to, f.Limit, f.Offset, q.cursor)
+}

@@ -1,0 +1,239 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+)
+
+// ErrNotFound is returned (and cached, per epoch) when a loader reports
+// that the record does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Options configure a Cache.
+type Options struct {
+	Prefix         string        // key prefix in Redis, e.g. "attestd:"
+	LocalEntries   int           // in-process entries per kind; default 50,000; -1 disables the local layer
+	ImmutableTTL   time.Duration // default 24 h
+	IndexedTTL     time.Duration // bound on time-dependent fields (last24h); default 30 s
+	LoadTimeout    time.Duration // Postgres load deadline; default 5 s
+	RedisTimeout   time.Duration // per Redis call; default 200 ms
+	PollInterval   time.Duration // epoch poll backing pub/sub; default 1 s
+	Disabled       bool          // bypass both layers (benchmarks of uncached reads)
+	Logger         *slog.Logger
+	Registerer     prometheus.Registerer
+	NowForTesting  func() time.Time
+	SkipSubscriber bool // writers that never read (seed) need no subscription
+}
+
+// Cache is safe for concurrent use. Close stops its goroutines.
+type Cache struct {
+	rdb       redis.UniversalClient
+	opt       Options
+	log       *slog.Logger
+	epoch     atomic.Uint64
+	redisDown atomic.Bool
+	pending   atomic.Bool // a bump failed and must be retried
+	immutable *local
+	indexed   atomic.Pointer[local] // replaced on every epoch change
+	sf        singleflight.Group
+	m         *metrics
+	stop      context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+// Value kinds.
+const (
+	tagValue    = 'v'
+	tagNotFound = 'n'
+)
+
+// New creates a cache over rdb and starts its epoch subscriber and poller.
+func New(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Cache, error) {
+	if opt.LocalEntries == 0 {
+		opt.LocalEntries = 50_000
+	}
+	if opt.ImmutableTTL <= 0 {
+		opt.ImmutableTTL = 24 * time.Hour
+	}
+	if opt.IndexedTTL <= 0 {
+		opt.IndexedTTL = 30 * time.Second
+	}
+	if opt.LoadTimeout <= 0 {
+		opt.LoadTimeout = 5 * time.Second
+	}
+	if opt.RedisTimeout <= 0 {
+		opt.RedisTimeout = 200 * time.Millisecond
+	}
+	if opt.PollInterval <= 0 {
+		opt.PollInterval = time.Second
+	}
+	if opt.NowForTesting == nil {
+		opt.NowForTesting = time.Now
+	}
+	c := &Cache{rdb: rdb, opt: opt, log: opt.Logger, immutable: newLocal(opt.LocalEntries), m: newMetrics(opt.Registerer)}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	c.indexed.Store(newLocal(opt.LocalEntries))
+	c.m.localEntries = func() float64 { return float64(c.immutable.len() + c.indexed.Load().len()) }
+	if err := c.syncEpoch(ctx); err != nil {
+		c.markDown(err)
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	c.stop = cancel
+	if !opt.SkipSubscriber {
+		c.wg.Add(2)
+		go c.subscribe(bg)
+		go c.poll(bg)
+	}
+	return c, nil
+}
+
+// Close stops the background goroutines.
+func (c *Cache) Close() {
+	c.stop()
+	c.wg.Wait()
+}
+
+func (c *Cache) epochKey() string { return c.opt.Prefix + "epoch" }
+
+// Epoch is this node's view of the index epoch.
+func (c *Cache) Epoch() uint64 { return c.epoch.Load() }
+
+// Degraded reports whether Redis is currently unreachable.
+func (c *Cache) Degraded() bool { return c.redisDown.Load() }
+
+func (c *Cache) redisCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), c.opt.RedisTimeout)
+}
+
+func (c *Cache) markDown(err error) {
+	c.m.redisErrors.Inc()
+	if c.redisDown.CompareAndSwap(false, true) {
+		c.log.Warn("redis unreachable: serving from postgres, local epoch caches dropped", "err", err)
+		c.indexed.Store(newLocal(c.opt.LocalEntries))
+		c.m.degraded.Set(1)
+	}
+}
+
+func (c *Cache) markUp() {
+	if c.redisDown.CompareAndSwap(true, false) {
+		c.log.Info("redis reachable again")
+		c.m.degraded.Set(0)
+	}
+}
+
+// setEpoch moves this node to epoch e if it is newer, dropping the local
+// indexed layer.
+func (c *Cache) setEpoch(e uint64) {
+	for {
+		cur := c.epoch.Load()
+		if e <= cur {
+			return
+		}
+		if c.epoch.CompareAndSwap(cur, e) {
+			c.indexed.Store(newLocal(c.opt.LocalEntries))
+			c.m.epoch.Set(float64(e))
+			return
+		}
+	}
+}
+
+func (c *Cache) syncEpoch(ctx context.Context) error {
+	rctx, cancel := c.redisCtx(ctx)
+	defer cancel()
+	v, err := c.rdb.Get(rctx, c.epochKey()).Uint64()
+	if errors.Is(err, redis.Nil) {
+		v, err = 0, nil
+	}
+	if err != nil {
+		return fmt.Errorf("read epoch: %w", err)
+	}
+	c.setEpoch(v)
+	return nil
+}
+
+// BumpEpoch announces that indexed data changed. It implements
+// store.Notifier. A failed bump is retried by the poller until it succeeds.
+func (c *Cache) BumpEpoch(ctx context.Context) error {
+	rctx, cancel := c.redisCtx(ctx)
+	defer cancel()
+	v, err := c.rdb.Incr(rctx, c.epochKey()).Uint64()
+	if err == nil {
+		err = c.rdb.Publish(rctx, c.epochKey(), strconv.FormatUint(v, 10)).Err()
+	}
+	if err != nil {
+		c.pending.Store(true)
+		c.markDown(err)
+		return fmt.Errorf("bump cache epoch: %w", err)
+	}
+	c.pending.Store(false)
+	c.setEpoch(v)
+	c.m.bumps.Inc()
+	return nil
+}
+
+func (c *Cache) subscribe(ctx context.Context) {
+	defer c.wg.Done()
+	ps := c.rdb.Subscribe(ctx, c.epochKey())
+	defer ps.Close()
+	for {
+		msg, err := ps.Receive(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			// go-redis reconnects on the next Receive; wait a little.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			// (Re)subscribed: we may have missed announcements meanwhile.
+			if err := c.syncEpoch(ctx); err == nil {
+				c.markUp()
+			}
+		case *redis.Message:
+			if v, err := strconv.ParseUint(m.Payload, 10, 64); err == nil {
+				c.setEpoch(v)
+			}
+		}
+	}
+}
+
+func (c *Cache) poll(ctx context.Context) {
+	defer c.wg.Done()
+	t := time.NewTicker(c.opt.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if c.pending.Load() {
+			if err := c.BumpEpoch(ctx); err != nil {
+				continue
+			}
+		}
+		if err := c.syncEpoch(ctx); err != nil {
+			c.markDown(err)
+			continue
+		}
+		c.markUp()
+	}
+}

@@ -1,0 +1,164 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Loader loads a value from the source of truth. It returns ErrNotFound
+// for a missing record, and says whether the value can never change.
+type Loader func(ctx context.Context) (val []byte, immutable bool, err error)
+
+// Source says where a value came from.
+type Source int
+
+// Sources of a value.
+const (
+	FromLocal Source = iota
+	FromRedis
+	FromLoader
+)
+
+func (c *Cache) immutableKey(key string) string { return c.opt.Prefix + "i:" + key }
+
+func (c *Cache) indexedKey(key string, epoch uint64) string {
+	return c.opt.Prefix + "e" + strconv.FormatUint(epoch, 10) + ":" + key
+}
+
+func decode(b []byte) ([]byte, error) {
+	if len(b) == 0 {
+		return nil, errors.New("empty cache entry")
+	}
+	if b[0] == tagNotFound {
+		return nil, ErrNotFound
+	}
+	return b[1:], nil
+}
+
+// Get returns the value of key, trying the local layer, then Redis, then
+// load. Indexed values are keyed by the current epoch. The returned slice
+// must not be modified.
+func (c *Cache) Get(ctx context.Context, key string, load Loader) ([]byte, Source, error) {
+	if c.opt.Disabled {
+		v, _, err := c.runLoad(ctx, load)
+		if err != nil {
+			return nil, FromLoader, err
+		}
+		return v, FromLoader, nil
+	}
+	now := c.opt.NowForTesting()
+	if b, ok := c.immutable.get(key, now); ok {
+		c.m.hits.WithLabelValues("local").Inc()
+		v, err := decode(b)
+		return v, FromLocal, err
+	}
+	epoch := c.epoch.Load()
+	redisUp := !c.redisDown.Load()
+	idx := c.indexed.Load()
+	if redisUp {
+		if b, ok := idx.get(key, now); ok {
+			c.m.hits.WithLabelValues("local").Inc()
+			v, err := decode(b)
+			return v, FromLocal, err
+		}
+	}
+	type result struct {
+		b   []byte
+		src Source
+	}
+	r, err, _ := c.sf.Do(c.indexedKey(key, epoch), func() (any, error) {
+		if redisUp {
+			if b, imm, ok := c.fromRedis(ctx, key, epoch); ok {
+				c.m.hits.WithLabelValues("redis").Inc()
+				c.keepLocal(key, b, imm, idx, now)
+				return result{b, FromRedis}, nil
+			}
+		}
+		c.m.misses.Inc()
+		v, imm, err := c.runLoad(ctx, load)
+		var b []byte
+		switch {
+		case errors.Is(err, ErrNotFound):
+			b, imm = []byte{tagNotFound}, false
+		case err != nil:
+			return nil, err
+		default:
+			b = make([]byte, 1+len(v))
+			b[0] = tagValue
+			copy(b[1:], v)
+		}
+		if redisUp || imm {
+			c.keepLocal(key, b, imm, idx, now)
+		}
+		if redisUp {
+			c.toRedis(ctx, key, epoch, b, imm)
+		}
+		return result{b, FromLoader}, nil
+	})
+	if err != nil {
+		return nil, FromLoader, err
+	}
+	res := r.(result)
+	v, err := decode(res.b)
+	return v, res.src, err
+}
+
+func (c *Cache) runLoad(ctx context.Context, load Loader) ([]byte, bool, error) {
+	// The load is shared by every waiter: give it its own deadline rather
+	// than the first caller's.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opt.LoadTimeout)
+	defer cancel()
+	start := time.Now()
+	v, imm, err := load(lctx)
+	c.m.loadSeconds.Observe(time.Since(start).Seconds())
+	return v, imm, err
+}
+
+func (c *Cache) keepLocal(key string, b []byte, immutable bool, idx *local, now time.Time) {
+	if immutable {
+		c.immutable.set(key, b, now.Add(c.opt.ImmutableTTL))
+		return
+	}
+	idx.set(key, b, now.Add(c.opt.IndexedTTL))
+}
+
+func (c *Cache) fromRedis(ctx context.Context, key string, epoch uint64) ([]byte, bool, bool) {
+	rctx, cancel := c.redisCtx(ctx)
+	defer cancel()
+	var immCmd, idxCmd *redis.StringCmd
+	_, err := c.rdb.Pipelined(rctx, func(p redis.Pipeliner) error {
+		immCmd = p.Get(rctx, c.immutableKey(key))
+		idxCmd = p.Get(rctx, c.indexedKey(key, epoch))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		c.markDown(fmt.Errorf("cache get: %w", err))
+		return nil, false, false
+	}
+	if b, err := immCmd.Bytes(); err == nil {
+		return b, true, true
+	}
+	if b, err := idxCmd.Bytes(); err == nil {
+		return b, false, true
+	}
+	return nil, false, false
+}
+
+func (c *Cache) toRedis(ctx context.Context, key string, epoch uint64, b []byte, immutable bool) {
+	rctx, cancel := c.redisCtx(ctx)
+	defer cancel()
+	var err error
+	if immutable {
+		err = c.rdb.Set(rctx, c.immutableKey(key), b, c.opt.ImmutableTTL).Err()
+	} else {
+		err = c.rdb.Set(rctx, c.indexedKey(key, epoch), b, c.opt.IndexedTTL).Err()
+	}
+	if err != nil {
+		c.markDown(fmt.Errorf("cache set: %w", err))
+	}
+}

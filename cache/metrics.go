@@ -1,0 +1,44 @@
+package cache
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	hits         *prometheus.CounterVec
+	misses       prometheus.Counter
+	redisErrors  prometheus.Counter
+	bumps        prometheus.Counter
+	degraded     prometheus.Gauge
+	epoch        prometheus.Gauge
+	loadSeconds  prometheus.Histogram
+	localEntries func() float64
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		hits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "attestd_cache_hits_total",
+			Help: "Cache hits by layer (local, redis)."}, []string{"layer"}),
+		misses: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_cache_misses_total",
+			Help: "Cache misses that loaded from Postgres."}),
+		redisErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_cache_redis_errors_total",
+			Help: "Redis errors seen by the cache."}),
+		bumps: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_cache_epoch_bumps_total",
+			Help: "Index epoch bumps made by this process."}),
+		degraded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_cache_redis_down",
+			Help: "1 while Redis is unreachable and reads go to Postgres."}),
+		epoch: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_cache_epoch",
+			Help: "This node's view of the index epoch."}),
+		loadSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "attestd_cache_load_seconds",
+			Help: "Duration of Postgres loads behind cache misses.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.hits, m.misses, m.redisErrors, m.bumps, m.degraded, m.epoch, m.loadSeconds,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "attestd_cache_local_entries",
+				Help: "Entries in this node's in-process cache."}, func() float64 {
+				if m.localEntries == nil {
+					return 0
+				}
+				return m.localEntries()
+			}))
+	}
+	return m
+}

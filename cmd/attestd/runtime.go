@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/attestd/attestd/cache"
+	"github.com/attestd/attestd/config"
+	"github.com/attestd/attestd/store"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+)
+
+// newLogger makes the JSON slog logger every subcommand uses.
+func newLogger(level slog.Level) *slog.Logger {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+	return log
+}
+
+// loadConfig reads the environment and sets up logging.
+func loadConfig() (config.Config, *slog.Logger, error) {
+	cfg, err := config.FromEnv(nil)
+	if err != nil {
+		return cfg, nil, err
+	}
+	return cfg, newLogger(cfg.LogLevel), nil
+}
+
+// openStore connects to Postgres.
+func openStore(ctx context.Context, cfg config.Config) (*store.Store, error) {
+	if cfg.DatabaseURL == "" {
+		return nil, errors.New("DATABASE_URL not set (make run starts a local server for you)")
+	}
+	return store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: cfg.DBMaxConns})
+}
+
+// openRedis makes a client with explicit timeouts (go-redis defaults moved in v9.22).
+func openRedis(cfg config.Config) (*redis.Client, error) {
+	if cfg.RedisURL == "" {
+		return nil, errors.New("REDIS_URL not set (make run starts a local server for you)")
+	}
+	opt, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
+	}
+	opt.DialTimeout = 2 * time.Second
+	opt.ReadTimeout = time.Second
+	opt.WriteTimeout = time.Second
+	opt.PoolSize = 128
+	opt.MinIdleConns = 8
+	opt.MaxRetries = 1
+	return redis.NewClient(opt), nil
+}
+
+// openCache starts the cache over rdb, wired as the store's notifier.
+func openCache(ctx context.Context, cfg config.Config, rdb redis.UniversalClient, st *store.Store, reg prometheus.Registerer, log *slog.Logger, readers bool) (*cache.Cache, error) {
+	c, err := cache.New(ctx, rdb, cache.Options{
+		Prefix: cfg.RedisPrefix, LocalEntries: cfg.LocalEntries, Disabled: cfg.CacheDisabled,
+		Logger: log, Registerer: reg, SkipSubscriber: !readers,
+	})
+	if err != nil {
+		return nil, err
+	}
+	st.SetNotifier(c)
+	return c, nil
+}
+
+// newRegistry is a Prometheus registry with process and Go collectors.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// serveMetrics serves /metrics on the internal listener until ctx ends.
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) {
+	if addr == "" {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics listener failed", "addr", addr, "err", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	log.Info("metrics listening", "addr", addr)
+}

@@ -1,0 +1,117 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Var documents one environment variable.
+type Var struct {
+	Name, Default, Help string
+}
+
+// Vars lists the variables this package reads.
+var Vars = []Var{
+	{"DATABASE_URL", "(make run / tests: a throwaway server)", "PostgreSQL URL"},
+	{"REDIS_URL", "(make run / tests: a throwaway server)", "Redis URL (redis://host:port/db)"},
+	{"ATTESTD_HTTP_ADDR", "127.0.0.1:8080", "public API listener"},
+	{"ATTESTD_METRICS_ADDR", "127.0.0.1:9090", "internal Prometheus /metrics listener; empty disables it"},
+	{"ATTESTD_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"ATTESTD_ACCESS_LOG", "errors", "errors (5xx and slow requests) or all"},
+	{"ATTESTD_REDIS_PREFIX", "attestd:", "prefix of every Redis key and channel"},
+	{"ATTESTD_CACHE", "on", "off bypasses both cache layers (to measure uncached reads)"},
+	{"ATTESTD_CACHE_LOCAL_ENTRIES", "50000", "in-process cache entries per kind; 0 disables the in-process layer"},
+	{"ATTESTD_DB_MAX_CONNS", "16", "Postgres pool size per process"},
+	{"ATTESTD_SHUTDOWN_TIMEOUT", "10s", "grace period for in-flight requests on SIGTERM"},
+}
+
+// Config is the common configuration of attestd processes.
+type Config struct {
+	DatabaseURL     string
+	RedisURL        string
+	HTTPAddr        string
+	MetricsAddr     string
+	LogLevel        slog.Level
+	AccessLogAll    bool
+	RedisPrefix     string
+	CacheDisabled   bool
+	LocalEntries    int
+	DBMaxConns      int32
+	ShutdownTimeout time.Duration
+}
+
+// FromEnv reads the configuration with getenv (os.Getenv when nil).
+func FromEnv(getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	get := func(name, def string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return def
+	}
+	c := Config{
+		DatabaseURL: get("DATABASE_URL", ""),
+		RedisURL:    get("REDIS_URL", ""),
+		HTTPAddr:    get("ATTESTD_HTTP_ADDR", "127.0.0.1:8080"),
+		MetricsAddr: getenv("ATTESTD_METRICS_ADDR"),
+		RedisPrefix: get("ATTESTD_REDIS_PREFIX", "attestd:"),
+	}
+	if _, set := os.LookupEnv("ATTESTD_METRICS_ADDR"); !set && c.MetricsAddr == "" {
+		c.MetricsAddr = "127.0.0.1:9090"
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(get("ATTESTD_LOG_LEVEL", "info"))); err != nil {
+		return c, fmt.Errorf("ATTESTD_LOG_LEVEL: %w", err)
+	}
+	switch v := get("ATTESTD_ACCESS_LOG", "errors"); v {
+	case "errors":
+	case "all":
+		c.AccessLogAll = true
+	default:
+		return c, fmt.Errorf("ATTESTD_ACCESS_LOG: want errors or all, got %q", v)
+	}
+	switch v := get("ATTESTD_CACHE", "on"); v {
+	case "on":
+	case "off":
+		c.CacheDisabled = true
+	default:
+		return c, fmt.Errorf("ATTESTD_CACHE: want on or off, got %q", v)
+	}
+	n, err := strconv.Atoi(get("ATTESTD_CACHE_LOCAL_ENTRIES", "50000"))
+	if err != nil || n < 0 {
+		return c, fmt.Errorf("ATTESTD_CACHE_LOCAL_ENTRIES: want a whole number >= 0, got %q", getenv("ATTESTD_CACHE_LOCAL_ENTRIES"))
+	}
+	c.LocalEntries = n
+	if n == 0 {
+		c.LocalEntries = -1
+	}
+	m, err := strconv.Atoi(get("ATTESTD_DB_MAX_CONNS", "16"))
+	if err != nil || m < 1 || m > 1000 {
+		return c, fmt.Errorf("ATTESTD_DB_MAX_CONNS: want 1..1000, got %q", getenv("ATTESTD_DB_MAX_CONNS"))
+	}
+	c.DBMaxConns = int32(m)
+	if c.ShutdownTimeout, err = time.ParseDuration(get("ATTESTD_SHUTDOWN_TIMEOUT", "10s")); err != nil || c.ShutdownTimeout < 0 {
+		return c, fmt.Errorf("ATTESTD_SHUTDOWN_TIMEOUT: want a duration like 10s, got %q", getenv("ATTESTD_SHUTDOWN_TIMEOUT"))
+	}
+	return c, nil
+}
+
+// RequireStores fails when the database or Redis URL is missing.
+func (c Config) RequireStores() error {
+	var missing []string
+	if c.DatabaseURL == "" {
+		missing = append(missing, "DATABASE_URL")
+	}
+	if c.RedisURL == "" {
+		missing = append(missing, "REDIS_URL")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s not set (make run starts local servers for you)", strings.Join(missing, " and "))
+	}
+	return nil
+}

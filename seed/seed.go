@@ -1,0 +1,235 @@
+package seed
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/store"
+	"github.com/gagliardetto/solana-go"
+)
+
+// Options say how much to generate.
+type Options struct {
+	Agents       int
+	Attestations int
+	Seed         uint64        // same seed, same data
+	Span         time.Duration // default 90 days, ending at Now
+	Now          time.Time     // default time.Now()
+	ProgramID    solana.PublicKey
+	BatchSize    int // attestations per write, default 2000
+	Logger       *slog.Logger
+}
+
+// Agent is a generated agent and its signing key.
+type Agent struct {
+	PDA      solana.PublicKey
+	Operator solana.PublicKey
+	Key      ed25519.PrivateKey
+	Revoked  bool
+}
+
+// Result says what was written.
+type Result struct {
+	Agents       []Agent
+	Attestations int
+	Duration     time.Duration
+}
+
+// Run generates the data and applies it with st.Apply.
+func Run(ctx context.Context, st *store.Store, opt Options) (Result, error) {
+	if opt.Agents < 1 {
+		return Result{}, fmt.Errorf("seed needs at least one agent")
+	}
+	if opt.Attestations < 0 {
+		return Result{}, fmt.Errorf("attestations must not be negative")
+	}
+	if opt.Span <= 0 {
+		opt.Span = 90 * 24 * time.Hour
+	}
+	if opt.Now.IsZero() {
+		opt.Now = time.Now()
+	}
+	if opt.ProgramID.IsZero() {
+		opt.ProgramID = solana.MustPublicKeyFromBase58(attestation.DefaultProgramID)
+	}
+	if opt.BatchSize <= 0 {
+		opt.BatchSize = 2000
+	}
+	log := opt.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	start := time.Now()
+	g := &generator{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15))}
+	agents, agentBatch := g.agents()
+	if _, err := st.Apply(ctx, agentBatch); err != nil {
+		return Result{}, fmt.Errorf("seed agents: %w", err)
+	}
+	written := 0
+	for written < opt.Attestations {
+		n := min(opt.BatchSize, opt.Attestations-written)
+		recs := g.attestations(agents, n)
+		if _, err := st.Apply(ctx, &store.Batch{Attestations: recs}); err != nil {
+			return Result{}, fmt.Errorf("seed attestations: %w", err)
+		}
+		written += n
+		if written%20000 < n || written == opt.Attestations {
+			el := time.Since(start)
+			log.Info("seeding", "attestations", written, "of", opt.Attestations,
+				"rate_per_s", int(float64(written)/el.Seconds()))
+		}
+	}
+	// Revocations and policy updates last, so they come after the agents' activity.
+	if _, err := st.Apply(ctx, g.agentChanges(agents)); err != nil {
+		return Result{}, fmt.Errorf("seed agent changes: %w", err)
+	}
+	return Result{Agents: agents, Attestations: written, Duration: time.Since(start)}, nil
+}
+
+type generator struct {
+	opt  Options
+	rng  *rand.Rand
+	slot uint64
+	done int // attestations generated so far
+}
+
+func (g *generator) bytes(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(g.rng.Uint32())
+	}
+	return b
+}
+
+func (g *generator) txSignature() solana.Signature {
+	var s solana.Signature
+	copy(s[:], g.bytes(64))
+	return s
+}
+
+func (g *generator) agents() ([]Agent, *store.Batch) {
+	b := &store.Batch{}
+	agents := make([]Agent, g.opt.Agents)
+	regAt := g.opt.Now.Add(-g.opt.Span - time.Hour)
+	for i := range agents {
+		var op solana.PublicKey
+		copy(op[:], g.bytes(32))
+		key := ed25519.NewKeyFromSeed(g.bytes(32))
+		pda, _, err := attestation.DeriveAgentPDA(g.opt.ProgramID, op)
+		if err != nil {
+			panic(err) // FindProgramAddress fails with probability ~2^-255
+		}
+		agents[i] = Agent{PDA: pda, Operator: op, Key: key, Revoked: i%10 == 9}
+		var id, root [32]byte
+		copy(id[:], key.Public().(ed25519.PublicKey))
+		copy(root[:], g.bytes(32))
+		g.slot++
+		b.Registrations = append(b.Registrations, store.AgentRegistration{
+			Event: store.Event{TxSignature: g.txSignature().String(), EventIndex: 0, Slot: g.slot, Commitment: attestation.Finalized},
+			PDA:   pda.String(), Operator: op.String(), AgentID: id, PolicyRoot: root, At: regAt.Add(time.Duration(i) * time.Second),
+		})
+	}
+	return agents, b
+}
+
+func (g *generator) agentChanges(agents []Agent) *store.Batch {
+	b := &store.Batch{}
+	at := g.opt.Now.Add(-time.Minute)
+	for i, a := range agents {
+		if i%7 == 3 {
+			var root [32]byte
+			copy(root[:], g.bytes(32))
+			g.slot++
+			b.PolicyUpdates = append(b.PolicyUpdates, store.PolicyUpdate{
+				Event: store.Event{TxSignature: g.txSignature().String(), Slot: g.slot, Commitment: attestation.Finalized},
+				PDA:   a.PDA.String(), PolicyRoot: root, At: at.Add(-time.Duration(i) * time.Second),
+			})
+		}
+		if a.Revoked {
+			g.slot++
+			b.Revocations = append(b.Revocations, store.AgentRevocation{
+				Event: store.Event{TxSignature: g.txSignature().String(), Slot: g.slot, Commitment: attestation.Finalized},
+				PDA:   a.PDA.String(), At: at.Add(-time.Duration(i) * time.Second),
+			})
+		}
+	}
+	return b
+}
+
+var payloadKinds = [attestation.NumActionTypes]string{"transfer", "decide", "infer", "tool", "read", "policy", "custom"}
+
+// attestations makes n records in transactions of 1..100 events, timestamps
+// increasing with the slot. Signing and pda derivation run on every core.
+func (g *generator) attestations(agents []Agent, n int) []store.AttestationRecord {
+	recs := make([]store.AttestationRecord, n)
+	type job struct {
+		i     int
+		agent *Agent
+		tx    solana.Signature
+		event int
+		nonce uint64
+	}
+	jobs := make([]job, n)
+	span := g.opt.Span.Seconds()
+	for i := 0; i < n; {
+		size := min(1+g.rng.IntN(100), n-i)
+		if g.rng.IntN(4) == 0 {
+			size = 1
+		}
+		agent := &agents[g.rng.IntN(len(agents))]
+		tx := g.txSignature()
+		g.slot += 1 + uint64(g.rng.IntN(3))
+		// Time grows with progress through the whole run.
+		frac := float64(g.done+i) / float64(max(g.opt.Attestations, 1))
+		ts := g.opt.Now.Add(-time.Duration(span*(1-frac)) * time.Second).Truncate(time.Second)
+		for e := 0; e < size; e++ {
+			typ := attestation.ActionType(g.rng.IntN(attestation.NumActionTypes))
+			recs[i+e] = store.AttestationRecord{
+				Event:       store.Event{TxSignature: tx.String(), EventIndex: e, Slot: g.slot, Commitment: attestation.Finalized},
+				AgentPDA:    agent.PDA.String(),
+				ActionType:  typ,
+				PrivacyMode: g.rng.IntN(5) == 0,
+				Timestamp:   ts,
+			}
+			copy(recs[i+e].AgentID[:], agent.Key.Public().(ed25519.PublicKey))
+			jobs[i+e] = job{i: i + e, agent: agent, tx: tx, event: e, nonce: g.rng.Uint64()}
+		}
+		i += size
+	}
+	g.done += n
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for k := w; k < len(jobs); k += workers {
+				j := jobs[k]
+				r := &recs[j.i]
+				payload, _ := json.Marshal(map[string]any{"kind": payloadKinds[r.ActionType], "agent": j.agent.PDA.String(),
+					"nonce": j.nonce, "at": r.Timestamp.Unix()})
+				r.ActionHash = sha256.Sum256(payload)
+				copy(r.Signature[:], ed25519.Sign(j.agent.Key, r.ActionHash[:]))
+				r.SignatureValid = attestation.VerifySignature(r.AgentID, r.ActionHash, r.Signature)
+				pda, err := attestation.DerivePDA(g.opt.ProgramID, j.tx, j.event)
+				if err != nil {
+					panic(err)
+				}
+				r.PDA = pda.String()
+			}
+		}(w)
+	}
+	wg.Wait()
+	sort.SliceStable(recs, func(a, b int) bool { return recs[a].Slot < recs[b].Slot })
+	return recs
+}

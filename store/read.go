@@ -1,0 +1,352 @@
+package store
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/attestd/attestd/attestation"
+	"github.com/jackc/pgx/v5"
+	"github.com/mr-tron/base58"
+)
+
+// Cursor is a keyset position: the sort key of the last row of a page.
+type Cursor struct {
+	Timestamp time.Time
+	Slot      uint64
+	PDA       string
+}
+
+// Filter selects attestations. Zero fields do not filter.
+type Filter struct {
+	AgentPDA   string
+	ActionType *attestation.ActionType
+	From, To   time.Time // From <= ts < To
+	Limit      int
+	Offset     int
+	After      *Cursor // keyset: rows strictly after this position
+}
+
+// Page is one page of attestations.
+type Page struct {
+	Items []attestation.Attestation
+	Total int64
+	Next  *Cursor // position of the last item when the page is full
+}
+
+const attestationColumns = `pda, agent_pda, agent_id, action_type, action_hash, privacy_mode, ts,
+	agent_signature, tx_signature, slot, finalized`
+
+func scanAttestation(row pgx.Row) (attestation.Attestation, error) {
+	var a attestation.Attestation
+	var agentID, hash, sig []byte
+	var typ int16
+	var ts time.Time
+	var slot int64
+	var final bool
+	if err := row.Scan(&a.PDA, &a.AgentPDA, &agentID, &typ, &hash, &a.PrivacyMode, &ts, &sig, &a.TxSignature, &slot, &final); err != nil {
+		return a, err
+	}
+	a.AgentID = base58.Encode(agentID)
+	a.ActionType = attestation.ActionType(typ)
+	a.ActionHash = hex.EncodeToString(hash)
+	a.Timestamp = attestation.At(ts)
+	a.AgentSignature = base58.Encode(sig)
+	a.Slot = uint64(slot)
+	a.Commitment = attestation.Confirmed
+	if final {
+		a.Commitment = attestation.Finalized
+	}
+	return a, nil
+}
+
+// GetAttestation reads one attestation by pda.
+func (s *Store) GetAttestation(ctx context.Context, pda string) (attestation.Attestation, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	a, err := scanAttestation(s.pool.QueryRow(ctx, `SELECT `+attestationColumns+` FROM attestations WHERE pda = $1`, pda))
+	if err == pgx.ErrNoRows {
+		return a, ErrNotFound
+	}
+	if err != nil {
+		return a, fmt.Errorf("read attestation: %w", err)
+	}
+	return a, nil
+}
+
+// where builds the WHERE clause and arguments of a filter.
+func (f Filter) where(withCursor bool) (string, []any) {
+	var conds []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if f.AgentPDA != "" {
+		conds = append(conds, "agent_pda = "+arg(f.AgentPDA))
+	}
+	if f.ActionType != nil {
+		conds = append(conds, "action_type = "+arg(int16(*f.ActionType)))
+	}
+	if !f.From.IsZero() {
+		conds = append(conds, "ts >= "+arg(f.From.UTC()))
+	}
+	if !f.To.IsZero() {
+		conds = append(conds, "ts < "+arg(f.To.UTC()))
+	}
+	if withCursor && f.After != nil {
+		conds = append(conds, fmt.Sprintf("(ts, slot, pda) < (%s, %s, %s)",
+			arg(f.After.Timestamp.UTC()), arg(int64(f.After.Slot)), arg(f.After.PDA)))
+	}
+	if len(conds) == 0 {
+		return "", args
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+// ListAttestations returns one page, newest first: ts desc, slot desc, pda desc.
+func (s *Store) ListAttestations(ctx context.Context, f Filter) (Page, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	where, args := f.where(true)
+	args = append(args, f.Limit, f.Offset)
+	q := `SELECT ` + attestationColumns + ` FROM attestations` + where +
+		fmt.Sprintf(` ORDER BY ts DESC, slot DESC, pda DESC LIMIT $%d OFFSET $%d`, len(args)-1, len(args))
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return Page{}, fmt.Errorf("list attestations: %w", err)
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (attestation.Attestation, error) { return scanAttestation(r) })
+	if err != nil {
+		return Page{}, fmt.Errorf("list attestations: %w", err)
+	}
+	total, err := s.count(ctx, f)
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{Items: items, Total: total}
+	if f.Limit > 0 && len(items) == f.Limit {
+		last := items[len(items)-1]
+		p.Next = &Cursor{Timestamp: last.Timestamp.Time, Slot: last.Slot, PDA: last.PDA}
+	}
+	return p, nil
+}
+
+// count returns how many attestations match f (ignoring paging). Without a
+// time range it reads the maintained counters; with one it counts the range
+// on the matching index.
+func (s *Store) count(ctx context.Context, f Filter) (int64, error) {
+	var n int64
+	var err error
+	if f.From.IsZero() && f.To.IsZero() {
+		agent := globalCounter
+		if f.AgentPDA != "" {
+			agent = f.AgentPDA
+		}
+		if f.ActionType != nil {
+			err = s.pool.QueryRow(ctx, `SELECT COALESCE(sum(n), 0) FROM attestation_counts WHERE agent_pda = $1 AND action_type = $2`,
+				agent, int16(*f.ActionType)).Scan(&n)
+		} else {
+			err = s.pool.QueryRow(ctx, `SELECT COALESCE(sum(n), 0) FROM attestation_counts WHERE agent_pda = $1`, agent).Scan(&n)
+		}
+	} else {
+		where, args := f.where(false)
+		err = s.pool.QueryRow(ctx, `SELECT count(*) FROM attestations`+where, args...).Scan(&n)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("count attestations: %w", err)
+	}
+	return n, nil
+}
+
+// ByType maps every action type name to a count (zeros included).
+type ByType map[string]int64
+
+func newByType() ByType {
+	m := make(ByType, attestation.NumActionTypes)
+	for _, n := range attestation.ActionTypeNames() {
+		m[n] = 0
+	}
+	return m
+}
+
+// Stats are the global counts.
+type Stats struct {
+	Agents       int64  `json:"agents"`
+	Attestations int64  `json:"attestations"`
+	ByType       ByType `json:"byType"`
+	Last24h      int64  `json:"last24h"`
+	IndexedSlot  uint64 `json:"indexedSlot"`
+}
+
+// Stats computes the global counts.
+func (s *Store) Stats(ctx context.Context, now time.Time) (Stats, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	st := Stats{ByType: newByType()}
+	if err := s.byType(ctx, globalCounter, st.ByType, &st.Attestations); err != nil {
+		return st, err
+	}
+	var slot int64
+	err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM agents),
+			(SELECT count(*) FROM attestations WHERE ts >= $1 AND ts < $2),
+			GREATEST((SELECT COALESCE(max(slot), 0) FROM checkpoints), (SELECT COALESCE(max(slot), 0) FROM attestations))`,
+		now.Add(-24*time.Hour), now.Add(time.Second)).Scan(&st.Agents, &st.Last24h, &slot)
+	if err != nil {
+		return st, fmt.Errorf("read stats: %w", err)
+	}
+	st.IndexedSlot = uint64(slot)
+	return st, nil
+}
+
+func (s *Store) byType(ctx context.Context, agent string, m ByType, total *int64) error {
+	rows, err := s.pool.Query(ctx, `SELECT action_type, n FROM attestation_counts WHERE agent_pda = $1`, agent)
+	if err != nil {
+		return fmt.Errorf("read counts: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var typ int16
+		var n int64
+		if err := rows.Scan(&typ, &n); err != nil {
+			return fmt.Errorf("read counts: %w", err)
+		}
+		m[attestation.ActionType(typ).String()] += n
+		*total += n
+	}
+	return rows.Err()
+}
+
+// agentSummary is what agent detail and agent stats share.
+type agentSummary struct {
+	total, last24h, last7d int64
+	first, last            *attestation.Time
+	byType                 ByType
+}
+
+func (s *Store) summarise(ctx context.Context, pda string, now time.Time) (agentSummary, error) {
+	sum := agentSummary{byType: newByType()}
+	if err := s.byType(ctx, pda, sum.byType, &sum.total); err != nil {
+		return sum, err
+	}
+	var first, last *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT
+			(SELECT ts FROM attestations WHERE agent_pda = $1 ORDER BY ts ASC, slot ASC, pda ASC LIMIT 1),
+			(SELECT ts FROM attestations WHERE agent_pda = $1 ORDER BY ts DESC, slot DESC, pda DESC LIMIT 1),
+			(SELECT count(*) FROM attestations WHERE agent_pda = $1 AND ts >= $2 AND ts < $4),
+			(SELECT count(*) FROM attestations WHERE agent_pda = $1 AND ts >= $3 AND ts < $4)`,
+		pda, now.Add(-24*time.Hour), now.Add(-7*24*time.Hour), now.Add(time.Second)).Scan(&first, &last, &sum.last24h, &sum.last7d)
+	if err != nil {
+		return sum, fmt.Errorf("summarise agent: %w", err)
+	}
+	if first != nil {
+		sum.first = attestation.TimePtr(*first)
+	}
+	if last != nil {
+		sum.last = attestation.TimePtr(*last)
+	}
+	return sum, nil
+}
+
+// GetAgent reads an agent with its metrics and policy history.
+func (s *Store) GetAgent(ctx context.Context, pda string, now time.Time) (attestation.Agent, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var a attestation.Agent
+	var agentID, root, initialRoot []byte
+	var registered, updated time.Time
+	var revokedAt *time.Time
+	var regTx string
+	var regSlot int64
+	err := s.pool.QueryRow(ctx, `SELECT pda, operator, agent_id, policy_root, initial_policy_root, registered_at, revoked,
+			revoked_at, updated_at, tx_signature, slot FROM agents WHERE pda = $1`, pda).
+		Scan(&a.PDA, &a.Operator, &agentID, &root, &initialRoot, &registered, &a.Revoked, &revokedAt, &updated, &regTx, &regSlot)
+	if err == pgx.ErrNoRows {
+		return a, ErrNotFound
+	}
+	if err != nil {
+		return a, fmt.Errorf("read agent: %w", err)
+	}
+	a.AgentID = base58.Encode(agentID)
+	a.PolicyRoot = hex.EncodeToString(root)
+	a.RegisteredAt = attestation.At(registered)
+	a.UpdatedAt = attestation.At(updated)
+	if revokedAt != nil {
+		a.RevokedAt = attestation.TimePtr(*revokedAt)
+	}
+	history := []attestation.PolicyChange{{PolicyRoot: hex.EncodeToString(initialRoot), UpdatedAt: a.RegisteredAt, TxSignature: regTx, Slot: uint64(regSlot)}}
+	rows, err := s.pool.Query(ctx, `SELECT policy_root, at, tx_signature, slot FROM agent_events
+		WHERE agent_pda = $1 AND kind = 'policy_updated' ORDER BY at, slot, tx_signature, event_index`, pda)
+	if err != nil {
+		return a, fmt.Errorf("read policy history: %w", err)
+	}
+	for rows.Next() {
+		var pc attestation.PolicyChange
+		var r []byte
+		var at time.Time
+		var slot int64
+		if err := rows.Scan(&r, &at, &pc.TxSignature, &slot); err != nil {
+			rows.Close()
+			return a, fmt.Errorf("read policy history: %w", err)
+		}
+		pc.PolicyRoot, pc.UpdatedAt, pc.Slot = hex.EncodeToString(r), attestation.At(at), uint64(slot)
+		history = append(history, pc)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return a, fmt.Errorf("read policy history: %w", err)
+	}
+	last := history[len(history)-1]
+	a.Policies = attestation.AgentPolicies{PolicyRoot: a.PolicyRoot, UpdatedAt: last.UpdatedAt, History: history}
+	sum, err := s.summarise(ctx, pda, now)
+	if err != nil {
+		return a, err
+	}
+	a.Metrics = attestation.AgentMetrics{AttestationCount: sum.total, FirstAttestationAt: sum.first,
+		LastAttestationAt: sum.last, Last24h: sum.last24h}
+	return a, nil
+}
+
+// AgentStats is the per-agent statistics record.
+type AgentStats struct {
+	AgentPDA           string                    `json:"agentPda"`
+	TotalAttestations  int64                     `json:"totalAttestations"`
+	ByType             ByType                    `json:"byType"`
+	FirstAttestationAt *attestation.Time         `json:"firstAttestationAt"`
+	LastAttestationAt  *attestation.Time         `json:"lastAttestationAt"`
+	Last24h            int64                     `json:"last24h"`
+	Last7d             int64                     `json:"last7d"`
+	RecentAttestations []attestation.Attestation `json:"recentAttestations"`
+}
+
+// GetAgentStats computes an agent's statistics; ErrNotFound when the agent
+// is unknown.
+func (s *Store) GetAgentStats(ctx context.Context, pda string, now time.Time) (AgentStats, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var exists bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE pda = $1)`, pda).Scan(&exists); err != nil {
+		return AgentStats{}, fmt.Errorf("read agent: %w", err)
+	}
+	if !exists {
+		return AgentStats{}, ErrNotFound
+	}
+	sum, err := s.summarise(ctx, pda, now)
+	if err != nil {
+		return AgentStats{}, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+attestationColumns+` FROM attestations WHERE agent_pda = $1
+		ORDER BY ts DESC, slot DESC, pda DESC LIMIT 10`, pda)
+	if err != nil {
+		return AgentStats{}, fmt.Errorf("read recent attestations: %w", err)
+	}
+	recent, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (attestation.Attestation, error) { return scanAttestation(r) })
+	if err != nil {
+		return AgentStats{}, fmt.Errorf("read recent attestations: %w", err)
+	}
+	return AgentStats{AgentPDA: pda, TotalAttestations: sum.total, ByType: sum.byType, FirstAttestationAt: sum.first,
+		LastAttestationAt: sum.last, Last24h: sum.last24h, Last7d: sum.last7d, RecentAttestations: recent}, nil
+}

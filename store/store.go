@@ -1,0 +1,97 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ErrNotFound is returned by reads of a single record that does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Notifier learns that indexed data changed, after the change committed.
+// The cache implements it by bumping the index epoch on every node.
+type Notifier interface {
+	BumpEpoch(ctx context.Context) error
+}
+
+// Options tune the connection pool.
+type Options struct {
+	MaxConns     int32         // default 16
+	QueryTimeout time.Duration // default 5 s; applied to every statement
+}
+
+// Store is the Postgres layer. It is safe for concurrent use.
+type Store struct {
+	pool     *pgxpool.Pool
+	notifier Notifier
+	timeout  time.Duration
+}
+
+// Open connects a pool to databaseURL and checks it answers.
+func Open(ctx context.Context, databaseURL string, opt Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	cfg.MaxConns = 16
+	if opt.MaxConns > 0 {
+		cfg.MaxConns = opt.MaxConns
+	}
+	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "attestd"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres pool: %w", err)
+	}
+	s := &Store{pool: pool, timeout: 5 * time.Second}
+	if opt.QueryTimeout > 0 {
+		s.timeout = opt.QueryTimeout
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect postgres: %w", err)
+	}
+	return s, nil
+}
+
+// SetNotifier sets who hears about committed changes (nil: nobody).
+func (s *Store) SetNotifier(n Notifier) { s.notifier = n }
+
+// Pool is the underlying pgx pool, for callers that need a dedicated
+// connection (the indexer's advisory lock) or raw queries in tests.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Migrate applies pending migrations.
+func (s *Store) Migrate(ctx context.Context) ([]string, error) { return Migrate(ctx, s.pool) }
+
+// Ping checks the database answers within a short deadline.
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return s.pool.Ping(ctx)
+}
+
+// ctx bounds one statement by the store's query timeout.
+func (s *Store) ctx(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, s.timeout)
+}
+
+func (s *Store) notify(ctx context.Context) {
+	if s.notifier == nil {
+		return
+	}
+	// The data is committed; a failed bump is retried by the notifier itself.
+	_ = s.notifier.BumpEpoch(context.WithoutCancel(ctx))
+}

@@ -1,0 +1,423 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/attestd/attestd/attestation"
+	"github.com/gagliardetto/solana-go"
+	"github.com/jackc/pgx/v5"
+)
+
+// Outbox event types, as webhook subscribers see them.
+const (
+	EventAttestationCreated = "attestation.created"
+	EventAgentRegistered    = "agent.registered"
+	EventAgentRevoked       = "agent.revoked"
+	EventAgentPolicyUpdated = "agent.policy_updated"
+	globalCounter           = "" // attestation_counts row for all agents
+)
+
+// TxRef names a transaction and the slot it landed in.
+type TxRef struct {
+	Signature string
+	Slot      uint64
+}
+
+// Apply writes a batch in one transaction. Records already stored (same
+// transaction signature and event index, or same pda) are skipped, so a
+// batch can be applied any number of times. After commit, when anything new
+// was stored, the notifier bumps the cache epoch.
+func (s *Store) Apply(ctx context.Context, b *Batch) (Applied, error) {
+	var res Applied
+	ctx, cancel := context.WithTimeout(ctx, s.timeout+time.Duration(len(b.Attestations))*time.Millisecond)
+	defer cancel()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if res.Agents, err = applyRegistrations(ctx, tx, b.Registrations); err != nil {
+			return err
+		}
+		n, err := applyPolicyUpdates(ctx, tx, b.PolicyUpdates)
+		if err != nil {
+			return err
+		}
+		res.AgentChanges += n
+		if n, err = applyRevocations(ctx, tx, b.Revocations); err != nil {
+			return err
+		}
+		res.AgentChanges += n
+		if res.Attestations, err = applyAttestations(ctx, tx, b.Attestations); err != nil {
+			return err
+		}
+		if b.Checkpoint != nil {
+			if err := saveCheckpoint(ctx, tx, *b.Checkpoint); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Applied{}, fmt.Errorf("apply batch: %w", err)
+	}
+	if res.Changed() {
+		s.notify(ctx)
+	}
+	return res, nil
+}
+
+func finalized(c attestation.Commitment) bool { return c == attestation.Finalized }
+
+func applyRegistrations(ctx context.Context, tx pgx.Tx, regs []AgentRegistration) (int, error) {
+	n := 0
+	for _, r := range regs {
+		var pda string
+		err := tx.QueryRow(ctx, `INSERT INTO agents (pda, operator, agent_id, policy_root, initial_policy_root, registered_at, updated_at,
+				tx_signature, event_index, slot, finalized)
+			VALUES ($1, $2, $3, $4, $4, $5, $5, $6, $7, $8, $9)
+			ON CONFLICT DO NOTHING RETURNING pda`,
+			r.PDA, r.Operator, r.AgentID[:], r.PolicyRoot[:], r.At.UTC(), r.TxSignature, r.EventIndex, int64(r.Slot), finalized(r.Commitment),
+		).Scan(&pda)
+		if err == pgx.ErrNoRows {
+			continue
+		}
+		if err != nil {
+			return n, fmt.Errorf("insert agent %s: %w", r.PDA, err)
+		}
+		n++
+		payload := map[string]any{
+			"pda": r.PDA, "operator": r.Operator, "agentId": solana.PublicKeyFromBytes(r.AgentID[:]).String(),
+			"policyRoot": fmt.Sprintf("%x", r.PolicyRoot), "registeredAt": attestation.At(r.At),
+			"txSignature": r.TxSignature, "slot": r.Slot,
+		}
+		if err := outbox(ctx, tx, EventAgentRegistered, payload); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func applyPolicyUpdates(ctx context.Context, tx pgx.Tx, ups []PolicyUpdate) (int, error) {
+	n := 0
+	for _, u := range ups {
+		tag, err := tx.Exec(ctx, `INSERT INTO agent_events (tx_signature, event_index, agent_pda, kind, policy_root, at, slot, finalized)
+			VALUES ($1, $2, $3, 'policy_updated', $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+			u.TxSignature, u.EventIndex, u.PDA, u.PolicyRoot[:], u.At.UTC(), int64(u.Slot), finalized(u.Commitment))
+		if err != nil {
+			return n, fmt.Errorf("insert policy update of %s: %w", u.PDA, err)
+		}
+		if tag.RowsAffected() == 0 {
+			continue
+		}
+		n++
+		if _, err := tx.Exec(ctx, `UPDATE agents SET policy_root = $2, updated_at = $3
+			WHERE pda = $1 AND updated_at <= $3`, u.PDA, u.PolicyRoot[:], u.At.UTC()); err != nil {
+			return n, fmt.Errorf("update policy root of %s: %w", u.PDA, err)
+		}
+		payload := map[string]any{"pda": u.PDA, "policyRoot": fmt.Sprintf("%x", u.PolicyRoot),
+			"updatedAt": attestation.At(u.At), "txSignature": u.TxSignature, "slot": u.Slot}
+		if err := outbox(ctx, tx, EventAgentPolicyUpdated, payload); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func applyRevocations(ctx context.Context, tx pgx.Tx, revs []AgentRevocation) (int, error) {
+	n := 0
+	for _, r := range revs {
+		tag, err := tx.Exec(ctx, `INSERT INTO agent_events (tx_signature, event_index, agent_pda, kind, at, slot, finalized)
+			VALUES ($1, $2, $3, 'revoked', $4, $5, $6) ON CONFLICT DO NOTHING`,
+			r.TxSignature, r.EventIndex, r.PDA, r.At.UTC(), int64(r.Slot), finalized(r.Commitment))
+		if err != nil {
+			return n, fmt.Errorf("insert revocation of %s: %w", r.PDA, err)
+		}
+		if tag.RowsAffected() == 0 {
+			continue
+		}
+		n++
+		if _, err := tx.Exec(ctx, `UPDATE agents SET revoked = true, revoked_at = $2,
+			updated_at = GREATEST(updated_at, $2) WHERE pda = $1`, r.PDA, r.At.UTC()); err != nil {
+			return n, fmt.Errorf("revoke %s: %w", r.PDA, err)
+		}
+		payload := map[string]any{"pda": r.PDA, "revokedAt": attestation.At(r.At), "txSignature": r.TxSignature, "slot": r.Slot}
+		if err := outbox(ctx, tx, EventAgentRevoked, payload); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+type counterKey struct {
+	agent string
+	typ   attestation.ActionType
+}
+
+func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord) (int, error) {
+	if len(recs) == 0 {
+		return 0, nil
+	}
+	cols := struct {
+		pda, agent, txSig     []string
+		agentID, hash, sig    [][]byte
+		typ                   []int16
+		privacy, valid, final []bool
+		ts                    []time.Time
+		eventIndex            []int32
+		slot                  []int64
+	}{}
+	byPDA := make(map[string]*AttestationRecord, len(recs))
+	for i := range recs {
+		r := &recs[i]
+		if !r.ActionType.Valid() {
+			return 0, fmt.Errorf("attestation %s: invalid action type %d", r.PDA, r.ActionType)
+		}
+		byPDA[r.PDA] = r
+		cols.pda = append(cols.pda, r.PDA)
+		cols.agent = append(cols.agent, r.AgentPDA)
+		cols.txSig = append(cols.txSig, r.TxSignature)
+		cols.agentID = append(cols.agentID, r.AgentID[:])
+		cols.hash = append(cols.hash, r.ActionHash[:])
+		cols.sig = append(cols.sig, r.Signature[:])
+		cols.typ = append(cols.typ, int16(r.ActionType))
+		cols.privacy = append(cols.privacy, r.PrivacyMode)
+		cols.valid = append(cols.valid, r.SignatureValid)
+		cols.final = append(cols.final, finalized(r.Commitment))
+		cols.ts = append(cols.ts, r.Timestamp.UTC())
+		cols.eventIndex = append(cols.eventIndex, int32(r.EventIndex))
+		cols.slot = append(cols.slot, int64(r.Slot))
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO attestations (pda, agent_pda, agent_id, action_type, action_hash, privacy_mode,
+			ts, agent_signature, signature_valid, tx_signature, event_index, slot, finalized)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::smallint[], $5::bytea[], $6::boolean[],
+			$7::timestamptz[], $8::bytea[], $9::boolean[], $10::text[], $11::integer[], $12::bigint[], $13::boolean[])
+		ON CONFLICT DO NOTHING RETURNING pda`,
+		cols.pda, cols.agent, cols.agentID, cols.typ, cols.hash, cols.privacy,
+		cols.ts, cols.sig, cols.valid, cols.txSig, cols.eventIndex, cols.slot, cols.final)
+	if err != nil {
+		return 0, fmt.Errorf("insert attestations: %w", err)
+	}
+	inserted, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, fmt.Errorf("insert attestations: %w", err)
+	}
+	if len(inserted) == 0 {
+		return 0, nil
+	}
+	counts := map[counterKey]int64{}
+	types, payloads := make([]string, 0, len(inserted)), make([][]byte, 0, len(inserted))
+	for _, pda := range inserted {
+		r := byPDA[pda]
+		counts[counterKey{r.AgentPDA, r.ActionType}]++
+		counts[counterKey{globalCounter, r.ActionType}]++
+		b, err := json.Marshal(r.API())
+		if err != nil {
+			return 0, fmt.Errorf("encode outbox payload: %w", err)
+		}
+		types = append(types, EventAttestationCreated)
+		payloads = append(payloads, b)
+	}
+	if err := addCounts(ctx, tx, counts); err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_type, payload)
+		SELECT * FROM unnest($1::text[], $2::jsonb[])`, types, payloads); err != nil {
+		return 0, fmt.Errorf("insert outbox rows: %w", err)
+	}
+	return len(inserted), nil
+}
+
+func addCounts(ctx context.Context, tx pgx.Tx, counts map[counterKey]int64) error {
+	if len(counts) == 0 {
+		return nil
+	}
+	agents, types, ns := make([]string, 0, len(counts)), make([]int16, 0, len(counts)), make([]int64, 0, len(counts))
+	for k, n := range counts {
+		agents, types, ns = append(agents, k.agent), append(types, int16(k.typ)), append(ns, n)
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO attestation_counts (agent_pda, action_type, n)
+		SELECT * FROM unnest($1::text[], $2::smallint[], $3::bigint[]) ORDER BY 1, 2
+		ON CONFLICT (agent_pda, action_type) DO UPDATE SET n = attestation_counts.n + EXCLUDED.n`, agents, types, ns)
+	if err != nil {
+		return fmt.Errorf("update attestation counts: %w", err)
+	}
+	return nil
+}
+
+func outbox(ctx context.Context, tx pgx.Tx, eventType string, payload any) error {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("encode outbox payload: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_type, payload) VALUES ($1, $2)`, eventType, b); err != nil {
+		return fmt.Errorf("insert outbox row: %w", err)
+	}
+	return nil
+}
+
+func saveCheckpoint(ctx context.Context, tx pgx.Tx, c Checkpoint) error {
+	_, err := tx.Exec(ctx, `INSERT INTO checkpoints (name, slot, signature, updated_at) VALUES ($1, $2, $3, now())
+		ON CONFLICT (name) DO UPDATE SET slot = EXCLUDED.slot, signature = EXCLUDED.signature, updated_at = now()`,
+		c.Name, int64(c.Slot), c.Signature)
+	if err != nil {
+		return fmt.Errorf("save checkpoint %s: %w", c.Name, err)
+	}
+	return nil
+}
+
+// SaveCheckpoint records a checkpoint outside of a batch.
+func (s *Store) SaveCheckpoint(ctx context.Context, c Checkpoint) error {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return saveCheckpoint(ctx, tx, c) })
+}
+
+// Checkpoint reads a named checkpoint; ok is false when there is none.
+func (s *Store) Checkpoint(ctx context.Context, name string) (c Checkpoint, ok bool, err error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var slot int64
+	err = s.pool.QueryRow(ctx, `SELECT name, slot, signature, updated_at FROM checkpoints WHERE name = $1`, name).
+		Scan(&c.Name, &slot, &c.Signature, &c.UpdatedAt)
+	if err == pgx.ErrNoRows {
+		return Checkpoint{}, false, nil
+	}
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("read checkpoint %s: %w", name, err)
+	}
+	c.Slot = uint64(slot)
+	return c, true, nil
+}
+
+// ConfirmedTransactions lists up to limit transactions that still have
+// unfinalized rows, oldest slot first.
+func (s *Store) ConfirmedTransactions(ctx context.Context, limit int) ([]TxRef, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT tx_signature, min(slot) FROM (
+			SELECT tx_signature, slot FROM attestations WHERE NOT finalized
+			UNION ALL SELECT tx_signature, slot FROM agents WHERE NOT finalized
+			UNION ALL SELECT tx_signature, slot FROM agent_events WHERE NOT finalized
+		) t GROUP BY tx_signature ORDER BY 2, 1 LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list confirmed transactions: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (TxRef, error) {
+		var t TxRef
+		var slot int64
+		err := r.Scan(&t.Signature, &slot)
+		t.Slot = uint64(slot)
+		return t, err
+	})
+}
+
+// Finalize promotes every row of the given transactions to finalized.
+func (s *Store) Finalize(ctx context.Context, txSignatures []string) (int, error) {
+	if len(txSignatures) == 0 {
+		return 0, nil
+	}
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var total int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for _, table := range []string{"attestations", "agents", "agent_events"} {
+			tag, err := tx.Exec(ctx, `UPDATE `+table+` SET finalized = true WHERE tx_signature = ANY($1) AND NOT finalized`, txSignatures)
+			if err != nil {
+				return fmt.Errorf("finalize %s: %w", table, err)
+			}
+			total += tag.RowsAffected()
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if total > 0 {
+		s.notify(ctx)
+	}
+	return int(total), nil
+}
+
+// RemoveTransactions deletes the unfinalized rows of transactions that
+// vanished in a fork, keeping the counters right. Finalized rows are never
+// removed. It returns how many rows were deleted.
+func (s *Store) RemoveTransactions(ctx context.Context, txSignatures []string) (int, error) {
+	if len(txSignatures) == 0 {
+		return 0, nil
+	}
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var total int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `DELETE FROM attestations WHERE tx_signature = ANY($1) AND NOT finalized
+			RETURNING agent_pda, action_type`, txSignatures)
+		if err != nil {
+			return fmt.Errorf("remove attestations: %w", err)
+		}
+		counts := map[counterKey]int64{}
+		for rows.Next() {
+			var agent string
+			var typ int16
+			if err := rows.Scan(&agent, &typ); err != nil {
+				rows.Close()
+				return fmt.Errorf("remove attestations: %w", err)
+			}
+			counts[counterKey{agent, attestation.ActionType(typ)}]--
+			counts[counterKey{globalCounter, attestation.ActionType(typ)}]--
+			total++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("remove attestations: %w", err)
+		}
+		if err := addCounts(ctx, tx, counts); err != nil {
+			return err
+		}
+		// Agent events: undo their effect by recomputing the agent's state.
+		evRows, err := tx.Query(ctx, `DELETE FROM agent_events WHERE tx_signature = ANY($1) AND NOT finalized
+			RETURNING agent_pda`, txSignatures)
+		if err != nil {
+			return fmt.Errorf("remove agent events: %w", err)
+		}
+		touched, err := pgx.CollectRows(evRows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("remove agent events: %w", err)
+		}
+		total += len(touched)
+		for _, pda := range touched {
+			if err := recomputeAgent(ctx, tx, pda); err != nil {
+				return err
+			}
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM agents WHERE tx_signature = ANY($1) AND NOT finalized`, txSignatures)
+		if err != nil {
+			return fmt.Errorf("remove agents: %w", err)
+		}
+		total += int(tag.RowsAffected())
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if total > 0 {
+		s.notify(ctx)
+	}
+	return total, nil
+}
+
+// recomputeAgent rebuilds an agent's policy root and revocation from its
+// registration and remaining events.
+func recomputeAgent(ctx context.Context, tx pgx.Tx, pda string) error {
+	_, err := tx.Exec(ctx, `UPDATE agents a SET
+			policy_root = COALESCE((SELECT policy_root FROM agent_events e WHERE e.agent_pda = a.pda AND kind = 'policy_updated'
+				ORDER BY at DESC, slot DESC LIMIT 1), a.initial_policy_root),
+			revoked = EXISTS (SELECT 1 FROM agent_events e WHERE e.agent_pda = a.pda AND kind = 'revoked'),
+			revoked_at = (SELECT min(at) FROM agent_events e WHERE e.agent_pda = a.pda AND kind = 'revoked'),
+			updated_at = GREATEST(a.registered_at, COALESCE((SELECT max(at) FROM agent_events e WHERE e.agent_pda = a.pda), a.registered_at))
+		WHERE a.pda = $1`, pda)
+	if err != nil {
+		return fmt.Errorf("recompute agent %s: %w", pda, err)
+	}
+	return nil
+}
