@@ -94,11 +94,11 @@ func (r *reader) disc(want Discriminator, what string) {
 // writer appends borsh fields.
 type writer struct{ b []byte }
 
-func (w *writer) raw(p []byte)    { w.b = append(w.b, p...) }
-func (w *writer) u8(v uint8)      { w.b = append(w.b, v) }
-func (w *writer) u32(v uint32)    { w.b = binary.LittleEndian.AppendUint32(w.b, v) }
-func (w *writer) u64(v uint64)    { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
-func (w *writer) i64(v int64)     { w.u64(uint64(v)) }
+func (w *writer) raw(p []byte) { w.b = append(w.b, p...) }
+func (w *writer) u8(v uint8)   { w.b = append(w.b, v) }
+func (w *writer) u32(v uint32) { w.b = binary.LittleEndian.AppendUint32(w.b, v) }
+func (w *writer) u64(v uint64) { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
+func (w *writer) i64(v int64)  { w.u64(uint64(v)) }
 func (w *writer) boolean(v bool) {
 	if v {
 		w.u8(1)
