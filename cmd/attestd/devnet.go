@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/attestd/attestd/devnet"
+	"github.com/gagliardetto/solana-go"
+)
+
+func init() {
+	register("devnet", "run the local Solana chain simulator (JSON-RPC on --addr, websocket on port+1)", runDevnet)
+	localHooks = append(localHooks, localDevnet)
+}
+
+func runDevnet(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("devnet", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8899", "JSON-RPC listen address; the websocket listens on the next port")
+	agents := fs.Int("agents", 10, "agents to register at start")
+	atts := fs.Int("attestations", 1000, "attestations to record at start")
+	batch := fs.Int("batch", 100, "attestations per record_attestations transaction (1..100)")
+	rate := fs.Float64("rate", 0, "attestations per second to keep producing after start (0: none)")
+	seedN := fs.Int64("seed", 1, "seed of keys and payloads (same seed, same chain content)")
+	slot := fs.Duration("slot", 400*time.Millisecond, "slot duration")
+	depth := fs.Uint64("finality", 32, "slots from inclusion to finality")
+	program := fs.String("program", "", "Prova program id (default: ATTESTD_PROGRAM_ID or the mainnet id)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *batch < 1 || *batch > 100 {
+		return errors.New("--batch must be 1..100")
+	}
+	log := newLogger(slog.LevelInfo)
+	cfg := devnet.Config{Addr: *addr, Agents: *agents, Attestations: *atts, Batch: *batch, Rate: *rate,
+		Seed: *seedN, SlotInterval: *slot, FinalityDepth: *depth, Logger: log}
+	if p := firstNonEmpty(*program, os.Getenv("ATTESTD_PROGRAM_ID")); p != "" {
+		pk, err := solana.PublicKeyFromBase58(p)
+		if err != nil {
+			return fmt.Errorf("program id %q: %w", p, err)
+		}
+		cfg.ProgramID = pk
+	}
+	chain, err := devnet.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer chain.Close()
+	log.Info("devnet ready", "ATTESTD_SOLANA_RPC_URL", chain.RPCURL(), "ATTESTD_SOLANA_WS_URL", chain.WSURL(),
+		"transactions", len(chain.Transactions()))
+	<-ctx.Done()
+	return nil
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// localDevnet starts the simulator inside `attestd local` (make run) unless
+// ATTESTD_SOLANA_RPC_URL points at a chain already, and points the indexer
+// at it.
+func localDevnet(ctx context.Context, log *slog.Logger, _ string) error {
+	if os.Getenv("ATTESTD_SOLANA_RPC_URL") != "" {
+		return nil
+	}
+	chain, err := devnet.Start(ctx, devnet.Config{Addr: "127.0.0.1:8899", Agents: 10, Attestations: 2000, Batch: 100,
+		Rate: 2, Logger: log})
+	if err != nil {
+		chain, err = devnet.Start(ctx, devnet.Config{Agents: 10, Attestations: 2000, Batch: 100, Rate: 2, Logger: log})
+		if err != nil {
+			return fmt.Errorf("local devnet: %w", err)
+		}
+	}
+	go func() { <-ctx.Done(); chain.Close() }()
+	os.Setenv("ATTESTD_SOLANA_RPC_URL", chain.RPCURL())
+	os.Setenv("ATTESTD_SOLANA_WS_URL", chain.WSURL())
+	return nil
+}
