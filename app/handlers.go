@@ -47,8 +47,8 @@ func loadErr(err error) error {
 		return nil
 	}
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return err
+	if errors.As(err, &pgErr) && !unavailableClass(pgErr.Code) {
+		return err // a real SQL error: internal
 	}
 	return apierror.Unavailable("the database is unavailable; try again shortly")
 }
@@ -181,4 +181,18 @@ func (a *API) getAgentStats(c *fiber.Ctx) error {
 		return err
 	}
 	return sendJSON(c, b)
+}
+
+// unavailableClass reports SQLSTATE classes that mean the server cannot
+// answer now: connection exceptions (08), insufficient resources (53),
+// operator intervention such as a shutdown (57).
+func unavailableClass(code string) bool {
+	if len(code) < 2 {
+		return false
+	}
+	switch code[:2] {
+	case "08", "53", "57":
+		return true
+	}
+	return false
 }

@@ -49,6 +49,7 @@ type Cache struct {
 	m         *metrics
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
+	ps        *redis.PubSub // closed by Close: Receive ignores ctx
 }
 
 // Value kinds.
@@ -92,6 +93,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Cache, e
 	bg, cancel := context.WithCancel(context.Background())
 	c.stop = cancel
 	if !opt.SkipSubscriber {
+		c.ps = rdb.Subscribe(bg, c.epochKey())
 		c.wg.Add(2)
 		go c.subscribe(bg)
 		go c.poll(bg)
@@ -102,6 +104,9 @@ func New(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Cache, e
 // Close stops the background goroutines.
 func (c *Cache) Close() {
 	c.stop()
+	if c.ps != nil {
+		_ = c.ps.Close() // unblocks Receive
+	}
 	c.wg.Wait()
 }
 
@@ -185,10 +190,8 @@ func (c *Cache) BumpEpoch(ctx context.Context) error {
 
 func (c *Cache) subscribe(ctx context.Context) {
 	defer c.wg.Done()
-	ps := c.rdb.Subscribe(ctx, c.epochKey())
-	defer ps.Close()
 	for {
-		msg, err := ps.Receive(ctx)
+		msg, err := c.ps.Receive(ctx)
 		if ctx.Err() != nil {
 			return
 		}

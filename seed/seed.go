@@ -233,3 +233,20 @@ func (g *generator) attestations(agents []Agent, n int) []store.AttestationRecor
 	sort.SliceStable(recs, func(a, b int) bool { return recs[a].Slot < recs[b].Slot })
 	return recs
 }
+
+// NewAttestations makes n more correctly signed, finalized records for the
+// given agents, all timestamped at, in transactions after every slot the
+// store has seen (slot > afterSlot). Tests use it to simulate arrivals.
+func NewAttestations(agents []Agent, n int, at time.Time, afterSlot uint64, seed uint64) []store.AttestationRecord {
+	g := &generator{
+		opt: Options{Attestations: n, Span: time.Second, Now: at,
+			ProgramID: solana.MustPublicKeyFromBase58(attestation.DefaultProgramID)},
+		rng:  rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d)),
+		slot: afterSlot,
+	}
+	recs := g.attestations(agents, n)
+	for i := range recs {
+		recs[i].Timestamp = at.UTC().Truncate(time.Second)
+	}
+	return recs
+}

@@ -22,6 +22,9 @@ type Notifier interface {
 type Options struct {
 	MaxConns     int32         // default 16
 	QueryTimeout time.Duration // default 5 s; applied to every statement
+	// Lazy opens the pool even when the database does not answer yet, so
+	// a serving node can start and answer cached reads while it is down.
+	Lazy bool
 }
 
 // Store is the Postgres layer. It is safe for concurrent use.
@@ -56,7 +59,7 @@ func Open(ctx context.Context, databaseURL string, opt Options) (*Store, error) 
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := pool.Ping(pctx); err != nil {
+	if err := pool.Ping(pctx); err != nil && !opt.Lazy {
 		pool.Close()
 		return nil, fmt.Errorf("connect postgres: %w", err)
 	}

@@ -22,6 +22,7 @@ import (
 func newLogger(level slog.Level) *slog.Logger {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
+	cache.RouteRedisLogs(log)
 	return log
 }
 
@@ -35,11 +36,11 @@ func loadConfig() (config.Config, *slog.Logger, error) {
 }
 
 // openStore connects to Postgres.
-func openStore(ctx context.Context, cfg config.Config) (*store.Store, error) {
+func openStore(ctx context.Context, cfg config.Config, lazy bool) (*store.Store, error) {
 	if cfg.DatabaseURL == "" {
 		return nil, errors.New("DATABASE_URL not set (make run starts a local server for you)")
 	}
-	return store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: cfg.DBMaxConns})
+	return store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: cfg.DBMaxConns, Lazy: lazy})
 }
 
 // openRedis makes a client with explicit timeouts (go-redis defaults moved in v9.22).

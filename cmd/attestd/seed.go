@@ -28,7 +28,7 @@ func runSeed(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openStore(ctx, cfg, false)
 	if err != nil {
 		return err
 	}

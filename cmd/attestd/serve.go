@@ -23,11 +23,14 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openStore(ctx, cfg, true) // serve cached reads even if Postgres is down at start
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if err := st.Ping(ctx); err != nil {
+		log.Warn("postgres does not answer yet; serving cached reads only until it does", "err", err)
+	}
 	rdb, err := openRedis(cfg)
 	if err != nil {
 		return err
@@ -58,7 +61,7 @@ func runMigrate(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openStore(ctx, cfg, false)
 	if err != nil {
 		return err
 	}
