@@ -43,10 +43,29 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	defer c.Close()
 	deps := app.Deps{Store: st, Cache: c, Logger: log, Registerer: reg, AccessLogAll: cfg.AccessLogAll}
-	if err := addFeatures(ctx, cfg, &deps, rdb, reg); err != nil {
-		return err
+	n := &node{cfg: cfg, log: log, store: st, redis: rdb, reg: reg, deps: &deps}
+	defer func() {
+		for i := len(n.closers) - 1; i >= 0; i-- {
+			n.closers[i]()
+		}
+	}()
+	for _, f := range features {
+		if f.configure == nil {
+			continue
+		}
+		if err := f.configure(ctx, n); err != nil {
+			return fmt.Errorf("%s: %w", f.name, err)
+		}
 	}
 	api := app.New(deps)
+	for _, f := range features {
+		if f.routes == nil {
+			continue
+		}
+		if err := f.routes(ctx, n, api); err != nil {
+			return fmt.Errorf("%s: %w", f.name, err)
+		}
+	}
 	serveMetrics(ctx, cfg.MetricsAddr, reg, log)
 	log.Info("serving", "addr", cfg.HTTPAddr, "version", buildinfo.Version)
 	return api.Listen(ctx, cfg.HTTPAddr, cfg.ShutdownTimeout)
