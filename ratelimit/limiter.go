@@ -1,0 +1,455 @@
+package ratelimit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrClosed is returned by Allow after Close.
+var ErrClosed = errors.New("rate limiter closed")
+
+// errTimeout marks a round trip that exceeded Config.Timeout.
+var errTimeout = errors.New("redis round trip timed out")
+
+// Decision is the outcome of one request.
+type Decision struct {
+	Allowed bool
+	// Limit is the configured limit (0 when limiting is disabled).
+	Limit int
+	// Remaining is how many more requests the client may make right now.
+	Remaining int
+	// Reset is how long until the oldest request counted against the
+	// client leaves the window, freeing a slot.
+	Reset time.Duration
+	// RetryAfter is how long a refused client must wait; 0 when allowed.
+	RetryAfter time.Duration
+	// Local is true when this node's in-memory window decided because
+	// Redis was unavailable (or the client was still over the limit in it
+	// just after Redis came back).
+	Local bool
+
+	at int64 // time of the decision on the deciding clock, ns (tests)
+}
+
+// Limiter limits requests per client with a sliding window shared by all
+// nodes through Redis, falling back to a per-node window when Redis is
+// unavailable. It is safe for concurrent use.
+type Limiter struct {
+	cfg      Config
+	rdb      redis.UniversalClient
+	resolver *IPResolver
+	local    *localWindow
+	log      *slog.Logger
+	m        *metrics
+
+	limitArg  any // script arguments, built once
+	windowArg any
+	limitStr  string
+	node      string // unique per Limiter: prefix of script members
+	seq       atomic.Uint64
+
+	queue    chan *pending
+	pool     sync.Pool
+	degraded atomic.Bool
+	// recoveredUntil (local clock, ns; 0 = none): for one window after Redis
+	// came back, clients this node admitted while it was down stay limited
+	// by the local window too, since Redis never saw those requests.
+	recoveredUntil atomic.Int64
+	wakeProbe      chan struct{}
+	closing        chan struct{}
+	closeOnce      sync.Once
+	wg             sync.WaitGroup
+	lastItemLog    atomic.Int64
+}
+
+// pending is one decision waiting for its round trip.
+type pending struct {
+	key    string // Redis key
+	member string
+	res    Decision
+	err    error
+	done   chan struct{}
+}
+
+// New returns a limiter deciding in rdb (a *redis.Client, a
+// *redis.ClusterClient, ...). It registers its metrics with reg when reg is
+// not nil, and logs to log (slog.Default() when nil). It does not fail when
+// Redis is unreachable: it starts degraded and recovers when Redis answers.
+// Call Close when done.
+func New(rdb redis.UniversalClient, cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Limiter, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if rdb == nil && cfg.Limit > 0 {
+		return nil, errors.New("rate limit: a Redis client is required")
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	resolver, err := NewIPResolver(cfg.TrustedProxies, cfg.ProxyHeader)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	var id [6]byte
+	_, _ = rand.Read(id[:])
+	l := &Limiter{
+		cfg:       cfg,
+		rdb:       rdb,
+		resolver:  resolver,
+		log:       log.With("component", "ratelimit"),
+		m:         m,
+		limitArg:  cfg.Limit,
+		windowArg: cfg.Window.Microseconds(),
+		limitStr:  strconv.Itoa(cfg.Limit),
+		node:      hex.EncodeToString(id[:]) + ":",
+		queue:     make(chan *pending, 4*cfg.MaxBatch*cfg.Pipelines),
+		wakeProbe: make(chan struct{}, 1),
+		closing:   make(chan struct{}),
+	}
+	l.pool.New = func() any { return &pending{done: make(chan struct{}, 1)} }
+	if cfg.Limit == 0 {
+		return l, nil // disabled: no goroutines, Allow always allows
+	}
+	l.local = newLocalWindow(cfg.Limit, cfg.Window, cfg.Now)
+	if err := l.loadScript(); err != nil {
+		l.markDegraded(fmt.Errorf("load rate-limit script: %w", err))
+	}
+	l.wg.Add(cfg.Pipelines + 2)
+	for range cfg.Pipelines {
+		go l.sender()
+	}
+	go l.prober()
+	go l.janitor()
+	return l, nil
+}
+
+// Config returns the limiter's configuration, defaults filled in.
+func (l *Limiter) Config() Config { return l.cfg }
+
+// Resolver returns the client-IP resolver the middleware uses, so that
+// logs can name the same client.
+func (l *Limiter) Resolver() *IPResolver { return l.resolver }
+
+// Degraded reports whether Redis is unavailable and this node limits with
+// its own in-memory window (for /health).
+func (l *Limiter) Degraded() bool { return l.degraded.Load() }
+
+// Close stops the limiter's goroutines. Decisions still waiting are made
+// by the local window; Allow returns ErrClosed afterwards.
+func (l *Limiter) Close() {
+	l.closeOnce.Do(func() {
+		close(l.closing)
+		l.wg.Wait()
+	})
+}
+
+func (l *Limiter) isClosed() bool {
+	select {
+	case <-l.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Allow decides one request of the client identified by key (for HTTP, the
+// middleware uses ClientKey of the client IP). It does not fail when Redis
+// is unavailable: the local window decides and Decision.Local says so. It
+// returns an error only when ctx ends before the decision or after Close.
+func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
+	if l.cfg.Limit == 0 {
+		return Decision{Allowed: true}, nil
+	}
+	return l.allow(ctx, key, l.cfg.KeyPrefix+key)
+}
+
+func (l *Limiter) allow(ctx context.Context, key, redisKey string) (Decision, error) {
+	if l.isClosed() {
+		return Decision{}, ErrClosed
+	}
+	if l.degraded.Load() {
+		return l.localAllow(key), nil
+	}
+	if until := l.recoveredUntil.Load(); until != 0 {
+		if l.local.clock() >= until {
+			l.recoveredUntil.CompareAndSwap(until, 0)
+		} else if d, full := l.local.full(key); full {
+			l.m.count(d)
+			return d, nil
+		}
+	}
+	p := l.pool.Get().(*pending)
+	p.key = redisKey
+	p.member = l.member()
+	select {
+	case l.queue <- p:
+	case <-l.closing:
+		return Decision{}, ErrClosed
+	case <-ctx.Done():
+		return Decision{}, fmt.Errorf("rate limit decision: %w", ctx.Err())
+	}
+	select {
+	case <-p.done:
+	case <-l.closing:
+		return Decision{}, ErrClosed // p may still be in use: not pooled
+	case <-ctx.Done():
+		return Decision{}, fmt.Errorf("rate limit decision: %w", ctx.Err())
+	}
+	d, err := p.res, p.err
+	*p = pending{done: p.done}
+	l.pool.Put(p)
+	if err != nil {
+		return l.localAllow(key), nil
+	}
+	if d.Allowed {
+		l.local.record(key)
+	}
+	l.m.count(d)
+	return d, nil
+}
+
+// localAllow decides in this node's window.
+func (l *Limiter) localAllow(key string) Decision {
+	d := l.local.allow(key)
+	l.m.count(d)
+	return d
+}
+
+func (l *Limiter) member() string {
+	var b [32]byte
+	n := copy(b[:], l.node)
+	return string(strconv.AppendUint(b[:n], l.seq.Add(1), 36))
+}
+
+// sender is one pipeline: it takes the next waiting decision at once and
+// whatever else queued up meanwhile (up to MaxBatch), and sends them in
+// one round trip.
+func (l *Limiter) sender() {
+	defer l.wg.Done()
+	batch := make([]*pending, 0, l.cfg.MaxBatch)
+	for {
+		select {
+		case p := <-l.queue:
+			batch = append(batch[:0], p)
+		case <-l.closing:
+			l.drain()
+			return
+		}
+	fill:
+		for len(batch) < l.cfg.MaxBatch {
+			select {
+			case p := <-l.queue:
+				batch = append(batch, p)
+			default:
+				break fill
+			}
+		}
+		l.m.batchSize.Observe(float64(len(batch)))
+		l.roundTrip(batch)
+		clear(batch)
+	}
+}
+
+// drain answers what is left in the queue at Close with an error, so the
+// local window decides.
+func (l *Limiter) drain() {
+	for {
+		select {
+		case p := <-l.queue:
+			p.err = ErrClosed
+			p.done <- struct{}{}
+		default:
+			return
+		}
+	}
+}
+
+// roundTrip decides batch in one pipelined round trip (two if Redis lost
+// the script) bounded by Config.Timeout, whatever the client's own
+// timeouts. It answers every pending decision.
+func (l *Limiter) roundTrip(batch []*pending) {
+	deadline := time.Now().Add(l.cfg.Timeout)
+	retry := l.exec(deadline, batch, false)
+	if len(retry) > 0 {
+		// NOSCRIPT: Redis restarted or flushed its scripts. EVAL loads it.
+		retry = l.exec(deadline, retry, true)
+		for _, p := range retry {
+			p.err = errors.New("rate-limit script missing after EVAL")
+			p.done <- struct{}{}
+		}
+	}
+}
+
+// exec sends items as a pipeline, answers them, and returns the ones that
+// failed with NOSCRIPT (unanswered).
+func (l *Limiter) exec(deadline time.Time, items []*pending, eval bool) (noscript []*pending) {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	pipe := l.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(items))
+	for i, p := range items {
+		keys := []string{p.key}
+		if eval {
+			cmds[i] = pipe.Eval(ctx, windowScript, keys, l.limitArg, l.windowArg, p.member)
+		} else {
+			cmds[i] = pipe.EvalSha(ctx, script.Hash(), keys, l.limitArg, l.windowArg, p.member)
+		}
+	}
+	// go-redis bounds socket I/O by its own timeouts unless the client has
+	// ContextTimeoutEnabled: enforce the deadline here.
+	done := make(chan error, 1)
+	go func() {
+		_, err := pipe.Exec(ctx)
+		done <- err
+	}()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		l.m.errTimeout.Inc()
+		l.markDegraded(errTimeout)
+		for _, p := range items {
+			p.err = errTimeout
+			p.done <- struct{}{}
+		}
+		return nil
+	}
+	var failed error
+	for i, p := range items {
+		vals, err := cmds[i].Int64Slice()
+		switch {
+		case err == nil && len(vals) == 4:
+			p.res = Decision{
+				Allowed:   vals[0] == 1,
+				Limit:     l.cfg.Limit,
+				Remaining: int(vals[1]),
+				Reset:     time.Duration(vals[2]) * time.Microsecond,
+				at:        vals[3] * 1000,
+			}
+			if !p.res.Allowed {
+				p.res.RetryAfter = p.res.Reset
+			}
+		case err == nil:
+			p.err = fmt.Errorf("rate-limit script returned %d values, want 4", len(vals))
+			failed = p.err
+		case !eval && redis.HasErrorPrefix(err, "NOSCRIPT"):
+			noscript = append(noscript, p)
+			continue
+		default:
+			p.err = err
+			failed = err
+		}
+		p.done <- struct{}{}
+	}
+	if failed != nil {
+		l.m.errOther.Inc()
+		if unavailable(failed) {
+			l.markDegraded(failed)
+		} else if now := time.Now().UnixNano(); now-l.lastItemLog.Load() > int64(10*time.Second) {
+			l.lastItemLog.Store(now)
+			l.log.Error("rate-limit script failed; local window decided", "err", failed)
+		}
+	}
+	return noscript
+}
+
+// unavailable tells errors that mean "Redis cannot serve us now" (network,
+// timeouts, loading, failover, out of memory) from errors of one command.
+func unavailable(err error) bool {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return true // network, pool, context
+	}
+	return redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsClusterDownError(err) ||
+		redis.IsTryAgainError(err) || redis.IsMasterDownError(err) ||
+		redis.HasErrorPrefix(err, "OOM") || redis.HasErrorPrefix(err, "BUSY") || redis.HasErrorPrefix(err, "NOAUTH")
+}
+
+// markDegraded switches to the local window, once per outage.
+func (l *Limiter) markDegraded(cause error) {
+	if !l.degraded.CompareAndSwap(false, true) {
+		return
+	}
+	l.m.fallbackActive.Set(1)
+	l.m.fallbacks.Inc()
+	l.log.Warn("Redis unavailable: rate limiting with this node's in-memory window until it is back", "err", cause)
+	select {
+	case l.wakeProbe <- struct{}{}:
+	default:
+	}
+}
+
+// prober checks a degraded limiter's Redis every ProbeEvery and switches
+// back when it answers (loading the script, which a restarted Redis lost).
+func (l *Limiter) prober() {
+	defer l.wg.Done()
+	tick := time.NewTicker(l.cfg.ProbeEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.closing:
+			return
+		case <-l.wakeProbe:
+		case <-tick.C:
+		}
+		if !l.degraded.Load() {
+			continue
+		}
+		if err := l.loadScript(); err != nil {
+			continue
+		}
+		l.recoveredUntil.Store(l.local.clock() + int64(l.cfg.Window))
+		l.degraded.Store(false)
+		l.m.fallbackActive.Set(0)
+		l.log.Info("Redis is back: rate limiting with the shared window again")
+	}
+}
+
+// loadScript loads the script into Redis within Config.Timeout.
+func (l *Limiter) loadScript() error {
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- script.Load(ctx, l.rdb).Err() }()
+	timer := time.NewTimer(l.cfg.Timeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		return errTimeout
+	}
+}
+
+// janitor forgets idle keys of the local window.
+func (l *Limiter) janitor() {
+	defer l.wg.Done()
+	every := max(l.cfg.Window, time.Second)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.closing:
+			return
+		case <-tick.C:
+			l.local.sweep()
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package ratelimit
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/attestd/attestd/testenv"
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
+	"github.com/valyala/fasthttp"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// logBuffer collects log lines for assertions (safe after the test ends).
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) count(sub string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Count(b.buf.String(), sub)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type node struct {
+	lim  *Limiter
+	rdb  *redis.Client
+	app  *fiber.App
+	logs *logBuffer
+}
+
+// newNode starts a limiter with its own Redis client, as one API node would,
+// and a Fiber app answering 200 behind its middleware.
+func newNode(tb testing.TB, url string, cfg Config) *node {
+	tb.Helper()
+	opt, err := redis.ParseURL(url)
+	testenv.Must(tb, err, "parse redis url")
+	opt.MaxRetries = -1
+	opt.DialTimeout = 200 * time.Millisecond
+	rdb := redis.NewClient(opt)
+	tb.Cleanup(func() { _ = rdb.Close() })
+	logs := &logBuffer{}
+	var w io.Writer = logs
+	lim, err := New(rdb, cfg, prometheus.NewRegistry(), slog.New(slog.NewTextHandler(w, nil)))
+	testenv.Must(tb, err, "new limiter")
+	tb.Cleanup(lim.Close)
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Use(lim.Middleware())
+	app.Get("/*", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"ok": true}) })
+	return &node{lim: lim, rdb: rdb, app: app, logs: logs}
+}
+
+// response is what a test reads of an HTTP answer.
+type response struct {
+	status int
+	header map[string]string
+	body   string
+}
+
+// do serves one GET through app as if it came from peer, with the given
+// header name/value pairs (a name may repeat).
+func do(tb testing.TB, app *fiber.App, peer string, hdr ...string) response {
+	tb.Helper()
+	var req fasthttp.Request
+	req.SetRequestURI("/api/v1/stats")
+	req.Header.SetMethod(fiber.MethodGet)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Add(hdr[i], hdr[i+1])
+	}
+	ip := net.ParseIP(peer)
+	if ip == nil {
+		tb.Fatalf("bad peer %q", peer)
+	}
+	var ctx fasthttp.RequestCtx
+	ctx.Init(&req, &net.TCPAddr{IP: ip, Port: 40000}, nil)
+	app.Handler()(&ctx)
+	r := response{status: ctx.Response.StatusCode(), header: map[string]string{}, body: string(ctx.Response.Body())}
+	for _, h := range []string{HeaderLimit, HeaderRemaining, HeaderReset, HeaderRetryAfter} {
+		if v := ctx.Response.Header.Peek(h); v != nil {
+			r.header[h] = string(v)
+		}
+	}
+	return r
+}
+
+// serverTime is the Redis server clock in µs.
+func serverTime(tb testing.TB, rdb *redis.Client) int64 {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	t, err := rdb.Time(ctx).Result()
+	testenv.Must(tb, err, "redis TIME")
+	return t.UnixMicro()
+}
+
+// metricValue reads a counter or gauge.
+func metricValue(tb testing.TB, c prometheus.Metric) float64 {
+	tb.Helper()
+	var m dto.Metric
+	testenv.Must(tb, c.Write(&m), "read metric")
+	switch {
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	}
+	tb.Fatalf("metric is neither counter nor gauge")
+	return 0
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(tb testing.TB, what string, within time.Duration, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func newDTOMetric() *dto.Metric { return &dto.Metric{} }
