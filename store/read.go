@@ -40,6 +40,22 @@ type Page struct {
 const attestationColumns = `pda, agent_pda, agent_id, action_type, action_hash, privacy_mode, ts,
 	agent_signature, tx_signature, slot, finalized`
 
+// Statements of the fixed-shape reads (named so the EXPLAIN test checks
+// exactly what runs).
+const (
+	getAttestationSQL = `SELECT ` + attestationColumns + ` FROM attestations WHERE pda = $1`
+	statsSQL          = `SELECT (SELECT count(*) FROM agents),
+			(SELECT count(*) FROM attestations WHERE ts >= $1 AND ts < $2),
+			GREATEST((SELECT COALESCE(max(slot), 0) FROM checkpoints), (SELECT COALESCE(max(slot), 0) FROM attestations))`
+	summariseSQL = `SELECT
+			(SELECT ts FROM attestations WHERE agent_pda = $1 ORDER BY ts ASC, slot ASC, pda ASC LIMIT 1),
+			(SELECT ts FROM attestations WHERE agent_pda = $1 ORDER BY ts DESC, slot DESC, pda DESC LIMIT 1),
+			(SELECT count(*) FROM attestations WHERE agent_pda = $1 AND ts >= $2 AND ts < $4),
+			(SELECT count(*) FROM attestations WHERE agent_pda = $1 AND ts >= $3 AND ts < $4)`
+	recentSQL = `SELECT ` + attestationColumns + ` FROM attestations WHERE agent_pda = $1
+		ORDER BY ts DESC, slot DESC, pda DESC LIMIT 10`
+)
+
 func scanAttestation(row pgx.Row) (attestation.Attestation, error) {
 	var a attestation.Attestation
 	var agentID, hash, sig []byte
@@ -67,7 +83,7 @@ func scanAttestation(row pgx.Row) (attestation.Attestation, error) {
 func (s *Store) GetAttestation(ctx context.Context, pda string) (attestation.Attestation, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	a, err := scanAttestation(s.pool.QueryRow(ctx, `SELECT `+attestationColumns+` FROM attestations WHERE pda = $1`, pda))
+	a, err := scanAttestation(s.pool.QueryRow(ctx, getAttestationSQL, pda))
 	if err == pgx.ErrNoRows {
 		return a, ErrNotFound
 	}
@@ -107,14 +123,19 @@ func (f Filter) where(withCursor bool) (string, []any) {
 	return " WHERE " + strings.Join(conds, " AND "), args
 }
 
+// listSQL is the statement ListAttestations runs for f.
+func listSQL(f Filter) (string, []any) {
+	where, args := f.where(true)
+	args = append(args, f.Limit, f.Offset)
+	return `SELECT ` + attestationColumns + ` FROM attestations` + where +
+		fmt.Sprintf(` ORDER BY ts DESC, slot DESC, pda DESC LIMIT $%d OFFSET $%d`, len(args)-1, len(args)), args
+}
+
 // ListAttestations returns one page, newest first: ts desc, slot desc, pda desc.
 func (s *Store) ListAttestations(ctx context.Context, f Filter) (Page, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	where, args := f.where(true)
-	args = append(args, f.Limit, f.Offset)
-	q := `SELECT ` + attestationColumns + ` FROM attestations` + where +
-		fmt.Sprintf(` ORDER BY ts DESC, slot DESC, pda DESC LIMIT $%d OFFSET $%d`, len(args)-1, len(args))
+	q, args := listSQL(f)
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return Page{}, fmt.Errorf("list attestations: %w", err)
@@ -135,28 +156,30 @@ func (s *Store) ListAttestations(ctx context.Context, f Filter) (Page, error) {
 	return p, nil
 }
 
-// count returns how many attestations match f (ignoring paging). Without a
-// time range it reads the maintained counters; with one it counts the range
-// on the matching index.
-func (s *Store) count(ctx context.Context, f Filter) (int64, error) {
-	var n int64
-	var err error
+// countSQL is the statement count runs for f: without a time range it
+// reads the maintained counters; with one it counts the range on the
+// matching index.
+func countSQL(f Filter) (string, []any) {
 	if f.From.IsZero() && f.To.IsZero() {
 		agent := globalCounter
 		if f.AgentPDA != "" {
 			agent = f.AgentPDA
 		}
 		if f.ActionType != nil {
-			err = s.pool.QueryRow(ctx, `SELECT COALESCE(sum(n), 0) FROM attestation_counts WHERE agent_pda = $1 AND action_type = $2`,
-				agent, int16(*f.ActionType)).Scan(&n)
-		} else {
-			err = s.pool.QueryRow(ctx, `SELECT COALESCE(sum(n), 0) FROM attestation_counts WHERE agent_pda = $1`, agent).Scan(&n)
+			return `SELECT COALESCE(sum(n), 0) FROM attestation_counts WHERE agent_pda = $1 AND action_type = $2`,
+				[]any{agent, int16(*f.ActionType)}
 		}
-	} else {
-		where, args := f.where(false)
-		err = s.pool.QueryRow(ctx, `SELECT count(*) FROM attestations`+where, args...).Scan(&n)
+		return `SELECT COALESCE(sum(n), 0) FROM attestation_counts WHERE agent_pda = $1`, []any{agent}
 	}
-	if err != nil {
+	where, args := f.where(false)
+	return `SELECT count(*) FROM attestations` + where, args
+}
+
+// count returns how many attestations match f (ignoring paging).
+func (s *Store) count(ctx context.Context, f Filter) (int64, error) {
+	var n int64
+	q, args := countSQL(f)
+	if err := s.pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count attestations: %w", err)
 	}
 	return n, nil
@@ -191,9 +214,7 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (Stats, error) {
 		return st, err
 	}
 	var slot int64
-	err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM agents),
-			(SELECT count(*) FROM attestations WHERE ts >= $1 AND ts < $2),
-			GREATEST((SELECT COALESCE(max(slot), 0) FROM checkpoints), (SELECT COALESCE(max(slot), 0) FROM attestations))`,
+	err := s.pool.QueryRow(ctx, statsSQL,
 		now.Add(-24*time.Hour), now.Add(time.Second)).Scan(&st.Agents, &st.Last24h, &slot)
 	if err != nil {
 		return st, fmt.Errorf("read stats: %w", err)
@@ -233,11 +254,7 @@ func (s *Store) summarise(ctx context.Context, pda string, now time.Time) (agent
 		return sum, err
 	}
 	var first, last *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT
-			(SELECT ts FROM attestations WHERE agent_pda = $1 ORDER BY ts ASC, slot ASC, pda ASC LIMIT 1),
-			(SELECT ts FROM attestations WHERE agent_pda = $1 ORDER BY ts DESC, slot DESC, pda DESC LIMIT 1),
-			(SELECT count(*) FROM attestations WHERE agent_pda = $1 AND ts >= $2 AND ts < $4),
-			(SELECT count(*) FROM attestations WHERE agent_pda = $1 AND ts >= $3 AND ts < $4)`,
+	err := s.pool.QueryRow(ctx, summariseSQL,
 		pda, now.Add(-24*time.Hour), now.Add(-7*24*time.Hour), now.Add(time.Second)).Scan(&first, &last, &sum.last24h, &sum.last7d)
 	if err != nil {
 		return sum, fmt.Errorf("summarise agent: %w", err)
@@ -338,8 +355,7 @@ func (s *Store) GetAgentStats(ctx context.Context, pda string, now time.Time) (A
 	if err != nil {
 		return AgentStats{}, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+attestationColumns+` FROM attestations WHERE agent_pda = $1
-		ORDER BY ts DESC, slot DESC, pda DESC LIMIT 10`, pda)
+	rows, err := s.pool.Query(ctx, recentSQL, pda)
 	if err != nil {
 		return AgentStats{}, fmt.Errorf("read recent attestations: %w", err)
 	}

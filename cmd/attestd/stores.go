@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/attestd/attestd/devstack"
+	"github.com/attestd/attestd/testenv"
+)
+
+func init() {
+	register("stores", "run a command with throwaway Postgres and Redis for tests (make test)", runStores)
+}
+
+// runStores starts one Postgres and one Redis server, exports their URLs as
+// ATTESTD_TEST_POSTGRES_URL and ATTESTD_TEST_REDIS_URL, runs the command
+// after "--", stops the servers and exits with the command's status.
+func runStores(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("stores", flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cmdArgs := fs.Args()
+	if len(cmdArgs) == 0 {
+		return errors.New("usage: attestd stores -- command [args...]")
+	}
+	log := newLogger(slog.LevelInfo)
+	dir, err := os.MkdirTemp("", "attestd-stores-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	pg, err := devstack.StartPostgres(ctx, filepath.Join(dir, "pg"))
+	if err != nil {
+		return fmt.Errorf("test postgres: %w", err)
+	}
+	defer pg.Stop()
+	r, err := devstack.StartRedis(ctx, filepath.Join(dir, "redis"), 0)
+	if err != nil {
+		return fmt.Errorf("test redis: %w", err)
+	}
+	defer r.Stop()
+	log.Info("test stores ready", "postgres", pg.URL, "redis", r.URL)
+	cmd := exec.CommandContext(ctx, cmdArgs[0], cmdArgs[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), testenv.EnvPostgres+"="+pg.URL, testenv.EnvRedis+"="+r.URL)
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return fmt.Errorf("%s exited with status %d", cmdArgs[0], exit.ExitCode())
+	}
+	return err
+}

@@ -1,0 +1,302 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func open(t *testing.T) *Store {
+	t.Helper()
+	st, err := Open(context.Background(), testenv.Database(t), Options{})
+	testenv.Must(t, err, "open")
+	t.Cleanup(st.Close)
+	applied, err := st.Migrate(context.Background())
+	testenv.Must(t, err, "migrate")
+	if len(applied) == 0 {
+		t.Fatal("fresh database: no migration applied")
+	}
+	again, err := st.Migrate(context.Background())
+	testenv.Must(t, err, "migrate again")
+	if len(again) != 0 {
+		t.Fatalf("second migrate applied %v", again)
+	}
+	return st
+}
+
+type bumps struct{ n int }
+
+func (b *bumps) BumpEpoch(context.Context) error { b.n++; return nil }
+
+func rec(agent string, tx string, idx int, typ attestation.ActionType, ts time.Time, c attestation.Commitment) AttestationRecord {
+	r := AttestationRecord{
+		Event:      Event{TxSignature: tx, EventIndex: idx, Slot: uint64(ts.Unix()), Commitment: c},
+		PDA:        fmt.Sprintf("pda-%s-%d", tx, idx),
+		AgentPDA:   agent,
+		ActionType: typ,
+		Timestamp:  ts,
+	}
+	r.ActionHash = sha256.Sum256([]byte(r.PDA))
+	return r
+}
+
+func scalar(t *testing.T, st *Store, q string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	testenv.Must(t, st.Pool().QueryRow(context.Background(), q, args...).Scan(&n), "query %s", q)
+	return n
+}
+
+func TestApplyIsIdempotentAndKeepsCounters(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	b := &bumps{}
+	st.SetNotifier(b)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Second)
+	batch := &Batch{
+		Registrations: []AgentRegistration{{Event: Event{TxSignature: "reg1", Slot: 1, Commitment: attestation.Finalized},
+			PDA: "agentA", Operator: "opA", At: now.Add(-time.Hour)}},
+		Attestations: []AttestationRecord{
+			rec("agentA", "tx1", 0, attestation.ToolCall, now, attestation.Confirmed),
+			rec("agentA", "tx1", 1, attestation.Decision, now, attestation.Confirmed),
+			rec("agentA", "tx2", 0, attestation.ToolCall, now.Add(time.Second), attestation.Finalized),
+		},
+		Checkpoint: &Checkpoint{Name: "indexer", Slot: 42, Signature: "tx2"},
+	}
+	got, err := st.Apply(ctx, batch)
+	testenv.Must(t, err, "apply")
+	if got != (Applied{Agents: 1, Attestations: 3}) || b.n != 1 {
+		t.Fatalf("first apply %+v, bumps %d", got, b.n)
+	}
+	again, err := st.Apply(ctx, batch)
+	testenv.Must(t, err, "apply again")
+	if again.Changed() || b.n != 1 {
+		t.Fatalf("second apply %+v, bumps %d: want no change and no bump", again, b.n)
+	}
+	// Same event under a different pda is still the same event.
+	dup := batch.Attestations[0]
+	dup.PDA = "other"
+	if a, err := st.Apply(ctx, &Batch{Attestations: []AttestationRecord{dup}}); err != nil || a.Changed() {
+		t.Fatalf("same (tx, index) stored twice: %+v %v", a, err)
+	}
+	if n := scalar(t, st, "SELECT count(*) FROM attestations"); n != 3 {
+		t.Fatalf("%d rows", n)
+	}
+	if n := scalar(t, st, "SELECT count(*) FROM outbox WHERE event_type = 'attestation.created'"); n != 3 {
+		t.Fatalf("%d outbox rows, want one per new attestation", n)
+	}
+	if n := scalar(t, st, "SELECT count(*) FROM outbox WHERE event_type = 'agent.registered'"); n != 1 {
+		t.Fatalf("%d agent outbox rows", n)
+	}
+	var payload []byte
+	testenv.Must(t, st.Pool().QueryRow(ctx, "SELECT payload FROM outbox WHERE event_type = 'attestation.created' ORDER BY id LIMIT 1").Scan(&payload), "payload")
+	var a attestation.Attestation
+	testenv.Must(t, json.Unmarshal(payload, &a), "decode payload")
+	if a.AgentPDA != "agentA" || a.TxSignature != "tx1" {
+		t.Fatalf("outbox payload %s", payload)
+	}
+	cp, ok, err := st.Checkpoint(ctx, "indexer")
+	if err != nil || !ok || cp.Slot != 42 || cp.Signature != "tx2" {
+		t.Fatalf("checkpoint %+v %v %v", cp, ok, err)
+	}
+	toolCall := attestation.ToolCall
+	page, err := st.ListAttestations(ctx, Filter{AgentPDA: "agentA", ActionType: &toolCall, Limit: 10})
+	testenv.Must(t, err, "list")
+	if page.Total != 2 || len(page.Items) != 2 || page.Items[0].TxSignature != "tx2" {
+		t.Fatalf("page %+v", page)
+	}
+	stats, err := st.Stats(ctx, now)
+	testenv.Must(t, err, "stats")
+	if stats.Attestations != 3 || stats.ByType["ToolCall"] != 2 || stats.Agents != 1 || stats.IndexedSlot < 42 {
+		t.Fatalf("stats %+v", stats)
+	}
+	// A batch that fails part-way stores nothing.
+	bad := rec("agentA", "tx9", 0, attestation.ActionType(9), now, attestation.Confirmed)
+	if _, err := st.Apply(ctx, &Batch{Attestations: []AttestationRecord{rec("agentA", "tx8", 0, attestation.Custom, now, attestation.Confirmed), bad}}); err == nil {
+		t.Fatal("invalid action type accepted")
+	}
+	if n := scalar(t, st, "SELECT count(*) FROM attestations WHERE tx_signature = 'tx8'"); n != 0 {
+		t.Fatal("partial batch stored")
+	}
+}
+
+func TestFinalizeAndForkRemoval(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Second)
+	var root1, root2 [32]byte
+	root1[0], root2[0] = 1, 2
+	_, err := st.Apply(ctx, &Batch{
+		Registrations: []AgentRegistration{{Event: Event{TxSignature: "reg", Slot: 1, Commitment: attestation.Finalized},
+			PDA: "agentA", Operator: "op", PolicyRoot: root1, At: now.Add(-time.Hour)}},
+		PolicyUpdates: []PolicyUpdate{{Event: Event{TxSignature: "pol", Slot: 5, Commitment: attestation.Confirmed},
+			PDA: "agentA", PolicyRoot: root2, At: now.Add(-time.Minute)}},
+		Revocations: []AgentRevocation{{Event: Event{TxSignature: "rev", Slot: 6, Commitment: attestation.Confirmed},
+			PDA: "agentA", At: now}},
+		Attestations: []AttestationRecord{
+			rec("agentA", "keep", 0, attestation.Custom, now, attestation.Confirmed),
+			rec("agentA", "gone", 0, attestation.Custom, now, attestation.Confirmed),
+			rec("agentA", "gone", 1, attestation.ToolCall, now, attestation.Confirmed),
+			rec("agentA", "final", 0, attestation.Custom, now, attestation.Finalized),
+		},
+	})
+	testenv.Must(t, err, "apply")
+	ag, err := st.GetAgent(ctx, "agentA", now)
+	testenv.Must(t, err, "agent")
+	if !ag.Revoked || ag.PolicyRoot[:2] != "02" || len(ag.Policies.History) != 2 {
+		t.Fatalf("agent before fork %+v", ag)
+	}
+	pending, err := st.ConfirmedTransactions(ctx, 100)
+	testenv.Must(t, err, "pending")
+	if len(pending) != 4 { // keep, gone, pol, rev
+		t.Fatalf("pending %+v", pending)
+	}
+	n, err := st.Finalize(ctx, []string{"keep"})
+	if err != nil || n != 1 {
+		t.Fatalf("finalize %d %v", n, err)
+	}
+	n, err = st.RemoveTransactions(ctx, []string{"gone", "keep", "final", "pol", "rev"})
+	testenv.Must(t, err, "remove")
+	if n != 4 { // 2 attestations of "gone", the policy update and the revocation
+		t.Fatalf("removed %d rows, want 4", n)
+	}
+	if c := scalar(t, st, "SELECT count(*) FROM attestations"); c != 2 {
+		t.Fatalf("%d attestations left, want 2 (finalized ones survive)", c)
+	}
+	stats, err := st.Stats(ctx, now)
+	testenv.Must(t, err, "stats")
+	if stats.Attestations != 2 || stats.ByType["ToolCall"] != 0 || stats.ByType["Custom"] != 2 {
+		t.Fatalf("counters after fork %+v", stats)
+	}
+	ag, err = st.GetAgent(ctx, "agentA", now)
+	testenv.Must(t, err, "agent")
+	if ag.Revoked || ag.RevokedAt != nil || ag.PolicyRoot[:2] != "01" || len(ag.Policies.History) != 1 || ag.Metrics.AttestationCount != 2 {
+		t.Fatalf("agent after fork %+v", ag)
+	}
+}
+
+// TestEveryReadIsAnIndexScan loads 1M attestations and checks the plan of
+// every statement the API runs: none may scan the attestations table.
+func TestEveryReadIsAnIndexScan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 1M rows")
+	}
+	t.Parallel()
+	st := open(t)
+	ctx := context.Background()
+	start := time.Now()
+	_, err := st.Pool().Exec(ctx, `
+		INSERT INTO agents (pda, operator, agent_id, policy_root, initial_policy_root, registered_at, updated_at, tx_signature, event_index, slot, finalized)
+		SELECT 'agent' || a, 'op' || a, sha256(a::text::bytea), sha256(a::text::bytea), sha256(a::text::bytea),
+			now() - interval '100 days', now(), 'reg' || a, 0, a, true
+		FROM generate_series(1, 1000) a;
+		INSERT INTO attestations (pda, agent_pda, agent_id, action_type, action_hash, privacy_mode, ts, agent_signature,
+			signature_valid, tx_signature, event_index, slot, finalized)
+		SELECT 'pda' || i, 'agent' || (i % 1000 + 1), sha256((i % 1000)::text::bytea), i % 7, sha256(i::text::bytea), i % 5 = 0,
+			now() - (i || ' seconds')::interval * 8, sha256(i::text::bytea) || sha256(i::text::bytea), true,
+			'tx' || (i / 50), i % 50, 1000000000 - i / 50, true
+		FROM generate_series(1, 1000000) i;
+		INSERT INTO attestation_counts SELECT agent_pda, action_type, count(*) FROM attestations GROUP BY 1, 2;
+		INSERT INTO attestation_counts SELECT '', action_type, count(*) FROM attestations GROUP BY 2;`)
+	testenv.Must(t, err, "load 1M rows")
+	// What autovacuum does in production: statistics and the visibility map
+	// (which makes index-only counts cheap).
+	_, err = st.Pool().Exec(ctx, "VACUUM ANALYZE")
+	testenv.Must(t, err, "vacuum")
+	t.Logf("loaded 1M rows in %s", time.Since(start).Round(time.Millisecond))
+	now := time.Now()
+	typ := attestation.Decision
+	day := now.Add(-48 * time.Hour)
+	cursor := &Cursor{Timestamp: now.Add(-30 * 24 * time.Hour), Slot: 999_000_000, PDA: "pda5"}
+	type stmt struct {
+		name string
+		sql  string
+		args []any
+	}
+	var stmts []stmt
+	filters := map[string]Filter{
+		"all":               {Limit: 20},
+		"offset":            {Limit: 100, Offset: 100_000},
+		"cursor":            {Limit: 100, After: cursor},
+		"agent":             {AgentPDA: "agent7", Limit: 20},
+		"type":              {ActionType: &typ, Limit: 20},
+		"agent+type":        {AgentPDA: "agent7", ActionType: &typ, Limit: 20},
+		"range":             {From: day, To: now, Limit: 20},
+		"agent+range":       {AgentPDA: "agent7", From: day, Limit: 20},
+		"type+range":        {ActionType: &typ, From: day, To: now, Limit: 20},
+		"agent+type+range":  {AgentPDA: "agent7", ActionType: &typ, To: day, Limit: 20},
+		"agent+cursor":      {AgentPDA: "agent7", After: cursor, Limit: 20},
+		"type+range+cursor": {ActionType: &typ, From: day.Add(-90 * 24 * time.Hour), After: cursor, Limit: 20},
+	}
+	for name, f := range filters {
+		q, args := listSQL(f)
+		stmts = append(stmts, stmt{"list " + name, q, args})
+		q, args = countSQL(f)
+		stmts = append(stmts, stmt{"count " + name, q, args})
+	}
+	stmts = append(stmts,
+		stmt{"get attestation", getAttestationSQL, []any{"pda77"}},
+		stmt{"stats", statsSQL, []any{now.Add(-24 * time.Hour), now}},
+		stmt{"summarise agent", summariseSQL, []any{"agent7", now.Add(-24 * time.Hour), now.Add(-7 * 24 * time.Hour), now}},
+		stmt{"recent of agent", recentSQL, []any{"agent7"}},
+	)
+	for _, s := range stmts {
+		var plan []byte
+		if err := st.Pool().QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+s.sql, s.args...).Scan(&plan); err != nil {
+			t.Fatalf("%s: explain: %v", s.name, err)
+		}
+		if scans := seqScans(t, plan); len(scans) > 0 {
+			t.Errorf("%s: sequential scan of %v\n%s\n%s", s.name, scans, s.sql, plan)
+		}
+	}
+}
+
+// seqScans lists the relations a JSON plan scans sequentially, ignoring
+// the small tables (agents, checkpoints) whose size does not grow with
+// attestations.
+func seqScans(t *testing.T, plan []byte) []string {
+	var root []map[string]any
+	if err := json.Unmarshal(plan, &root); err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	var out []string
+	var walk func(n map[string]any)
+	walk = func(n map[string]any) {
+		if n["Node Type"] == "Seq Scan" {
+			rel, _ := n["Relation Name"].(string)
+			if rel != "agents" && rel != "checkpoints" {
+				out = append(out, rel)
+			}
+		}
+		if kids, ok := n["Plans"].([]any); ok {
+			for _, k := range kids {
+				walk(k.(map[string]any))
+			}
+		}
+	}
+	for _, r := range root {
+		walk(r["Plan"].(map[string]any))
+	}
+	return out
+}
+
+func TestMigrationsAreOrderedAndNamed(t *testing.T) {
+	ms, err := Migrations()
+	testenv.Must(t, err, "migrations")
+	for i, m := range ms {
+		if !strings.HasPrefix(m.Version, fmt.Sprintf("%04d_", i+1)) {
+			t.Errorf("migration %d is %s", i, m.Version)
+		}
+	}
+}
