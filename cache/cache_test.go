@@ -1,0 +1,189 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/attestd/attestd/testenv"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func newCache(t *testing.T, url, prefix string, opt Options) *Cache {
+	t.Helper()
+	o, err := redis.ParseURL(url)
+	testenv.Must(t, err, "parse")
+	o.MaxRetries = 0
+	o.DialTimeout, o.ReadTimeout = 200*time.Millisecond, 200*time.Millisecond
+	rdb := redis.NewClient(o)
+	t.Cleanup(func() { rdb.Close() })
+	opt.Prefix = prefix
+	if opt.PollInterval == 0 {
+		opt.PollInterval = 100 * time.Millisecond
+	}
+	c, err := New(context.Background(), rdb, opt)
+	testenv.Must(t, err, "new cache")
+	t.Cleanup(c.Close)
+	return c
+}
+
+func TestConcurrentMissesLoadOnce(t *testing.T) {
+	t.Parallel()
+	url, prefix := testenv.Redis(t)
+	c := newCache(t, url, prefix, Options{})
+	var loads atomic.Int32
+	release := make(chan struct{})
+	load := func(context.Context) ([]byte, bool, error) {
+		loads.Add(1)
+		<-release
+		return []byte(`{"v":1}`), false, nil
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, _, err := c.Get(context.Background(), "k", load)
+			if err != nil || string(v) != `{"v":1}` {
+				t.Errorf("got %q %v", v, err)
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // let every goroutine reach the miss
+	close(release)
+	wg.Wait()
+	if n := loads.Load(); n != 1 {
+		t.Fatalf("%d loads for 50 concurrent misses, want 1", n)
+	}
+	// Now a hit from the local layer, no load.
+	if _, src, _ := c.Get(context.Background(), "k", load); src != FromLocal || loads.Load() != 1 {
+		t.Fatalf("second get from %v, loads %d", src, loads.Load())
+	}
+}
+
+func TestEpochBumpReachesOtherNodes(t *testing.T) {
+	t.Parallel()
+	url, prefix := testenv.Redis(t)
+	a := newCache(t, url, prefix, Options{})
+	b := newCache(t, url, prefix, Options{})
+	writer := newCache(t, url, prefix, Options{SkipSubscriber: true})
+	version := atomic.Int32{}
+	load := func(context.Context) ([]byte, bool, error) {
+		return []byte{byte('0' + version.Load())}, false, nil
+	}
+	for _, c := range []*Cache{a, b} {
+		if v, _, _ := c.Get(context.Background(), "list", load); string(v) != "0" {
+			t.Fatalf("initial %q", v)
+		}
+	}
+	// Node b hits Redis for what node a loaded? Its own local layer first.
+	version.Store(1)
+	testenv.Must(t, writer.BumpEpoch(context.Background()), "bump")
+	deadline := time.Now().Add(5 * time.Second)
+	for a.Epoch() != writer.Epoch() || b.Epoch() != writer.Epoch() {
+		if time.Now().After(deadline) {
+			t.Fatalf("epochs a=%d b=%d writer=%d", a.Epoch(), b.Epoch(), writer.Epoch())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, c := range []*Cache{a, b} {
+		if v, _, _ := c.Get(context.Background(), "list", load); string(v) != "1" {
+			t.Fatalf("after bump %q, want the new value", v)
+		}
+	}
+}
+
+func TestImmutableNotFoundAndErrors(t *testing.T) {
+	t.Parallel()
+	url, prefix := testenv.Redis(t)
+	c := newCache(t, url, prefix, Options{})
+	other := newCache(t, url, prefix, Options{})
+	calls := 0
+	imm := func(context.Context) ([]byte, bool, error) { calls++; return []byte("x"), true, nil }
+	c.Get(context.Background(), "a", imm)
+	testenv.Must(t, c.BumpEpoch(context.Background()), "bump")
+	// Immutable values survive epoch changes, locally and in Redis.
+	if _, src, _ := c.Get(context.Background(), "a", imm); src != FromLocal || calls != 1 {
+		t.Fatalf("immutable after bump: %v, %d loads", src, calls)
+	}
+	if _, src, _ := other.Get(context.Background(), "a", imm); src != FromRedis || calls != 1 {
+		t.Fatalf("immutable on another node: %v, %d loads", src, calls)
+	}
+	// Not-found is cached per epoch.
+	missing := 0
+	nf := func(context.Context) ([]byte, bool, error) { missing++; return nil, false, ErrNotFound }
+	for i := 0; i < 3; i++ {
+		if _, _, err := c.Get(context.Background(), "gone", nf); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("err %v", err)
+		}
+	}
+	if missing != 1 {
+		t.Fatalf("%d loads of a missing key, want 1", missing)
+	}
+	// Load errors are not cached.
+	failing := 0
+	boom := errors.New("db down")
+	fail := func(context.Context) ([]byte, bool, error) { failing++; return nil, false, boom }
+	for i := 0; i < 2; i++ {
+		if _, _, err := c.Get(context.Background(), "f", fail); !errors.Is(err, boom) {
+			t.Fatalf("err %v", err)
+		}
+	}
+	if failing != 2 {
+		t.Fatalf("errors were cached: %d loads", failing)
+	}
+}
+
+func TestDisabledAlwaysLoads(t *testing.T) {
+	t.Parallel()
+	url, prefix := testenv.Redis(t)
+	c := newCache(t, url, prefix, Options{Disabled: true})
+	n := 0
+	for i := 0; i < 3; i++ {
+		c.Get(context.Background(), "k", func(context.Context) ([]byte, bool, error) { n++; return []byte("v"), true, nil })
+	}
+	if n != 3 {
+		t.Fatalf("%d loads, want 3", n)
+	}
+}
+
+func TestRedisDownThenBack(t *testing.T) {
+	t.Parallel()
+	r := testenv.OwnRedis(t)
+	c := newCache(t, r.URL, "p:", Options{})
+	loads := 0
+	load := func(context.Context) ([]byte, bool, error) { loads++; return []byte("v"), false, nil }
+	c.Get(context.Background(), "k", load)
+	port := r.Port()
+	r.Kill()
+	// The poll notices within its interval.
+	deadline := time.Now().Add(5 * time.Second)
+	for !c.Degraded() {
+		if time.Now().After(deadline) {
+			t.Fatal("redis outage not noticed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Then indexed values are not served from memory: a write elsewhere
+	// could not be announced. Every read loads.
+	before := loads
+	c.Get(context.Background(), "k", load)
+	c.Get(context.Background(), "k", load)
+	if loads != before+2 {
+		t.Fatalf("loads %d -> %d while redis is down, want +2", before, loads)
+	}
+	_, err := startRedisOn(t, port)
+	testenv.Must(t, err, "restart redis")
+	deadline = time.Now().Add(5 * time.Second)
+	for c.Degraded() {
+		if time.Now().After(deadline) {
+			t.Fatal("cache did not recover")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
