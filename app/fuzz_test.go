@@ -1,0 +1,48 @@
+package app_test
+
+import (
+	"io"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+
+	"github.com/attestd/attestd/apptest"
+)
+
+// FuzzPublicRoutes sends arbitrary query strings and ids to a real node:
+// every answer must be 2xx or 4xx in the envelope, never a 5xx.
+func FuzzPublicRoutes(f *testing.F) {
+	for _, s := range []string{"limit=5", "limit=abc&offset=-1", "from=2026-11-21&to=2026-11-20", "actionType=ToolCall",
+		"cursor=%ff%fe", "agentPda=11111111111111111111111111111111", "%", "a=b&a=c", "limit=1&limit=2"} {
+		f.Add(s, "11111111111111111111111111111111")
+	}
+	env := apptest.NewEnv(f, apptest.Options{Agents: 2, Attestations: 50})
+	node := env.StartNode(f, apptest.NodeOptions{})
+	f.Fuzz(func(t *testing.T, query, id string) {
+		for _, target := range []string{
+			"/api/v1/attestations?" + query,
+			"/api/v1/attestations/" + url.PathEscape(id) + "?" + query,
+			"/api/v1/agents/" + url.PathEscape(id),
+			"/api/v1/agents/" + url.PathEscape(id) + "/stats",
+			"/api/v1/stats?" + query,
+		} {
+			req := httptest.NewRequest("GET", "http://x/", nil)
+			req.URL.RawPath, req.URL.RawQuery = "", ""
+			u, err := url.Parse("http://x" + target)
+			if err != nil {
+				continue
+			}
+			req.URL = u
+			req.RequestURI = target
+			res, err := node.Fiber().Test(req, -1)
+			if err != nil {
+				t.Fatalf("%s: %v", target, err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode >= 500 {
+				t.Fatalf("%s: %d %s", target, res.StatusCode, body)
+			}
+		}
+	})
+}
