@@ -1,0 +1,194 @@
+package indexer
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/attestd/attestd/attestation"
+	"github.com/gagliardetto/solana-go"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// CheckpointName is the checkpoint the indexer advances with every batch
+// (the newest processed transaction); HeadCheckpointName records the chain
+// slot through which the last sync is complete.
+const (
+	CheckpointName     = "indexer"
+	HeadCheckpointName = "indexer:head"
+)
+
+// DefaultLockKey is the advisory lock that elects the one writer.
+const DefaultLockKey int64 = 0x61747374_696e6478 // "atst" "indx"
+
+// Config configures an Indexer. Zero fields take the defaults.
+type Config struct {
+	RPCURL    string           // default http://127.0.0.1:8899
+	WSURL     string           // default: RPCURL's host, port+1, ws(s)://
+	ProgramID solana.PublicKey // default attestation.DefaultProgramID
+
+	Checkpoint string // checkpoint name, default CheckpointName
+	LockKey    int64  // default DefaultLockKey
+
+	Concurrency  int // getTransaction calls in flight, default 8
+	PageSize     int // getSignaturesForAddress limit, default 1000
+	ChunkTxs     int // transactions per applied batch, default 250
+	ChunkRecords int // records per applied batch, default 5000
+
+	PollInterval     time.Duration // safety poll while the websocket works, default 5 s
+	FallbackPoll     time.Duration // poll while it does not, default 1 s
+	FinalityInterval time.Duration // promotion/fork check, default 2 s
+	LockRetry        time.Duration // how often a follower tries the lock, default 2 s
+	RPCTimeout       time.Duration // deadline of each RPC call, default 10 s
+	ProgressEvery    time.Duration // progress lines during long syncs, default 5 s
+	SyncedLagSlots   uint64        // at most this far behind counts as synced, default 150
+
+	Logger     *slog.Logger          // default slog.Default()
+	Registerer prometheus.Registerer // default: a private registry
+}
+
+func (c *Config) defaults() error {
+	if c.RPCURL == "" {
+		c.RPCURL = "http://127.0.0.1:8899"
+	}
+	if c.WSURL == "" {
+		ws, err := DefaultWSURL(c.RPCURL)
+		if err != nil {
+			return err
+		}
+		c.WSURL = ws
+	}
+	if c.ProgramID.IsZero() {
+		c.ProgramID = solana.MustPublicKeyFromBase58(attestation.DefaultProgramID)
+	}
+	if c.Checkpoint == "" {
+		c.Checkpoint = CheckpointName
+	}
+	if c.LockKey == 0 {
+		c.LockKey = DefaultLockKey
+	}
+	setInt := func(p *int, d int) {
+		if *p <= 0 {
+			*p = d
+		}
+	}
+	setInt(&c.Concurrency, 8)
+	setInt(&c.PageSize, 1000)
+	setInt(&c.ChunkTxs, 250)
+	setInt(&c.ChunkRecords, 5000)
+	c.PageSize = min(c.PageSize, 1000)
+	setDur := func(p *time.Duration, d time.Duration) {
+		if *p <= 0 {
+			*p = d
+		}
+	}
+	setDur(&c.PollInterval, 5*time.Second)
+	setDur(&c.FallbackPoll, time.Second)
+	setDur(&c.FinalityInterval, 2*time.Second)
+	setDur(&c.LockRetry, 2*time.Second)
+	setDur(&c.RPCTimeout, 10*time.Second)
+	setDur(&c.ProgressEvery, 5*time.Second)
+	if c.SyncedLagSlots == 0 {
+		c.SyncedLagSlots = 150
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
+	}
+	return nil
+}
+
+// DefaultWSURL derives the websocket endpoint of an RPC URL by Solana's
+// convention: same host, port+1 (8899 -> 8900), ws or wss. Without a port
+// (hosted providers), the same host and path.
+func DefaultWSURL(rpcURL string) (string, error) {
+	u, err := url.Parse(rpcURL)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("rpc url %q: not an absolute URL", rpcURL)
+	}
+	switch u.Scheme {
+	case "http":
+		u.Scheme = "ws"
+	case "https":
+		u.Scheme = "wss"
+	case "ws", "wss":
+	default:
+		return "", fmt.Errorf("rpc url %q: scheme must be http or https", rpcURL)
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return "", fmt.Errorf("rpc url %q: port: %w", rpcURL, err)
+		}
+		u.Host = u.Hostname() + ":" + strconv.Itoa(n+1)
+		if strings.Contains(u.Hostname(), ":") {
+			u.Host = "[" + u.Hostname() + "]:" + strconv.Itoa(n+1)
+		}
+	}
+	return u.String(), nil
+}
+
+// Var documents one environment variable.
+type Var struct{ Name, Default, Help string }
+
+// Vars lists the environment variables ConfigFromEnv reads.
+var Vars = []Var{
+	{"ATTESTD_SOLANA_RPC_URL", "http://127.0.0.1:8899", "Solana JSON-RPC endpoint (make run: the local devnet)"},
+	{"ATTESTD_SOLANA_WS_URL", "RPC host, port+1, ws://", "Solana PubSub websocket endpoint"},
+	{"ATTESTD_PROGRAM_ID", attestation.DefaultProgramID, "Prova program id to index"},
+	{"ATTESTD_INDEXER_CONCURRENCY", "8", "getTransaction calls in flight during backfill"},
+	{"ATTESTD_INDEXER_POLL_INTERVAL", "5s", "safety poll while the websocket works (1s while it does not)"},
+	{"ATTESTD_INDEXER_FINALITY_INTERVAL", "2s", "how often confirmed rows are promoted or removed after a fork"},
+	{"ATTESTD_INDEXER_METRICS_ADDR", "127.0.0.1:9091", "indexer's Prometheus /metrics listener; empty disables it"},
+}
+
+// ConfigFromEnv reads the indexer's variables with getenv (os.Getenv when
+// nil). Logger and Registerer are left for the caller.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
+	c := Config{RPCURL: get("ATTESTD_SOLANA_RPC_URL"), WSURL: get("ATTESTD_SOLANA_WS_URL")}
+	var errs []error
+	if p := get("ATTESTD_PROGRAM_ID"); p != "" {
+		pk, err := solana.PublicKeyFromBase58(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ATTESTD_PROGRAM_ID: %w", err))
+		}
+		c.ProgramID = pk
+	}
+	if v := get("ATTESTD_INDEXER_CONCURRENCY"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 256 {
+			errs = append(errs, fmt.Errorf("ATTESTD_INDEXER_CONCURRENCY: want 1..256, got %q", v))
+		}
+		c.Concurrency = n
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"ATTESTD_INDEXER_POLL_INTERVAL", &c.PollInterval}, {"ATTESTD_INDEXER_FINALITY_INTERVAL", &c.FinalityInterval}} {
+		if v := get(d.name); v != "" {
+			dur, err := time.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				errs = append(errs, fmt.Errorf("%s: want a positive duration, got %q", d.name, v))
+			}
+			*d.dst = dur
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	if err := c.defaults(); err != nil {
+		return c, err
+	}
+	return c, nil
+}

@@ -1,0 +1,245 @@
+package indexer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/attestd/attestd/store"
+	"github.com/gagliardetto/solana-go/rpc"
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+)
+
+// Indexer indexes the program into the store. Run it with Run; any number
+// of indexers may run against one database, one writes at a time.
+type Indexer struct {
+	cfg Config
+	st  *store.Store
+	rpc *rpc.Client
+	log *slog.Logger
+	m   *metrics
+
+	trigger chan struct{}
+
+	mu     sync.Mutex
+	status Status
+	cp     store.Checkpoint // last applied checkpoint (leader only)
+	hasCP  bool
+
+	leader    atomic.Bool
+	wsUp      atomic.Bool
+	caughtUp  atomic.Bool
+	ingested  atomic.Int64
+	lastChain atomic.Uint64
+}
+
+// New checks the configuration and makes an indexer over st.
+func New(cfg Config, st *store.Store) (*Indexer, error) {
+	if st == nil {
+		return nil, errors.New("indexer: nil store")
+	}
+	if err := cfg.defaults(); err != nil {
+		return nil, fmt.Errorf("indexer: %w", err)
+	}
+	ix := &Indexer{
+		cfg: cfg, st: st, rpc: rpc.New(cfg.RPCURL),
+		log:     cfg.Logger.With("component", "indexer"),
+		m:       newMetrics(cfg.Registerer),
+		trigger: make(chan struct{}, 1),
+	}
+	return ix, nil
+}
+
+// Config returns the effective configuration.
+func (ix *Indexer) Config() Config { return ix.cfg }
+
+// IsLeader reports whether this indexer currently holds the writer lock.
+func (ix *Indexer) IsLeader() bool { return ix.leader.Load() }
+
+// Ingested is how many attestations this indexer newly stored.
+func (ix *Indexer) Ingested() int64 { return ix.ingested.Load() }
+
+// Run campaigns for the writer lock and, while it holds it, indexes. It
+// returns when ctx ends (nil) and keeps campaigning after losing the lock.
+func (ix *Indexer) Run(ctx context.Context) error {
+	defer ix.rpc.Close()
+	for {
+		conn, err := ix.acquire(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		ix.leader.Store(true)
+		ix.m.leader.Set(1)
+		ix.log.Info("indexer elected writer", "rpc", ix.cfg.RPCURL, "program", ix.cfg.ProgramID.String())
+		err = ix.lead(ctx, conn)
+		ix.leader.Store(false)
+		ix.m.leader.Set(0)
+		ix.wsUp.Store(false)
+		ix.m.wsConnected.Set(0)
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = conn.Close(cctx)
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		ix.log.Warn("indexer lost the writer role; campaigning again", "err", err)
+		if !sleep(ctx, ix.cfg.LockRetry) {
+			return nil
+		}
+	}
+}
+
+// acquire opens a dedicated connection and waits until it holds the
+// session-level advisory lock.
+func (ix *Indexer) acquire(ctx context.Context) (*pgx.Conn, error) {
+	cc := ix.st.Pool().Config().ConnConfig.Copy()
+	logged := false
+	for {
+		conn, err := func() (*pgx.Conn, error) {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			conn, err := pgx.ConnectConfig(cctx, cc)
+			if err != nil {
+				return nil, fmt.Errorf("connect for writer lock: %w", err)
+			}
+			var ok bool
+			if err := conn.QueryRow(cctx, "SELECT pg_try_advisory_lock($1)", ix.cfg.LockKey).Scan(&ok); err != nil {
+				_ = conn.Close(cctx)
+				return nil, fmt.Errorf("try writer lock: %w", err)
+			}
+			if !ok {
+				_ = conn.Close(cctx)
+				return nil, nil
+			}
+			return conn, nil
+		}()
+		if conn != nil {
+			return conn, nil
+		}
+		if err != nil {
+			ix.log.Warn("indexer cannot try the writer lock", "err", err)
+		} else if !logged {
+			ix.log.Info("another indexer is writing; standing by")
+			logged = true
+		}
+		if !sleep(ctx, ix.cfg.LockRetry) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// lead runs the writer's loops until ctx ends or the lock connection dies.
+func (ix *Indexer) lead(ctx context.Context, conn *pgx.Conn) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return ix.holdLock(gctx, conn) })
+	g.Go(func() error { return ix.syncLoop(gctx) })
+	g.Go(func() error { ix.liveLoop(gctx); return nil })
+	g.Go(func() error { ix.finalityLoop(gctx); return nil })
+	return g.Wait()
+}
+
+// errLockLost ends a leader's term.
+var errLockLost = errors.New("writer lock connection lost")
+
+// holdLock pings the lock's connection; when it fails the lock is gone
+// and the leader must stop writing.
+func (ix *Indexer) holdLock(ctx context.Context, conn *pgx.Conn) error {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		err := conn.Ping(pctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			return fmt.Errorf("%w: %w", errLockLost, err)
+		}
+	}
+}
+
+// Trigger asks the leader for a sync now (a websocket notification does).
+func (ix *Indexer) Trigger() {
+	select {
+	case ix.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// syncLoop syncs on triggers and on the poll interval (shorter while the
+// websocket is down).
+func (ix *Indexer) syncLoop(ctx context.Context) error {
+	if err := ix.loadCheckpoint(ctx); err != nil {
+		return err
+	}
+	backoff := 200 * time.Millisecond
+	for {
+		err := ix.syncOnce(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		wait := ix.cfg.PollInterval
+		if !ix.wsUp.Load() {
+			wait = ix.cfg.FallbackPoll
+		}
+		if err != nil {
+			ix.log.Warn("indexer sync failed; retrying", "err", err, "in", backoff.String())
+			wait = backoff
+			backoff = min(backoff*2, 10*time.Second)
+		} else {
+			backoff = 200 * time.Millisecond
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-ix.trigger:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+func (ix *Indexer) loadCheckpoint(ctx context.Context) error {
+	cp, ok, err := ix.st.Checkpoint(ctx, ix.cfg.Checkpoint)
+	if err != nil {
+		return fmt.Errorf("load checkpoint: %w", err)
+	}
+	ix.mu.Lock()
+	ix.cp, ix.hasCP = cp, ok
+	ix.mu.Unlock()
+	if ok {
+		ix.log.Info("indexer resumes from checkpoint", "slot", cp.Slot, "signature", cp.Signature)
+	} else {
+		ix.log.Info("indexer starts from the program's first transaction")
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// rpcCtx bounds one RPC call.
+func (ix *Indexer) rpcCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, ix.cfg.RPCTimeout)
+}

@@ -1,0 +1,73 @@
+package indexer
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	attestations  prometheus.Counter
+	transactions  prometheus.Counter
+	skipped       *prometheus.CounterVec
+	finalized     prometheus.Counter
+	forked        prometheus.Counter
+	lag           prometheus.Gauge
+	chainSlot     prometheus.Gauge
+	indexedSlot   prometheus.Gauge
+	leader        prometheus.Gauge
+	wsConnected   prometheus.Gauge
+	batchDuration prometheus.Histogram
+	syncDuration  prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		attestations: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_indexer_attestations_ingested_total",
+			Help: "Attestations newly stored by the indexer."}),
+		transactions: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_indexer_transactions_processed_total",
+			Help: "Program transactions processed (successful or failed)."}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "attestd_indexer_transactions_skipped_total",
+			Help: "Transactions not indexed, by reason (failed, vanished, undecodable)."}, []string{"reason"}),
+		finalized: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_indexer_transactions_finalized_total",
+			Help: "Transactions promoted from confirmed to finalized."}),
+		forked: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_indexer_transactions_forked_total",
+			Help: "Confirmed transactions removed because a fork dropped them."}),
+		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_indexer_lag_slots",
+			Help: "Chain slot minus the slot through which the index is complete."}),
+		chainSlot: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_indexer_chain_slot",
+			Help: "Latest confirmed slot seen on the chain."}),
+		indexedSlot: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_indexer_indexed_slot",
+			Help: "Slot through which the index is complete."}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_indexer_leader",
+			Help: "1 while this process holds the writer lock."}),
+		wsConnected: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_indexer_websocket_connected",
+			Help: "1 while the logs subscription is up."}),
+		batchDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "attestd_indexer_batch_duration_seconds",
+			Help: "Time to apply one batch to Postgres.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
+		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "attestd_indexer_sync_duration_seconds",
+			Help: "Time of one sync round (list, fetch, apply).", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
+	}
+	m.attestations = register(reg, m.attestations)
+	m.transactions = register(reg, m.transactions)
+	m.skipped = register(reg, m.skipped)
+	m.finalized = register(reg, m.finalized)
+	m.forked = register(reg, m.forked)
+	m.lag = register(reg, m.lag)
+	m.chainSlot = register(reg, m.chainSlot)
+	m.indexedSlot = register(reg, m.indexedSlot)
+	m.leader = register(reg, m.leader)
+	m.wsConnected = register(reg, m.wsConnected)
+	m.batchDuration = register(reg, m.batchDuration)
+	m.syncDuration = register(reg, m.syncDuration)
+	return m
+}
+
+// register adds c to reg; when an identical collector is already there
+// (another indexer in the same process), it returns that one.
+func register[T prometheus.Collector](reg prometheus.Registerer, c T) T {
+	if err := reg.Register(c); err != nil {
+		if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
+			if existing, ok := are.ExistingCollector.(T); ok {
+				return existing
+			}
+		}
+	}
+	return c
+}

@@ -1,0 +1,116 @@
+package indexer
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/store"
+	"github.com/gagliardetto/solana-go/rpc"
+)
+
+// Status is the indexer's progress as /health reports it (the same fields
+// as app.IndexerStatus, so one converts to the other).
+type Status struct {
+	LastIndexedSlot uint64            `json:"lastIndexedSlot"`
+	ChainSlot       uint64            `json:"chainSlot"`
+	LagSlots        uint64            `json:"lagSlots"`
+	LastIndexedAt   *attestation.Time `json:"lastIndexedAt"`
+	Synced          bool              `json:"synced"`
+}
+
+// Status is this process's view (meaningful while it leads).
+func (ix *Indexer) Status() Status {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	s := ix.status
+	if c := ix.lastChain.Load(); c > s.ChainSlot {
+		s.ChainSlot = c
+	}
+	if s.ChainSlot > s.LastIndexedSlot {
+		s.LagSlots = s.ChainSlot - s.LastIndexedSlot
+	}
+	s.Synced = s.Synced && s.LagSlots <= ix.cfg.SyncedLagSlots
+	return s
+}
+
+// StatusReader reads the indexer's status from Postgres, for API
+// processes: the head checkpoint says through which slot the index is
+// complete and when it last was; the chain slot comes from the RPC node
+// when one is given (cached for a second), else from the head.
+type StatusReader struct {
+	st             *store.Store
+	rpc            *rpc.Client
+	name, headName string
+	// SyncedLagSlots and StaleAfter decide Synced: at most this many slots
+	// behind, and a completed sync no older than StaleAfter.
+	SyncedLagSlots uint64
+	StaleAfter     time.Duration
+
+	mu        sync.Mutex
+	chain     uint64
+	chainRead time.Time
+}
+
+// NewStatusReader reads the default checkpoints; rpcURL may be empty.
+func NewStatusReader(st *store.Store, rpcURL string) *StatusReader {
+	r := &StatusReader{st: st, name: CheckpointName, headName: HeadCheckpointName, SyncedLagSlots: 150, StaleAfter: 30 * time.Second}
+	if rpcURL != "" {
+		r.rpc = rpc.New(rpcURL)
+	}
+	return r
+}
+
+// Read returns the status; a never-run indexer reads as zero, not synced.
+func (r *StatusReader) Read(ctx context.Context) (Status, error) {
+	var s Status
+	cp, okCP, err := r.st.Checkpoint(ctx, r.name)
+	if err != nil {
+		return s, err
+	}
+	head, okHead, err := r.st.Checkpoint(ctx, r.headName)
+	if err != nil {
+		return s, err
+	}
+	var at time.Time
+	if okCP {
+		s.LastIndexedSlot, at = cp.Slot, cp.UpdatedAt
+	}
+	if okHead {
+		s.LastIndexedSlot, at = max(s.LastIndexedSlot, head.Slot), head.UpdatedAt
+		s.ChainSlot = head.Slot
+	}
+	if c, ok := r.chainSlot(ctx); ok {
+		s.ChainSlot = c
+	}
+	s.ChainSlot = max(s.ChainSlot, s.LastIndexedSlot)
+	s.LagSlots = s.ChainSlot - s.LastIndexedSlot
+	if !at.IsZero() {
+		t := attestation.At(at)
+		s.LastIndexedAt = &t
+	}
+	s.Synced = okHead && s.LagSlots <= r.SyncedLagSlots && time.Since(head.UpdatedAt) <= r.StaleAfter
+	return s, nil
+}
+
+func (r *StatusReader) chainSlot(ctx context.Context) (uint64, bool) {
+	if r.rpc == nil {
+		return 0, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if time.Since(r.chainRead) < time.Second {
+		return r.chain, r.chain > 0
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	s, err := r.rpc.GetSlot(cctx, rpc.CommitmentConfirmed)
+	r.chainRead = time.Now()
+	if err != nil {
+		r.chain = 0
+		return 0, false
+	}
+	r.chain = s
+	return s, true
+}

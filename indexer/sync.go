@@ -1,0 +1,419 @@
+package indexer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/prova"
+	"github.com/attestd/attestd/store"
+	"github.com/gagliardetto/solana-go"
+	"github.com/gagliardetto/solana-go/rpc"
+	"golang.org/x/sync/errgroup"
+)
+
+// sigEntry is one listed transaction of the program.
+type sigEntry struct {
+	sig    solana.Signature
+	slot   uint64
+	failed bool
+}
+
+// txRecords is what one transaction contributes to a batch.
+type txRecords struct {
+	entry   sigEntry
+	regs    []store.AgentRegistration
+	updates []store.PolicyUpdate
+	revokes []store.AgentRevocation
+	atts    []store.AttestationRecord
+	skipped string // reason when nothing is indexed
+}
+
+func (t *txRecords) size() int { return len(t.regs) + len(t.updates) + len(t.revokes) + len(t.atts) }
+
+func (ix *Indexer) checkpoint() (store.Checkpoint, bool) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.cp, ix.hasCP
+}
+
+func (ix *Indexer) getSlot(ctx context.Context, c rpc.CommitmentType) (uint64, error) {
+	cctx, cancel := ix.rpcCtx(ctx)
+	defer cancel()
+	s, err := ix.rpc.GetSlot(cctx, c)
+	if err != nil {
+		return 0, fmt.Errorf("getSlot %s: %w", c, err)
+	}
+	return s, nil
+}
+
+// syncOnce indexes every program transaction newer than the checkpoint.
+func (ix *Indexer) syncOnce(ctx context.Context) error {
+	start := time.Now()
+	chainSlot, err := ix.getSlot(ctx, rpc.CommitmentConfirmed)
+	if err != nil {
+		return err
+	}
+	finalSlot, err := ix.getSlot(ctx, rpc.CommitmentFinalized)
+	if err != nil {
+		return err
+	}
+	ix.lastChain.Store(chainSlot)
+	ix.m.chainSlot.Set(float64(chainSlot))
+	cp, has := ix.checkpoint()
+	sigs, err := ix.listNew(ctx, cp, has)
+	if err != nil {
+		return err
+	}
+	if len(sigs) > 0 {
+		if err := ix.process(ctx, sigs, chainSlot, finalSlot, start); err != nil {
+			return err
+		}
+	}
+	cp, _ = ix.checkpoint()
+	head := store.Checkpoint{Name: ix.cfg.Checkpoint + ":head", Slot: chainSlot, Signature: cp.Signature}
+	if ix.cfg.Checkpoint == CheckpointName {
+		head.Name = HeadCheckpointName
+	}
+	if err := ix.st.SaveCheckpoint(ctx, head); err != nil {
+		return fmt.Errorf("save head checkpoint: %w", err)
+	}
+	now := time.Now()
+	ix.caughtUp.Store(true)
+	ix.m.indexedSlot.Set(float64(chainSlot))
+	ix.m.lag.Set(0)
+	ix.mu.Lock()
+	t := attestation.At(now)
+	ix.status = Status{LastIndexedSlot: chainSlot, ChainSlot: chainSlot, LastIndexedAt: &t, Synced: true}
+	ix.mu.Unlock()
+	ix.m.syncDuration.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+// listNew pages getSignaturesForAddress backwards from the newest
+// signature to the checkpoint and returns the entries oldest first. When
+// the checkpoint's own transaction vanished in a fork, `until` matches
+// nothing, so paging also stops below the checkpoint's slot (re-applying a
+// few transactions of that slot is harmless).
+func (ix *Indexer) listNew(ctx context.Context, cp store.Checkpoint, has bool) ([]sigEntry, error) {
+	var until solana.Signature
+	if has && cp.Signature != "" {
+		s, err := solana.SignatureFromBase58(cp.Signature)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint signature %q: %w", cp.Signature, err)
+		}
+		until = s
+	}
+	var out []sigEntry
+	var before solana.Signature
+	limit := ix.cfg.PageSize
+	for {
+		cctx, cancel := ix.rpcCtx(ctx)
+		page, err := ix.rpc.GetSignaturesForAddressWithOpts(cctx, ix.cfg.ProgramID, &rpc.GetSignaturesForAddressOpts{
+			Limit: &limit, Before: before, Until: until, Commitment: rpc.CommitmentConfirmed})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("getSignaturesForAddress: %w", err)
+		}
+		stop := false
+		for _, s := range page {
+			if has && (s.Slot < cp.Slot || s.Signature == until) {
+				stop = true
+				break
+			}
+			out = append(out, sigEntry{sig: s.Signature, slot: s.Slot, failed: s.Err != nil})
+		}
+		if stop || len(page) < limit {
+			break
+		}
+		before = page[len(page)-1].Signature
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}
+
+// built is one batch ready to apply.
+type built struct {
+	batch *store.Batch
+	last  sigEntry
+	txs   int
+	atts  int
+}
+
+// process fetches and applies the listed transactions in order: a
+// producer fetches chunks concurrently while the consumer applies the
+// previous one, each batch carrying the checkpoint of its newest
+// transaction.
+func (ix *Indexer) process(ctx context.Context, sigs []sigEntry, chainSlot, finalSlot uint64, started time.Time) error {
+	g, gctx := errgroup.WithContext(ctx)
+	ch := make(chan built, 2)
+	g.Go(func() error {
+		defer close(ch)
+		for lo := 0; lo < len(sigs); lo += ix.cfg.ChunkTxs {
+			chunk := sigs[lo:min(lo+ix.cfg.ChunkTxs, len(sigs))]
+			recs, err := ix.fetchChunk(gctx, chunk, finalSlot)
+			if err != nil {
+				return err
+			}
+			for _, b := range ix.batches(recs) {
+				select {
+				case ch <- b:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+			}
+		}
+		return nil
+	})
+	g.Go(func() error {
+		p := progress{ix: ix, start: started, total: len(sigs), firstSlot: sigs[0].slot, chainSlot: chainSlot, last: time.Now()}
+		for b := range ch {
+			t0 := time.Now()
+			applied, err := ix.st.Apply(gctx, b.batch)
+			if err != nil {
+				return fmt.Errorf("apply batch ending at %s: %w", b.last.sig, err)
+			}
+			ix.m.batchDuration.Observe(time.Since(t0).Seconds())
+			ix.m.attestations.Add(float64(applied.Attestations))
+			ix.m.transactions.Add(float64(b.txs))
+			ix.ingested.Add(int64(applied.Attestations))
+			ix.mu.Lock()
+			ix.cp, ix.hasCP = *b.batch.Checkpoint, true
+			ix.mu.Unlock()
+			lag := uint64(0)
+			if chainSlot > b.last.slot {
+				lag = chainSlot - b.last.slot
+			}
+			ix.m.lag.Set(float64(lag))
+			ix.m.indexedSlot.Set(float64(b.last.slot))
+			p.step(b)
+		}
+		return nil
+	})
+	return g.Wait()
+}
+
+// batches groups per-transaction records into batches of at most
+// ChunkRecords records, cutting only between transactions.
+func (ix *Indexer) batches(recs []*txRecords) []built {
+	var out []built
+	cur := built{batch: &store.Batch{}}
+	n := 0
+	flush := func() {
+		if cur.txs == 0 {
+			return
+		}
+		cur.batch.Checkpoint = &store.Checkpoint{Name: ix.cfg.Checkpoint, Slot: cur.last.slot, Signature: cur.last.sig.String()}
+		out = append(out, cur)
+		cur, n = built{batch: &store.Batch{}}, 0
+	}
+	for _, r := range recs {
+		if n > 0 && n+r.size() > ix.cfg.ChunkRecords {
+			flush()
+		}
+		b := cur.batch
+		b.Registrations = append(b.Registrations, r.regs...)
+		b.PolicyUpdates = append(b.PolicyUpdates, r.updates...)
+		b.Revocations = append(b.Revocations, r.revokes...)
+		b.Attestations = append(b.Attestations, r.atts...)
+		n += r.size()
+		cur.txs++
+		cur.atts += len(r.atts)
+		cur.last = r.entry
+		if r.skipped != "" {
+			ix.m.skipped.WithLabelValues(r.skipped).Inc()
+		}
+	}
+	flush()
+	return out
+}
+
+// fetchChunk fetches and decodes a chunk's transactions concurrently,
+// keeping their order.
+func (ix *Indexer) fetchChunk(ctx context.Context, chunk []sigEntry, finalSlot uint64) ([]*txRecords, error) {
+	out := make([]*txRecords, len(chunk))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(ix.cfg.Concurrency)
+	for i, e := range chunk {
+		if e.failed {
+			out[i] = &txRecords{entry: e, skipped: "failed"}
+			continue
+		}
+		g.Go(func() error {
+			r, err := ix.fetchTx(gctx, e, finalSlot)
+			out[i] = r
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+var maxTxVersion uint64 = 0
+
+// fetchTx re-fetches one transaction at confirmed and turns the program's
+// events into records. A transaction the node no longer knows (after
+// retries) vanished in a fork; one whose logs cannot be parsed is skipped
+// loudly rather than blocking the index.
+func (ix *Indexer) fetchTx(ctx context.Context, e sigEntry, finalSlot uint64) (*txRecords, error) {
+	var res *rpc.GetTransactionResult
+	for attempt := 0; ; attempt++ {
+		cctx, cancel := ix.rpcCtx(ctx)
+		r, err := ix.rpc.GetTransaction(cctx, e.sig, &rpc.GetTransactionOpts{
+			Encoding: solana.EncodingBase64, Commitment: rpc.CommitmentConfirmed, MaxSupportedTransactionVersion: &maxTxVersion})
+		cancel()
+		if err == nil && r != nil && r.Meta != nil {
+			res = r
+			break
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if attempt >= 3 {
+			if err == nil || errors.Is(err, rpc.ErrNotFound) {
+				ix.log.Warn("transaction listed but not found: dropped by a fork", "signature", e.sig.String(), "slot", e.slot)
+				return &txRecords{entry: e, skipped: "vanished"}, nil
+			}
+			return nil, fmt.Errorf("getTransaction %s: %w", e.sig, err)
+		}
+		sleep(ctx, time.Duration(50<<attempt)*time.Millisecond)
+	}
+	e.slot = res.Slot
+	out := &txRecords{entry: e}
+	if res.Meta.Err != nil {
+		out.skipped = "failed"
+		return out, nil
+	}
+	events, err := prova.ParseLogs(res.Meta.LogMessages, ix.cfg.ProgramID)
+	if err != nil {
+		ix.log.Error("cannot decode the program's events; transaction skipped", "signature", e.sig.String(), "slot", res.Slot, "err", err)
+		out.skipped = "undecodable"
+		return out, nil
+	}
+	commitment := attestation.Confirmed
+	if res.Slot <= finalSlot {
+		commitment = attestation.Finalized
+	}
+	sigStr := e.sig.String()
+	var tx *solana.Transaction
+	for _, le := range events {
+		pos := store.Event{TxSignature: sigStr, EventIndex: le.Index, Slot: res.Slot, Commitment: commitment}
+		switch ev := le.Event.(type) {
+		case prova.AttestationIssued:
+			pda, err := attestation.DerivePDA(ix.cfg.ProgramID, e.sig, le.Index)
+			if err != nil {
+				return nil, fmt.Errorf("tx %s event %d: %w", sigStr, le.Index, err)
+			}
+			out.atts = append(out.atts, store.AttestationRecord{
+				Event: pos, PDA: pda.String(), AgentPDA: ev.Agent.String(), AgentID: ev.AgentID,
+				ActionType: ev.ActionType, ActionHash: ev.ActionHash, PrivacyMode: ev.PrivacyMode,
+				Timestamp: time.Unix(ev.Timestamp, 0).UTC(), Signature: ev.Signature,
+				SignatureValid: attestation.VerifySignature(ev.AgentID, ev.ActionHash, ev.Signature),
+			})
+		case prova.AgentRegistered:
+			if tx == nil {
+				if tx, err = res.Transaction.GetTransaction(); err != nil {
+					return nil, fmt.Errorf("decode tx %s: %w", sigStr, err)
+				}
+			}
+			root, err := ix.policyRoot(ctx, tx, res.Meta, ev.Agent)
+			if err != nil {
+				return nil, fmt.Errorf("tx %s: policy root of %s: %w", sigStr, ev.Agent, err)
+			}
+			out.regs = append(out.regs, store.AgentRegistration{Event: pos, PDA: ev.Agent.String(), Operator: ev.Operator.String(),
+				AgentID: ev.AgentID, PolicyRoot: root, At: time.Unix(ev.Timestamp, 0).UTC()})
+		case prova.PolicyRootUpdated:
+			out.updates = append(out.updates, store.PolicyUpdate{Event: pos, PDA: ev.Agent.String(), PolicyRoot: ev.NewRoot,
+				At: time.Unix(ev.Timestamp, 0).UTC()})
+		case prova.AgentRevokedEvent:
+			out.revokes = append(out.revokes, store.AgentRevocation{Event: pos, PDA: ev.Agent.String(), At: time.Unix(ev.Timestamp, 0).UTC()})
+		}
+	}
+	return out, nil
+}
+
+// policyRoot finds the policy root an agent was registered with: from the
+// register_agent instruction in the transaction (top level or CPI), which
+// is exact, else from the AgentAccount (current value).
+func (ix *Indexer) policyRoot(ctx context.Context, tx *solana.Transaction, meta *rpc.TransactionMeta, agent solana.PublicKey) ([32]byte, error) {
+	keys := tx.Message.AccountKeys
+	match := func(programIdx uint16, accts []uint16, data []byte) ([32]byte, bool) {
+		if int(programIdx) >= len(keys) || keys[programIdx] != ix.cfg.ProgramID || len(accts) == 0 ||
+			int(accts[0]) >= len(keys) || keys[accts[0]] != agent {
+			return [32]byte{}, false
+		}
+		args, err := prova.DecodeInstruction(data)
+		if err != nil {
+			return [32]byte{}, false
+		}
+		reg, ok := args.(prova.RegisterAgentArgs)
+		return reg.PolicyRoot, ok
+	}
+	for _, ci := range tx.Message.Instructions {
+		if root, ok := match(ci.ProgramIDIndex, ci.Accounts, ci.Data); ok {
+			return root, nil
+		}
+	}
+	for _, inner := range meta.InnerInstructions {
+		for _, ci := range inner.Instructions {
+			if root, ok := match(ci.ProgramIDIndex, ci.Accounts, ci.Data); ok {
+				return root, nil
+			}
+		}
+	}
+	cctx, cancel := ix.rpcCtx(ctx)
+	defer cancel()
+	info, err := ix.rpc.GetAccountInfoWithOpts(cctx, agent, &rpc.GetAccountInfoOpts{Encoding: solana.EncodingBase64, Commitment: rpc.CommitmentConfirmed})
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("getAccountInfo: %w", err)
+	}
+	acc, err := prova.DecodeAgentAccount(info.GetBinary())
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return acc.PolicyRoot, nil
+}
+
+// progress logs a line every ProgressEvery during long syncs.
+type progress struct {
+	ix                   *Indexer
+	start, last          time.Time
+	total, done, atts    int
+	firstSlot, chainSlot uint64
+}
+
+func (p *progress) step(b built) {
+	p.done += b.txs
+	p.atts += b.atts
+	if time.Since(p.last) < p.ix.cfg.ProgressEvery && p.done < p.total {
+		return
+	}
+	if p.done == p.total && time.Since(p.start) < p.ix.cfg.ProgressEvery {
+		return // short syncs stay quiet
+	}
+	p.last = time.Now()
+	elapsed := time.Since(p.start).Seconds()
+	rate := float64(p.atts) / elapsed
+	txRate := float64(p.done) / elapsed
+	eta := time.Duration(0)
+	if txRate > 0 {
+		eta = time.Duration(float64(p.total-p.done) / txRate * float64(time.Second)).Round(time.Second)
+	}
+	slotsDone := uint64(0)
+	if b.last.slot > p.firstSlot {
+		slotsDone = b.last.slot - p.firstSlot
+	}
+	total := uint64(0)
+	if p.chainSlot > p.firstSlot {
+		total = p.chainSlot - p.firstSlot
+	}
+	p.ix.log.Info("indexer backfill progress", "slotsDone", slotsDone, "slotsTotal", total, "slot", b.last.slot,
+		"transactions", p.done, "transactionsTotal", p.total, "attestations", p.atts,
+		"attestationsPerSecond", int(rate), "eta", eta.String())
+}
