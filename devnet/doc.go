@@ -23,5 +23,6 @@
 // Deliberate simplifications: one validator, no vote transactions, no
 // address lookup tables, no packet-size limit (a 100-attestation
 // record_attestations is larger than Solana's 1232-byte packet), and logs
-// are not truncated unless Config.LogLimit is set.
+// are not truncated unless Config.LogLimit is set (`attestd devnet` sets the
+// runtime's 10,000 bytes, which truncates batches of more than ~35).
 package devnet

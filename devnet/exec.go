@@ -72,6 +72,7 @@ type exec struct {
 	datas    [][]byte
 	logBytes int
 	cut      bool
+	verified map[int][]prova.Ed25519Check // precompile results by instruction index
 }
 
 type innerInstructions struct {
@@ -179,12 +180,16 @@ func (x *exec) instruction(program solana.PublicKey, accts []int, data []byte) *
 	case ComputeBudgetProgramID:
 		units = 150
 	case prova.Ed25519ProgramID:
-		_, err := prova.VerifyEd25519(data, x.ix, func(i int) ([]byte, bool) {
+		checks, err := prova.VerifyEd25519(data, x.ix, func(i int) ([]byte, bool) {
 			if i < 0 || i >= len(x.datas) {
 				return nil, false
 			}
 			return x.datas[i], true
 		})
+		if x.verified == nil {
+			x.verified = map[int][]prova.Ed25519Check{}
+		}
+		x.verified[x.ix] = checks
 		if err != nil {
 			f = &ixFailure{err: custom(2), reason: "custom program error: 0x2"} // PrecompileError::InvalidSignature
 		}
@@ -453,12 +458,7 @@ func (x *exec) recordAttestations(agentKey solana.PublicKey, acc *Account, agent
 	// runtime already verified its signatures.
 	var checks []prova.Ed25519Check
 	if x.ix > 0 && x.keys[x.msg.Instructions[x.ix-1].ProgramIDIndex] == prova.Ed25519ProgramID {
-		checks, _ = prova.VerifyEd25519(x.datas[x.ix-1], x.ix-1, func(i int) ([]byte, bool) {
-			if i < 0 || i >= len(x.datas) {
-				return nil, false
-			}
-			return x.datas[i], true
-		})
+		checks = x.verified[x.ix-1]
 	}
 	for i, in := range a.Attestations {
 		if i >= len(checks) || checks[i].PublicKey != agent.AgentID || checks[i].Signature != in.Signature ||

@@ -18,6 +18,7 @@ import (
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/testenv"
 	"github.com/gagliardetto/solana-go"
+	"github.com/gagliardetto/solana-go/rpc"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -555,4 +556,26 @@ func TestBatchesCutBetweenTransactions(t *testing.T) {
 	if got := strings.Join(shape, " "); got != "2/5@2 2/4@4 1/9@5" {
 		t.Fatalf("batches %s", got)
 	}
+}
+
+// TestTruncatedLogs: with the runtime's 10,000-byte log limit, batches of
+// 100 lose most of their "Program data:" lines; the indexer rebuilds the
+// events from the instructions and still stores exactly the ground truth.
+func TestTruncatedLogs(t *testing.T) {
+	c := startChain(t, devnet.Config{LogLimit: 10_000, Agents: 3, Attestations: 500, Batch: 100})
+	gen(t, c, 3, 12, 4)
+	cl := rpc.New(c.RPCURL())
+	defer cl.Close()
+	sig := c.Transactions()[5].Signature // a batch of 100
+	var v uint64
+	res, err := cl.GetTransaction(context.Background(), sig, &rpc.GetTransactionOpts{Encoding: solana.EncodingBase64,
+		Commitment: rpc.CommitmentConfirmed, MaxSupportedTransactionVersion: &v})
+	testenv.Must(t, err, "get tx")
+	if logs := res.Meta.LogMessages; logs[len(logs)-1] != "Log truncated" {
+		t.Fatalf("logs were not truncated: last line %q", logs[len(logs)-1])
+	}
+	st := newStore(t)
+	r := startIndexer(t, st, c, nil)
+	waitExact(t, st, c, 30*time.Second)
+	r.stop(t)
 }

@@ -290,7 +290,17 @@ func (ix *Indexer) fetchTx(ctx context.Context, e sigEntry, finalSlot uint64) (*
 		out.skipped = "failed"
 		return out, nil
 	}
+	var tx *solana.Transaction
 	events, err := prova.ParseLogs(res.Meta.LogMessages, ix.cfg.ProgramID)
+	if errors.Is(err, prova.ErrLogsTruncated) && res.BlockTime != nil {
+		if tx, err = res.Transaction.GetTransaction(); err != nil {
+			return nil, fmt.Errorf("decode tx %s: %w", e.sig, err)
+		}
+		events, err = eventsFromInstructions(tx, ix.cfg.ProgramID, int64(*res.BlockTime), len(res.Meta.InnerInstructions) > 0 && hasOurInner(tx, res.Meta, ix.cfg.ProgramID))
+		if err == nil {
+			ix.m.skipped.WithLabelValues("truncated_rebuilt").Inc()
+		}
+	}
 	if err != nil {
 		ix.log.Error("cannot decode the program's events; transaction skipped", "signature", e.sig.String(), "slot", res.Slot, "err", err)
 		out.skipped = "undecodable"
@@ -301,7 +311,6 @@ func (ix *Indexer) fetchTx(ctx context.Context, e sigEntry, finalSlot uint64) (*
 		commitment = attestation.Finalized
 	}
 	sigStr := e.sig.String()
-	var tx *solana.Transaction
 	for _, le := range events {
 		pos := store.Event{TxSignature: sigStr, EventIndex: le.Index, Slot: res.Slot, Commitment: commitment}
 		switch ev := le.Event.(type) {
@@ -416,4 +425,18 @@ func (p *progress) step(b built) {
 	p.ix.log.Info("indexer backfill progress", "slotsDone", slotsDone, "slotsTotal", total, "slot", b.last.slot,
 		"transactions", p.done, "transactionsTotal", p.total, "attestations", p.atts,
 		"attestationsPerSecond", int(rate), "eta", eta.String())
+}
+
+// hasOurInner reports whether the program runs through CPI in the
+// transaction (its inner instructions name it).
+func hasOurInner(tx *solana.Transaction, meta *rpc.TransactionMeta, program solana.PublicKey) bool {
+	keys := tx.Message.AccountKeys
+	for _, inner := range meta.InnerInstructions {
+		for _, ci := range inner.Instructions {
+			if int(ci.ProgramIDIndex) < len(keys) && keys[ci.ProgramIDIndex] == program {
+				return true
+			}
+		}
+	}
+	return false
 }

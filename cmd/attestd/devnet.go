@@ -29,6 +29,7 @@ func runDevnet(ctx context.Context, args []string) error {
 	slot := fs.Duration("slot", 400*time.Millisecond, "slot duration")
 	depth := fs.Uint64("finality", 32, "slots from inclusion to finality")
 	program := fs.String("program", "", "Prova program id (default: ATTESTD_PROGRAM_ID or the mainnet id)")
+	logLimit := fs.Int("log-limit", 10_000, "truncate a transaction's logs past this many bytes, as the runtime does (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -37,7 +38,7 @@ func runDevnet(ctx context.Context, args []string) error {
 	}
 	log := newLogger(slog.LevelInfo)
 	cfg := devnet.Config{Addr: *addr, Agents: *agents, Attestations: *atts, Batch: *batch, Rate: *rate,
-		Seed: *seedN, SlotInterval: *slot, FinalityDepth: *depth, Logger: log}
+		Seed: *seedN, SlotInterval: *slot, FinalityDepth: *depth, LogLimit: *logLimit, Logger: log}
 	if p := firstNonEmpty(*program, os.Getenv("ATTESTD_PROGRAM_ID")); p != "" {
 		pk, err := solana.PublicKeyFromBase58(p)
 		if err != nil {
@@ -72,10 +73,11 @@ func localDevnet(ctx context.Context, log *slog.Logger, _ string) error {
 	if os.Getenv("ATTESTD_SOLANA_RPC_URL") != "" {
 		return nil
 	}
-	chain, err := devnet.Start(ctx, devnet.Config{Addr: "127.0.0.1:8899", Agents: 10, Attestations: 2000, Batch: 100,
-		Rate: 2, Logger: log})
+	cfg := devnet.Config{Addr: "127.0.0.1:8899", Agents: 10, Attestations: 2000, Batch: 100, Rate: 2, LogLimit: 10_000, Logger: log}
+	chain, err := devnet.Start(ctx, cfg)
 	if err != nil {
-		chain, err = devnet.Start(ctx, devnet.Config{Agents: 10, Attestations: 2000, Batch: 100, Rate: 2, Logger: log})
+		cfg.Addr = "" // 8899 taken: any free pair of ports
+		chain, err = devnet.Start(ctx, cfg)
 		if err != nil {
 			return fmt.Errorf("local devnet: %w", err)
 		}
