@@ -579,3 +579,24 @@ func TestTruncatedLogs(t *testing.T) {
 	waitExact(t, st, c, 30*time.Second)
 	r.stop(t)
 }
+
+func TestChainProbe(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://user:pw@mainnet.helius-rpc.com/?api-key=secret": "https://mainnet.helius-rpc.com",
+		"http://127.0.0.1:8899":                                  "http://127.0.0.1:8899",
+		"not a url":                                              "",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redact %q = %q, want %q", in, got, want)
+		}
+	}
+	c := startChain(t, devnet.Config{})
+	p := NewChainProbe(c.RPCURL())
+	if !p.Reachable(context.Background()) {
+		t.Fatal("devnet not reachable")
+	}
+	down := NewChainProbe("http://127.0.0.1:1")
+	if down.Reachable(context.Background()) {
+		t.Fatal("closed port reachable")
+	}
+}

@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"context"
+	"net/url"
 	"sync"
 	"time"
 
@@ -113,4 +114,46 @@ func (r *StatusReader) chainSlot(ctx context.Context) (uint64, bool) {
 	}
 	r.chain = s
 	return s, true
+}
+
+// ChainProbe reports whether the RPC node answers getHealth, for /health's
+// chain section; the answer is cached for two seconds.
+type ChainProbe struct {
+	rpc     *rpc.Client
+	display string
+
+	mu      sync.Mutex
+	ok      bool
+	checked time.Time
+}
+
+// NewChainProbe probes rpcURL; RPC() shows it without credentials (no user
+// info, path or query, where hosted providers put API keys).
+func NewChainProbe(rpcURL string) *ChainProbe {
+	return &ChainProbe{rpc: rpc.New(rpcURL), display: redactURL(rpcURL)}
+}
+
+// RPC is the endpoint as it may be shown publicly.
+func (p *ChainProbe) RPC() string { return p.display }
+
+// Reachable reports whether the node answered getHealth "ok" recently.
+func (p *ChainProbe) Reachable(ctx context.Context) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if time.Since(p.checked) < 2*time.Second {
+		return p.ok
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	h, err := p.rpc.GetHealth(cctx)
+	p.ok, p.checked = err == nil && h == rpc.HealthOk, time.Now()
+	return p.ok
+}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/config"
 	"github.com/attestd/attestd/indexer"
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,26 @@ import (
 func init() {
 	register("index", "index the Prova program from Solana into Postgres (one writer among any number of index processes)", runIndex)
 	localHooks = append(localHooks, localIndex)
+	registerFeature(feature{name: "indexer-status", configure: configureIndexerStatus})
+}
+
+// configureIndexerStatus feeds /health: the indexer's progress from the
+// checkpoints it writes in Postgres, and whether the chain RPC answers.
+func configureIndexerStatus(_ context.Context, n *node) error {
+	icfg, err := indexer.ConfigFromEnv(nil)
+	if err != nil {
+		return err
+	}
+	sr := indexer.NewStatusReader(n.store, icfg.RPCURL)
+	probe := indexer.NewChainProbe(icfg.RPCURL)
+	n.deps.Indexer = func(ctx context.Context) (app.IndexerStatus, error) {
+		s, err := sr.Read(ctx)
+		return app.IndexerStatus(s), err
+	}
+	n.deps.Chain = func(ctx context.Context) app.ChainStatus {
+		return app.ChainStatus{RPC: probe.RPC(), Reachable: probe.Reachable(ctx)}
+	}
+	return nil
 }
 
 func runIndex(ctx context.Context, args []string) error {
