@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+
+	"github.com/attestd/attestd/mcp"
+)
+
+func init() {
+	register("mcp", "serve the MCP tool server over the API (stdio; --http ADDR for streamable HTTP)", runMCP)
+}
+
+// runMCP serves the MCP tools. stdout is the protocol channel in stdio mode,
+// so everything else goes to stderr.
+func runMCP(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	httpAddr := fs.String("http", "", "serve stateless streamable HTTP on this address instead of stdio (a bare :port binds 127.0.0.1)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: attestd mcp [--http ADDR]\n\n"+
+			"Environment: %s (default http://127.0.0.1:8080), %s (enables premium tools), %s (per call, default 15s),\n"+
+			"ATTESTD_LOG_LEVEL (logs go to stderr).\n\nflags:\n", mcp.EnvAPIURL, mcp.EnvAPIKey, mcp.EnvAPITimeout)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var level slog.Level
+	if v := os.Getenv("ATTESTD_LOG_LEVEL"); v != "" {
+		if err := level.UnmarshalText([]byte(v)); err != nil {
+			return fmt.Errorf("ATTESTD_LOG_LEVEL: %w", err)
+		}
+	}
+	log := newLogger(level) // JSON on stderr
+	cfg, err := mcp.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	cfg.Logger = log
+	srv, err := mcp.New(cfg)
+	if err != nil {
+		return err
+	}
+	if *httpAddr == "" {
+		return srv.ServeStdio(ctx)
+	}
+	addr, err := mcp.ListenAddr(*httpAddr)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	return srv.ServeHTTP(ctx, ln)
+}

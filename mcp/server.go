@@ -1,0 +1,160 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/attestd/attestd/buildinfo"
+	"github.com/attestd/attestd/client"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Environment variables of the tool server.
+const (
+	EnvAPIURL     = "ATTESTD_API_URL"
+	EnvAPIKey     = "ATTESTD_API_KEY"
+	EnvAPITimeout = "ATTESTD_API_TIMEOUT"
+)
+
+// Config configures a Server.
+type Config struct {
+	// APIURL is the attestd service (its root or its /api/v1 base).
+	APIURL string
+	// APIKey enables the premium tools.
+	APIKey string
+	// Timeout bounds each API call (client.DefaultTimeout when zero).
+	Timeout time.Duration
+	// HTTPClient replaces the client's HTTP client (nil: a default one).
+	HTTPClient *http.Client
+	// Logger receives the server's logs; it must not write to stdout when
+	// serving stdio. Nil discards them.
+	Logger *slog.Logger
+}
+
+// ConfigFromEnv reads ATTESTD_API_URL, ATTESTD_API_KEY and ATTESTD_API_TIMEOUT.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	c := Config{APIURL: strings.TrimSpace(getenv(EnvAPIURL)), APIKey: strings.TrimSpace(getenv(EnvAPIKey))}
+	if c.APIURL == "" {
+		c.APIURL = client.DefaultBaseURL
+	}
+	if v := strings.TrimSpace(getenv(EnvAPITimeout)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("%s: want a positive duration such as 15s, got %q", EnvAPITimeout, v)
+		}
+		c.Timeout = d
+	}
+	return c, nil
+}
+
+// Server is the MCP tool server over one attestd API.
+type Server struct {
+	mcp *mcpsdk.Server
+	api *client.Client
+	log *slog.Logger
+}
+
+// Instructions tell clients what the server is for.
+const Instructions = `Tools over attestd, a read-only index of AI-agent attestations issued on Solana by the Prova program.
+An attestation is a receipt for one agent action: the SHA-256 of the action payload (actionHash), signed with the agent's
+Ed25519 key (agentId), an action type and a timestamp. Agents are identified by their pda (agentPda).
+Use verify_action_hash to check that a payload is the one an attestation commits to.
+Premium tools (get_full_history, get_forensic_report, bulk_verify) need ATTESTD_API_KEY in this server's environment.`
+
+// New builds the server and registers its tools.
+func New(cfg Config) (*Server, error) {
+	opts := []client.Option{client.WithAPIKey(cfg.APIKey), client.WithTimeout(cfg.Timeout),
+		client.WithUserAgent("attestd-mcp/" + buildinfo.Version)}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, client.WithHTTPClient(cfg.HTTPClient))
+	}
+	api, err := client.New(cfg.APIURL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: %s: %w", EnvAPIURL, err)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Server{api: api, log: log}
+	s.mcp = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "attestd", Title: "attestd attestation index",
+		Version: buildinfo.Version}, &mcpsdk.ServerOptions{Instructions: Instructions, Logger: log,
+		Capabilities: &mcpsdk.ServerCapabilities{}})
+	if err := s.addTools(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// MCP is the underlying SDK server (to connect it to any transport).
+func (s *Server) MCP() *mcpsdk.Server { return s.mcp }
+
+// API is the REST client the tools call.
+func (s *Server) API() *client.Client { return s.api }
+
+// ServeStdio serves one client on stdin/stdout until it disconnects or ctx ends.
+func (s *Server) ServeStdio(ctx context.Context) error {
+	s.log.Info("mcp serving on stdio", "api", s.api.BaseURL(), "premium", s.api.HasAPIKey())
+	err := s.mcp.Run(ctx, &mcpsdk.StdioTransport{})
+	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF) || errors.Is(err, mcpsdk.ErrConnectionClosed)) {
+		return nil
+	}
+	return err
+}
+
+// Handler is the stateless streamable-HTTP handler (JSON responses, no
+// sessions, so any number of nodes can serve it without sticky routing).
+func (s *Server) Handler() http.Handler {
+	return mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return s.mcp },
+		&mcpsdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log})
+}
+
+// ListenAddr completes addr for ServeHTTP: a missing host means 127.0.0.1,
+// so the server is local unless a host is named explicitly.
+func ListenAddr(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("mcp: listen address %q: want host:port or :port: %w", addr, err)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// ServeHTTP serves the streamable-HTTP transport at /mcp (and /) on ln until
+// ctx ends, then shuts down within 5 seconds. It logs the address once
+// serving, so callers of `attestd mcp --http 127.0.0.1:0` can find the port.
+func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener) error {
+	mux := http.NewServeMux()
+	h := s.Handler()
+	mux.Handle("/mcp", h)
+	mux.Handle("/", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.log.Info("mcp serving streamable HTTP", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/mcp",
+		"api", s.api.BaseURL(), "premium", s.api.HasAPIKey())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("mcp: serve HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("mcp: shut down HTTP: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("mcp: serve HTTP: %w", err)
+	}
+	return nil
+}

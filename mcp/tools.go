@@ -1,0 +1,327 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/attestd/attestd/client"
+	"github.com/google/jsonschema-go/jsonschema"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The tool names.
+const (
+	ToolGetStats          = "get_stats"
+	ToolListAttestations  = "list_attestations"
+	ToolGetAttestation    = "get_attestation"
+	ToolGetAgent          = "get_agent"
+	ToolGetAgentStats     = "get_agent_stats"
+	ToolVerifyActionHash  = "verify_action_hash"
+	ToolGetFullHistory    = "get_full_history"
+	ToolGetForensicReport = "get_forensic_report"
+	ToolBulkVerify        = "bulk_verify"
+)
+
+// ToolNames lists every tool, public first.
+func ToolNames() []string {
+	return []string{ToolGetStats, ToolListAttestations, ToolGetAttestation, ToolGetAgent, ToolGetAgentStats,
+		ToolVerifyActionHash, ToolGetFullHistory, ToolGetForensicReport, ToolBulkVerify}
+}
+
+// PremiumTools are the tools that need ATTESTD_API_KEY.
+var PremiumTools = []string{ToolGetFullHistory, ToolGetForensicReport, ToolBulkVerify}
+
+// Inputs. Descriptions become the schema's; patches add ranges and patterns.
+
+// StatsInput takes no arguments.
+type StatsInput struct{}
+
+// ListAttestationsInput filters and pages list_attestations.
+type ListAttestationsInput struct {
+	AgentPDA   string `json:"agentPda,omitempty" jsonschema:"only this agent's attestations: the agent's pda, a base58 Solana address (32-44 characters)"`
+	ActionType string `json:"actionType,omitempty" jsonschema:"only this action type: Transaction, Decision, ModelInvocation, ToolCall, ResourceAccess, PolicyCheck or Custom"`
+	From       string `json:"from,omitempty" jsonschema:"inclusive lower bound of the timestamp: an RFC 3339 date-time (2026-11-21T10:00:00Z) or a date (2026-11-21, meaning midnight UTC)"`
+	To         string `json:"to,omitempty" jsonschema:"exclusive upper bound of the timestamp, same formats as from; from must not be after to"`
+	Limit      int    `json:"limit,omitempty" jsonschema:"page size, 1 to 100 (default 20)"`
+	Offset     int    `json:"offset,omitempty" jsonschema:"records to skip, 0 to 100000 (default 0); page deeper with cursor"`
+	Cursor     string `json:"cursor,omitempty" jsonschema:"pagination.nextCursor of the previous page, passed unchanged, for the next page; not combinable with offset"`
+}
+
+// AttestationInput names one attestation.
+type AttestationInput struct {
+	PDA string `json:"pda" jsonschema:"the attestation's pda, a base58 Solana address (32-44 characters)"`
+}
+
+// AgentInput names one agent.
+type AgentInput struct {
+	AgentPDA string `json:"agentPda" jsonschema:"the agent's pda, a base58 Solana address (32-44 characters), as in attestations' agentPda"`
+}
+
+// BulkVerifyInput lists attestations to verify.
+type BulkVerifyInput struct {
+	IDs []string `json:"ids" jsonschema:"attestation pdas to verify, 1 to 1000 base58 addresses"`
+}
+
+// Outputs that are not client types.
+
+// StatsOutput is get_stats' answer: the counts and the service's health.
+type StatsOutput struct {
+	Stats  client.Stats   `json:"stats"`
+	Health *client.Health `json:"health,omitempty"`
+}
+
+// ForensicOutput is get_forensic_report's answer: the report and the check
+// of its reportHash made here.
+type ForensicOutput struct {
+	Report client.ForensicReport `json:"report"`
+	// ReportHashVerified says whether reportHash equals the SHA-256 of the
+	// RFC 8785 canonical JSON of the report without reportHash, recomputed
+	// here from the report as received.
+	ReportHashVerified bool   `json:"reportHashVerified"`
+	RecomputedHash     string `json:"recomputedHash"`
+}
+
+func readOnly(title string) *mcpsdk.ToolAnnotations {
+	return &mcpsdk.ToolAnnotations{Title: title, ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}
+}
+
+// tool registers one typed tool with schemas refined by inPatch.
+func addTool[In, Out any](s *Server, t *mcpsdk.Tool, inPatch func(map[string]*jsonschema.Schema),
+	h func(context.Context, In) (Out, string, error)) error {
+	in, err := schemaFor[In](inPatch)
+	if err != nil {
+		return err
+	}
+	out, err := schemaFor[Out](nil)
+	if err != nil {
+		return err
+	}
+	t.InputSchema, t.OutputSchema = in, out
+	mcpsdk.AddTool(s.mcp, t, func(ctx context.Context, _ *mcpsdk.CallToolRequest, input In) (*mcpsdk.CallToolResult, Out, error) {
+		start := time.Now()
+		o, text, err := h(ctx, input)
+		if err != nil {
+			s.log.Info("tool failed", "tool", t.Name, "duration_ms", time.Since(start).Milliseconds(), "err", err)
+			var zero Out
+			return nil, zero, err
+		}
+		s.log.Debug("tool", "tool", t.Name, "duration_ms", time.Since(start).Milliseconds())
+		return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: text}}}, o, nil
+	})
+	return nil
+}
+
+func (s *Server) addTools() error {
+	errs := []error{
+		addTool(s, &mcpsdk.Tool{Name: ToolGetStats, Annotations: readOnly("Global statistics"),
+			Description: "Global counts of the index: agents, attestations (total, by action type, last 24 hours), the last indexed slot, " +
+				"and the service's health (version, indexer sync)."}, nil, s.getStats),
+		addTool(s, &mcpsdk.Tool{Name: ToolListAttestations, Annotations: readOnly("List attestations"),
+			Description: "List attestations, newest first, filtered by agent, action type and time range (from inclusive, to exclusive). " +
+				"Pages of 1-100 (default 20); for the next page pass pagination.nextCursor as cursor."},
+			func(p map[string]*jsonschema.Schema) {
+				address(p["agentPda"])
+				enumActionType(p["actionType"])
+				intRange(p["limit"], 1, 100)
+				intRange(p["offset"], 0, 100000)
+			}, s.listAttestations),
+		addTool(s, &mcpsdk.Tool{Name: ToolGetAttestation, Annotations: readOnly("Get an attestation"),
+			Description: "One attestation by its pda: agent, action type, actionHash (SHA-256 of the payload), agent signature, " +
+				"transaction, slot, timestamp, commitment."},
+			func(p map[string]*jsonschema.Schema) { address(p["pda"]) }, s.getAttestation),
+		addTool(s, &mcpsdk.Tool{Name: ToolGetAgent, Annotations: readOnly("Get an agent"),
+			Description: "One agent by its pda: operator, Ed25519 agentId, registration and revocation, metrics " +
+				"(attestation count, first/last, last 24h) and policy-root history."},
+			func(p map[string]*jsonschema.Schema) { address(p["agentPda"]) }, s.getAgent),
+		addTool(s, &mcpsdk.Tool{Name: ToolGetAgentStats, Annotations: readOnly("Agent statistics"),
+			Description: "Statistics of one agent: total attestations, a count for every action type, first/last, " +
+				"last 24h and 7 days, and its 10 most recent attestations."},
+			func(p map[string]*jsonschema.Schema) { address(p["agentPda"]) }, s.getAgentStats),
+		addTool(s, &mcpsdk.Tool{Name: ToolVerifyActionHash, Annotations: readOnly("Verify an action payload"),
+			Description: "Recompute the SHA-256 of an action payload (its UTF-8 bytes, and its RFC 8785 canonical form when it is JSON) " +
+				"and compare it with expectedHash or with the actionHash of the attestation attestationPda (give one of them). " +
+				"Answers VERIFIED or MISMATCH with both hashes; with an attestation it also checks the agent's Ed25519 signature over the hash."},
+			func(p map[string]*jsonschema.Schema) {
+				p["expectedHash"].Pattern = hashPattern
+				address(p["attestationPda"])
+			}, s.verifyActionHash),
+		addTool(s, &mcpsdk.Tool{Name: ToolGetFullHistory, Annotations: readOnly("Full history (premium)"),
+			Description: "Premium (needs ATTESTD_API_KEY): the full attestation history of one agent, up to 1000 attestations, newest first, " +
+				"with the agent record."},
+			func(p map[string]*jsonschema.Schema) { address(p["agentPda"]) }, s.fullHistory),
+		addTool(s, &mcpsdk.Tool{Name: ToolGetForensicReport, Annotations: readOnly("Forensic report (premium)"),
+			Description: "Premium (needs ATTESTD_API_KEY): a structured audit report on one agent: period, totals by type, daily timeline, " +
+				"signature integrity, anomalies (bursts, gaps, activity after revocation, duplicate hashes), policy history; " +
+				"its reportHash is recomputed and checked here."},
+			func(p map[string]*jsonschema.Schema) { address(p["agentPda"]) }, s.forensicReport),
+		addTool(s, &mcpsdk.Tool{Name: ToolBulkVerify, Annotations: readOnly("Bulk verify (premium)"),
+			Description: "Premium (needs ATTESTD_API_KEY): verify 1 to 1000 attestations by pda in one call. Valid means indexed, " +
+				"finalized, and the agent's Ed25519 signature over the hash checks out; otherwise a reason is given."},
+			func(p map[string]*jsonschema.Schema) {
+				ids := p["ids"]
+				ids.Type, ids.Types = "array", nil
+				ids.MinItems, ids.MaxItems = ptr(1), ptr(client.MaxBulkVerify)
+				address(ids.Items)
+			}, s.bulkVerify),
+	}
+	return errors.Join(errs...)
+}
+
+// Handlers.
+
+func (s *Server) getStats(ctx context.Context, _ StatsInput) (StatsOutput, string, error) {
+	st, err := s.api.Stats(ctx)
+	if err != nil {
+		return StatsOutput{}, "", s.apiError(err)
+	}
+	out := StatsOutput{Stats: *st}
+	if h, err := s.api.Health(ctx); h != nil {
+		out.Health = h
+	} else {
+		s.log.Info("health unavailable for get_stats", "err", err)
+	}
+	return out, statsText(out), nil
+}
+
+func (s *Server) listAttestations(ctx context.Context, in ListAttestationsInput) (client.AttestationPage, string, error) {
+	p := client.ListParams{Limit: in.Limit, Offset: in.Offset, Cursor: in.Cursor, AgentPDA: in.AgentPDA, ActionType: in.ActionType}
+	var err error
+	if p.From, err = parseTime("from", in.From); err != nil {
+		return client.AttestationPage{}, "", err
+	}
+	if p.To, err = parseTime("to", in.To); err != nil {
+		return client.AttestationPage{}, "", err
+	}
+	page, err := s.api.ListAttestations(ctx, p)
+	if err != nil {
+		return client.AttestationPage{}, "", s.apiError(err)
+	}
+	return *page, listText(page), nil
+}
+
+func (s *Server) getAttestation(ctx context.Context, in AttestationInput) (client.Attestation, string, error) {
+	a, err := s.api.GetAttestation(ctx, in.PDA)
+	if err != nil {
+		return client.Attestation{}, "", s.apiError(err)
+	}
+	return *a, attestationText(a), nil
+}
+
+func (s *Server) getAgent(ctx context.Context, in AgentInput) (client.Agent, string, error) {
+	a, err := s.api.GetAgent(ctx, in.AgentPDA)
+	if err != nil {
+		return client.Agent{}, "", s.apiError(err)
+	}
+	return *a, agentText(a), nil
+}
+
+func (s *Server) getAgentStats(ctx context.Context, in AgentInput) (client.AgentStats, string, error) {
+	st, err := s.api.GetAgentStats(ctx, in.AgentPDA)
+	if err != nil {
+		return client.AgentStats{}, "", s.apiError(err)
+	}
+	return *st, agentStatsText(st), nil
+}
+
+func (s *Server) fullHistory(ctx context.Context, in AgentInput) (client.FullHistory, string, error) {
+	if err := s.needKey(ToolGetFullHistory); err != nil {
+		return client.FullHistory{}, "", err
+	}
+	h, err := s.api.FullHistory(ctx, in.AgentPDA)
+	if err != nil {
+		return client.FullHistory{}, "", s.apiError(err)
+	}
+	return *h, fullHistoryText(in.AgentPDA, h), nil
+}
+
+func (s *Server) forensicReport(ctx context.Context, in AgentInput) (ForensicOutput, string, error) {
+	if err := s.needKey(ToolGetForensicReport); err != nil {
+		return ForensicOutput{}, "", err
+	}
+	r, err := s.api.ForensicReport(ctx, in.AgentPDA)
+	if err != nil {
+		return ForensicOutput{}, "", s.apiError(err)
+	}
+	sum, ok, err := r.VerifyHash()
+	if err != nil {
+		return ForensicOutput{}, "", fmt.Errorf("the forensic report could not be checked: %w", err)
+	}
+	out := ForensicOutput{Report: *r, ReportHashVerified: ok, RecomputedHash: sum}
+	return out, forensicText(in.AgentPDA, &out), nil
+}
+
+func (s *Server) bulkVerify(ctx context.Context, in BulkVerifyInput) (client.BulkVerifyResult, string, error) {
+	if err := s.needKey(ToolBulkVerify); err != nil {
+		return client.BulkVerifyResult{}, "", err
+	}
+	res, err := s.api.BulkVerify(ctx, in.IDs)
+	if err != nil {
+		return client.BulkVerifyResult{}, "", s.apiError(err)
+	}
+	return *res, bulkText(res), nil
+}
+
+// needKey refuses a premium tool without an API key, before any request.
+func (s *Server) needKey(tool string) error {
+	if s.api.HasAPIKey() {
+		return nil
+	}
+	return fmt.Errorf("%s is a premium tool and needs an attestd API key; no request was made. "+
+		"API keys (atst_...) are generated by the account holder in the attestd web application. "+
+		"Put the key in this tool server's environment as %s (the \"env\" block of the MCP client's configuration) and restart it. "+
+		"The public tools (%s) work without a key.", tool, EnvAPIKey,
+		strings.Join([]string{ToolGetStats, ToolListAttestations, ToolGetAttestation, ToolGetAgent, ToolGetAgentStats, ToolVerifyActionHash}, ", "))
+}
+
+// apiError turns a client error into the tool error a model reads.
+func (s *Server) apiError(err error) error {
+	e, ok := client.AsAPIError(err)
+	if !ok {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return fmt.Errorf("the attestd API at %s did not answer in time: %w", s.api.BaseURL(), err)
+		}
+		return fmt.Errorf("could not reach the attestd API at %s (is it running? the address comes from %s): %w",
+			s.api.BaseURL(), EnvAPIURL, err)
+	}
+	head := fmt.Sprintf("attestd API error %d %s: %s", e.Status, e.Code, e.Message)
+	switch e.Status {
+	case 401:
+		if s.api.HasAPIKey() {
+			return errors.New(head + ". The API key in " + EnvAPIKey + " was not accepted: check it (it may be revoked) and restart this server.")
+		}
+		return errors.New(head + ". This call needs an API key in " + EnvAPIKey + ".")
+	case 402:
+		return errors.New(head + ". This call must be paid for; with an API key in " + EnvAPIKey + " it is covered by the key's account.")
+	case 404:
+		return errors.New(head + ".")
+	case 429:
+		wait := e.RetryAfter
+		if wait <= 0 {
+			wait = time.Minute
+		}
+		return fmt.Errorf("%s. Rate limited: retry after %d seconds (retryAfterSeconds=%d).", head,
+			int64(wait.Round(time.Second)/time.Second), int64(wait.Round(time.Second)/time.Second))
+	}
+	if e.RequestID != "" {
+		head += " (request id " + e.RequestID + ")"
+	}
+	return errors.New(head)
+}
+
+// parseTime accepts what the API accepts: RFC 3339 or YYYY-MM-DD.
+func parseTime(name, v string) (time.Time, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, v); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%s must be an RFC 3339 date-time (2026-11-21T10:00:00Z) or a date (2026-11-21), got %q", name, v)
+}
