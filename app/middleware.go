@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/attestd/attestd/apierror"
@@ -20,15 +21,28 @@ const requestIDHeader = "X-Request-ID"
 func (a *API) requestID(c *fiber.Ctx) error {
 	id := c.Get(requestIDHeader)
 	if !validRequestID(id) {
-		var b [12]byte
-		_, _ = rand.Read(b[:])
-		id = hex.EncodeToString(b[:])
+		id = newRequestID()
 	} else {
 		id = string([]byte(id)) // copy: Fiber reuses the header buffer
 	}
 	c.Locals(requestIDHeader, id)
 	c.Set(requestIDHeader, id)
 	return c.Next()
+}
+
+// Request ids: a random per-process prefix and a counter, unique across
+// nodes and cheap on the hot path.
+var (
+	requestIDPrefix = func() string {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:]) + "-"
+	}()
+	requestCounter atomic.Uint64
+)
+
+func newRequestID() string {
+	return requestIDPrefix + strconv.FormatUint(requestCounter.Add(1), 36)
 }
 
 func validRequestID(s string) bool {

@@ -101,7 +101,7 @@ type Node struct {
 // NodeOptions adjust a node.
 type NodeOptions struct {
 	CacheDisabled bool
-	LocalEntries  int
+	LocalBytes    int
 	// Configure may change the dependencies before the app is built
 	// (add middleware, routes, health contributors).
 	Configure func(*app.Deps)
@@ -117,7 +117,7 @@ func (e *Env) StartNode(t testing.TB, opt NodeOptions) *Node {
 	testenv.Must(t, err, "open store")
 	rdb := NewRedis(t, e.RedisURL)
 	reg := prometheus.NewRegistry()
-	c, err := cache.New(ctx, rdb, cache.Options{Prefix: e.Prefix, Disabled: opt.CacheDisabled, LocalEntries: opt.LocalEntries,
+	c, err := cache.New(ctx, rdb, cache.Options{Prefix: e.Prefix, Disabled: opt.CacheDisabled, LocalBytes: opt.LocalBytes,
 		Registerer: reg, Logger: quietLogger(), RedisTimeout: 150 * time.Millisecond, PollInterval: 200 * time.Millisecond})
 	testenv.Must(t, err, "cache")
 	st.SetNotifier(c)

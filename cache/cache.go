@@ -22,7 +22,7 @@ var ErrNotFound = errors.New("not found")
 // Options configure a Cache.
 type Options struct {
 	Prefix         string        // key prefix in Redis, e.g. "attestd:"
-	LocalEntries   int           // in-process entries per kind; default 50,000; -1 disables the local layer
+	LocalBytes     int           // in-process budget per kind (immutable, indexed); default 32 MiB; -1 disables the local layer
 	ImmutableTTL   time.Duration // default 24 h
 	IndexedTTL     time.Duration // bound on time-dependent fields (last24h); default 30 s
 	LoadTimeout    time.Duration // Postgres load deadline; default 5 s
@@ -60,8 +60,8 @@ const (
 
 // New creates a cache over rdb and starts its epoch subscriber and poller.
 func New(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Cache, error) {
-	if opt.LocalEntries == 0 {
-		opt.LocalEntries = 50_000
+	if opt.LocalBytes == 0 {
+		opt.LocalBytes = 32 << 20
 	}
 	if opt.ImmutableTTL <= 0 {
 		opt.ImmutableTTL = 24 * time.Hour
@@ -81,12 +81,12 @@ func New(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Cache, e
 	if opt.NowForTesting == nil {
 		opt.NowForTesting = time.Now
 	}
-	c := &Cache{rdb: rdb, opt: opt, log: opt.Logger, immutable: newLocal(opt.LocalEntries), m: newMetrics(opt.Registerer)}
+	c := &Cache{rdb: rdb, opt: opt, log: opt.Logger, immutable: newLocal(opt.LocalBytes), m: newMetrics(opt.Registerer)}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
-	c.indexed.Store(newLocal(opt.LocalEntries))
-	c.m.localEntries = func() float64 { return float64(c.immutable.len() + c.indexed.Load().len()) }
+	c.indexed.Store(newLocal(opt.LocalBytes))
+	c.m.localBytes = func() float64 { return float64(c.immutable.size() + c.indexed.Load().size()) }
 	if err := c.syncEpoch(ctx); err != nil {
 		c.markDown(err)
 	}
@@ -126,7 +126,7 @@ func (c *Cache) markDown(err error) {
 	c.m.redisErrors.Inc()
 	if c.redisDown.CompareAndSwap(false, true) {
 		c.log.Warn("redis unreachable: serving from postgres, local epoch caches dropped", "err", err)
-		c.indexed.Store(newLocal(c.opt.LocalEntries))
+		c.indexed.Store(newLocal(c.opt.LocalBytes))
 		c.m.degraded.Set(1)
 	}
 }
@@ -147,7 +147,7 @@ func (c *Cache) setEpoch(e uint64) {
 			return
 		}
 		if c.epoch.CompareAndSwap(cur, e) {
-			c.indexed.Store(newLocal(c.opt.LocalEntries))
+			c.indexed.Store(newLocal(c.opt.LocalBytes))
 			c.m.epoch.Set(float64(e))
 			return
 		}

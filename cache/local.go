@@ -11,16 +11,20 @@ type entry struct {
 	expires time.Time
 }
 
-// local is a bounded in-process map. When full, it evicts an arbitrary
-// tenth of its entries (Go map order), which is cheap and good enough for
-// a working set that mostly fits.
+// entryOverhead approximates the map and header bytes of one entry.
+const entryOverhead = 96
+
+// local is an in-process map bounded by bytes. When a new value would go
+// over the budget it evicts an arbitrary quarter of the entries (Go map
+// order): cheap, and good enough for a working set that mostly fits.
 type local struct {
-	mu  sync.RWMutex
-	m   map[string]entry
-	max int
+	mu     sync.RWMutex
+	m      map[string]entry
+	bytes  int
+	budget int
 }
 
-func newLocal(max int) *local { return &local{m: make(map[string]entry, 1024), max: max} }
+func newLocal(budget int) *local { return &local{m: make(map[string]entry, 1024), budget: budget} }
 
 func (l *local) get(key string, now time.Time) ([]byte, bool) {
 	l.mu.RLock()
@@ -33,26 +37,26 @@ func (l *local) get(key string, now time.Time) ([]byte, bool) {
 }
 
 func (l *local) set(key string, val []byte, expires time.Time) {
-	if l.max <= 0 {
-		return
+	size := len(key) + len(val) + entryOverhead
+	if l.budget <= 0 || size > l.budget/8 {
+		return // disabled, or one value would crowd out the rest
 	}
 	l.mu.Lock()
-	if len(l.m) >= l.max {
-		drop := l.max/10 + 1
-		for k := range l.m {
+	if old, ok := l.m[key]; ok {
+		l.bytes -= len(key) + len(old.val) + entryOverhead
+	}
+	if l.bytes+size > l.budget {
+		drop := len(l.m)/4 + 1
+		for k, e := range l.m {
 			delete(l.m, k)
+			l.bytes -= len(k) + len(e.val) + entryOverhead
 			if drop--; drop == 0 {
 				break
 			}
 		}
 	}
 	l.m[key] = entry{val: val, expires: expires}
-	l.mu.Unlock()
-}
-
-func (l *local) clear() {
-	l.mu.Lock()
-	l.m = make(map[string]entry, 1024)
+	l.bytes += size
 	l.mu.Unlock()
 }
 
@@ -60,4 +64,10 @@ func (l *local) len() int {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return len(l.m)
+}
+
+func (l *local) size() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.bytes
 }

@@ -3,14 +3,14 @@ package cache
 import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
-	hits         *prometheus.CounterVec
-	misses       prometheus.Counter
-	redisErrors  prometheus.Counter
-	bumps        prometheus.Counter
-	degraded     prometheus.Gauge
-	epoch        prometheus.Gauge
-	loadSeconds  prometheus.Histogram
-	localEntries func() float64
+	hits        *prometheus.CounterVec
+	misses      prometheus.Counter
+	redisErrors prometheus.Counter
+	bumps       prometheus.Counter
+	degraded    prometheus.Gauge
+	epoch       prometheus.Gauge
+	loadSeconds prometheus.Histogram
+	localBytes  func() float64
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -32,12 +32,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.hits, m.misses, m.redisErrors, m.bumps, m.degraded, m.epoch, m.loadSeconds,
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "attestd_cache_local_entries",
-				Help: "Entries in this node's in-process cache."}, func() float64 {
-				if m.localEntries == nil {
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "attestd_cache_local_bytes",
+				Help: "Approximate bytes held by this node's in-process cache."}, func() float64 {
+				if m.localBytes == nil {
 					return 0
 				}
-				return m.localEntries()
+				return m.localBytes()
 			}))
 	}
 	return m

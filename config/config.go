@@ -24,7 +24,7 @@ var Vars = []Var{
 	{"ATTESTD_ACCESS_LOG", "errors", "errors (5xx and slow requests) or all"},
 	{"ATTESTD_REDIS_PREFIX", "attestd:", "prefix of every Redis key and channel"},
 	{"ATTESTD_CACHE", "on", "off bypasses both cache layers (to measure uncached reads)"},
-	{"ATTESTD_CACHE_LOCAL_ENTRIES", "50000", "in-process cache entries per kind; 0 disables the in-process layer"},
+	{"ATTESTD_CACHE_LOCAL_MB", "32", "in-process cache budget per kind (immutable, indexed) in MiB; 0 disables the in-process layer"},
 	{"ATTESTD_DB_MAX_CONNS", "16", "Postgres pool size per process"},
 	{"ATTESTD_SHUTDOWN_TIMEOUT", "10s", "grace period for in-flight requests on SIGTERM"},
 }
@@ -39,7 +39,7 @@ type Config struct {
 	AccessLogAll    bool
 	RedisPrefix     string
 	CacheDisabled   bool
-	LocalEntries    int
+	LocalBytes      int // per kind; -1 disables
 	DBMaxConns      int32
 	ShutdownTimeout time.Duration
 }
@@ -82,13 +82,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	default:
 		return c, fmt.Errorf("ATTESTD_CACHE: want on or off, got %q", v)
 	}
-	n, err := strconv.Atoi(get("ATTESTD_CACHE_LOCAL_ENTRIES", "50000"))
-	if err != nil || n < 0 {
-		return c, fmt.Errorf("ATTESTD_CACHE_LOCAL_ENTRIES: want a whole number >= 0, got %q", getenv("ATTESTD_CACHE_LOCAL_ENTRIES"))
+	n, err := strconv.Atoi(get("ATTESTD_CACHE_LOCAL_MB", "32"))
+	if err != nil || n < 0 || n > 1<<20 {
+		return c, fmt.Errorf("ATTESTD_CACHE_LOCAL_MB: want a whole number of MiB >= 0, got %q", getenv("ATTESTD_CACHE_LOCAL_MB"))
 	}
-	c.LocalEntries = n
+	c.LocalBytes = n << 20
 	if n == 0 {
-		c.LocalEntries = -1
+		c.LocalBytes = -1
 	}
 	m, err := strconv.Atoi(get("ATTESTD_DB_MAX_CONNS", "16"))
 	if err != nil || m < 1 || m > 1000 {

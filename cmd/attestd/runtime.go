@@ -64,7 +64,7 @@ func openRedis(cfg config.Config) (*redis.Client, error) {
 // openCache starts the cache over rdb, wired as the store's notifier.
 func openCache(ctx context.Context, cfg config.Config, rdb redis.UniversalClient, st *store.Store, reg prometheus.Registerer, log *slog.Logger, readers bool) (*cache.Cache, error) {
 	c, err := cache.New(ctx, rdb, cache.Options{
-		Prefix: cfg.RedisPrefix, LocalEntries: cfg.LocalEntries, Disabled: cfg.CacheDisabled,
+		Prefix: cfg.RedisPrefix, LocalBytes: cfg.LocalBytes, Disabled: cfg.CacheDisabled,
 		Logger: log, Registerer: reg, SkipSubscriber: !readers,
 	})
 	if err != nil {
