@@ -46,7 +46,7 @@ const (
 	getAttestationSQL = `SELECT ` + attestationColumns + ` FROM attestations WHERE pda = $1`
 	statsSQL          = `SELECT (SELECT count(*) FROM agents),
 			(SELECT count(*) FROM attestations WHERE ts >= $1 AND ts < $2),
-			GREATEST((SELECT COALESCE(max(slot), 0) FROM checkpoints), (SELECT COALESCE(max(slot), 0) FROM attestations))`
+			COALESCE((SELECT max(slot) FROM checkpoints), (SELECT max(slot) FROM attestations), 0)`
 	summariseSQL = `SELECT
 			(SELECT ts FROM attestations WHERE agent_pda = $1 ORDER BY ts ASC, slot ASC, pda ASC LIMIT 1),
 			(SELECT ts FROM attestations WHERE agent_pda = $1 ORDER BY ts DESC, slot DESC, pda DESC LIMIT 1),
