@@ -86,7 +86,7 @@ func (a *API) Listen(ctx context.Context, addr string, grace time.Duration) erro
 		return err
 	case <-ctx.Done():
 	}
-	a.log.Info("shutting down", "grace", grace)
+	a.log.Info("shutting down", "grace", grace.String())
 	if err := a.fiber.ShutdownWithTimeout(grace); err != nil {
 		return err
 	}
