@@ -48,6 +48,11 @@ type Config struct {
 	// A decision is sent at once when one of them is idle; decisions that
 	// arrive while all are busy are batched into the next round trip.
 	Pipelines int
+	// SingleKeyScripts sends one single-key script call per decision (in
+	// a pipeline) even to a plain *redis.Client, which otherwise gets one
+	// multi-key call per batch. Set it when the address is a proxy that
+	// shards keys. (A *redis.ClusterClient always gets single-key calls.)
+	SingleKeyScripts bool
 	// ProbeEvery is how often a degraded limiter checks whether Redis is back.
 	ProbeEvery time.Duration
 	// Now is the clock of the local (fallback) window; default time.Now.

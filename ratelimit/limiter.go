@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,11 +54,11 @@ type Limiter struct {
 	log      *slog.Logger
 	m        *metrics
 
-	limitArg  any // script arguments, built once
-	windowArg any
-	limitStr  string
-	node      string // unique per Limiter: prefix of script members
-	seq       atomic.Uint64
+	limitArg   any // script arguments, built once
+	windowArg  any
+	limitBytes []byte
+	node       string // unique per Limiter: prefix of script members
+	seq        atomic.Uint64
 
 	queue    chan *pending
 	pool     sync.Pool
@@ -66,17 +67,24 @@ type Limiter struct {
 	// came back, clients this node admitted while it was down stay limited
 	// by the local window too, since Redis never saw those requests.
 	recoveredUntil atomic.Int64
-	wakeProbe      chan struct{}
-	closing        chan struct{}
-	closeOnce      sync.Once
-	wg             sync.WaitGroup
-	lastItemLog    atomic.Int64
+	// multiKey: decide a batch with one call of the batch script (all keys
+	// on one server: a plain *redis.Client); otherwise a pipeline of
+	// single-key calls.
+	multiKey    atomic.Bool
+	wakeProbe   chan struct{}
+	closing     chan struct{}
+	closeOnce   sync.Once
+	wg          sync.WaitGroup
+	lastItemLog atomic.Int64
+	// clockOffset is the local window's clock minus the Redis clock (ns),
+	// as last seen by a round trip.
+	clockOffset atomic.Int64
 }
 
 // pending is one decision waiting for its round trip.
 type pending struct {
 	key    string // Redis key
-	member string
+	member string // pipeline path: unique member of the sorted set
 	res    Decision
 	err    error
 	done   chan struct{}
@@ -109,18 +117,21 @@ func New(rdb redis.UniversalClient, cfg Config, reg prometheus.Registerer, log *
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	l := &Limiter{
-		cfg:       cfg,
-		rdb:       rdb,
-		resolver:  resolver,
-		log:       log.With("component", "ratelimit"),
-		m:         m,
-		limitArg:  cfg.Limit,
-		windowArg: cfg.Window.Microseconds(),
-		limitStr:  strconv.Itoa(cfg.Limit),
-		node:      hex.EncodeToString(id[:]) + ":",
-		queue:     make(chan *pending, 4*cfg.MaxBatch*cfg.Pipelines),
-		wakeProbe: make(chan struct{}, 1),
-		closing:   make(chan struct{}),
+		cfg:        cfg,
+		rdb:        rdb,
+		resolver:   resolver,
+		log:        log.With("component", "ratelimit"),
+		m:          m,
+		limitArg:   cfg.Limit,
+		windowArg:  cfg.Window.Microseconds(),
+		limitBytes: []byte(strconv.Itoa(cfg.Limit)),
+		node:       hex.EncodeToString(id[:]) + ":",
+		queue:      make(chan *pending, 4*cfg.MaxBatch*cfg.Pipelines),
+		wakeProbe:  make(chan struct{}, 1),
+		closing:    make(chan struct{}),
+	}
+	if _, single := rdb.(*redis.Client); single && !cfg.SingleKeyScripts {
+		l.multiKey.Store(true)
 	}
 	l.pool.New = func() any { return &pending{done: make(chan struct{}, 1)} }
 	if cfg.Limit == 0 {
@@ -196,7 +207,6 @@ func (l *Limiter) allow(ctx context.Context, key, redisKey string) (Decision, er
 	}
 	p := l.pool.Get().(*pending)
 	p.key = redisKey
-	p.member = l.member()
 	select {
 	case l.queue <- p:
 	case <-l.closing:
@@ -218,7 +228,9 @@ func (l *Limiter) allow(ctx context.Context, key, redisKey string) (Decision, er
 		return l.localAllow(key), nil
 	}
 	if d.Allowed {
-		l.local.record(key)
+		// Shadow it locally, on the local clock (without reading it: the
+		// offset to the Redis clock is measured once per round trip).
+		l.local.record(key, d.at+l.clockOffset.Load())
 	}
 	l.m.count(d)
 	return d, nil
@@ -243,6 +255,8 @@ func (l *Limiter) member() string {
 func (l *Limiter) sender() {
 	defer l.wg.Done()
 	batch := make([]*pending, 0, l.cfg.MaxBatch)
+	c := newCaller()
+	defer c.close()
 	for {
 		select {
 		case p := <-l.queue:
@@ -261,7 +275,7 @@ func (l *Limiter) sender() {
 			}
 		}
 		l.m.batchSize.Observe(float64(len(batch)))
-		l.roundTrip(batch)
+		l.roundTrip(c, batch)
 		clear(batch)
 	}
 }
@@ -280,25 +294,186 @@ func (l *Limiter) drain() {
 	}
 }
 
-// roundTrip decides batch in one pipelined round trip (two if Redis lost
-// the script) bounded by Config.Timeout, whatever the client's own
-// timeouts. It answers every pending decision.
-func (l *Limiter) roundTrip(batch []*pending) {
+// roundTrip decides batch in one round trip (two if Redis lost the
+// scripts), bounded by Config.Timeout whatever the client's own timeouts.
+// It answers every pending decision.
+func (l *Limiter) roundTrip(c *caller, batch []*pending) {
 	deadline := time.Now().Add(l.cfg.Timeout)
-	retry := l.exec(deadline, batch, false)
+	if len(batch) > 1 && l.multiKey.Load() {
+		if batch = l.execMulti(c, deadline, batch); len(batch) == 0 {
+			return
+		}
+	}
+	retry := l.execPipeline(c, deadline, batch, false)
 	if len(retry) > 0 {
 		// NOSCRIPT: Redis restarted or flushed its scripts. EVAL loads it.
-		retry = l.exec(deadline, retry, true)
-		for _, p := range retry {
-			p.err = errors.New("rate-limit script missing after EVAL")
-			p.done <- struct{}{}
-		}
+		retry = l.execPipeline(c, deadline, retry, true)
+		l.fail(retry, errors.New("rate-limit script missing after EVAL"))
 	}
 }
 
-// exec sends items as a pipeline, answers them, and returns the ones that
-// failed with NOSCRIPT (unanswered).
-func (l *Limiter) exec(deadline time.Time, items []*pending, eval bool) (noscript []*pending) {
+// await runs fn (a Redis call made with a context bounded by deadline) on
+// c and waits for it until deadline: go-redis bounds socket I/O by its own
+// timeouts unless the client has ContextTimeoutEnabled. On timeout it
+// answers items with errTimeout, marks the limiter degraded and returns
+// false; fn finishes in the background.
+func (l *Limiter) await(c *caller, deadline time.Time, items []*pending, fn func()) bool {
+	if c.call(deadline, fn) {
+		return true
+	}
+	l.m.errTimeout.Inc()
+	l.markDegraded(errTimeout)
+	l.fail(items, errTimeout)
+	return false
+}
+
+// caller runs one sender's Redis calls on a long-lived goroutine (whose
+// stack stays grown), so that the sender can stop waiting at a deadline.
+type caller struct {
+	jobs  chan func()
+	done  chan struct{}
+	timer *time.Timer
+}
+
+func newCaller() *caller {
+	c := &caller{timer: time.NewTimer(time.Hour)}
+	c.timer.Stop()
+	c.start()
+	return c
+}
+
+func (c *caller) start() {
+	jobs, done := make(chan func()), make(chan struct{}, 1)
+	c.jobs, c.done = jobs, done
+	go func() {
+		for fn := range jobs {
+			fn()
+			done <- struct{}{}
+		}
+	}()
+}
+
+// call runs fn and reports whether it finished before deadline. If it did
+// not, it goes on in the background and later calls get a new goroutine.
+func (c *caller) call(deadline time.Time, fn func()) bool {
+	c.jobs <- fn
+	c.timer.Reset(time.Until(deadline))
+	select {
+	case <-c.done:
+		c.timer.Stop()
+		return true
+	case <-c.timer.C:
+		close(c.jobs) // the busy goroutine ends after fn
+		c.start()
+		return false
+	}
+}
+
+func (c *caller) close() { close(c.jobs) }
+
+// fail answers items with err, so the local window decides them.
+func (l *Limiter) fail(items []*pending, err error) {
+	for _, p := range items {
+		p.err = err
+		p.done <- struct{}{}
+	}
+}
+
+// answer fills p's decision from the script's allowed, remaining, reset
+// (µs) and now (µs), and wakes its caller.
+func (l *Limiter) answer(p *pending, allowed, remaining, reset, now int64) {
+	p.res = Decision{
+		Allowed:   allowed == 1,
+		Limit:     l.cfg.Limit,
+		Remaining: int(remaining),
+		Reset:     time.Duration(reset) * time.Microsecond,
+		at:        now * 1000,
+	}
+	if !p.res.Allowed {
+		p.res.RetryAfter = p.res.Reset
+	}
+	p.done <- struct{}{}
+}
+
+// execMulti decides items with one call of the batch script. It returns
+// the items left to decide one key per command (when the server refused
+// a multi-key script: a proxy sharding keys), having answered the others.
+func (l *Limiter) execMulti(c *caller, deadline time.Time, items []*pending) (left []*pending) {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	keys := make([]string, len(items))
+	for i, p := range items {
+		keys[i] = p.key
+	}
+	// Members are "<node>:<seq>:<i>", never equal to a pipelined request's
+	// "<node>:<seq>" nor to another batch's.
+	args := []any{l.limitArg, l.windowArg, l.member() + ":"}
+	var reply string
+	var err error
+	if !l.await(c, deadline, items, func() {
+		reply, err = l.rdb.EvalSha(ctx, batchScript.Hash(), keys, args...).Text()
+		if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			reply, err = l.rdb.Eval(ctx, batchScriptSrc, keys, args...).Text()
+		}
+	}) {
+		return nil
+	}
+	if err == nil {
+		if err = l.answerBatch(items, reply); err == nil {
+			return nil
+		}
+	}
+
+	if crossSlot(err) {
+		l.multiKey.Store(false)
+		l.log.Warn("Redis refused a multi-key script (sharded behind one address?): one command per decision from now on", "err", err)
+		return items
+	}
+	l.m.errOther.Inc()
+	l.fail(items, err)
+	l.noteFailure(err)
+	return nil
+}
+
+// answerBatch answers items from the batch script's reply
+// "now;allowed,remaining,reset;...". It answers none of them when the
+// reply is malformed.
+func (l *Limiter) answerBatch(items []*pending, reply string) error {
+	bad := fmt.Errorf("rate-limit batch script: malformed reply for %d keys: %.80q", len(items), reply)
+	field := func(sep byte) (int64, bool) {
+		i := strings.IndexByte(reply, sep)
+		if i < 0 {
+			i = len(reply)
+		}
+		n, err := strconv.ParseInt(reply[:i], 10, 64)
+		reply = reply[min(i+1, len(reply)):]
+		return n, err == nil
+	}
+	now, ok := field(';')
+	if !ok || strings.Count(reply, ";") != len(items)-1 || strings.Count(reply, ",") != 2*len(items) {
+		return bad
+	}
+	// Parse everything before answering anyone.
+	vals := make([]int64, 0, 3*len(items))
+	for range items {
+		a, ok1 := field(',')
+		r, ok2 := field(',')
+		w, ok3 := field(';')
+		if !ok1 || !ok2 || !ok3 {
+			return bad
+		}
+		vals = append(vals, a, r, w)
+	}
+	l.clockOffset.Store(l.local.clock() - now*1000)
+	for i, p := range items {
+		l.answer(p, vals[3*i], vals[3*i+1], vals[3*i+2], now)
+	}
+	return nil
+}
+
+// execPipeline sends items as a pipeline of single-key scripts, answers
+// them, and returns the ones that failed with NOSCRIPT (unanswered).
+func (l *Limiter) execPipeline(c *caller, deadline time.Time, items []*pending, eval bool) (noscript []*pending) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	pipe := l.rdb.Pipeline()
@@ -308,27 +483,11 @@ func (l *Limiter) exec(deadline time.Time, items []*pending, eval bool) (noscrip
 		if eval {
 			cmds[i] = pipe.Eval(ctx, windowScript, keys, l.limitArg, l.windowArg, p.member)
 		} else {
-			cmds[i] = pipe.EvalSha(ctx, script.Hash(), keys, l.limitArg, l.windowArg, p.member)
+			p.member = l.member()
+			cmds[i] = pipe.EvalSha(ctx, keyScript.Hash(), keys, l.limitArg, l.windowArg, p.member)
 		}
 	}
-	// go-redis bounds socket I/O by its own timeouts unless the client has
-	// ContextTimeoutEnabled: enforce the deadline here.
-	done := make(chan error, 1)
-	go func() {
-		_, err := pipe.Exec(ctx)
-		done <- err
-	}()
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	select {
-	case <-done:
-	case <-timer.C:
-		l.m.errTimeout.Inc()
-		l.markDegraded(errTimeout)
-		for _, p := range items {
-			p.err = errTimeout
-			p.done <- struct{}{}
-		}
+	if !l.await(c, deadline, items, func() { _, _ = pipe.Exec(ctx) }) {
 		return nil
 	}
 	var failed error
@@ -336,38 +495,46 @@ func (l *Limiter) exec(deadline time.Time, items []*pending, eval bool) (noscrip
 		vals, err := cmds[i].Int64Slice()
 		switch {
 		case err == nil && len(vals) == 4:
-			p.res = Decision{
-				Allowed:   vals[0] == 1,
-				Limit:     l.cfg.Limit,
-				Remaining: int(vals[1]),
-				Reset:     time.Duration(vals[2]) * time.Microsecond,
-				at:        vals[3] * 1000,
+			if i == 0 {
+				l.clockOffset.Store(l.local.clock() - vals[3]*1000)
 			}
-			if !p.res.Allowed {
-				p.res.RetryAfter = p.res.Reset
-			}
+			l.answer(p, vals[0], vals[1], vals[2], vals[3])
+			continue
 		case err == nil:
-			p.err = fmt.Errorf("rate-limit script returned %d values, want 4", len(vals))
-			failed = p.err
+			err = fmt.Errorf("rate-limit script returned %d values, want 4", len(vals))
 		case !eval && redis.HasErrorPrefix(err, "NOSCRIPT"):
 			noscript = append(noscript, p)
 			continue
-		default:
-			p.err = err
-			failed = err
 		}
+		p.err = err
+		failed = err
 		p.done <- struct{}{}
 	}
 	if failed != nil {
 		l.m.errOther.Inc()
-		if unavailable(failed) {
-			l.markDegraded(failed)
-		} else if now := time.Now().UnixNano(); now-l.lastItemLog.Load() > int64(10*time.Second) {
-			l.lastItemLog.Store(now)
-			l.log.Error("rate-limit script failed; local window decided", "err", failed)
-		}
+		l.noteFailure(failed)
 	}
 	return noscript
+}
+
+// noteFailure degrades the limiter when err means Redis is unavailable,
+// and otherwise logs it (at most every 10 s).
+func (l *Limiter) noteFailure(err error) {
+	if unavailable(err) {
+		l.markDegraded(err)
+		return
+	}
+	if now := time.Now().UnixNano(); now-l.lastItemLog.Load() > int64(10*time.Second) {
+		l.lastItemLog.Store(now)
+		l.log.Error("rate-limit script failed; local window decided", "err", err)
+	}
+}
+
+// crossSlot tells errors of a server that cannot run a script over keys of
+// different shards.
+func crossSlot(err error) bool {
+	return redis.HasErrorPrefix(err, "CROSSSLOT") || redis.HasErrorPrefix(err, "MOVED") ||
+		redis.HasErrorPrefix(err, "ASK") || strings.Contains(strings.ToLower(err.Error()), "non local key")
 }
 
 // unavailable tells errors that mean "Redis cannot serve us now" (network,
@@ -427,7 +594,13 @@ func (l *Limiter) loadScript() error {
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.Timeout)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- script.Load(ctx, l.rdb).Err() }()
+	go func() {
+		err := keyScript.Load(ctx, l.rdb).Err()
+		if err == nil {
+			err = batchScript.Load(ctx, l.rdb).Err()
+		}
+		done <- err
+	}()
 	timer := time.NewTimer(l.cfg.Timeout)
 	defer timer.Stop()
 	select {

@@ -24,7 +24,9 @@ func TestFleetSharesOneWindow(t *testing.T) {
 	url, prefix := testenv.Redis(t)
 	const window = 3 * time.Second
 	cfg := Config{Limit: 100, Window: window, KeyPrefix: prefix}
-	nodes := []*node{newNode(t, url, cfg), newNode(t, url, cfg), newNode(t, url, cfg)}
+	single := cfg
+	single.SingleKeyScripts = true // nodes may differ in how they call Redis
+	nodes := []*node{newNode(t, url, cfg), newNode(t, url, single), newNode(t, url, cfg)}
 	const client = "203.0.113.7"
 
 	accepted := 0
@@ -242,9 +244,18 @@ func TestProxyHeaders(t *testing.T) {
 // batches) and replays each client's decisions, at the server times the
 // script used, through the reference.
 func TestRedisPropertyAgainstReference(t *testing.T) {
+	for _, single := range []bool{false, true} {
+		t.Run(fmt.Sprintf("SingleKeyScripts=%v", single), func(t *testing.T) {
+			t.Parallel()
+			redisProperty(t, single)
+		})
+	}
+}
+
+func redisProperty(t *testing.T, single bool) {
 	url, prefix := testenv.Redis(t)
 	const limit, window = 5, 250 * time.Millisecond
-	n := newNode(t, url, Config{Limit: limit, Window: window, KeyPrefix: prefix})
+	n := newNode(t, url, Config{Limit: limit, Window: window, KeyPrefix: prefix, SingleKeyScripts: single})
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	var wg sync.WaitGroup
@@ -296,9 +307,17 @@ func TestRedisPropertyAgainstReference(t *testing.T) {
 // over three limiters: each client gets exactly limit accepted, and the
 // accepted requests saw every Remaining value once.
 func TestConcurrentExactlyLimit(t *testing.T) {
+	for _, single := range []bool{false, true} {
+		t.Run(fmt.Sprintf("SingleKeyScripts=%v", single), func(t *testing.T) {
+			concurrentExactlyLimit(t, single)
+		})
+	}
+}
+
+func concurrentExactlyLimit(t *testing.T, single bool) {
 	url, prefix := testenv.Redis(t)
 	const limit = 100
-	cfg := Config{Limit: limit, Window: time.Minute, KeyPrefix: prefix}
+	cfg := Config{Limit: limit, Window: time.Minute, KeyPrefix: prefix, SingleKeyScripts: single}
 	lims := []*Limiter{newNode(t, url, cfg).lim, newNode(t, url, cfg).lim, newNode(t, url, cfg).lim}
 	const clients, workers, perWorker = 8, 48, 60 // 360 requests per client
 	var mu sync.Mutex
@@ -536,6 +555,113 @@ func TestCloseIsSafe(t *testing.T) {
 		t.Fatal("middleware after Close does not limit")
 	}
 }
+
+// TestLimitLowered: when the limit shrinks while a client's set holds more
+// members, the client waits until enough of them left.
+func TestLimitLowered(t *testing.T) {
+	url, prefix := testenv.Redis(t)
+	ctx := context.Background()
+	for _, single := range []bool{false, true} {
+		key := fmt.Sprintf("lowered-%v", single)
+		wide := newNode(t, url, Config{Limit: 5, Window: time.Minute, KeyPrefix: prefix, SingleKeyScripts: single})
+		for range 5 {
+			if d, _ := wide.lim.Allow(ctx, key); !d.Allowed {
+				t.Fatal("filling refused")
+			}
+		}
+		narrow := newNode(t, url, Config{Limit: 3, Window: time.Minute, KeyPrefix: prefix, SingleKeyScripts: single})
+		before := serverTime(t, narrow.rdb)
+		// Two requests so that a batch of two goes through the batch script.
+		var wg sync.WaitGroup
+		ds := make([]Decision, 2)
+		for i := range ds {
+			wg.Add(1)
+			go func() { defer wg.Done(); ds[i], _ = narrow.lim.Allow(ctx, key) }()
+		}
+		wg.Wait()
+		third := narrow.rdb.ZRangeWithScores(ctx, prefix+key, 2, 2).Val()[0]
+		for _, d := range ds {
+			if d.Allowed || d.Local {
+				t.Fatalf("single=%v: %+v, want refused", single, d)
+			}
+			// The third oldest must leave before 2 remain.
+			want := time.Duration(int64(third.Score)+time.Minute.Microseconds()-d.at/1000) * time.Microsecond
+			if d.RetryAfter != want || d.at/1000 < before {
+				t.Fatalf("single=%v: RetryAfter %s, want %s", single, d.RetryAfter, want)
+			}
+		}
+	}
+}
+
+func TestAnswerBatchRejectsMalformedReplies(t *testing.T) {
+	l := &Limiter{cfg: Config{Limit: 3}, local: newLocalWindow(3, time.Second, time.Now)}
+	mk := func(n int) []*pending {
+		ps := make([]*pending, n)
+		for i := range ps {
+			ps[i] = &pending{done: make(chan struct{}, 1)}
+		}
+		return ps
+	}
+	bad := []struct {
+		n     int
+		reply string
+	}{
+		{1, ""}, {1, "123"}, {1, "123;1,2"}, {1, "123;1,2,3;1,2,3"}, {2, "123;1,2,3"}, {1, "x;1,2,3"}, {1, "1;1,2,x"}, {1, "1;1,2,3,"},
+	}
+	for _, b := range bad {
+		ps := mk(b.n)
+		if err := l.answerBatch(ps, b.reply); err == nil {
+			t.Errorf("answerBatch(%d, %q) accepted", b.n, b.reply)
+		}
+		for _, p := range ps {
+			if len(p.done) != 0 {
+				t.Errorf("answerBatch(%d, %q) answered someone before failing", b.n, b.reply)
+			}
+		}
+	}
+	ps := mk(2)
+	if err := l.answerBatch(ps, "1700000000000000;1,2,5000;0,0,77"); err != nil {
+		t.Fatal(err)
+	}
+	if d := ps[0].res; !d.Allowed || d.Remaining != 2 || d.Reset != 5*time.Millisecond || d.at != 1700000000000000000 {
+		t.Errorf("first: %+v", d)
+	}
+	if d := ps[1].res; d.Allowed || d.RetryAfter != 77*time.Microsecond {
+		t.Errorf("second: %+v", d)
+	}
+}
+
+func TestErrorClasses(t *testing.T) {
+	tests := []struct {
+		err         error
+		unavailable bool
+		crossSlot   bool
+	}{
+		{context.DeadlineExceeded, true, false},
+		{errTimeout, true, false},
+		{fmt.Errorf("dial tcp: connection refused"), true, false},
+		{redisErr("LOADING Redis is loading the dataset in memory"), true, false},
+		{redisErr("READONLY You can't write against a read only replica."), true, false},
+		{redisErr("OOM command not allowed when used memory > 'maxmemory'."), true, false},
+		{redisErr("WRONGTYPE Operation against a key holding the wrong kind of value"), false, false},
+		{redisErr("CROSSSLOT Keys in request don't hash to the same slot"), false, true},
+		{redisErr("ERR Script attempted to access a non local key in a cluster node"), false, true},
+	}
+	for _, tt := range tests {
+		if got := unavailable(tt.err); got != tt.unavailable {
+			t.Errorf("unavailable(%v) = %v", tt.err, got)
+		}
+		if got := crossSlot(tt.err); got != tt.crossSlot {
+			t.Errorf("crossSlot(%v) = %v", tt.err, got)
+		}
+	}
+}
+
+// redisErr is an error as the server sends it.
+type redisErr string
+
+func (e redisErr) Error() string { return string(e) }
+func (redisErr) RedisError()     {}
 
 func TestAllowHonoursContext(t *testing.T) {
 	url, prefix := testenv.Redis(t)

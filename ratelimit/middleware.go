@@ -41,14 +41,15 @@ func (l *Limiter) Middleware() fiber.Handler {
 			d = l.localAllow(key) // closed or cancelled: never unlimited
 		}
 		h := &c.Response().Header
-		h.Set(HeaderLimit, l.limitStr)
-		h.Set(HeaderRemaining, strconv.Itoa(d.Remaining))
-		h.Set(HeaderReset, strconv.FormatInt(ceilSeconds(d.Reset), 10))
+		var num [20]byte
+		h.SetBytesV(HeaderLimit, l.limitBytes)
+		h.SetBytesV(HeaderRemaining, strconv.AppendInt(num[:0], int64(d.Remaining), 10))
+		h.SetBytesV(HeaderReset, strconv.AppendInt(num[:0], ceilSeconds(d.Reset), 10))
 		if d.Allowed {
 			return c.Next()
 		}
 		retry := ceilSeconds(d.RetryAfter)
-		h.Set(HeaderRetryAfter, strconv.FormatInt(retry, 10))
+		h.SetBytesV(HeaderRetryAfter, strconv.AppendInt(num[:0], retry, 10))
 		return apierror.Write(c, http.StatusTooManyRequests, apierror.CodeRateLimited,
 			fmt.Sprintf("rate limit exceeded: at most %d requests per %s per client; retry in %d s",
 				l.cfg.Limit, humanDuration(l.cfg.Window), retry))

@@ -94,13 +94,12 @@ func (w *localWindow) decide(l *timeLog, now int64) Decision {
 	return d
 }
 
-// record notes a request of key accepted elsewhere (by Redis), keeping at
-// most limit times.
-func (w *localWindow) record(key string) {
+// record notes a request of key accepted elsewhere (by Redis) at time now
+// of the window's clock, keeping at most limit times.
+func (w *localWindow) record(key string, now int64) {
 	s := w.shardOf(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := w.clock()
 	l := s.logs[key]
 	if l == nil {
 		l = &timeLog{ts: make([]int64, 0, min(w.limit, 8))}

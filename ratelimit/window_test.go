@@ -146,10 +146,10 @@ func TestLocalWindowRecordFullSweep(t *testing.T) {
 	if _, full := w.full("a"); full {
 		t.Fatal("unknown key full")
 	}
-	w.record("a")
+	w.record("a", w.clock())
 	clk.Advance(100 * time.Millisecond)
-	w.record("a")
-	w.record("a") // beyond the limit: keeps the latest two
+	w.record("a", w.clock())
+	w.record("a", w.clock()) // beyond the limit: keeps the latest two
 	d, full := w.full("a")
 	if !full || d.RetryAfter != time.Second || d.Allowed {
 		t.Fatalf("full = %v %+v, want full with retry 1s", full, d)
