@@ -1,0 +1,458 @@
+package apikey_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/attestd/attestd/apikey"
+	"github.com/attestd/attestd/app"
+	"github.com/attestd/attestd/apptest"
+	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/testenv"
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// TestBuildOpenAPIRouterFirst runs before the parallel tests (it is not
+// parallel), so apptest builds its lazily initialised OpenAPI router once
+// instead of racing on it from parallel tests.
+func TestBuildOpenAPIRouterFirst(t *testing.T) {
+	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1"+app.Prefix+"/openapi.json", nil)
+	apptest.Validate(t, req, &apptest.Response{Status: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte("{}")})
+}
+
+// keyNode is an API node with the key routes, and its key service.
+type keyNode struct {
+	*apptest.Node
+	svc *apikey.Service
+	reg *prometheus.Registry
+}
+
+type nodeOpt struct {
+	noRedis   bool // the node never hears announcements: TTL only
+	maxActive int
+	touch     time.Duration
+	onMissing fiber.Handler
+}
+
+func startNode(t *testing.T, env *apptest.Env, o nodeOpt) *keyNode {
+	t.Helper()
+	var deps app.Deps
+	kn := &keyNode{reg: prometheus.NewRegistry()}
+	kn.Node = env.StartNode(t, apptest.NodeOptions{
+		Configure: func(d *app.Deps) { deps = *d },
+		Routes: func(api *app.API) {
+			opt := apikey.Options{Store: deps.Store, Channel: env.Prefix + "apikey:invalidate", MaxActiveKeys: o.maxActive,
+				TouchInterval: o.touch, Registerer: kn.reg, Logger: deps.Logger}
+			if !o.noRedis {
+				opt.Redis = apptest.NewRedis(t, env.RedisURL)
+			}
+			svc, err := apikey.New(context.Background(), opt)
+			testenv.Must(t, err, "key service")
+			kn.svc = svc
+			svc.Routes(api)
+			api.Route(http.MethodGet, "/test/seam", svc.Require(apikey.RequireOptions{OnMissingKey: o.onMissing}),
+				func(c *fiber.Ctx) error { return c.SendString("route ran") })
+		},
+	})
+	t.Cleanup(kn.svc.Close)
+	return kn
+}
+
+// newKey makes a key for the account, as `attestd keys create` does.
+func newKey(t *testing.T, svc *apikey.Service, account, label string) apikey.Created {
+	t.Helper()
+	acc, _, err := svc.Store().EnsureAccount(context.Background(), account)
+	testenv.Must(t, err, "account")
+	k, err := svc.Create(context.Background(), acc.ID, label)
+	testenv.Must(t, err, "create key")
+	return k
+}
+
+func withKey(key string) map[string]string { return map[string]string{"x-api-key": key} }
+
+// dbLookups is how many key lookups reached the database.
+func dbLookups(kn *keyNode) float64 {
+	mfs, err := kn.reg.Gather()
+	if err != nil {
+		return -1
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "attestd_apikey_lookups_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "source" && l.GetValue() == "database" {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+type keyList struct {
+	Data []struct {
+		Prefix     string  `json:"prefix"`
+		Account    string  `json:"account"`
+		Label      string  `json:"label"`
+		Revoked    bool    `json:"revoked"`
+		LastUsedAt *string `json:"lastUsedAt"`
+	} `json:"data"`
+	Pagination struct {
+		Limit, Offset int
+		Total         int64
+	} `json:"pagination"`
+}
+
+func TestKeyChecks(t *testing.T) {
+	t.Parallel()
+	env := apptest.NewEnv(t, apptest.Options{})
+	kn := startNode(t, env, nodeOpt{})
+	good := newKey(t, kn.svc, "acme", "ci")
+	revoked := newKey(t, kn.svc, "acme", "old")
+	if _, err := kn.svc.Revoke(context.Background(), revoked.Key.Prefix, 0); err != nil {
+		t.Fatal(err)
+	}
+	unknown, _ := apikey.Generate()
+	// Same prefix as a real key, different secret.
+	forged := good.Secret[:len(good.Secret)-1] + map[bool]string{true: "2", false: "3"}[strings.HasSuffix(good.Secret, "3")]
+
+	malformed := []string{"atst_", "atst_0000", "Bearer " + good.Secret, strings.ToUpper(good.Secret), good.Secret + "x",
+		"atst_" + strings.Repeat("z", 45), good.Secret[1:], "' OR 1=1 --"}
+	before := dbLookups(kn)
+	for _, k := range malformed {
+		r := kn.Do(t, http.MethodGet, "/keys", nil, withKey(k))
+		if r.Status != 401 || r.ErrorCode() != "UNAUTHORIZED" || !strings.Contains(string(r.Body), "does not hold an API key") {
+			t.Errorf("malformed %q: %d %s", k, r.Status, r.Body)
+		}
+		if r.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("malformed %q: no WWW-Authenticate", k)
+		}
+	}
+	if after := dbLookups(kn); after != before {
+		t.Errorf("malformed keys made %v database lookups, want none", after-before)
+	}
+
+	for _, tc := range []struct {
+		name, key, msg string
+		status         int
+	}{
+		{"missing", "", "needs an API key", 401},
+		{"unknown", unknown.Secret, "unknown API key", 401},
+		{"forged secret, real prefix", forged, "unknown API key", 401},
+		{"revoked", revoked.Secret, "revoked", 401},
+		{"valid", good.Secret, "", 200},
+	} {
+		var h map[string]string
+		if tc.key != "" {
+			h = withKey(tc.key)
+		}
+		r := kn.Do(t, http.MethodGet, "/keys", nil, h)
+		if r.Status != tc.status || (tc.msg != "" && !strings.Contains(string(r.Body), tc.msg)) {
+			t.Errorf("%s: %d %s", tc.name, r.Status, r.Body)
+		}
+	}
+	// Unknown prefixes are cached too: asking again costs no lookup.
+	before = dbLookups(kn)
+	for i := 0; i < 5; i++ {
+		kn.Do(t, http.MethodGet, "/keys", nil, withKey(unknown.Secret))
+		kn.Do(t, http.MethodGet, "/keys", nil, withKey(good.Secret))
+	}
+	if after := dbLookups(kn); after != before {
+		t.Errorf("repeated checks made %v database lookups, want 0 (cached)", after-before)
+	}
+}
+
+func TestRevocationReachesOtherNodesWithin5s(t *testing.T) {
+	t.Parallel()
+	env := apptest.NewEnv(t, apptest.Options{})
+	a := startNode(t, env, nodeOpt{})
+	b := startNode(t, env, nodeOpt{})
+	deaf := startNode(t, env, nodeOpt{noRedis: true}) // misses the announcement: the TTL bounds it
+	admin := newKey(t, a.svc, "acme", "admin")
+	victim := newKey(t, a.svc, "acme", "victim")
+	for _, n := range []*keyNode{a, b, deaf} {
+		// Warm every node's cache with the victim key.
+		if r := n.Do(t, http.MethodGet, "/keys", nil, withKey(victim.Secret)); r.Status != 200 {
+			t.Fatalf("victim key refused before revocation: %d %s", r.Status, r.Body)
+		}
+	}
+	start := time.Now()
+	if r := a.Do(t, http.MethodDelete, "/keys/"+victim.Key.Prefix, nil, withKey(admin.Secret)); r.Status != 204 {
+		t.Fatalf("revoke: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do(t, http.MethodGet, "/keys", nil, withKey(victim.Secret)); r.Status != 401 {
+		t.Fatalf("node A still accepts the key it revoked: %d", r.Status)
+	}
+	for name, n := range map[string]*keyNode{"B (subscribed)": b, "C (no Redis)": deaf} {
+		deadline := start.Add(5 * time.Second)
+		for {
+			r := n.Do(t, http.MethodGet, "/keys", nil, withKey(victim.Secret))
+			if r.Status == 401 {
+				t.Logf("node %s refuses the revoked key after %s", name, time.Since(start).Round(time.Millisecond))
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s still accepts the key %s after revocation", name, time.Since(start))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// The admin key is unaffected everywhere.
+	for _, n := range []*keyNode{a, b, deaf} {
+		if r := n.Do(t, http.MethodGet, "/keys", nil, withKey(admin.Secret)); r.Status != 200 {
+			t.Errorf("admin key refused: %d", r.Status)
+		}
+	}
+}
+
+func TestAccountsAreIsolated(t *testing.T) {
+	t.Parallel()
+	env := apptest.NewEnv(t, apptest.Options{})
+	kn := startNode(t, env, nodeOpt{})
+	x := newKey(t, kn.svc, "acme", "x1")
+	newKey(t, kn.svc, "acme", "x2")
+	y := newKey(t, kn.svc, "globex", "y1")
+
+	var xs, ys keyList
+	kn.Do(t, http.MethodGet, "/keys", nil, withKey(x.Secret)).JSON(t, &xs)
+	kn.Do(t, http.MethodGet, "/keys", nil, withKey(y.Secret)).JSON(t, &ys)
+	if len(xs.Data) != 2 || xs.Pagination.Total != 2 || len(ys.Data) != 1 || ys.Pagination.Total != 1 {
+		t.Fatalf("acme sees %d (total %d), globex sees %d", len(xs.Data), xs.Pagination.Total, len(ys.Data))
+	}
+	for _, k := range xs.Data {
+		if k.Account != "acme" || k.Prefix == y.Key.Prefix {
+			t.Errorf("acme sees %+v", k)
+		}
+	}
+	if strings.Contains(string(kn.Do(t, http.MethodGet, "/keys", nil, withKey(x.Secret)).Body), "atst_") {
+		t.Error("a list shows a secret")
+	}
+	// Acme cannot revoke globex's key: 404, and the key keeps working.
+	r := kn.Do(t, http.MethodDelete, "/keys/"+y.Key.Prefix, nil, withKey(x.Secret))
+	if r.Status != 404 || r.ErrorCode() != "KEY_NOT_FOUND" {
+		t.Fatalf("cross-account revoke: %d %s", r.Status, r.Body)
+	}
+	if r := kn.Do(t, http.MethodGet, "/keys", nil, withKey(y.Secret)); r.Status != 200 {
+		t.Fatalf("globex key broken by acme: %d", r.Status)
+	}
+	// A key acme creates belongs to acme.
+	var created struct {
+		Data struct{ Prefix, Account, Key, Label string }
+	}
+	r = kn.Do(t, http.MethodPost, "/keys", []byte(`{"label":"made by api"}`), withKey(x.Secret))
+	r.JSON(t, &created)
+	if r.Status != 201 || created.Data.Account != "acme" || created.Data.Label != "made by api" || r.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	if r := kn.Do(t, http.MethodGet, "/keys", nil, withKey(created.Data.Key)); r.Status != 200 {
+		t.Fatalf("new key refused: %d", r.Status)
+	}
+	kn.Do(t, http.MethodGet, "/keys", nil, withKey(y.Secret)).JSON(t, &ys)
+	if len(ys.Data) != 1 {
+		t.Fatalf("globex sees acme's new key: %+v", ys.Data)
+	}
+	// Revoke own key: 204, twice; malformed prefix: 400; unknown: 404.
+	for i := 0; i < 2; i++ {
+		if r := kn.Do(t, http.MethodDelete, "/keys/"+created.Data.Prefix, nil, withKey(x.Secret)); r.Status != 204 {
+			t.Fatalf("revoke own key (%d): %d %s", i, r.Status, r.Body)
+		}
+	}
+	if r := kn.Do(t, http.MethodDelete, "/keys/abc", nil, withKey(x.Secret)); r.Status != 400 {
+		t.Errorf("malformed prefix: %d", r.Status)
+	}
+	if r := kn.Do(t, http.MethodDelete, "/keys/zzzzzzzz", nil, withKey(x.Secret)); r.Status != 404 {
+		t.Errorf("unknown prefix: %d", r.Status)
+	}
+	if r := kn.Do(t, http.MethodGet, "/keys", nil, withKey(created.Data.Key)); r.Status != 401 {
+		t.Errorf("revoked key still works: %d", r.Status)
+	}
+}
+
+func TestCreateKeyRequests(t *testing.T) {
+	t.Parallel()
+	env := apptest.NewEnv(t, apptest.Options{})
+	kn := startNode(t, env, nodeOpt{maxActive: 3})
+	k := newKey(t, kn.svc, "acme", "")
+	h := func(ct string) map[string]string { return map[string]string{"x-api-key": k.Secret, "Content-Type": ct} }
+	for _, tc := range []struct {
+		name, ct, body string
+		status         int
+		code           string
+	}{
+		{"wrong type", "text/plain", `{"label":"a"}`, 415, "UNSUPPORTED_MEDIA_TYPE"},
+		{"bad json", "application/json", `{"label"`, 400, "INVALID_PARAM"},
+		{"unknown field", "application/json", `{"name":"a"}`, 400, "INVALID_PARAM"},
+		{"too long label", "application/json", `{"label":"` + strings.Repeat("a", 101) + `"}`, 400, "INVALID_PARAM"},
+		{"too large", "application/json", `{"label":"` + strings.Repeat(" ", 5000) + `"}`, 413, "PAYLOAD_TOO_LARGE"},
+		{"label", "application/json", `{"label":"one"}`, 201, ""},
+		{"no body", "application/json", ``, 201, ""},
+		{"over the limit", "application/json", `{"label":"four"}`, 409, "KEY_LIMIT_REACHED"},
+	} {
+		var body []byte
+		if tc.body != "" {
+			body = []byte(tc.body)
+		}
+		r := kn.Do(t, http.MethodPost, "/keys", body, h(tc.ct))
+		if r.Status != tc.status || r.ErrorCode() != tc.code {
+			t.Errorf("%s: %d %s", tc.name, r.Status, r.Body)
+		}
+	}
+	if r := kn.Do(t, http.MethodPost, "/keys?x=1", nil, h("application/json")); r.Status != 400 {
+		t.Errorf("unknown query parameter: %d", r.Status)
+	}
+}
+
+func TestListPaging(t *testing.T) {
+	t.Parallel()
+	env := apptest.NewEnv(t, apptest.Options{})
+	kn := startNode(t, env, nodeOpt{})
+	k := newKey(t, kn.svc, "acme", "k0")
+	for i := 1; i < 5; i++ {
+		newKey(t, kn.svc, "acme", "k"+string(rune('0'+i)))
+	}
+	var l keyList
+	kn.Do(t, http.MethodGet, "/keys?limit=2&offset=1", nil, withKey(k.Secret)).JSON(t, &l)
+	if len(l.Data) != 2 || l.Pagination.Total != 5 || l.Pagination.Limit != 2 || l.Pagination.Offset != 1 || l.Data[0].Label != "k3" {
+		t.Fatalf("page: %+v", l)
+	}
+	kn.Do(t, http.MethodGet, "/keys?limit=1000", nil, withKey(k.Secret)).JSON(t, &l)
+	if l.Pagination.Limit != 100 || len(l.Data) != 5 {
+		t.Fatalf("clamp: %+v", l.Pagination)
+	}
+	for _, q := range []string{"?limit=0", "?offset=-1", "?limit=x", "?sort=asc"} {
+		if r := kn.Do(t, http.MethodGet, "/keys"+q, nil, withKey(k.Secret)); r.Status != 400 {
+			t.Errorf("%s: %d", q, r.Status)
+		}
+	}
+}
+
+func TestLastUsedIsWrittenInBatches(t *testing.T) {
+	t.Parallel()
+	env := apptest.NewEnv(t, apptest.Options{})
+	kn := startNode(t, env, nodeOpt{touch: time.Hour}) // only explicit flushes
+	k := newKey(t, kn.svc, "acme", "")
+	lastUsed := func() *time.Time {
+		var at *time.Time
+		err := env.Store.Pool().QueryRow(context.Background(), `SELECT last_used_at FROM api_keys WHERE prefix = $1`, k.Key.Prefix).Scan(&at)
+		testenv.Must(t, err, "read last_used_at")
+		return at
+	}
+	for i := 0; i < 20; i++ {
+		if r := kn.Do(t, http.MethodGet, "/keys", nil, withKey(k.Secret)); r.Status != 200 {
+			t.Fatal(r.Status)
+		}
+	}
+	if at := lastUsed(); at != nil {
+		t.Fatalf("last_used_at written per request (%v) before any flush", at)
+	}
+	before := time.Now().Add(-2 * time.Second)
+	testenv.Must(t, kn.svc.Flush(context.Background()), "flush")
+	at := lastUsed()
+	if at == nil || at.Before(before) || at.After(time.Now().Add(time.Second)) {
+		t.Fatalf("last_used_at after flush: %v", at)
+	}
+	var l keyList
+	kn.Do(t, http.MethodGet, "/keys", nil, withKey(k.Secret)).JSON(t, &l)
+	if l.Data[0].LastUsedAt == nil {
+		t.Fatal("lastUsedAt not listed")
+	}
+}
+
+func TestMissingKeySeam(t *testing.T) {
+	t.Parallel()
+	env := apptest.NewEnv(t, apptest.Options{})
+	paid := func(c *fiber.Ctx) error {
+		if c.Get("X-Payment") == "" {
+			return c.Status(http.StatusPaymentRequired).JSON(fiber.Map{"error": fiber.Map{"code": "PAYMENT_REQUIRED", "message": "pay"}})
+		}
+		return c.Next()
+	}
+	kn := startNode(t, env, nodeOpt{onMissing: paid})
+	k := newKey(t, kn.svc, "acme", "")
+	do := func(h map[string]string) (int, string) {
+		req := httptest.NewRequest(http.MethodGet, app.Prefix+"/test/seam", nil)
+		for name, v := range h {
+			req.Header.Set(name, v)
+		}
+		res, err := kn.Fiber().Test(req, 5000)
+		testenv.Must(t, err, "request")
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	for _, tc := range []struct {
+		name   string
+		h      map[string]string
+		status int
+	}{
+		{"no key, no payment: the seam answers", nil, 402},
+		{"no key, payment: the seam runs the route", map[string]string{"X-Payment": "proof"}, 200},
+		{"valid key", withKey(k.Secret), 200},
+		{"malformed key is not delegated", withKey("atst_nope"), 401},
+		{"unknown key is not delegated", map[string]string{"x-api-key": mustGenerate(t), "X-Payment": "proof"}, 401},
+	} {
+		if status, body := do(tc.h); status != tc.status {
+			t.Errorf("%s: %d %s", tc.name, status, body)
+		}
+	}
+}
+
+func mustGenerate(t *testing.T) string {
+	k, err := apikey.Generate()
+	testenv.Must(t, err, "generate")
+	return k.Secret
+}
+
+func TestConcurrentChecksAndRevocations(t *testing.T) {
+	t.Parallel()
+	env := apptest.NewEnv(t, apptest.Options{})
+	kn := startNode(t, env, nodeOpt{})
+	keys := make([]apikey.Created, 8)
+	for i := range keys {
+		keys[i] = newKey(t, kn.svc, "acme", "")
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				k := keys[(w+i)%len(keys)]
+				if _, _, err := kn.svc.Authenticate(ctx, k.Secret); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(w)
+	}
+	for i := 0; i < len(keys); i += 2 {
+		if _, err := kn.svc.Revoke(ctx, keys[i].Key.Prefix, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	for i, k := range keys {
+		_, reason, err := kn.svc.Authenticate(ctx, k.Secret)
+		want := "ok"
+		if i%2 == 0 {
+			want = "revoked"
+		}
+		if err != nil || reason != want {
+			t.Errorf("key %d: %s %v, want %s", i, reason, err, want)
+		}
+	}
+	if _, err := kn.svc.Revoke(ctx, "zzzzzzzz", 0); err != store.ErrNotFound {
+		t.Errorf("revoke unknown: %v", err)
+	}
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/attestd/attestd/apikey"
+	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/store"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+func init() {
+	register("keys", "manage API keys: keys create --account NAME [--label L] | keys list --account NAME | keys revoke PREFIX", runKeys)
+}
+
+const keysUsage = `usage:
+  attestd keys create --account NAME [--label LABEL]   make a key (the account is created if new); prints the key once
+  attestd keys list --account NAME                     list the account's keys (never the secrets)
+  attestd keys revoke PREFIX                           revoke the key whose prefix (8 characters after atst_) is PREFIX`
+
+func runKeys(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return errors.New(keysUsage)
+	}
+	switch args[0] {
+	case "create":
+		return keysCreate(ctx, args[1:], os.Stdout, os.Stderr)
+	case "list":
+		return keysList(ctx, args[1:], os.Stdout)
+	case "revoke":
+		return keysRevoke(ctx, args[1:], os.Stdout)
+	case "help", "-h", "--help":
+		fmt.Fprintln(os.Stderr, keysUsage)
+		return nil
+	}
+	return fmt.Errorf("unknown keys command %q\n%s", args[0], keysUsage)
+}
+
+// keyService opens the store (and Redis when configured, to announce
+// changes to serving nodes) and a passive key service over them.
+func keyService(ctx context.Context) (*apikey.Service, func(), error) {
+	cfg, log, err := loadConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := openStore(ctx, cfg, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers := []func(){st.Close}
+	opt := apikey.Options{Store: st, Passive: true, Logger: log, Channel: cfg.RedisPrefix + "apikey:invalidate"}
+	if kopt, err := apikey.ConfigFromEnv(os.Getenv); err != nil {
+		st.Close()
+		return nil, nil, err
+	} else {
+		opt.MaxActiveKeys = kopt.MaxActiveKeys
+	}
+	if cfg.RedisURL != "" {
+		rdb, err := openRedis(cfg)
+		if err != nil {
+			st.Close()
+			return nil, nil, err
+		}
+		opt.Redis = rdb
+		closers = append(closers, func() { rdb.Close() })
+	} else {
+		log.Warn("REDIS_URL not set: serving nodes learn of key changes only when their lookup expires (within 5 s)")
+	}
+	svc, err := apikey.New(ctx, opt)
+	if err != nil {
+		for _, c := range closers {
+			c()
+		}
+		return nil, nil, err
+	}
+	return svc, func() {
+		svc.Close()
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}, nil
+}
+
+// schemaHint explains a missing table: the keys migration was not applied.
+func schemaHint(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+		return fmt.Errorf("%w (the database schema is not current: run `attestd migrate`)", err)
+	}
+	return err
+}
+
+func keysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
+	account := fs.String("account", "", "account that owns the key (created if it does not exist)")
+	label := fs.String("label", "", "label to recognise the key by (up to 100 characters)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q\n%s", fs.Args(), keysUsage)
+	}
+	if !store.ValidAccountName(*account) {
+		return fmt.Errorf("--account: want 1-64 letters, digits, '.', '_', '@' or '-', got %q", *account)
+	}
+	if err := apikey.ValidateLabel(*label); err != nil {
+		return fmt.Errorf("--label: %w", err)
+	}
+	svc, done, err := keyService(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	acc, created, err := svc.Store().EnsureAccount(ctx, *account)
+	if err != nil {
+		return schemaHint(err)
+	}
+	if created {
+		fmt.Fprintf(stderr, "created account %s\n", acc.Name)
+	}
+	k, err := svc.Create(ctx, acc.ID, *label)
+	if errors.Is(err, store.ErrKeyLimit) {
+		return fmt.Errorf("account %s already has the maximum number of active keys; revoke one first", acc.Name)
+	}
+	if err != nil {
+		return schemaHint(err)
+	}
+	fmt.Fprintf(stderr, "key %s for account %s; it is shown only now, store it safely:\n", k.Key.Prefix, acc.Name)
+	fmt.Fprintln(stdout, k.Secret)
+	return nil
+}
+
+func keysList(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("keys list", flag.ContinueOnError)
+	account := fs.String("account", "", "account whose keys to list")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *account == "" || fs.NArg() > 0 {
+		return errors.New(keysUsage)
+	}
+	svc, done, err := keyService(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	acc, err := svc.Store().AccountByName(ctx, *account)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no account named %q", *account)
+	}
+	if err != nil {
+		return schemaHint(err)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PREFIX\tLABEL\tCREATED\tLAST USED\tREVOKED")
+	for offset := 0; ; offset += 100 {
+		keys, total, err := svc.List(ctx, acc.ID, 100, offset)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.Prefix, printable(k.Label), attestation.At(k.CreatedAt),
+				orDash(k.LastUsedAt), orDash(k.RevokedAt))
+		}
+		if len(keys) == 0 || int64(offset+len(keys)) >= total {
+			break
+		}
+	}
+	return tw.Flush()
+}
+
+func keysRevoke(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) != 1 || !apikey.ValidPrefix(args[0]) {
+		return fmt.Errorf("want one key prefix (the 8 characters after atst_)\n%s", keysUsage)
+	}
+	svc, done, err := keyService(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	k, err := svc.Revoke(ctx, args[0], 0)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no key with prefix %s", args[0])
+	}
+	if err != nil {
+		return schemaHint(err)
+	}
+	fmt.Fprintf(stdout, "revoked %s (account %s) at %s\n", k.Prefix, k.AccountName, orDash(k.RevokedAt))
+	return nil
+}
+
+func orDash(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return attestation.At(*t).String()
+}
+
+// printable keeps a label on one table cell.
+func printable(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,328 @@
+package premium
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/attestd/attestd/apierror"
+	"github.com/attestd/attestd/app"
+	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/cache"
+	"github.com/attestd/attestd/store"
+	"github.com/gofiber/fiber/v2"
+	"github.com/gowebpki/jcs"
+	"golang.org/x/sync/errgroup"
+)
+
+// Anomaly kinds.
+const (
+	KindBurst            = "burst"
+	KindLongGap          = "long_gap"
+	KindAfterRevocation  = "after_revocation"
+	KindDuplicateHash    = "duplicate_hash"
+	KindInvalidSignature = "invalid_signature"
+)
+
+// Report is the forensic report of one agent over a period.
+type Report struct {
+	Agent         attestation.Agent          `json:"agent"`
+	Period        Period                     `json:"period"`
+	Summary       Summary                    `json:"summary"`
+	Timeline      []Day                      `json:"timeline"`
+	Integrity     Integrity                  `json:"integrity"`
+	Anomalies     []Anomaly                  `json:"anomalies"`
+	PolicyHistory []attestation.PolicyChange `json:"policyHistory"`
+	Thresholds    Rules                      `json:"thresholds"`
+	GeneratedAt   attestation.Time           `json:"generatedAt"`
+	// ReportHash is the hex SHA-256 of the RFC 8785 (JCS) canonical JSON
+	// of this object without the reportHash member.
+	ReportHash string `json:"reportHash,omitempty"`
+}
+
+// Period is the half-open range the report covers; null bounds are open.
+type Period struct {
+	From *attestation.Time `json:"from"`
+	To   *attestation.Time `json:"to"`
+}
+
+// Summary counts the period's attestations.
+type Summary struct {
+	Totals        Totals            `json:"totals"`
+	ByType        store.ByType      `json:"byType"`
+	FirstAt       *attestation.Time `json:"firstAt"`
+	LastAt        *attestation.Time `json:"lastAt"`
+	ActiveDays    int               `json:"activeDays"`
+	AnomalyCounts map[string]int64  `json:"anomalyCounts"`
+}
+
+// Totals are the period's counts.
+type Totals struct {
+	Attestations int64 `json:"attestations"`
+	Finalized    int64 `json:"finalized"`
+	Unfinalized  int64 `json:"unfinalized"`
+	PrivacyMode  int64 `json:"privacyMode"`
+}
+
+// Day is one active UTC day of the timeline.
+type Day struct {
+	Day    string       `json:"day"` // YYYY-MM-DD
+	Count  int64        `json:"count"`
+	ByType store.ByType `json:"byType"`
+}
+
+// Integrity says how far the period's records can be trusted.
+type Integrity struct {
+	// SignaturesChecked: every attestation's signature was verified at
+	// ingest, so this is the period's total.
+	SignaturesChecked int64 `json:"signaturesChecked"`
+	// SignaturesFailed: attestations known not to verify, from the ingest
+	// check plus re-check failures of records that had passed it.
+	SignaturesFailed int64   `json:"signaturesFailed"`
+	Unfinalized      int64   `json:"unfinalized"`
+	Recheck          Recheck `json:"recheck"`
+}
+
+// Recheck is the signature re-verification done while building the report.
+type Recheck struct {
+	Checked int `json:"checked"` // the newest attestations of the period, up to thresholds.recheckNewest
+	Failed  int `json:"failed"`
+}
+
+// Anomaly is one finding.
+type Anomaly struct {
+	Kind   string            `json:"kind"`
+	At     attestation.Time  `json:"at"`
+	Until  *attestation.Time `json:"until"`
+	Count  int64             `json:"count"`
+	PDAs   []string          `json:"pdas"`
+	Detail string            `json:"detail"`
+}
+
+func newByType() store.ByType {
+	m := make(store.ByType, attestation.NumActionTypes)
+	for _, n := range attestation.ActionTypeNames() {
+		m[n] = 0
+	}
+	return m
+}
+
+// forensicReport answers GET /premium/forensic-report/:agentId.
+func (h *Handler) forensicReport(c *fiber.Ctx) error {
+	id, err := app.ParseAddress("agentId", c.Params("agentId"))
+	if err != nil {
+		return err
+	}
+	p, err := app.QueryParams(c, "from", "to")
+	if err != nil {
+		return err
+	}
+	from, to, err := parseRange(p)
+	if err != nil {
+		return err
+	}
+	key := fmt.Sprintf("pf:%s:%d:%d:%s", id, nanos(from), nanos(to), h.rulesKey)
+	// The cached bytes are answered as they are: a cached report keeps its
+	// generatedAt and reportHash, and still verifies.
+	b, _, err := h.cache.Get(c.UserContext(), key, func(ctx context.Context) ([]byte, bool, error) {
+		rep, err := h.BuildReport(ctx, id, from, to)
+		if err != nil {
+			return nil, false, loadErr(err)
+		}
+		b, err := json.Marshal(struct {
+			Data *Report `json:"data"`
+		}{rep})
+		if err != nil {
+			return nil, false, fmt.Errorf("encode forensic report: %w", err)
+		}
+		return b, false, nil
+	})
+	if errors.Is(err, cache.ErrNotFound) {
+		return apierror.NotFound(apierror.CodeAgentNotFound, "no agent with pda %s", id)
+	}
+	if err != nil {
+		return err
+	}
+	return sendJSON(c, b)
+}
+
+// BuildReport computes the report of agent pda over [from, to) (zero:
+// open) and seals it with its hash. store.ErrNotFound when the agent is
+// unknown.
+func (h *Handler) BuildReport(ctx context.Context, pda string, from, to time.Time) (*Report, error) {
+	now := h.now()
+	var agent attestation.Agent
+	var d store.ForensicData
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		var err error
+		agent, err = h.store.GetAgent(gctx, pda, now)
+		return err
+	})
+	g.Go(func() error {
+		var err error
+		d, err = h.store.Forensic(gctx, store.ForensicQuery{
+			AgentPDA: pda, From: from, To: to,
+			BurstPerMinute: h.rules.BurstPerMinute, LongGap: time.Duration(h.rules.LongGapSeconds) * time.Second,
+			MaxPerKind: h.rules.MaxAnomaliesPerKind, Recheck: h.rules.RecheckNewest, ExamplePDAs: 10,
+		})
+		return err
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	rep := h.assemble(agent, d, from, to, now)
+	if err := Seal(rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// Seal sets rep.ReportHash to the hex SHA-256 of the RFC 8785 canonical
+// JSON of rep without reportHash.
+func Seal(rep *Report) error {
+	rep.ReportHash = ""
+	sum, err := Hash(rep)
+	if err != nil {
+		return err
+	}
+	rep.ReportHash = sum
+	return nil
+}
+
+// Hash returns the hex SHA-256 of the canonical JSON of v (RFC 8785).
+func Hash(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("encode report for hashing: %w", err)
+	}
+	canon, err := jcs.Transform(b)
+	if err != nil {
+		return "", fmt.Errorf("canonicalise report: %w", err)
+	}
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+func timePtr(t *time.Time) *attestation.Time {
+	if t == nil {
+		return nil
+	}
+	return attestation.TimePtr(*t)
+}
+
+// assemble shapes the aggregates into the report (no hash yet).
+func (h *Handler) assemble(agent attestation.Agent, d store.ForensicData, from, to, now time.Time) *Report {
+	rep := &Report{
+		Agent:         agent,
+		Period:        Period{From: attestation.TimePtr(from), To: attestation.TimePtr(to)},
+		Thresholds:    h.rules,
+		GeneratedAt:   attestation.At(now),
+		PolicyHistory: agent.Policies.History,
+		Timeline:      make([]Day, 0, len(d.Days)),
+		Anomalies:     []Anomaly{},
+	}
+	if rep.PolicyHistory == nil {
+		rep.PolicyHistory = []attestation.PolicyChange{}
+	}
+	s := &rep.Summary
+	s.Totals = Totals{Attestations: d.Total, Finalized: d.Finalized, Unfinalized: d.Total - d.Finalized, PrivacyMode: d.Privacy}
+	s.ByType = newByType()
+	for t, n := range d.ByType {
+		s.ByType[t.String()] = n
+	}
+	s.FirstAt, s.LastAt = timePtr(d.First), timePtr(d.Last)
+	s.ActiveDays = len(d.Days)
+	byDay := map[time.Time]int{}
+	for _, day := range d.Days {
+		byDay[day.Day] = len(rep.Timeline)
+		rep.Timeline = append(rep.Timeline, Day{Day: day.Day.Format(time.DateOnly), Count: day.N, ByType: newByType()})
+	}
+	for _, dt := range d.DayTypes {
+		if i, ok := byDay[dt.Day]; ok {
+			rep.Timeline[i].ByType[dt.ActionType.String()] = dt.N
+		}
+	}
+
+	// Re-verify the newest signatures from the stored bytes.
+	results := h.verifier.checkAll(d.Newest)
+	var mismatched []store.VerifyRow // passed at ingest, fail now: the record changed
+	failed := 0
+	for i, ok := range results {
+		if !ok {
+			failed++
+			if d.Newest[i].SignatureValid {
+				mismatched = append(mismatched, d.Newest[i])
+			}
+		}
+	}
+	rep.Integrity = Integrity{
+		SignaturesChecked: d.Total,
+		SignaturesFailed:  d.SignatureFailed + int64(len(mismatched)),
+		Unfinalized:       d.Total - d.Finalized,
+		Recheck:           Recheck{Checked: len(d.Newest), Failed: failed},
+	}
+
+	limit := h.rules.MaxAnomaliesPerKind
+	counts := map[string]int64{KindBurst: d.TotalBursts, KindLongGap: d.TotalGaps, KindAfterRevocation: d.TotalAfterRevocation,
+		KindDuplicateHash: d.TotalDuplicates, KindInvalidSignature: d.SignatureFailed + int64(len(mismatched))}
+	s.AnomalyCounts = counts
+	add := func(a Anomaly) { rep.Anomalies = append(rep.Anomalies, a) }
+	for _, b := range d.Bursts {
+		until := attestation.At(b.Until)
+		add(Anomaly{Kind: KindBurst, At: attestation.At(b.At), Until: &until, Count: b.N, PDAs: []string{},
+			Detail: fmt.Sprintf("%d attestations in the minute from %s (threshold %d per minute)", b.N, attestation.At(b.At), h.rules.BurstPerMinute)})
+	}
+	for _, gp := range d.Gaps {
+		until := attestation.At(gp.Until)
+		add(Anomaly{Kind: KindLongGap, At: attestation.At(gp.At), Until: &until, Count: 0, PDAs: []string{},
+			Detail: fmt.Sprintf("no attestation for %s between %s and %s (threshold %s)", gp.Until.Sub(gp.At).Round(time.Second),
+				attestation.At(gp.At), until, time.Duration(h.rules.LongGapSeconds)*time.Second)})
+	}
+	revokedAt := "the revocation"
+	if agent.RevokedAt != nil {
+		revokedAt = agent.RevokedAt.String()
+	}
+	for _, p := range d.AfterRevocation {
+		add(Anomaly{Kind: KindAfterRevocation, At: attestation.At(p.At), Count: 1, PDAs: []string{p.PDA},
+			Detail: fmt.Sprintf("attestation %s at %s, after the agent was revoked at %s", p.PDA, attestation.At(p.At), revokedAt)})
+	}
+	for _, dup := range d.Duplicates {
+		until := attestation.At(dup.Last)
+		pdas := dup.PDAs
+		if pdas == nil {
+			pdas = []string{}
+		}
+		add(Anomaly{Kind: KindDuplicateHash, At: attestation.At(dup.First), Until: &until, Count: dup.N, PDAs: pdas,
+			Detail: fmt.Sprintf("action hash %x attested %d times between %s and %s", dup.Hash, dup.N, attestation.At(dup.First), until)})
+	}
+	invalid := 0
+	seen := map[string]bool{}
+	for _, p := range d.InvalidSignatures {
+		seen[p.PDA] = true
+		invalid++
+		add(Anomaly{Kind: KindInvalidSignature, At: attestation.At(p.At), Count: 1, PDAs: []string{p.PDA},
+			Detail: fmt.Sprintf("the signature of %s did not verify when indexed", p.PDA)})
+	}
+	for _, r := range mismatched {
+		if seen[r.PDA] || invalid >= limit {
+			continue
+		}
+		invalid++
+		add(Anomaly{Kind: KindInvalidSignature, At: attestation.At(r.Timestamp), Count: 1, PDAs: []string{r.PDA},
+			Detail: fmt.Sprintf("the signature of %s verified when indexed but does not verify against the stored record now (changed after indexing?)", r.PDA)})
+	}
+	slices.SortStableFunc(rep.Anomalies, func(a, b Anomaly) int {
+		if c := a.At.Compare(b.At.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Kind, b.Kind)
+	})
+	return rep
+}

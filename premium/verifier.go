@@ -1,0 +1,92 @@
+package premium
+
+import (
+	"crypto/sha256"
+	"runtime"
+	"sync"
+
+	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/store"
+)
+
+// verifier re-checks Ed25519 signatures from stored bytes, on every core.
+//
+// Verification is a pure function of (agent key, action hash, signature),
+// so its results are memoised in process, keyed by the SHA-256 of those 128
+// bytes: a record whose stored key, hash or signature changed gets a new
+// memo key and is verified afresh. The stored signature_valid flag is never
+// consulted. The memo is bounded; when full it forgets an arbitrary tenth.
+type verifier struct {
+	mu   sync.RWMutex
+	memo map[[32]byte]bool
+	max  int // 0: no memo
+}
+
+func newVerifier(memoEntries int) *verifier {
+	v := &verifier{max: max(memoEntries, 0)}
+	if v.max > 0 {
+		v.memo = make(map[[32]byte]bool, min(v.max, 1<<16))
+	}
+	return v
+}
+
+func memoKey(r *store.VerifyRow) [32]byte {
+	var b [128]byte
+	copy(b[:32], r.AgentID[:])
+	copy(b[32:64], r.ActionHash[:])
+	copy(b[64:], r.Signature[:])
+	return sha256.Sum256(b[:])
+}
+
+// check verifies one row, through the memo.
+func (v *verifier) check(r *store.VerifyRow) bool {
+	if v.max == 0 {
+		return attestation.VerifySignature(r.AgentID, r.ActionHash, r.Signature)
+	}
+	k := memoKey(r)
+	v.mu.RLock()
+	ok, hit := v.memo[k]
+	v.mu.RUnlock()
+	if hit {
+		return ok
+	}
+	ok = attestation.VerifySignature(r.AgentID, r.ActionHash, r.Signature)
+	v.mu.Lock()
+	if len(v.memo) >= v.max {
+		drop := v.max/10 + 1
+		for key := range v.memo {
+			delete(v.memo, key)
+			if drop--; drop == 0 {
+				break
+			}
+		}
+	}
+	v.memo[k] = ok
+	v.mu.Unlock()
+	return ok
+}
+
+// checkAll verifies rows in parallel; out[i] is the result of rows[i].
+func (v *verifier) checkAll(rows []store.VerifyRow) []bool {
+	out := make([]bool, len(rows))
+	workers := runtime.GOMAXPROCS(0)
+	if len(rows) < 32 || workers < 2 {
+		for i := range rows {
+			out[i] = v.check(&rows[i])
+		}
+		return out
+	}
+	workers = min(workers, len(rows)/16)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < len(rows); i += workers {
+				out[i] = v.check(&rows[i])
+			}
+		}(w)
+	}
+	wg.Wait()
+	return out
+}
