@@ -225,11 +225,17 @@ func TestAPIErrors(t *testing.T) {
 			_, err := c.ListAttestations(ctx, client.ListParams{Cursor: "garbage"})
 			return err
 		}, 400, "INVALID_PARAM", "cursor"},
-		// Premium routes: no route on a node without the premium feature.
-		// (Premium with keys is tested in premium_test.go once the feature exists.)
-		{"premium full history", func(ctx context.Context) error { _, err := c.FullHistory(ctx, agent); return err },
+		// Premium routes: no route on a node without the premium feature
+		// (premium_test.go tests them on a node with it).
+		{"premium full history", func(ctx context.Context) error {
+			_, err := c.FullHistory(ctx, agent, client.HistoryParams{})
+			return err
+		},
 			404, "NOT_FOUND", ""},
-		{"premium forensic report", func(ctx context.Context) error { _, err := keyed.ForensicReport(ctx, agent); return err },
+		{"premium forensic report", func(ctx context.Context) error {
+			_, err := keyed.ForensicReport(ctx, agent, client.ReportParams{})
+			return err
+		},
 			404, "NOT_FOUND", ""},
 		{"premium bulk verify", func(ctx context.Context) error { _, err := keyed.BulkVerify(ctx, []string{unknownPDA}); return err },
 			404, "NOT_FOUND", ""},

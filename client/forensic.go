@@ -22,6 +22,7 @@ type ForensicReport struct {
 	Integrity     ReportIntegrity            `json:"integrity"`
 	Anomalies     []Anomaly                  `json:"anomalies"`
 	PolicyHistory []attestation.PolicyChange `json:"policyHistory"`
+	Thresholds    ReportThresholds           `json:"thresholds"`
 	GeneratedAt   Time                       `json:"generatedAt"`
 	// ReportHash is the SHA-256 (hex) of the RFC 8785 canonical JSON of the
 	// report without this field; VerifyHash recomputes it.
@@ -30,41 +31,81 @@ type ForensicReport struct {
 	raw json.RawMessage // the report as received
 }
 
-// ReportPeriod is the time span a report covers.
+// ReportPeriod is the half-open range [From, To) a report covers; a nil
+// bound is open.
 type ReportPeriod struct {
 	From *Time `json:"from"`
 	To   *Time `json:"to"`
 }
 
-// ReportSummary are the report's totals.
+// ReportSummary counts the period's attestations.
 type ReportSummary struct {
-	Totals     int64  `json:"totals"`
-	ByType     ByType `json:"byType"`
-	FirstAt    *Time  `json:"firstAt"`
-	LastAt     *Time  `json:"lastAt"`
-	ActiveDays int64  `json:"activeDays"`
+	Totals     ReportTotals `json:"totals"`
+	ByType     ByType       `json:"byType"`
+	FirstAt    *Time        `json:"firstAt"`
+	LastAt     *Time        `json:"lastAt"`
+	ActiveDays int64        `json:"activeDays"`
+	// AnomalyCounts counts every anomaly by kind (Anomalies lists at most
+	// Thresholds.MaxAnomaliesPerKind of each).
+	AnomalyCounts map[string]int64 `json:"anomalyCounts"`
 }
 
-// TimelineDay counts one day's attestations.
+// ReportTotals are the period's counts.
+type ReportTotals struct {
+	Attestations int64 `json:"attestations"`
+	Finalized    int64 `json:"finalized"`
+	Unfinalized  int64 `json:"unfinalized"`
+	PrivacyMode  int64 `json:"privacyMode"`
+}
+
+// TimelineDay counts one active UTC day's attestations.
 type TimelineDay struct {
-	Day    string `json:"day"` // YYYY-MM-DD (UTC)
+	Day    string `json:"day"` // YYYY-MM-DD
 	Count  int64  `json:"count"`
 	ByType ByType `json:"byType"`
 }
 
-// ReportIntegrity says how many signatures were checked and how many failed.
+// ReportIntegrity says how far the period's records can be trusted.
 type ReportIntegrity struct {
 	SignaturesChecked int64 `json:"signaturesChecked"`
 	SignaturesFailed  int64 `json:"signaturesFailed"`
 	Unfinalized       int64 `json:"unfinalized"`
+	// Recheck is the re-verification of the newest signatures made while
+	// the report was built.
+	Recheck ReportRecheck `json:"recheck"`
 }
 
-// Anomaly is one finding: a burst, a long gap, an attestation after
-// revocation, a duplicate hash.
+// ReportRecheck counts re-verified signatures.
+type ReportRecheck struct {
+	Checked int64 `json:"checked"`
+	Failed  int64 `json:"failed"`
+}
+
+// Anomaly kinds of forensic reports.
+const (
+	AnomalyBurst            = "burst"
+	AnomalyLongGap          = "long_gap"
+	AnomalyAfterRevocation  = "after_revocation"
+	AnomalyDuplicateHash    = "duplicate_hash"
+	AnomalyInvalidSignature = "invalid_signature"
+)
+
+// Anomaly is one finding of a report.
 type Anomaly struct {
-	Kind   string `json:"kind"`
-	At     *Time  `json:"at"`
-	Detail string `json:"detail"`
+	Kind   string   `json:"kind"`
+	At     Time     `json:"at"`
+	Until  *Time    `json:"until"`
+	Count  int64    `json:"count"`
+	PDAs   []string `json:"pdas"`
+	Detail string   `json:"detail"`
+}
+
+// ReportThresholds are the anomaly rules the report was built with.
+type ReportThresholds struct {
+	BurstPerMinute      int64 `json:"burstPerMinute"`
+	LongGapSeconds      int64 `json:"longGapSeconds"`
+	MaxAnomaliesPerKind int64 `json:"maxAnomaliesPerKind"`
+	RecheckNewest       int64 `json:"recheckNewest"`
 }
 
 // UnmarshalJSON decodes the report and keeps its raw JSON for VerifyHash.

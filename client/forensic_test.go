@@ -45,7 +45,8 @@ func TestReportHashIsOverTheCanonicalForm(t *testing.T) {
 func TestForensicReportVerifyHash(t *testing.T) {
 	t.Parallel()
 	body := `{"agent":{"pda":"A"},"period":{"from":"2026-11-01T00:00:00Z","to":"2026-11-21T00:00:00Z"},
-		"summary":{"totals":2,"byType":{"ToolCall":2},"firstAt":null,"lastAt":null,"activeDays":1},
+		"summary":{"totals":{"attestations":2,"finalized":2,"unfinalized":0,"privacyMode":0},"byType":{"ToolCall":2},
+		"firstAt":null,"lastAt":null,"activeDays":1,"anomalyCounts":{}},
 		"timeline":[],"integrity":{"signaturesChecked":2,"signaturesFailed":0,"unfinalized":0},"anomalies":[],
 		"policyHistory":[],"generatedAt":"2026-11-21T10:00:00Z","reportHash":"HASH"}`
 	h, err := client.ReportHash(json.RawMessage(body))
@@ -66,7 +67,7 @@ func TestForensicReportVerifyHash(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, ok, err := r.VerifyHash()
-			if err != nil || ok != tc.valid || got != h || r.Summary.Totals != 2 || r.Agent.PDA != "A" {
+			if err != nil || ok != tc.valid || got != h || r.Summary.Totals.Attestations != 2 || r.Agent.PDA != "A" {
 				t.Fatalf("VerifyHash = %s %v %v; report %+v", got, ok, err, r)
 			}
 		})

@@ -177,15 +177,38 @@ func (c *Client) GetAgentStats(ctx context.Context, agentPDA string) (*AgentStat
 	return &body.Data, nil
 }
 
-// FullHistory calls GET /premium/full-history/:agentId (API key): the
-// agent's attestations, up to 1000, newest first.
-func (c *Client) FullHistory(ctx context.Context, agentPDA string) (*FullHistory, error) {
+// HistoryParams page GET /premium/full-history/:agentId. Zero values are
+// left out (the API's defaults apply).
+type HistoryParams struct {
+	// Limit is the page size, 1..1000 (default 1000).
+	Limit int
+	// Offset skips records. Not combinable with Cursor.
+	Offset int
+	// Cursor is pagination.nextCursor of the previous page, unchanged.
+	Cursor string
+	// From and To bound the timestamp: From <= timestamp < To.
+	From, To time.Time
+}
+
+// Values encodes p as the route's query parameters.
+func (p HistoryParams) Values() url.Values {
+	return ListParams{Limit: p.Limit, Offset: p.Offset, Cursor: p.Cursor, From: p.From, To: p.To}.Values()
+}
+
+// ReportParams bound a forensic report: From <= timestamp < To (zero: open).
+type ReportParams struct {
+	From, To time.Time
+}
+
+// FullHistory calls GET /premium/full-history/:agentId (API key): a page of
+// up to 1000 of the agent's attestations, newest first, with the agent.
+func (c *Client) FullHistory(ctx context.Context, agentPDA string, p HistoryParams) (*FullHistory, error) {
 	id, err := pathID("agent pda", agentPDA)
 	if err != nil {
 		return nil, err
 	}
 	var h FullHistory
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/premium/full-history/" + id}, &h); err != nil {
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/premium/full-history/" + id, query: p.Values()}, &h); err != nil {
 		return nil, err
 	}
 	return &h, nil
@@ -193,15 +216,16 @@ func (c *Client) FullHistory(ctx context.Context, agentPDA string) (*FullHistory
 
 // ForensicReport calls GET /premium/forensic-report/:agentId (API key).
 // The report keeps its raw JSON, so VerifyHash can check reportHash.
-func (c *Client) ForensicReport(ctx context.Context, agentPDA string) (*ForensicReport, error) {
+func (c *Client) ForensicReport(ctx context.Context, agentPDA string, p ReportParams) (*ForensicReport, error) {
 	id, err := pathID("agent pda", agentPDA)
 	if err != nil {
 		return nil, err
 	}
+	q := ListParams{From: p.From, To: p.To}.Values()
 	var body struct {
 		Data ForensicReport `json:"data"`
 	}
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/premium/forensic-report/" + id}, &body); err != nil {
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/premium/forensic-report/" + id, query: q}, &body); err != nil {
 		return nil, err
 	}
 	return &body.Data, nil

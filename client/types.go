@@ -104,7 +104,16 @@ type Verification struct {
 	CheckedAt  *Time  `json:"checkedAt,omitempty"`
 }
 
-// BulkVerifySummary counts the verdicts of one bulk verification.
+// Reasons a Verification is not valid.
+const (
+	ReasonMalformedID      = "malformed_id"
+	ReasonNotFound         = "not_found"
+	ReasonSignatureInvalid = "signature_invalid"
+	ReasonNotFinalized     = "not_finalized"
+)
+
+// BulkVerifySummary counts the verdicts of one bulk verification. Invalid
+// includes NotFound (ids not indexed or malformed).
 type BulkVerifySummary struct {
 	Total    int `json:"total"`
 	Valid    int `json:"valid"`

@@ -11,14 +11,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/apptest"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/mcp"
+	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/seed"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/testenv"
+	"github.com/gofiber/fiber/v2"
 	"github.com/gowebpki/jcs"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,6 +51,8 @@ type fixture struct {
 	// Attestations issued here: signed over the canonical hash of
 	// jsonPayload, over the hash of textPayload, and forged.
 	jsonPDA, textPDA, forgedPDA string
+	// key is a valid API key of the node's premium routes; revoked is not.
+	key, revoked string
 }
 
 // newFixture seeds a database, adds the three known-payload attestations
@@ -76,8 +81,47 @@ func newFixture(t *testing.T, attestations int) *fixture {
 	}
 	_, err = env.Store.Apply(ctx, &store.Batch{Attestations: recs})
 	testenv.Must(t, err, "apply known-payload attestations")
-	return &fixture{env: env, node: env.StartNode(t, apptest.NodeOptions{}), agent: agent.PDA.String(),
-		jsonPDA: recs[0].PDA, textPDA: recs[1].PDA, forgedPDA: recs[2].PDA}
+	f := &fixture{env: env, agent: agent.PDA.String(), jsonPDA: recs[0].PDA, textPDA: recs[1].PDA, forgedPDA: recs[2].PDA}
+	f.node = f.startNode(t, nil)
+	return f
+}
+
+// startNode starts a node over the fixture's data with API keys and the
+// premium routes, wired as `attestd serve` wires them, plus middleware.
+func (f *fixture) startNode(t *testing.T, middleware fiber.Handler) *apptest.Node {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	acct, _, err := f.env.Store.EnsureAccount(ctx, "mcp-test")
+	testenv.Must(t, err, "account")
+	var deps app.Deps
+	return f.env.StartNode(t, apptest.NodeOptions{
+		Configure: func(d *app.Deps) {
+			if middleware != nil {
+				d.Middleware = append(d.Middleware, middleware)
+			}
+			deps = *d
+		},
+		Routes: func(api *app.API) {
+			svc, err := apikey.New(ctx, apikey.Options{Store: deps.Store, Logger: deps.Logger})
+			testenv.Must(t, err, "apikey service")
+			t.Cleanup(svc.Close)
+			svc.Routes(api)
+			h, err := premium.New(premium.Options{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
+			testenv.Must(t, err, "premium handler")
+			h.Routes(api, svc.Require(apikey.RequireOptions{}))
+			if f.key != "" {
+				return
+			}
+			k, err := svc.Create(ctx, acct.ID, "valid")
+			testenv.Must(t, err, "create key")
+			r, err := svc.Create(ctx, acct.ID, "revoked")
+			testenv.Must(t, err, "create key")
+			_, err = svc.Revoke(ctx, r.Key.Prefix, acct.ID)
+			testenv.Must(t, err, "revoke key")
+			f.key, f.revoked = k.Secret, r.Secret
+		},
+	})
 }
 
 // rateLimitedNode starts another node over the fixture's data that accepts
@@ -89,9 +133,7 @@ func (f *fixture) rateLimitedNode(t *testing.T, limit int) *apptest.Node {
 		prometheus.NewRegistry(), nil)
 	testenv.Must(t, err, "rate limiter")
 	t.Cleanup(lim.Close)
-	return f.env.StartNode(t, apptest.NodeOptions{Configure: func(d *app.Deps) {
-		d.Middleware = append(d.Middleware, lim.Middleware())
-	}})
+	return f.startNode(t, lim.Middleware())
 }
 
 // countingTransport counts requests that reach the network.

@@ -277,7 +277,7 @@ func TestPremiumWithoutKeyMakesNoRequest(t *testing.T) {
 			res := call(t, cs, tc.tool, tc.args)
 			msg := text(res)
 			if !res.IsError || !strings.Contains(msg, "premium tool") || !strings.Contains(msg, mcp.EnvAPIKey) ||
-				!strings.Contains(msg, "no request was made") || !strings.Contains(msg, "web application") {
+				!strings.Contains(msg, "no request was made") || !strings.Contains(msg, "attestd keys create") {
 				t.Fatalf("got %+v: %q", res, msg)
 			}
 		})

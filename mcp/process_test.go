@@ -85,6 +85,22 @@ func TestProcess(t *testing.T) {
 		}
 	})
 
+	t.Run("stdio with a key", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.Command(bin, "mcp")
+		cmd.Env = childEnv(f.node.URL, f.key)
+		c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "test", Version: "v0"}, nil)
+		cs, err := c.Connect(ctx, &mcpsdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
+		testenv.Must(t, err, "connect to attestd mcp")
+		defer cs.Close()
+		var out client.BulkVerifyResult
+		structured(t, call(t, cs, mcp.ToolBulkVerify, map[string]any{"ids": []string{f.jsonPDA, f.textPDA}}), &out)
+		if out.Summary.Valid != 2 {
+			t.Fatalf("bulk verify %+v", out)
+		}
+	})
+
 	t.Run("http", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()

@@ -134,39 +134,69 @@ func expectedFromText(o *VerifyOutput) string {
 
 func fullHistoryText(agent string, h *client.FullHistory) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Full history of agent %s: %d attestations returned of %d, newest first.\n", agent, len(h.Data), h.Pagination.Total)
+	pg := h.Pagination
+	fmt.Fprintf(&b, "Full history of agent %s: %d attestations of %d, newest first (offset %d).\n", agent, len(h.Data), pg.Total, pg.Offset)
 	attestationLines(&b, h.Data)
+	if pg.NextCursor != "" {
+		fmt.Fprintf(&b, "Next page: cursor=%s", pg.NextCursor)
+	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
 func forensicText(agent string, o *ForensicOutput) string {
 	r := &o.Report
+	sm := r.Summary
 	var b strings.Builder
-	fmt.Fprintf(&b, "Forensic report on agent %s, period %s to %s, generated %s.\n", agent, timeText(r.Period.From), timeText(r.Period.To), r.GeneratedAt)
-	fmt.Fprintf(&b, "%d attestations on %d active days (first %s, last %s). By type: %s.\n", r.Summary.Totals, r.Summary.ActiveDays,
-		timeText(r.Summary.FirstAt), timeText(r.Summary.LastAt), byTypeText(r.Summary.ByType))
-	fmt.Fprintf(&b, "Integrity: %d signatures checked, %d failed, %d unfinalized.\n", r.Integrity.SignaturesChecked,
-		r.Integrity.SignaturesFailed, r.Integrity.Unfinalized)
-	fmt.Fprintf(&b, "%d anomalies", len(r.Anomalies))
+	fmt.Fprintf(&b, "Forensic report on agent %s, period %s to %s, generated %s.\n", agent, periodBound(r.Period.From, "open"),
+		periodBound(r.Period.To, "open"), r.GeneratedAt)
+	fmt.Fprintf(&b, "%d attestations (%d finalized, %d unfinalized, %d private) on %d active days, first %s, last %s.\nBy type: %s.\n",
+		sm.Totals.Attestations, sm.Totals.Finalized, sm.Totals.Unfinalized, sm.Totals.PrivacyMode, sm.ActiveDays,
+		timeText(sm.FirstAt), timeText(sm.LastAt), byTypeText(sm.ByType))
+	in := r.Integrity
+	fmt.Fprintf(&b, "Integrity: %d signatures checked, %d failed; newest %d re-checked now, %d failed.\n",
+		in.SignaturesChecked, in.SignaturesFailed, in.Recheck.Checked, in.Recheck.Failed)
+	var total int64
+	var kinds []string
+	for _, k := range []string{client.AnomalyBurst, client.AnomalyLongGap, client.AnomalyAfterRevocation, client.AnomalyDuplicateHash,
+		client.AnomalyInvalidSignature} {
+		if n := sm.AnomalyCounts[k]; n > 0 {
+			total += n
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	if total == 0 {
+		total = int64(len(r.Anomalies))
+	}
+	fmt.Fprintf(&b, "Anomalies: %d", total)
+	if len(kinds) > 0 {
+		b.WriteString(" (" + strings.Join(kinds, ", ") + ")")
+	}
 	for i, a := range r.Anomalies {
 		if i == maxLines {
-			b.WriteString("\n  ...")
+			b.WriteString("\n  ... (see the structured result)")
 			break
 		}
-		fmt.Fprintf(&b, "\n  %s at %s: %s", a.Kind, timeText(a.At), a.Detail)
+		fmt.Fprintf(&b, "\n  %s at %s: %s", a.Kind, a.At, a.Detail)
 	}
 	if o.ReportHashVerified {
-		fmt.Fprintf(&b, "\nreportHash %s verified (SHA-256 of the RFC 8785 canonical report).", r.ReportHash)
+		fmt.Fprintf(&b, "\nreportHash %s verified (SHA-256 of the report's RFC 8785 canonical JSON).", r.ReportHash)
 	} else {
 		fmt.Fprintf(&b, "\nWARNING: reportHash %s does not match the report (recomputed %s).", r.ReportHash, o.RecomputedHash)
 	}
 	return b.String()
 }
 
+func periodBound(t *attestation.Time, open string) string {
+	if t == nil {
+		return open
+	}
+	return t.String()
+}
+
 func bulkText(r *client.BulkVerifyResult) string {
 	var b strings.Builder
 	s := r.Summary
-	fmt.Fprintf(&b, "Verified %d attestations: %d valid, %d invalid, %d not found.", s.Total, s.Valid, s.Invalid, s.NotFound)
+	fmt.Fprintf(&b, "Checked %d attestations: %d valid, %d invalid (%d of them not found).", s.Total, s.Valid, s.Invalid, s.NotFound)
 	n := 0
 	for _, v := range r.Data {
 		if v.Valid {

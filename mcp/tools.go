@@ -60,6 +60,23 @@ type AgentInput struct {
 	AgentPDA string `json:"agentPda" jsonschema:"the agent's pda, a base58 Solana address (32-44 characters), as in attestations' agentPda"`
 }
 
+// HistoryInput pages get_full_history.
+type HistoryInput struct {
+	AgentPDA string `json:"agentPda" jsonschema:"the agent's pda, a base58 Solana address (32-44 characters), as in attestations' agentPda"`
+	From     string `json:"from,omitempty" jsonschema:"inclusive lower bound of the timestamp: an RFC 3339 date-time (2026-11-21T10:00:00Z) or a date (2026-11-21, meaning midnight UTC)"`
+	To       string `json:"to,omitempty" jsonschema:"exclusive upper bound of the timestamp, same formats as from"`
+	Limit    int    `json:"limit,omitempty" jsonschema:"page size, 1 to 1000 (default 1000)"`
+	Offset   int    `json:"offset,omitempty" jsonschema:"records to skip (default 0); page deeper with cursor"`
+	Cursor   string `json:"cursor,omitempty" jsonschema:"pagination.nextCursor of the previous page, passed unchanged; not combinable with offset"`
+}
+
+// ReportInput names the agent and period of get_forensic_report.
+type ReportInput struct {
+	AgentPDA string `json:"agentPda" jsonschema:"the agent's pda, a base58 Solana address (32-44 characters), as in attestations' agentPda"`
+	From     string `json:"from,omitempty" jsonschema:"start of the period (inclusive): an RFC 3339 date-time (2026-11-21T10:00:00Z) or a date (2026-11-21, meaning midnight UTC); default: the agent's first attestation"`
+	To       string `json:"to,omitempty" jsonschema:"end of the period (exclusive), same formats as from; default: now"`
+}
+
 // BulkVerifyInput lists attestations to verify.
 type BulkVerifyInput struct {
 	IDs []string `json:"ids" jsonschema:"attestation pdas to verify, 1 to 1000 base58 addresses"`
@@ -149,13 +166,17 @@ func (s *Server) addTools() error {
 				address(p["attestationPda"])
 			}, s.verifyActionHash),
 		addTool(s, &mcpsdk.Tool{Name: ToolGetFullHistory, Annotations: readOnly("Full history (premium)"),
-			Description: "Premium (needs ATTESTD_API_KEY): the full attestation history of one agent, up to 1000 attestations, newest first, " +
-				"with the agent record."},
-			func(p map[string]*jsonschema.Schema) { address(p["agentPda"]) }, s.fullHistory),
+			Description: "Premium (needs ATTESTD_API_KEY): the full attestation history of one agent, newest first, up to 1000 per call, " +
+				"with the agent record; optional time range (from inclusive, to exclusive); more with pagination.nextCursor as cursor."},
+			func(p map[string]*jsonschema.Schema) {
+				address(p["agentPda"])
+				intRange(p["limit"], 1, 1000)
+				p["offset"].Minimum = ptr(0.0)
+			}, s.fullHistory),
 		addTool(s, &mcpsdk.Tool{Name: ToolGetForensicReport, Annotations: readOnly("Forensic report (premium)"),
 			Description: "Premium (needs ATTESTD_API_KEY): a structured audit report on one agent: period, totals by type, daily timeline, " +
 				"signature integrity, anomalies (bursts, gaps, activity after revocation, duplicate hashes), policy history; " +
-				"its reportHash is recomputed and checked here."},
+				"its reportHash is recomputed and checked here. Optional period: from (inclusive), to (exclusive)."},
 			func(p map[string]*jsonschema.Schema) { address(p["agentPda"]) }, s.forensicReport),
 		addTool(s, &mcpsdk.Tool{Name: ToolBulkVerify, Annotations: readOnly("Bulk verify (premium)"),
 			Description: "Premium (needs ATTESTD_API_KEY): verify 1 to 1000 attestations by pda in one call. Valid means indexed, " +
@@ -226,22 +247,38 @@ func (s *Server) getAgentStats(ctx context.Context, in AgentInput) (client.Agent
 	return *st, agentStatsText(st), nil
 }
 
-func (s *Server) fullHistory(ctx context.Context, in AgentInput) (client.FullHistory, string, error) {
+func (s *Server) fullHistory(ctx context.Context, in HistoryInput) (client.FullHistory, string, error) {
 	if err := s.needKey(ToolGetFullHistory); err != nil {
 		return client.FullHistory{}, "", err
 	}
-	h, err := s.api.FullHistory(ctx, in.AgentPDA)
+	p := client.HistoryParams{Limit: in.Limit, Offset: in.Offset, Cursor: in.Cursor}
+	var err error
+	if p.From, err = parseTime("from", in.From); err != nil {
+		return client.FullHistory{}, "", err
+	}
+	if p.To, err = parseTime("to", in.To); err != nil {
+		return client.FullHistory{}, "", err
+	}
+	h, err := s.api.FullHistory(ctx, in.AgentPDA, p)
 	if err != nil {
 		return client.FullHistory{}, "", s.apiError(err)
 	}
 	return *h, fullHistoryText(in.AgentPDA, h), nil
 }
 
-func (s *Server) forensicReport(ctx context.Context, in AgentInput) (ForensicOutput, string, error) {
+func (s *Server) forensicReport(ctx context.Context, in ReportInput) (ForensicOutput, string, error) {
 	if err := s.needKey(ToolGetForensicReport); err != nil {
 		return ForensicOutput{}, "", err
 	}
-	r, err := s.api.ForensicReport(ctx, in.AgentPDA)
+	var p client.ReportParams
+	var err error
+	if p.From, err = parseTime("from", in.From); err != nil {
+		return ForensicOutput{}, "", err
+	}
+	if p.To, err = parseTime("to", in.To); err != nil {
+		return ForensicOutput{}, "", err
+	}
+	r, err := s.api.ForensicReport(ctx, in.AgentPDA, p)
 	if err != nil {
 		return ForensicOutput{}, "", s.apiError(err)
 	}
@@ -270,7 +307,9 @@ func (s *Server) needKey(tool string) error {
 		return nil
 	}
 	return fmt.Errorf("%s is a premium tool and needs an attestd API key; no request was made. "+
-		"API keys (atst_...) are generated by the account holder in the attestd web application. "+
+		"API keys look like atst_... and belong to an account of the attestd service: the account holder generates them "+
+		"(POST /api/v1/keys with an existing key; on a self-hosted attestd the operator creates an account's first key with "+
+		"`attestd keys create --account NAME`). "+
 		"Put the key in this tool server's environment as %s (the \"env\" block of the MCP client's configuration) and restart it. "+
 		"The public tools (%s) work without a key.", tool, EnvAPIKey,
 		strings.Join([]string{ToolGetStats, ToolListAttestations, ToolGetAttestation, ToolGetAgent, ToolGetAgentStats, ToolVerifyActionHash}, ", "))
