@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/attestd/attestd/apierror"
 	"github.com/attestd/attestd/attestation"
@@ -31,10 +32,49 @@ type dataBody struct {
 	Data any `json:"data"`
 }
 
-// sendJSON writes cached JSON bytes.
+// sendJSON writes JSON bytes.
 func sendJSON(c *fiber.Ctx, b []byte) error {
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 	return c.Send(b)
+}
+
+// sendValue writes a cached value, gzip-compressed (compressed once, when
+// it was cached) when the client accepts gzip.
+func sendValue(c *fiber.Ctx, v cache.Value) error {
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+	if v.Gzip == nil {
+		return c.Send(v.JSON)
+	}
+	c.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
+	if acceptsGzip(c.Get(fiber.HeaderAcceptEncoding)) {
+		c.Set(fiber.HeaderContentEncoding, "gzip")
+		return c.Send(v.Gzip)
+	}
+	return c.Send(v.JSON)
+}
+
+// acceptsGzip reads an Accept-Encoding header: gzip (or *) listed without
+// q=0.
+func acceptsGzip(h string) bool {
+	for len(h) > 0 {
+		var part string
+		if i := strings.IndexByte(h, ','); i >= 0 {
+			part, h = h[:i], h[i+1:]
+		} else {
+			part, h = h, ""
+		}
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		name = strings.TrimSpace(name)
+		if !strings.EqualFold(name, "gzip") && name != "*" {
+			continue
+		}
+		q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
+		if q == "q=0" || q == "q=0.0" || q == "q=0.00" || q == "q=0.000" {
+			return false
+		}
+		return true
+	}
+	return false
 }
 
 // loadErr maps a store error: ErrNotFound passes through (the cache keeps
@@ -65,7 +105,7 @@ func (a *API) stats(c *fiber.Ctx) error {
 	if _, err := queryParams(c); err != nil {
 		return err
 	}
-	b, _, err := a.deps.Cache.Get(c.UserContext(), "stats", func(ctx context.Context) ([]byte, bool, error) {
+	v, _, err := a.deps.Cache.GetValue(c.UserContext(), "stats", func(ctx context.Context) ([]byte, bool, error) {
 		st, err := a.deps.Store.Stats(ctx, a.deps.Now())
 		if err != nil {
 			return nil, false, loadErr(err)
@@ -76,7 +116,7 @@ func (a *API) stats(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return sendJSON(c, b)
+	return sendValue(c, v)
 }
 
 func (a *API) listAttestations(c *fiber.Ctx) error {
@@ -84,7 +124,7 @@ func (a *API) listAttestations(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	b, _, err := a.deps.Cache.Get(c.UserContext(), q.cacheKey(), func(ctx context.Context) ([]byte, bool, error) {
+	v, _, err := a.deps.Cache.GetValue(c.UserContext(), q.cacheKey(), func(ctx context.Context) ([]byte, bool, error) {
 		page, err := a.deps.Store.ListAttestations(ctx, q.filter)
 		if err != nil {
 			return nil, false, loadErr(err)
@@ -102,7 +142,7 @@ func (a *API) listAttestations(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return sendJSON(c, b)
+	return sendValue(c, v)
 }
 
 func (a *API) getAttestation(c *fiber.Ctx) error {
@@ -113,7 +153,7 @@ func (a *API) getAttestation(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	b, _, err := a.deps.Cache.Get(c.UserContext(), "a:"+id, func(ctx context.Context) ([]byte, bool, error) {
+	v, _, err := a.deps.Cache.GetValue(c.UserContext(), "a:"+id, func(ctx context.Context) ([]byte, bool, error) {
 		at, err := a.deps.Store.GetAttestation(ctx, id)
 		if err != nil {
 			return nil, false, loadErr(err)
@@ -127,7 +167,7 @@ func (a *API) getAttestation(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return sendJSON(c, b)
+	return sendValue(c, v)
 }
 
 func (a *API) getAgent(c *fiber.Ctx) error {
@@ -138,7 +178,7 @@ func (a *API) getAgent(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	b, _, err := a.deps.Cache.Get(c.UserContext(), "g:"+id, func(ctx context.Context) ([]byte, bool, error) {
+	v, _, err := a.deps.Cache.GetValue(c.UserContext(), "g:"+id, func(ctx context.Context) ([]byte, bool, error) {
 		ag, err := a.deps.Store.GetAgent(ctx, id, a.deps.Now())
 		if err != nil {
 			return nil, false, loadErr(err)
@@ -152,7 +192,7 @@ func (a *API) getAgent(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return sendJSON(c, b)
+	return sendValue(c, v)
 }
 
 func (a *API) getAgentStats(c *fiber.Ctx) error {
@@ -163,7 +203,7 @@ func (a *API) getAgentStats(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	b, _, err := a.deps.Cache.Get(c.UserContext(), "s:"+id, func(ctx context.Context) ([]byte, bool, error) {
+	v, _, err := a.deps.Cache.GetValue(c.UserContext(), "s:"+id, func(ctx context.Context) ([]byte, bool, error) {
 		st, err := a.deps.Store.GetAgentStats(ctx, id, a.deps.Now())
 		if err != nil {
 			return nil, false, loadErr(err)
@@ -180,7 +220,7 @@ func (a *API) getAgentStats(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return sendJSON(c, b)
+	return sendValue(c, v)
 }
 
 // unavailableClass reports SQLSTATE classes that mean the server cannot

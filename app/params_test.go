@@ -94,3 +94,14 @@ func FuzzParseTime(f *testing.F) {
 		}
 	})
 }
+
+func TestAcceptsGzip(t *testing.T) {
+	for h, want := range map[string]bool{
+		"": false, "gzip": true, "GZIP": true, "gzip, deflate, br": true, "br, gzip;q=0.5": true,
+		"deflate": false, "gzip;q=0": false, "gzip; q=0": false, "*": true, "identity": false, "x-gzip2": false,
+	} {
+		if got := acceptsGzip(h); got != want {
+			t.Errorf("%q: %v", h, got)
+		}
+	}
+}

@@ -52,12 +52,6 @@ type Cache struct {
 	ps        *redis.PubSub // closed by Close: Receive ignores ctx
 }
 
-// Value kinds.
-const (
-	tagValue    = 'v'
-	tagNotFound = 'n'
-)
-
 // New creates a cache over rdb and starts its epoch subscriber and poller.
 func New(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Cache, error) {
 	if opt.LocalBytes == 0 {

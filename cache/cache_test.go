@@ -1,7 +1,11 @@
 package cache
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"io"
+	"strings"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -185,5 +189,36 @@ func TestRedisDownThenBack(t *testing.T) {
 			t.Fatal("cache did not recover")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestLargeValuesAreStoredCompressed(t *testing.T) {
+	t.Parallel()
+	url, prefix := testenv.Redis(t)
+	c := newCache(t, url, prefix, Options{})
+	other := newCache(t, url, prefix, Options{})
+	big := []byte(`{"data":"` + strings.Repeat("attestation ", 500) + `"}`)
+	load := func(context.Context) ([]byte, bool, error) { return big, false, nil }
+	for _, n := range []*Cache{c, other} { // a load, then a Redis hit
+		v, _, err := n.GetValue(context.Background(), "big", load)
+		testenv.Must(t, err, "get")
+		if !bytes.Equal(v.JSON, big) || v.Gzip == nil || len(v.Gzip) >= len(big)/4 {
+			t.Fatalf("json %d bytes, gzip %d bytes", len(v.JSON), len(v.Gzip))
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(v.Gzip))
+		testenv.Must(t, err, "gzip")
+		plain, err := io.ReadAll(zr)
+		if err != nil || !bytes.Equal(plain, big) {
+			t.Fatalf("gzip does not decompress to the json: %v", err)
+		}
+	}
+	small, _, _ := c.GetValue(context.Background(), "small", func(context.Context) ([]byte, bool, error) { return []byte(`{}`), false, nil })
+	if small.Gzip != nil || string(small.JSON) != `{}` {
+		t.Fatalf("small value %+v", small)
+	}
+	for _, bad := range [][]byte{nil, {'x'}, {tagGzip, 0, 0, 1}, {tagGzip, 0, 0, 0, 9, 'a'}} {
+		if _, err := decode(bad); err == nil {
+			t.Errorf("decode(%v) accepted", bad)
+		}
 	}
 }

@@ -30,30 +30,26 @@ func (c *Cache) indexedKey(key string, epoch uint64) string {
 	return c.opt.Prefix + "e" + strconv.FormatUint(epoch, 10) + ":" + key
 }
 
-func decode(b []byte) ([]byte, error) {
-	if len(b) == 0 {
-		return nil, errors.New("empty cache entry")
-	}
-	if b[0] == tagNotFound {
-		return nil, ErrNotFound
-	}
-	return b[1:], nil
+// Get returns the JSON of key; see GetValue.
+func (c *Cache) Get(ctx context.Context, key string, load Loader) ([]byte, Source, error) {
+	v, src, err := c.GetValue(ctx, key, load)
+	return v.JSON, src, err
 }
 
-// Get returns the value of key, trying the local layer, then Redis, then
-// load. Indexed values are keyed by the current epoch. The returned slice
-// must not be modified.
-func (c *Cache) Get(ctx context.Context, key string, load Loader) ([]byte, Source, error) {
+// GetValue returns the value of key, trying the local layer, then Redis,
+// then load. Indexed values are keyed by the current epoch. The returned
+// slices must not be modified.
+func (c *Cache) GetValue(ctx context.Context, key string, load Loader) (Value, Source, error) {
 	if c.opt.Disabled {
 		v, _, err := c.runLoad(ctx, load)
 		if err != nil {
-			return nil, FromLoader, err
+			return Value{}, FromLoader, err
 		}
-		return v, FromLoader, nil
+		return Value{JSON: v}, FromLoader, nil
 	}
 	now := c.opt.NowForTesting()
 	if b, ok := c.immutable.get(key, now); ok {
-		c.m.hits.WithLabelValues("local").Inc()
+		c.m.hitsLocal.Inc()
 		v, err := decode(b)
 		return v, FromLocal, err
 	}
@@ -62,7 +58,7 @@ func (c *Cache) Get(ctx context.Context, key string, load Loader) ([]byte, Sourc
 	idx := c.indexed.Load()
 	if redisUp {
 		if b, ok := idx.get(key, now); ok {
-			c.m.hits.WithLabelValues("local").Inc()
+			c.m.hitsLocal.Inc()
 			v, err := decode(b)
 			return v, FromLocal, err
 		}
@@ -74,7 +70,7 @@ func (c *Cache) Get(ctx context.Context, key string, load Loader) ([]byte, Sourc
 	r, err, _ := c.sf.Do(c.indexedKey(key, epoch), func() (any, error) {
 		if redisUp {
 			if b, imm, ok := c.fromRedis(ctx, key, epoch); ok {
-				c.m.hits.WithLabelValues("redis").Inc()
+				c.m.hitsRedis.Inc()
 				c.keepLocal(key, b, imm, idx, now)
 				return result{b, FromRedis}, nil
 			}
@@ -88,9 +84,7 @@ func (c *Cache) Get(ctx context.Context, key string, load Loader) ([]byte, Sourc
 		case err != nil:
 			return nil, err
 		default:
-			b = make([]byte, 1+len(v))
-			b[0] = tagValue
-			copy(b[1:], v)
+			b = encode(v)
 		}
 		if redisUp || imm {
 			c.keepLocal(key, b, imm, idx, now)
@@ -101,7 +95,7 @@ func (c *Cache) Get(ctx context.Context, key string, load Loader) ([]byte, Sourc
 		return result{b, FromLoader}, nil
 	})
 	if err != nil {
-		return nil, FromLoader, err
+		return Value{}, FromLoader, err
 	}
 	res := r.(result)
 	v, err := decode(res.b)

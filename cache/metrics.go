@@ -4,6 +4,8 @@ import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
 	hits        *prometheus.CounterVec
+	hitsLocal   prometheus.Counter
+	hitsRedis   prometheus.Counter
 	misses      prometheus.Counter
 	redisErrors prometheus.Counter
 	bumps       prometheus.Counter
@@ -30,6 +32,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		loadSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "attestd_cache_load_seconds",
 			Help: "Duration of Postgres loads behind cache misses.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
 	}
+	m.hitsLocal, m.hitsRedis = m.hits.WithLabelValues("local"), m.hits.WithLabelValues("redis")
 	if reg != nil {
 		reg.MustRegister(m.hits, m.misses, m.redisErrors, m.bumps, m.degraded, m.epoch, m.loadSeconds,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "attestd_cache_local_bytes",
