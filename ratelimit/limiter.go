@@ -23,6 +23,9 @@ var ErrClosed = errors.New("rate limiter closed")
 // errTimeout marks a round trip that exceeded Config.Timeout.
 var errTimeout = errors.New("redis round trip timed out")
 
+// errDegraded answers decisions that were queued when Redis failed.
+var errDegraded = errors.New("redis unavailable")
+
 // Decision is the outcome of one request.
 type Decision struct {
 	Allowed bool
@@ -76,6 +79,8 @@ type Limiter struct {
 	closeOnce   sync.Once
 	wg          sync.WaitGroup
 	lastItemLog atomic.Int64
+	flightsMu   sync.Mutex
+	flights     []*flight // one per sender
 	// clockOffset is the local window's clock minus the Redis clock (ns),
 	// as last seen by a round trip.
 	clockOffset atomic.Int64
@@ -141,10 +146,11 @@ func New(rdb redis.UniversalClient, cfg Config, reg prometheus.Registerer, log *
 	if err := l.loadScript(); err != nil {
 		l.markDegraded(fmt.Errorf("load rate-limit script: %w", err))
 	}
-	l.wg.Add(cfg.Pipelines + 2)
+	l.wg.Add(cfg.Pipelines + 3)
 	for range cfg.Pipelines {
 		go l.sender()
 	}
+	go l.watchdog()
 	go l.prober()
 	go l.janitor()
 	return l, nil
@@ -255,14 +261,16 @@ func (l *Limiter) member() string {
 func (l *Limiter) sender() {
 	defer l.wg.Done()
 	batch := make([]*pending, 0, l.cfg.MaxBatch)
-	c := newCaller()
-	defer c.close()
+	f := &flight{}
+	l.flightsMu.Lock()
+	l.flights = append(l.flights, f)
+	l.flightsMu.Unlock()
 	for {
 		select {
 		case p := <-l.queue:
 			batch = append(batch[:0], p)
 		case <-l.closing:
-			l.drain()
+			l.drainTo(ErrClosed)
 			return
 		}
 	fill:
@@ -275,18 +283,18 @@ func (l *Limiter) sender() {
 			}
 		}
 		l.m.batchSize.Observe(float64(len(batch)))
-		l.roundTrip(c, batch)
+		l.roundTrip(f, batch)
 		clear(batch)
 	}
 }
 
-// drain answers what is left in the queue at Close with an error, so the
-// local window decides.
-func (l *Limiter) drain() {
+// drainTo answers the decisions waiting in the queue with err, so the
+// local window decides them.
+func (l *Limiter) drainTo(err error) {
 	for {
 		select {
 		case p := <-l.queue:
-			p.err = ErrClosed
+			p.err = err
 			p.done <- struct{}{}
 		default:
 			return
@@ -295,81 +303,93 @@ func (l *Limiter) drain() {
 }
 
 // roundTrip decides batch in one round trip (two if Redis lost the
-// scripts), bounded by Config.Timeout whatever the client's own timeouts.
-// It answers every pending decision.
-func (l *Limiter) roundTrip(c *caller, batch []*pending) {
+// scripts). It answers every pending decision: from Redis, or, when Redis
+// errs or the watchdog finds it past Config.Timeout, with an error so that
+// the local window decides.
+func (l *Limiter) roundTrip(f *flight, batch []*pending) {
 	deadline := time.Now().Add(l.cfg.Timeout)
 	if len(batch) > 1 && l.multiKey.Load() {
-		if batch = l.execMulti(c, deadline, batch); len(batch) == 0 {
+		if batch = l.execMulti(f, deadline, batch); len(batch) == 0 {
 			return
 		}
 	}
-	retry := l.execPipeline(c, deadline, batch, false)
+	retry := l.execPipeline(f, deadline, batch, false)
 	if len(retry) > 0 {
 		// NOSCRIPT: Redis restarted or flushed its scripts. EVAL loads it.
-		retry = l.execPipeline(c, deadline, retry, true)
+		retry = l.execPipeline(f, deadline, retry, true)
 		l.fail(retry, errors.New("rate-limit script missing after EVAL"))
 	}
 }
 
-// await runs fn (a Redis call made with a context bounded by deadline) on
-// c and waits for it until deadline: go-redis bounds socket I/O by its own
-// timeouts unless the client has ContextTimeoutEnabled. On timeout it
-// answers items with errTimeout, marks the limiter degraded and returns
-// false; fn finishes in the background.
-func (l *Limiter) await(c *caller, deadline time.Time, items []*pending, fn func()) bool {
-	if c.call(deadline, fn) {
-		return true
+// flight is a sender's Redis call in progress. go-redis bounds socket I/O
+// by its own timeouts (seconds) unless the client has
+// ContextTimeoutEnabled, so the watchdog answers the call's decisions when
+// it passes its deadline; the sender then drops the late reply.
+type flight struct {
+	mu       sync.Mutex
+	active   bool
+	expired  bool
+	deadline time.Time
+	items    []*pending
+}
+
+// begin marks items as in flight until deadline.
+func (f *flight) begin(deadline time.Time, items []*pending) {
+	f.mu.Lock()
+	f.active, f.expired, f.deadline, f.items = true, false, deadline, items
+	f.mu.Unlock()
+}
+
+// end reports whether the caller may answer the items: false when the
+// watchdog already did.
+func (f *flight) end() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.active, f.items = false, nil
+	return !f.expired
+}
+
+// expire answers the items with fail when the flight is past its deadline
+// at now.
+func (f *flight) expire(now time.Time, fail func([]*pending)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.active || f.expired || now.Before(f.deadline) {
+		return
 	}
-	l.m.errTimeout.Inc()
-	l.markDegraded(errTimeout)
-	l.fail(items, errTimeout)
-	return false
+	f.expired = true
+	fail(f.items) // under the lock: the sender reuses the slice after end
 }
 
-// caller runs one sender's Redis calls on a long-lived goroutine (whose
-// stack stays grown), so that the sender can stop waiting at a deadline.
-type caller struct {
-	jobs  chan func()
-	done  chan struct{}
-	timer *time.Timer
-}
-
-func newCaller() *caller {
-	c := &caller{timer: time.NewTimer(time.Hour)}
-	c.timer.Stop()
-	c.start()
-	return c
-}
-
-func (c *caller) start() {
-	jobs, done := make(chan func()), make(chan struct{}, 1)
-	c.jobs, c.done = jobs, done
-	go func() {
-		for fn := range jobs {
-			fn()
-			done <- struct{}{}
+// watchdog enforces Config.Timeout on the senders' calls and, while the
+// limiter is degraded, hands decisions still queued to the local window
+// (senders may be stuck in a call to a hung Redis).
+func (l *Limiter) watchdog() {
+	defer l.wg.Done()
+	tick := time.NewTicker(max(l.cfg.Timeout/4, 5*time.Millisecond))
+	defer tick.Stop()
+	timeout := func(items []*pending) {
+		l.m.errTimeout.Inc()
+		l.markDegraded(errTimeout) // before anyone hears of it
+		l.fail(items, errTimeout)
+	}
+	for {
+		select {
+		case <-l.closing:
+			return
+		case now := <-tick.C:
+			l.flightsMu.Lock()
+			flights := l.flights
+			l.flightsMu.Unlock()
+			for _, f := range flights {
+				f.expire(now, timeout)
+			}
+			if l.degraded.Load() {
+				l.drainTo(errDegraded)
+			}
 		}
-	}()
-}
-
-// call runs fn and reports whether it finished before deadline. If it did
-// not, it goes on in the background and later calls get a new goroutine.
-func (c *caller) call(deadline time.Time, fn func()) bool {
-	c.jobs <- fn
-	c.timer.Reset(time.Until(deadline))
-	select {
-	case <-c.done:
-		c.timer.Stop()
-		return true
-	case <-c.timer.C:
-		close(c.jobs) // the busy goroutine ends after fn
-		c.start()
-		return false
 	}
 }
-
-func (c *caller) close() { close(c.jobs) }
 
 // fail answers items with err, so the local window decides them.
 func (l *Limiter) fail(items []*pending, err error) {
@@ -398,7 +418,7 @@ func (l *Limiter) answer(p *pending, allowed, remaining, reset, now int64) {
 // execMulti decides items with one call of the batch script. It returns
 // the items left to decide one key per command (when the server refused
 // a multi-key script: a proxy sharding keys), having answered the others.
-func (l *Limiter) execMulti(c *caller, deadline time.Time, items []*pending) (left []*pending) {
+func (l *Limiter) execMulti(f *flight, deadline time.Time, items []*pending) (left []*pending) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	keys := make([]string, len(items))
@@ -408,15 +428,13 @@ func (l *Limiter) execMulti(c *caller, deadline time.Time, items []*pending) (le
 	// Members are "<node>:<seq>:<i>", never equal to a pipelined request's
 	// "<node>:<seq>" nor to another batch's.
 	args := []any{l.limitArg, l.windowArg, l.member() + ":"}
-	var reply string
-	var err error
-	if !l.await(c, deadline, items, func() {
-		reply, err = l.rdb.EvalSha(ctx, batchScript.Hash(), keys, args...).Text()
-		if redis.HasErrorPrefix(err, "NOSCRIPT") {
-			reply, err = l.rdb.Eval(ctx, batchScriptSrc, keys, args...).Text()
-		}
-	}) {
-		return nil
+	f.begin(deadline, items)
+	reply, err := l.rdb.EvalSha(ctx, batchScript.Hash(), keys, args...).Text()
+	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+		reply, err = l.rdb.Eval(ctx, batchScriptSrc, keys, args...).Text()
+	}
+	if !f.end() {
+		return nil // the watchdog answered them
 	}
 	if err == nil {
 		if err = l.answerBatch(items, reply); err == nil {
@@ -473,7 +491,7 @@ func (l *Limiter) answerBatch(items []*pending, reply string) error {
 
 // execPipeline sends items as a pipeline of single-key scripts, answers
 // them, and returns the ones that failed with NOSCRIPT (unanswered).
-func (l *Limiter) execPipeline(c *caller, deadline time.Time, items []*pending, eval bool) (noscript []*pending) {
+func (l *Limiter) execPipeline(f *flight, deadline time.Time, items []*pending, eval bool) (noscript []*pending) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	pipe := l.rdb.Pipeline()
@@ -487,8 +505,10 @@ func (l *Limiter) execPipeline(c *caller, deadline time.Time, items []*pending, 
 			cmds[i] = pipe.EvalSha(ctx, keyScript.Hash(), keys, l.limitArg, l.windowArg, p.member)
 		}
 	}
-	if !l.await(c, deadline, items, func() { _, _ = pipe.Exec(ctx) }) {
-		return nil
+	f.begin(deadline, items)
+	_, _ = pipe.Exec(ctx)
+	if !f.end() {
+		return nil // the watchdog answered them
 	}
 	var failed error
 	for i, p := range items {

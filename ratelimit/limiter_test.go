@@ -593,6 +593,37 @@ func TestLimitLowered(t *testing.T) {
 	}
 }
 
+// TestKeyExpiry: a client's key outlives every member still in the window
+// (else the count would drop), and goes away within two windows of idling.
+func TestKeyExpiry(t *testing.T) {
+	url, prefix := testenv.Redis(t)
+	const window = 300 * time.Millisecond
+	n := newNode(t, url, Config{Limit: 3, Window: window, KeyPrefix: prefix})
+	ctx := context.Background()
+	key := prefix + "ttl"
+	rng := rand.New(rand.NewPCG(7, 7))
+	for i := range 60 {
+		time.Sleep(time.Duration(rng.Int64N(int64(window / 3))))
+		if _, err := n.lim.Allow(ctx, "ttl"); err != nil {
+			t.Fatal(err)
+		}
+		newest := n.rdb.ZRangeWithScores(ctx, key, -1, -1).Val()
+		pttl := n.rdb.PTTL(ctx, key).Val()
+		now := serverTime(t, n.rdb)
+		if len(newest) == 0 {
+			t.Fatalf("step %d: key gone", i)
+		}
+		leaves := int64(newest[0].Score) + window.Microseconds() // µs
+		if pttl <= 0 || now+pttl.Microseconds() < leaves {
+			t.Fatalf("step %d: key expires in %s, before its newest member leaves the window at +%dµs", i, pttl, leaves-now)
+		}
+		if pttl > 2*window+time.Millisecond {
+			t.Fatalf("step %d: TTL %s beyond two windows", i, pttl)
+		}
+	}
+	waitFor(t, "idle key to expire", 10*window, func() bool { return n.rdb.Exists(ctx, key).Val() == 0 })
+}
+
 func TestAnswerBatchRejectsMalformedReplies(t *testing.T) {
 	l := &Limiter{cfg: Config{Limit: 3}, local: newLocalWindow(3, time.Second, time.Now)}
 	mk := func(n int) []*pending {

@@ -10,23 +10,34 @@ import "github.com/redis/go-redis/v9"
 // wait. decide returns allowed (1|0), remaining, and reset: µs until the
 // member whose departure frees a slot leaves the window (for an accepted
 // request, the oldest member).
+//
+// Expiry: the key lives until two windows after its oldest member. Every
+// member was added while the oldest was in the window, so it leaves the
+// window before the key expires; and the expiry only needs setting when
+// the oldest member changes (a new set, or expired members removed), not
+// on every request. Idle keys thus linger up to two windows.
 const decideLua = `
 local function decide(key, member, limit, window, now, ttl)
   -- Members leave the window oldest first: only look further when the
   -- oldest has left (most calls find nothing to remove).
   local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if oldest[2] and tonumber(oldest[2]) <= now - window then
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
-    oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  end
   local count = 0
   if oldest[2] then
-    count = redis.call('ZCARD', key)
+    if tonumber(oldest[2]) <= now - window then
+      redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+      oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+      if oldest[2] then
+        redis.call('PEXPIREAT', key, math.floor((tonumber(oldest[2]) + 2 * window) / 1000) + 1)
+      end
+    end
+    if oldest[2] then
+      count = redis.call('ZCARD', key)
+    end
   end
   if count < limit then
     redis.call('ZADD', key, now, member)
-    redis.call('PEXPIRE', key, ttl)
     if count == 0 then
+      redis.call('PEXPIRE', key, ttl)
       return 1, limit - 1, window
     end
     return 1, limit - count - 1, tonumber(oldest[2]) + window - now
@@ -43,7 +54,7 @@ local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local ttl = math.floor(window / 1000) + 1
+local ttl = math.floor(2 * window / 1000) + 1
 `
 
 // windowScript decides one request: one key, so it runs anywhere on a
