@@ -453,38 +453,53 @@ func (l *Limiter) execMulti(f *flight, deadline time.Time, items []*pending) (le
 	return nil
 }
 
+// errKeyFailed answers a decision whose key failed in the batch script.
+var errKeyFailed = errors.New("rate-limit script failed for this key")
+
 // answerBatch answers items from the batch script's reply
-// "now;allowed,remaining,reset;...". It answers none of them when the
-// reply is malformed.
+// "now;allowed,remaining,reset;..." ("e" for a key that failed). It
+// answers none of them when the reply is malformed.
 func (l *Limiter) answerBatch(items []*pending, reply string) error {
 	bad := fmt.Errorf("rate-limit batch script: malformed reply for %d keys: %.80q", len(items), reply)
-	field := func(sep byte) (int64, bool) {
-		i := strings.IndexByte(reply, sep)
-		if i < 0 {
-			i = len(reply)
-		}
-		n, err := strconv.ParseInt(reply[:i], 10, 64)
-		reply = reply[min(i+1, len(reply)):]
-		return n, err == nil
+	parts := strings.Split(reply, ";")
+	if len(parts) != 1+len(items) {
+		return bad
 	}
-	now, ok := field(';')
-	if !ok || strings.Count(reply, ";") != len(items)-1 || strings.Count(reply, ",") != 2*len(items) {
+	now, err := strconv.ParseInt(parts[0], 10, 64)
+	if err != nil {
 		return bad
 	}
 	// Parse everything before answering anyone.
-	vals := make([]int64, 0, 3*len(items))
-	for range items {
-		a, ok1 := field(',')
-		r, ok2 := field(',')
-		w, ok3 := field(';')
-		if !ok1 || !ok2 || !ok3 {
+	vals := make([]int64, 3*len(items))
+	failed := 0
+	for i, part := range parts[1:] {
+		if part == "e" {
+			vals[3*i] = -1
+			failed++
+			continue
+		}
+		a, rest, ok1 := strings.Cut(part, ",")
+		r, w, ok2 := strings.Cut(rest, ",")
+		var err1, err2, err3 error
+		vals[3*i], err1 = strconv.ParseInt(a, 10, 64)
+		vals[3*i+1], err2 = strconv.ParseInt(r, 10, 64)
+		vals[3*i+2], err3 = strconv.ParseInt(w, 10, 64)
+		if !ok1 || !ok2 || err1 != nil || err2 != nil || err3 != nil || vals[3*i] < 0 {
 			return bad
 		}
-		vals = append(vals, a, r, w)
 	}
 	l.clockOffset.Store(l.local.clock() - now*1000)
 	for i, p := range items {
+		if vals[3*i] < 0 {
+			p.err = errKeyFailed
+			p.done <- struct{}{}
+			continue
+		}
 		l.answer(p, vals[3*i], vals[3*i+1], vals[3*i+2], now)
+	}
+	if failed > 0 {
+		l.m.errOther.Inc()
+		l.noteFailure(fmt.Errorf("%w (%d of %d keys; another type at the key?)", errKeyFailed, failed, len(items)))
 	}
 	return nil
 }
@@ -560,6 +575,9 @@ func crossSlot(err error) bool {
 // unavailable tells errors that mean "Redis cannot serve us now" (network,
 // timeouts, loading, failover, out of memory) from errors of one command.
 func unavailable(err error) bool {
+	if errors.Is(err, errKeyFailed) {
+		return false
+	}
 	var rerr redis.Error
 	if !errors.As(err, &rerr) {
 		return true // network, pool, context

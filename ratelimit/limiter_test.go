@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/netip"
 	"strconv"
@@ -624,8 +625,38 @@ func TestKeyExpiry(t *testing.T) {
 	waitFor(t, "idle key to expire", 10*window, func() bool { return n.rdb.Exists(ctx, key).Val() == 0 })
 }
 
+// TestForeignKeyType: a key holding another type is decided locally, and
+// does not spoil the decisions batched with it.
+func TestForeignKeyType(t *testing.T) {
+	url, prefix := testenv.Redis(t)
+	ctx := context.Background()
+	for _, single := range []bool{false, true} {
+		n := newNode(t, url, Config{Limit: 2, Window: time.Minute, KeyPrefix: prefix, SingleKeyScripts: single})
+		testenv.Must(t, n.rdb.Set(ctx, prefix+"bad", "x", time.Minute).Err(), "set")
+		var wg sync.WaitGroup
+		for i := range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				key := fmt.Sprintf("good-%v-%d", single, i)
+				if i%2 == 0 {
+					key = "bad"
+				}
+				d, err := n.lim.Allow(ctx, key)
+				if err != nil || d.Local != (key == "bad") {
+					t.Errorf("single=%v %s: %+v %v", single, key, d, err)
+				}
+			}()
+		}
+		wg.Wait()
+		if n.lim.Degraded() {
+			t.Errorf("single=%v: one bad key made the limiter degraded", single)
+		}
+	}
+}
+
 func TestAnswerBatchRejectsMalformedReplies(t *testing.T) {
-	l := &Limiter{cfg: Config{Limit: 3}, local: newLocalWindow(3, time.Second, time.Now)}
+	l := &Limiter{cfg: Config{Limit: 3}, local: newLocalWindow(3, time.Second, time.Now), m: mustMetrics(t), log: slog.New(slog.DiscardHandler)}
 	mk := func(n int) []*pending {
 		ps := make([]*pending, n)
 		for i := range ps {
@@ -650,9 +681,12 @@ func TestAnswerBatchRejectsMalformedReplies(t *testing.T) {
 			}
 		}
 	}
-	ps := mk(2)
-	if err := l.answerBatch(ps, "1700000000000000;1,2,5000;0,0,77"); err != nil {
+	ps := mk(3)
+	if err := l.answerBatch(ps, "1700000000000000;1,2,5000;0,0,77;e"); err != nil {
 		t.Fatal(err)
+	}
+	if ps[2].err != errKeyFailed {
+		t.Errorf("third: err %v", ps[2].err)
 	}
 	if d := ps[0].res; !d.Allowed || d.Remaining != 2 || d.Reset != 5*time.Millisecond || d.at != 1700000000000000000 {
 		t.Errorf("first: %+v", d)
@@ -704,4 +738,10 @@ func TestAllowHonoursContext(t *testing.T) {
 		t.Fatalf("unexpected error %v", err)
 	}
 	_ = netip.Addr{}
+}
+
+func mustMetrics(tb testing.TB) *metrics {
+	m, err := newMetrics(nil)
+	testenv.Must(tb, err, "metrics")
+	return m
 }

@@ -77,12 +77,18 @@ return {a, r, w, now}
 //	ARGV     limit, window (µs), a prefix unique to the batch (member i
 //	         is the prefix followed by i)
 //	returns  "now;allowed,remaining,reset;..." (µs), one triple per key,
-//	         as one string: far cheaper to read than 1+3n integers
+//	         as one string: far cheaper to read than 1+3n integers; "e"
+//	         instead of a triple when that key failed (say, it holds
+//	         another type), so one bad key does not fail the batch
 const batchScriptSrc = decideLua + `
 local out = {string.format('%d', now)}
 for i = 1, #KEYS do
-  local a, r, w = decide(KEYS[i], ARGV[3] .. i, limit, window, now, ttl)
-  out[i + 1] = string.format('%d,%d,%d', a, r, w)
+  local ok, a, r, w = pcall(decide, KEYS[i], ARGV[3] .. i, limit, window, now, ttl)
+  if ok then
+    out[i + 1] = string.format('%d,%d,%d', a, r, w)
+  else
+    out[i + 1] = 'e'
+  end
 end
 return table.concat(out, ';')
 `

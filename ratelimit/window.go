@@ -23,8 +23,8 @@ type localWindow struct {
 
 type windowShard struct {
 	mu   sync.Mutex
-	logs map[string]*timeLog
-	_    [40]byte // keep shards on separate cache lines
+	logs map[uint64]*timeLog // by maphash of the key
+	_    [40]byte            // keep shards on separate cache lines
 }
 
 // timeLog holds the accepted request times of one key, oldest first, in
@@ -34,7 +34,7 @@ type timeLog struct{ ts []int64 }
 func newLocalWindow(limit int, width time.Duration, now func() time.Time) *localWindow {
 	w := &localWindow{limit: limit, width: width, now: now, base: now(), seed: maphash.MakeSeed()}
 	for i := range w.shard {
-		w.shard[i].logs = make(map[string]*timeLog)
+		w.shard[i].logs = make(map[uint64]*timeLog)
 	}
 	return w
 }
@@ -43,8 +43,12 @@ func newLocalWindow(limit int, width time.Duration, now func() time.Time) *local
 // clock is time.Now).
 func (w *localWindow) clock() int64 { return int64(w.now().Sub(w.base)) }
 
-func (w *localWindow) shardOf(key string) *windowShard {
-	return &w.shard[maphash.String(w.seed, key)%uint64(len(w.shard))]
+// shardOf returns key's shard and its hash, which stands for the key in
+// the shard's map: no string to compare on lookup (a 64-bit collision
+// between two live keys would only merge their local windows).
+func (w *localWindow) shardOf(key string) (*windowShard, uint64) {
+	h := maphash.String(w.seed, key)
+	return &w.shard[h%uint64(len(w.shard))], h
 }
 
 // expire drops the times that left the window at now, returning the log's
@@ -61,14 +65,14 @@ func (l *timeLog) expire(now, width int64) {
 
 // allow decides a request of key now, recording it when accepted.
 func (w *localWindow) allow(key string) Decision {
-	s := w.shardOf(key)
+	s, h := w.shardOf(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := w.clock()
-	l := s.logs[key]
+	l := s.logs[h]
 	if l == nil {
 		l = &timeLog{}
-		s.logs[key] = l
+		s.logs[h] = l
 	}
 	return w.decide(l, now)
 }
@@ -97,13 +101,13 @@ func (w *localWindow) decide(l *timeLog, now int64) Decision {
 // record notes a request of key accepted elsewhere (by Redis) at time now
 // of the window's clock, keeping at most limit times.
 func (w *localWindow) record(key string, now int64) {
-	s := w.shardOf(key)
+	s, h := w.shardOf(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l := s.logs[key]
+	l := s.logs[h]
 	if l == nil {
 		l = &timeLog{ts: make([]int64, 0, min(w.limit, 8))}
-		s.logs[key] = l
+		s.logs[h] = l
 	}
 	if n := len(l.ts); n > 0 && now < l.ts[n-1] {
 		now = l.ts[n-1]
@@ -118,10 +122,10 @@ func (w *localWindow) record(key string, now int64) {
 // full returns a refusal when key already has limit accepted requests in
 // the window (without recording anything), and ok=false otherwise.
 func (w *localWindow) full(key string) (Decision, bool) {
-	s := w.shardOf(key)
+	s, h := w.shardOf(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l := s.logs[key]
+	l := s.logs[h]
 	if l == nil {
 		return Decision{}, false
 	}
