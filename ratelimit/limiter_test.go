@@ -745,3 +745,25 @@ func mustMetrics(tb testing.TB) *metrics {
 	testenv.Must(tb, err, "metrics")
 	return m
 }
+
+// FuzzAnswerBatch: whatever Redis replies, answerBatch answers every
+// decision or none, and never panics.
+func FuzzAnswerBatch(f *testing.F) {
+	for _, s := range []string{"1;1,2,3", "1;1,2,3;e", "1700000000000000;0,0,5;1,99,7", ";", "1;,,", "e;e"} {
+		f.Add(s, uint8(1))
+		f.Add(s, uint8(2))
+	}
+	l := &Limiter{cfg: Config{Limit: 3}, local: newLocalWindow(3, time.Second, time.Now), m: mustMetrics(f), log: slog.New(slog.DiscardHandler)}
+	f.Fuzz(func(t *testing.T, reply string, n uint8) {
+		ps := make([]*pending, 1+int(n)%8)
+		for i := range ps {
+			ps[i] = &pending{done: make(chan struct{}, 1)}
+		}
+		err := l.answerBatch(ps, reply)
+		for i, p := range ps {
+			if answered := len(p.done) == 1; answered != (err == nil) {
+				t.Fatalf("reply %q: err %v but decision %d answered=%v", reply, err, i, answered)
+			}
+		}
+	})
+}
