@@ -101,22 +101,44 @@ func marshal(v any) ([]byte, error) {
 	return b, nil
 }
 
-func (a *API) stats(c *fiber.Ctx) error {
-	if _, err := queryParams(c); err != nil {
-		return err
-	}
-	v, _, err := a.deps.Cache.GetValue(c.UserContext(), "stats", func(ctx context.Context) ([]byte, bool, error) {
-		st, err := a.deps.Store.Stats(ctx, a.deps.Now())
+// cached answers a read from the cache, loading it with load on a miss.
+// load returns the response body and whether it can never change; a
+// store.ErrNotFound from it becomes notFound.
+func (a *API) cached(c *fiber.Ctx, key string, notFound *apierror.Error, load func(ctx context.Context) (any, bool, error)) error {
+	v, _, err := a.deps.Cache.GetValue(c.UserContext(), key, func(ctx context.Context) ([]byte, bool, error) {
+		body, immutable, err := load(ctx)
 		if err != nil {
 			return nil, false, loadErr(err)
 		}
-		b, err := marshal(st)
-		return b, false, err
+		b, err := marshal(body)
+		return b, immutable, err
 	})
+	if errors.Is(err, cache.ErrNotFound) && notFound != nil {
+		return notFound
+	}
 	if err != nil {
 		return err
 	}
 	return sendValue(c, v)
+}
+
+// pathAddress validates the only-path-parameter routes: no query
+// parameters, and an address in the path.
+func pathAddress(c *fiber.Ctx, param string) (string, error) {
+	if _, err := queryParams(c); err != nil {
+		return "", err
+	}
+	return parseAddress(param, c.Params(param))
+}
+
+func (a *API) stats(c *fiber.Ctx) error {
+	if _, err := queryParams(c); err != nil {
+		return err
+	}
+	return a.cached(c, "stats", nil, func(ctx context.Context) (any, bool, error) {
+		st, err := a.deps.Store.Stats(ctx, a.deps.Now())
+		return st, false, err
+	})
 }
 
 func (a *API) listAttestations(c *fiber.Ctx) error {
@@ -124,10 +146,10 @@ func (a *API) listAttestations(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v, _, err := a.deps.Cache.GetValue(c.UserContext(), q.cacheKey(), func(ctx context.Context) ([]byte, bool, error) {
+	return a.cached(c, q.cacheKey(), nil, func(ctx context.Context) (any, bool, error) {
 		page, err := a.deps.Store.ListAttestations(ctx, q.filter)
 		if err != nil {
-			return nil, false, loadErr(err)
+			return nil, false, err
 		}
 		body := listBody{Data: page.Items, Pagination: Pagination{Limit: q.filter.Limit, Offset: q.filter.Offset, Total: page.Total}}
 		if body.Data == nil {
@@ -136,91 +158,47 @@ func (a *API) listAttestations(c *fiber.Ctx) error {
 		if page.Next != nil {
 			body.Pagination.NextCursor = encodeCursor(page.Next)
 		}
-		b, err := marshal(body)
-		return b, false, err
+		return body, false, nil
 	})
-	if err != nil {
-		return err
-	}
-	return sendValue(c, v)
 }
 
 func (a *API) getAttestation(c *fiber.Ctx) error {
-	if _, err := queryParams(c); err != nil {
-		return err
-	}
-	id, err := parseAddress("id", c.Params("id"))
+	id, err := pathAddress(c, "id")
 	if err != nil {
 		return err
 	}
-	v, _, err := a.deps.Cache.GetValue(c.UserContext(), "a:"+id, func(ctx context.Context) ([]byte, bool, error) {
+	notFound := apierror.NotFound(apierror.CodeAttestationNotFound, "no attestation with pda %s", id)
+	return a.cached(c, "a:"+id, notFound, func(ctx context.Context) (any, bool, error) {
 		at, err := a.deps.Store.GetAttestation(ctx, id)
-		if err != nil {
-			return nil, false, loadErr(err)
-		}
-		b, err := marshal(dataBody{Data: at})
-		return b, at.Commitment == attestation.Finalized, err
+		return dataBody{Data: at}, at.Commitment == attestation.Finalized, err
 	})
-	if errors.Is(err, cache.ErrNotFound) {
-		return apierror.NotFound(apierror.CodeAttestationNotFound, "no attestation with pda %s", id)
-	}
-	if err != nil {
-		return err
-	}
-	return sendValue(c, v)
 }
 
 func (a *API) getAgent(c *fiber.Ctx) error {
-	if _, err := queryParams(c); err != nil {
-		return err
-	}
-	id, err := parseAddress("agentId", c.Params("agentId"))
+	id, err := pathAddress(c, "agentId")
 	if err != nil {
 		return err
 	}
-	v, _, err := a.deps.Cache.GetValue(c.UserContext(), "g:"+id, func(ctx context.Context) ([]byte, bool, error) {
+	notFound := apierror.NotFound(apierror.CodeAgentNotFound, "no agent with pda %s", id)
+	return a.cached(c, "g:"+id, notFound, func(ctx context.Context) (any, bool, error) {
 		ag, err := a.deps.Store.GetAgent(ctx, id, a.deps.Now())
-		if err != nil {
-			return nil, false, loadErr(err)
-		}
-		b, err := marshal(dataBody{Data: ag})
-		return b, false, err
+		return dataBody{Data: ag}, false, err
 	})
-	if errors.Is(err, cache.ErrNotFound) {
-		return apierror.NotFound(apierror.CodeAgentNotFound, "no agent with pda %s", id)
-	}
-	if err != nil {
-		return err
-	}
-	return sendValue(c, v)
 }
 
 func (a *API) getAgentStats(c *fiber.Ctx) error {
-	if _, err := queryParams(c); err != nil {
-		return err
-	}
-	id, err := parseAddress("agentId", c.Params("agentId"))
+	id, err := pathAddress(c, "agentId")
 	if err != nil {
 		return err
 	}
-	v, _, err := a.deps.Cache.GetValue(c.UserContext(), "s:"+id, func(ctx context.Context) ([]byte, bool, error) {
+	notFound := apierror.NotFound(apierror.CodeAgentNotFound, "no agent with pda %s", id)
+	return a.cached(c, "s:"+id, notFound, func(ctx context.Context) (any, bool, error) {
 		st, err := a.deps.Store.GetAgentStats(ctx, id, a.deps.Now())
-		if err != nil {
-			return nil, false, loadErr(err)
-		}
 		if st.RecentAttestations == nil {
 			st.RecentAttestations = []attestation.Attestation{}
 		}
-		b, err := marshal(dataBody{Data: st})
-		return b, false, err
+		return dataBody{Data: st}, false, err
 	})
-	if errors.Is(err, cache.ErrNotFound) {
-		return apierror.NotFound(apierror.CodeAgentNotFound, "no agent with pda %s", id)
-	}
-	if err != nil {
-		return err
-	}
-	return sendValue(c, v)
 }
 
 // unavailableClass reports SQLSTATE classes that mean the server cannot
