@@ -214,18 +214,30 @@ func (l *Limiter) allow(ctx context.Context, key, redisKey string) (Decision, er
 	p := l.pool.Get().(*pending)
 	p.key = redisKey
 	select {
-	case l.queue <- p:
-	case <-l.closing:
-		return Decision{}, ErrClosed
-	case <-ctx.Done():
-		return Decision{}, fmt.Errorf("rate limit decision: %w", ctx.Err())
+	case l.queue <- p: // the common case, without a full select
+	default:
+		select {
+		case l.queue <- p:
+		case <-l.closing:
+			return Decision{}, ErrClosed
+		case <-ctx.Done():
+			return Decision{}, fmt.Errorf("rate limit decision: %w", ctx.Err())
+		}
 	}
-	select {
-	case <-p.done:
-	case <-l.closing:
-		return Decision{}, ErrClosed // p may still be in use: not pooled
-	case <-ctx.Done():
-		return Decision{}, fmt.Errorf("rate limit decision: %w", ctx.Err())
+	if done := ctx.Done(); done == nil {
+		select {
+		case <-p.done:
+		case <-l.closing:
+			return Decision{}, ErrClosed // p may still be in use: not pooled
+		}
+	} else {
+		select {
+		case <-p.done:
+		case <-l.closing:
+			return Decision{}, ErrClosed
+		case <-done:
+			return Decision{}, fmt.Errorf("rate limit decision: %w", ctx.Err())
+		}
 	}
 	d, err := p.res, p.err
 	*p = pending{done: p.done}
@@ -238,8 +250,7 @@ func (l *Limiter) allow(ctx context.Context, key, redisKey string) (Decision, er
 		// offset to the Redis clock is measured once per round trip).
 		l.local.record(key, d.at+l.clockOffset.Load())
 	}
-	l.m.count(d)
-	return d, nil
+	return d, nil // counted by the sender
 }
 
 // localAllow decides in this node's window.
@@ -308,7 +319,7 @@ func (l *Limiter) drainTo(err error) {
 // the local window decides.
 func (l *Limiter) roundTrip(f *flight, batch []*pending) {
 	deadline := time.Now().Add(l.cfg.Timeout)
-	if len(batch) > 1 && l.multiKey.Load() {
+	if l.multiKey.Load() {
 		if batch = l.execMulti(f, deadline, batch); len(batch) == 0 {
 			return
 		}
@@ -415,6 +426,17 @@ func (l *Limiter) answer(p *pending, allowed, remaining, reset, now int64) {
 	p.done <- struct{}{}
 }
 
+// tally counts a batch's Redis decisions in the metrics (once per batch:
+// shared counters are costly to bump per request from many cores).
+func (l *Limiter) tally(allowed, limited int) {
+	if allowed > 0 {
+		l.m.allowedRedis.Add(float64(allowed))
+	}
+	if limited > 0 {
+		l.m.limitedRedis.Add(float64(limited))
+	}
+}
+
 // execMulti decides items with one call of the batch script. It returns
 // the items left to decide one key per command (when the server refused
 // a multi-key script: a proxy sharding keys), having answered the others.
@@ -489,6 +511,16 @@ func (l *Limiter) answerBatch(items []*pending, reply string) error {
 		}
 	}
 	l.clockOffset.Store(l.local.clock() - now*1000)
+	allowed, limited := 0, 0
+	for i := range items {
+		switch vals[3*i] {
+		case 1:
+			allowed++
+		case 0:
+			limited++
+		}
+	}
+	l.tally(allowed, limited)
 	for i, p := range items {
 		if vals[3*i] < 0 {
 			p.err = errKeyFailed
@@ -526,12 +558,21 @@ func (l *Limiter) execPipeline(f *flight, deadline time.Time, items []*pending, 
 		return nil // the watchdog answered them
 	}
 	var failed error
+	offset := false
+	allowed, limited := 0, 0
+	defer func() { l.tally(allowed, limited) }()
 	for i, p := range items {
 		vals, err := cmds[i].Int64Slice()
 		switch {
 		case err == nil && len(vals) == 4:
-			if i == 0 {
+			if !offset {
 				l.clockOffset.Store(l.local.clock() - vals[3]*1000)
+				offset = true
+			}
+			if vals[0] == 1 {
+				allowed++
+			} else {
+				limited++
 			}
 			l.answer(p, vals[0], vals[1], vals[2], vals[3])
 			continue
