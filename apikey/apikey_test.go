@@ -162,9 +162,13 @@ func TestKeyChecks(t *testing.T) {
 			t.Errorf("%s: %d %s", tc.name, r.Status, r.Body)
 		}
 	}
-	// Unknown prefixes are cached too: asking again costs no lookup.
+	// Unknown prefixes are cached too: asking again within the TTL costs no
+	// lookup. Warm both right before measuring so a slow machine cannot
+	// outlast the 4 s TTL inside the loop.
+	kn.Do(t, http.MethodGet, "/keys", nil, withKey(unknown.Secret))
+	kn.Do(t, http.MethodGet, "/keys", nil, withKey(good.Secret))
 	before = dbLookups(kn)
-	for i := 0; i < 5; i++ {
+	for i := 0; i < 3; i++ {
 		kn.Do(t, http.MethodGet, "/keys", nil, withKey(unknown.Secret))
 		kn.Do(t, http.MethodGet, "/keys", nil, withKey(good.Secret))
 	}
@@ -197,13 +201,16 @@ func TestRevocationReachesOtherNodesWithin5s(t *testing.T) {
 	for name, n := range map[string]*keyNode{"B (subscribed)": b, "C (no Redis)": deaf} {
 		deadline := start.Add(5 * time.Second)
 		for {
+			issued := time.Now()
 			r := n.Do(t, http.MethodGet, "/keys", nil, withKey(victim.Secret))
 			if r.Status == 401 {
-				t.Logf("node %s refuses the revoked key after %s", name, time.Since(start).Round(time.Millisecond))
+				t.Logf("node %s refuses the revoked key after %s", name, issued.Sub(start).Round(time.Millisecond))
 				break
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %s still accepts the key %s after revocation", name, time.Since(start))
+			// Only a request sent after the bound counts against it (a slow
+			// machine may answer an earlier request late).
+			if issued.After(deadline) {
+				t.Fatalf("node %s accepted the key in a request sent %s after revocation", name, issued.Sub(start))
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -454,5 +461,36 @@ func TestConcurrentChecksAndRevocations(t *testing.T) {
 	}
 	if _, err := kn.svc.Revoke(ctx, "zzzzzzzz", 0); err != store.ErrNotFound {
 		t.Errorf("revoke unknown: %v", err)
+	}
+}
+
+func TestDatabaseOutageIs503NotUnauthorized(t *testing.T) {
+	t.Parallel()
+	pg := testenv.OwnPostgres(t)
+	url, prefix := testenv.Redis(t)
+	env := apptest.NewEnvOn(t, testenv.DatabaseOn(t, pg.URL), url, prefix, apptest.Options{})
+	kn := startNode(t, env, nodeOpt{})
+	cached := newKey(t, kn.svc, "acme", "")
+	if r := kn.Do(t, http.MethodGet, "/keys", nil, withKey(cached.Secret)); r.Status != 200 {
+		t.Fatalf("before the outage: %d", r.Status)
+	}
+	pg.Stop()
+	// A key this node has not looked up yet cannot be checked: 503, not 401.
+	other := mustGenerate(t)
+	start := time.Now()
+	_, _, err := kn.svc.Authenticate(context.Background(), other)
+	if err == nil || !store.IsUnavailable(err) {
+		t.Fatalf("lookup during the outage: %v", err)
+	}
+	if r := kn.Do(t, http.MethodGet, "/test/seam", nil, withKey(other)); r.Status != 503 || r.ErrorCode() != "UNAVAILABLE" {
+		t.Fatalf("unknown key during the outage: %d %s", r.Status, r.Body)
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Errorf("the outage answer took %s", el)
+	}
+	// A key looked up within the TTL is still accepted by its check
+	// (the route itself then needs the database).
+	if p, reason, err := kn.svc.Authenticate(context.Background(), cached.Secret); err != nil || reason != "ok" || p.AccountName != "acme" {
+		t.Errorf("cached key during the outage: %s %v", reason, err)
 	}
 }

@@ -171,9 +171,9 @@ func (s *Service) subscribe(ctx context.Context) {
 			return
 		}
 		if err != nil {
-			// go-redis reconnects on the next Receive. Whatever was
-			// announced meanwhile is lost: stop trusting every lookup.
-			s.invalidateAll()
+			// go-redis reconnects on the next Receive. Meanwhile lookups
+			// expire within CacheTTL as always; the resubscription below
+			// drops them all at once.
 			select {
 			case <-ctx.Done():
 				return
@@ -183,6 +183,8 @@ func (s *Service) subscribe(ctx context.Context) {
 		}
 		switch m := msg.(type) {
 		case *redis.Subscription:
+			// (Re)subscribed: announcements made while we were not
+			// listening are lost, so stop trusting every lookup now.
 			s.invalidateAll()
 		case *redis.Message:
 			s.Invalidate(m.Payload)

@@ -150,17 +150,11 @@ func (h *Handler) verify(ctx context.Context, ids []string) (verifyBody, error) 
 			lookup = append(lookup, id)
 		}
 	}
-	found, err := h.store.VerifyRows(ctx, lookup)
+	found, sigOK, err := h.verifier.stream(func(emit func(store.VerifyRow)) error {
+		return h.store.EachVerifyRow(ctx, lookup, emit)
+	})
 	if err != nil {
 		return verifyBody{}, storeErr(err)
-	}
-	rows := make([]store.VerifyRow, 0, len(found))
-	for _, r := range found {
-		rows = append(rows, r)
-	}
-	sigOK := make(map[string]bool, len(rows))
-	for i, ok := range h.verifier.checkAll(rows) {
-		sigOK[rows[i].PDA] = ok
 	}
 	out := verifyBody{Data: make([]VerifyResult, len(ids)), Summary: VerifySummary{Total: len(ids)}}
 	for i, id := range ids {

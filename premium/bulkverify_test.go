@@ -246,3 +246,34 @@ func TestNewAppliesDefaultRules(t *testing.T) {
 		t.Fatal("documented long gap is 24h")
 	}
 }
+
+func TestVerifierStream(t *testing.T) {
+	v := newVerifier(100)
+	var rows []store.VerifyRow
+	for i := 0; i < 300; i++ {
+		r := signedRow(t, byte(i))
+		r.PDA = fmt.Sprintf("pda-%d", i)
+		if i%7 == 0 {
+			r.Signature[1] ^= 1
+		}
+		rows = append(rows, r)
+	}
+	found, ok, err := v.stream(func(emit func(store.VerifyRow)) error {
+		for _, r := range rows {
+			emit(r)
+		}
+		return nil
+	})
+	if err != nil || len(found) != len(rows) || len(ok) != len(rows) {
+		t.Fatalf("%d rows, %d results, %v", len(found), len(ok), err)
+	}
+	for i, r := range rows {
+		if ok[r.PDA] != (i%7 != 0) {
+			t.Fatalf("row %d: %v", i, ok[r.PDA])
+		}
+	}
+	boom := fmt.Errorf("connection lost")
+	if _, _, err := v.stream(func(emit func(store.VerifyRow)) error { emit(rows[0]); return boom }); err != boom {
+		t.Fatalf("error not passed on: %v", err)
+	}
+}

@@ -131,10 +131,13 @@ func (h *Handler) forensicReport(c *fiber.Ctx) error {
 	// The cached bytes are answered as they are: a cached report keeps its
 	// generatedAt and reportHash, and still verifies.
 	b, _, err := h.cache.Get(c.UserContext(), key, func(ctx context.Context) ([]byte, bool, error) {
+		start := time.Now()
 		rep, err := h.BuildReport(ctx, id, from, to)
 		if err != nil {
 			return nil, false, loadErr(err)
 		}
+		h.log.Debug("forensic report built", "agent", id, "attestations", rep.Summary.Totals.Attestations,
+			"duration_ms", time.Since(start).Milliseconds())
 		b, err := json.Marshal(struct {
 			Data *Report `json:"data"`
 		}{rep})
@@ -159,7 +162,18 @@ func (h *Handler) BuildReport(ctx context.Context, pda string, from, to time.Tim
 	now := h.now()
 	var agent attestation.Agent
 	var d store.ForensicData
+	var newest []store.VerifyRow
+	var verified []bool
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		// Re-verify the newest signatures while Postgres aggregates.
+		var err error
+		newest, err = h.store.NewestForRecheck(gctx, pda, from, to, h.rules.RecheckNewest)
+		if err == nil {
+			verified = h.verifier.checkAll(newest)
+		}
+		return err
+	})
 	g.Go(func() error {
 		var err error
 		agent, err = h.store.GetAgent(gctx, pda, now)
@@ -170,14 +184,14 @@ func (h *Handler) BuildReport(ctx context.Context, pda string, from, to time.Tim
 		d, err = h.store.Forensic(gctx, store.ForensicQuery{
 			AgentPDA: pda, From: from, To: to,
 			BurstPerMinute: h.rules.BurstPerMinute, LongGap: time.Duration(h.rules.LongGapSeconds) * time.Second,
-			MaxPerKind: h.rules.MaxAnomaliesPerKind, Recheck: h.rules.RecheckNewest, ExamplePDAs: 10,
+			MaxPerKind: h.rules.MaxAnomaliesPerKind, ExamplePDAs: 10,
 		})
 		return err
 	})
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	rep := h.assemble(agent, d, from, to, now)
+	rep := h.assemble(agent, d, newest, verified, from, to, now)
 	if err := Seal(rep); err != nil {
 		return nil, err
 	}
@@ -218,7 +232,8 @@ func timePtr(t *time.Time) *attestation.Time {
 }
 
 // assemble shapes the aggregates into the report (no hash yet).
-func (h *Handler) assemble(agent attestation.Agent, d store.ForensicData, from, to, now time.Time) *Report {
+// newest are the re-checked rows and verified their results.
+func (h *Handler) assemble(agent attestation.Agent, d store.ForensicData, newest []store.VerifyRow, verified []bool, from, to, now time.Time) *Report {
 	rep := &Report{
 		Agent:         agent,
 		Period:        Period{From: attestation.TimePtr(from), To: attestation.TimePtr(to)},
@@ -250,15 +265,14 @@ func (h *Handler) assemble(agent attestation.Agent, d store.ForensicData, from, 
 		}
 	}
 
-	// Re-verify the newest signatures from the stored bytes.
-	results := h.verifier.checkAll(d.Newest)
+	// The newest signatures, re-verified from the stored bytes.
 	var mismatched []store.VerifyRow // passed at ingest, fail now: the record changed
 	failed := 0
-	for i, ok := range results {
+	for i, ok := range verified {
 		if !ok {
 			failed++
-			if d.Newest[i].SignatureValid {
-				mismatched = append(mismatched, d.Newest[i])
+			if newest[i].SignatureValid {
+				mismatched = append(mismatched, newest[i])
 			}
 		}
 	}
@@ -266,7 +280,7 @@ func (h *Handler) assemble(agent attestation.Agent, d store.ForensicData, from, 
 		SignaturesChecked: d.Total,
 		SignaturesFailed:  d.SignatureFailed + int64(len(mismatched)),
 		Unfinalized:       d.Total - d.Finalized,
-		Recheck:           Recheck{Checked: len(d.Newest), Failed: failed},
+		Recheck:           Recheck{Checked: len(newest), Failed: failed},
 	}
 
 	limit := h.rules.MaxAnomaliesPerKind

@@ -90,3 +90,36 @@ func (v *verifier) checkAll(rows []store.VerifyRow) []bool {
 	wg.Wait()
 	return out
 }
+
+// stream verifies rows as feed produces them, on every core, and returns
+// the rows by pda with their results. It overlaps verification with the
+// database still sending rows.
+func (v *verifier) stream(feed func(emit func(store.VerifyRow)) error) (map[string]store.VerifyRow, map[string]bool, error) {
+	rows := map[string]store.VerifyRow{}
+	ok := map[string]bool{}
+	var mu sync.Mutex
+	jobs := make(chan store.VerifyRow, 256)
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range jobs {
+				good := v.check(&r)
+				mu.Lock()
+				ok[r.PDA] = good
+				mu.Unlock()
+			}
+		}()
+	}
+	err := feed(func(r store.VerifyRow) {
+		rows[r.PDA] = r
+		jobs <- r
+	})
+	close(jobs)
+	wg.Wait()
+	if err != nil {
+		return nil, nil, err
+	}
+	return rows, ok, nil
+}

@@ -51,27 +51,37 @@ const bulkVerifySQL = `SELECT ` + verifyColumns + ` FROM attestations WHERE pda 
 // keyed by pda. Unknown pdas are absent from the map.
 func (s *Store) VerifyRows(ctx context.Context, pdas []string) (map[string]VerifyRow, error) {
 	out := make(map[string]VerifyRow, len(pdas))
+	err := s.EachVerifyRow(ctx, pdas, func(v VerifyRow) { out[v.PDA] = v })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// EachVerifyRow is VerifyRows calling fn for each row as it arrives (in no
+// particular order), so callers can work while the rest is still in flight.
+func (s *Store) EachVerifyRow(ctx context.Context, pdas []string, fn func(VerifyRow)) error {
 	if len(pdas) == 0 {
-		return out, nil
+		return nil
 	}
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, bulkVerifySQL, pdas)
 	if err != nil {
-		return nil, fmt.Errorf("read attestations to verify: %w", err)
+		return fmt.Errorf("read attestations to verify: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		v, err := scanVerifyRow(rows)
 		if err != nil {
-			return nil, fmt.Errorf("read attestations to verify: %w", err)
+			return fmt.Errorf("read attestations to verify: %w", err)
 		}
-		out[v.PDA] = v
+		fn(v)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read attestations to verify: %w", err)
+		return fmt.Errorf("read attestations to verify: %w", err)
 	}
-	return out, nil
+	return nil
 }
 
 // ForensicQuery says what a forensic report covers and its anomaly rules.
@@ -81,7 +91,6 @@ type ForensicQuery struct {
 	BurstPerMinute int           // a UTC minute with at least this many attestations is a burst
 	LongGap        time.Duration // consecutive attestations at least this far apart are a long gap
 	MaxPerKind     int           // anomalies listed per kind (all are counted)
-	Recheck        int           // newest attestations returned for a signature re-check
 	ExamplePDAs    int           // pdas listed per duplicate hash
 }
 
@@ -136,7 +145,6 @@ type ForensicData struct {
 	AfterRevocation                            []Point
 	TotalAfterRevocation                       int64
 	InvalidSignatures                          []Point // stored ingest-time failures
-	Newest                                     []VerifyRow
 }
 
 // Grouping-set bitmasks of forensicAggregateSQL: GROUPING(day, action_type,
@@ -183,6 +191,12 @@ const forensicAggregateSQL = `WITH m AS (
 	SELECT * FROM (SELECT 101, NULL::date, NULL::smallint, prev_last, first, 0::bigint, 0::bigint, 0::bigint, 0::bigint,
 			count(*) OVER ()
 		FROM mins WHERE first - prev_last >= $5::bigint * interval '1 microsecond' ORDER BY minute LIMIT $6) gaps`
+
+// forensicRepeatsSQL counts attestations whose action hash an earlier one of
+// the period already has: zero (the usual case) means no duplicates, and a
+// sort-based distinct count is cheaper than grouping every hash.
+const forensicRepeatsSQL = `SELECT count(*) - count(DISTINCT action_hash) FROM attestations
+	WHERE agent_pda = $1 AND ts >= $2 AND ts < $3`
 
 // forensicDuplicatesSQL finds action hashes the agent attested more than once.
 const forensicDuplicatesSQL = `SELECT action_hash, n, first, last, count(*) OVER () FROM (
@@ -239,8 +253,8 @@ func (s *Store) heavy(ctx context.Context, fn func(tx pgx.Tx) error) error {
 
 // Forensic computes the aggregates of a forensic report in SQL. Its
 // statements run concurrently on separate connections (the aggregate scan,
-// the duplicate-hash scan, and the revocation and newest-rows reads), so
-// the wall time is about that of the slowest.
+// the duplicate-hash check, the after-revocation read), so the wall time is
+// about that of the slowest.
 func (s *Store) Forensic(ctx context.Context, q ForensicQuery) (ForensicData, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
@@ -257,24 +271,13 @@ func (s *Store) Forensic(ctx context.Context, q ForensicQuery) (ForensicData, er
 	})
 	var after []Point
 	var afterTotal int64
-	var newest []VerifyRow
 	g.Go(func() error {
 		rows, err := s.pool.Query(gctx, forensicAfterRevocationSQL, q.AgentPDA, from, to, limit)
 		if err != nil {
 			return fmt.Errorf("after-revocation attestations: %w", err)
 		}
-		err = collectPoints(rows, &after, &afterTotal)
-		if err != nil {
+		if err := collectPoints(rows, &after, &afterTotal); err != nil {
 			return fmt.Errorf("after-revocation attestations: %w", err)
-		}
-		if q.Recheck > 0 {
-			rows, err := s.pool.Query(gctx, forensicNewestSQL, q.AgentPDA, from, to, q.Recheck)
-			if err != nil {
-				return fmt.Errorf("newest attestations: %w", err)
-			}
-			if newest, err = pgx.CollectRows(rows, scanVerifyRow); err != nil {
-				return fmt.Errorf("newest attestations: %w", err)
-			}
 		}
 		return nil
 	})
@@ -283,7 +286,6 @@ func (s *Store) Forensic(ctx context.Context, q ForensicQuery) (ForensicData, er
 	}
 	d.Duplicates, d.TotalDuplicates = dups.Duplicates, dups.TotalDuplicates
 	d.AfterRevocation, d.TotalAfterRevocation = after, afterTotal
-	d.Newest = newest
 	if d.SignatureFailed > 0 && limit > 0 {
 		rows, err := s.pool.Query(ctx, forensicInvalidSQL, q.AgentPDA, from, to, limit)
 		if err != nil {
@@ -295,6 +297,25 @@ func (s *Store) Forensic(ctx context.Context, q ForensicQuery) (ForensicData, er
 		}
 	}
 	return d, nil
+}
+
+// NewestForRecheck reads the newest n attestations of the agent in
+// [from, to) (zero: open), newest first, for a signature re-check.
+func (s *Store) NewestForRecheck(ctx context.Context, agentPDA string, from, to time.Time, n int) ([]VerifyRow, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, forensicNewestSQL, agentPDA, bound(from, pgtype.NegativeInfinity), bound(to, pgtype.Infinity), n)
+	if err != nil {
+		return nil, fmt.Errorf("newest attestations of %s: %w", agentPDA, err)
+	}
+	out, err := pgx.CollectRows(rows, scanVerifyRow)
+	if err != nil {
+		return nil, fmt.Errorf("newest attestations of %s: %w", agentPDA, err)
+	}
+	return out, nil
 }
 
 // collectPoints reads (pda, ts[, total]) rows.
@@ -386,6 +407,13 @@ func sortDays(d *ForensicData) {
 }
 
 func forensicDuplicates(ctx context.Context, tx pgx.Tx, q ForensicQuery, from, to pgtype.Timestamptz, limit int, d *ForensicData) error {
+	var repeats int64
+	if err := tx.QueryRow(ctx, forensicRepeatsSQL, q.AgentPDA, from, to).Scan(&repeats); err != nil {
+		return fmt.Errorf("repeated hashes: %w", err)
+	}
+	if repeats == 0 {
+		return nil
+	}
 	if limit == 0 {
 		limit = 1 // still learn the total
 	}

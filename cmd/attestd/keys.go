@@ -56,13 +56,13 @@ func keyService(ctx context.Context) (*apikey.Service, func(), error) {
 		return nil, nil, err
 	}
 	closers := []func(){st.Close}
-	opt := apikey.Options{Store: st, Passive: true, Logger: log, Channel: cfg.RedisPrefix + "apikey:invalidate"}
-	if kopt, err := apikey.ConfigFromEnv(os.Getenv); err != nil {
+	kopt, err := apikey.ConfigFromEnv(os.Getenv)
+	if err != nil {
 		st.Close()
 		return nil, nil, err
-	} else {
-		opt.MaxActiveKeys = kopt.MaxActiveKeys
 	}
+	opt := apikey.Options{Store: st, Passive: true, Logger: log, Channel: cfg.RedisPrefix + "apikey:invalidate",
+		MaxActiveKeys: kopt.MaxActiveKeys}
 	if cfg.RedisURL != "" {
 		rdb, err := openRedis(cfg)
 		if err != nil {
