@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/attestd/attestd/api"
@@ -47,23 +48,30 @@ func truncate(b []byte) string {
 	return string(b)
 }
 
-var router routers.Router
+var (
+	routerOnce sync.Once
+	router     routers.Router
+	routerErr  error
+)
 
+// openapiRouter builds the validating router once per test binary; tests
+// in parallel share it.
 func openapiRouter(t testing.TB) routers.Router {
 	t.Helper()
-	if router != nil {
-		return router
-	}
-	doc, err := api.Document()
-	if err != nil {
-		t.Fatalf("openapi: %v", err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("openapi document invalid: %v", err)
-	}
-	router, err = gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatalf("openapi router: %v", err)
+	routerOnce.Do(func() {
+		doc, err := api.Document()
+		if err != nil {
+			routerErr = fmt.Errorf("openapi: %w", err)
+			return
+		}
+		if err := doc.Validate(context.Background()); err != nil {
+			routerErr = fmt.Errorf("openapi document invalid: %w", err)
+			return
+		}
+		router, routerErr = gorillamux.NewRouter(doc)
+	})
+	if routerErr != nil {
+		t.Fatalf("%v", routerErr)
 	}
 	return router
 }
