@@ -65,6 +65,9 @@ func New(d Deps) *API {
 		IdleTimeout:           90 * time.Second,
 		BodyLimit:             1 << 20,
 		ReadBufferSize:        16 << 10,
+		// Large enough that a list page (~11 KB) leaves in one write with its
+		// headers rather than a header flush and a body write.
+		WriteBufferSize: 32 << 10,
 	})
 	a.fiber.Use(a.requestID, a.recover, a.observe)
 	for _, mw := range d.Middleware {
