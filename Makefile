@@ -5,7 +5,7 @@ BIN     := bin/attestd
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/attestd/attestd/buildinfo.Version=$(VERSION)
 # Packages whose tests run goroutines get the race detector.
-RACE_PKGS := ./app/... ./cache/... ./ratelimit/... ./indexer/... ./devnet/... ./apikey/... ./premium/... ./mcp/... ./client/... ./webhook/...
+RACE_PKGS := ./app/... ./cache/... ./announce/... ./ratelimit/... ./indexer/... ./devnet/... ./apikey/... ./premium/... ./mcp/... ./client/... ./webhook/...
 TEST_TIMEOUT ?= 8m
 
 .PHONY: build run test test-race test-plain bench fuzz vet fmt clean
@@ -22,7 +22,7 @@ test: build
 	./$(BIN) stores -- $(MAKE) --no-print-directory test-plain test-race
 
 test-plain:
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -E '/(app|cache|ratelimit|indexer|devnet|apikey|premium|mcp|client|webhook)(/|$$)')
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -E '/(app|cache|announce|ratelimit|indexer|devnet|apikey|premium|mcp|client|webhook)(/|$$)')
 
 test-race:
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $$(for p in $(RACE_PKGS); do $(GO) list $$p 2>/dev/null; done)

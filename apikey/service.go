@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/attestd/attestd/announce"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -58,17 +59,17 @@ type Options struct {
 // for concurrent use; Close stops its goroutines and writes pending
 // last-used times.
 type Service struct {
-	opt     Options
-	st      *store.Store
-	log     *slog.Logger
-	cache   *keyCache
-	gen     atomic.Uint64 // bumped by every invalidation; a load that saw a bump is not cached
-	sf      singleflight.Group
-	touches *toucher
-	m       *metrics
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
-	ps      *redis.PubSub
+	opt      Options
+	st       *store.Store
+	log      *slog.Logger
+	cache    *keyCache
+	gen      atomic.Uint64 // bumped by every invalidation; a load that saw a bump is not cached
+	sf       singleflight.Group
+	touches  *toucher
+	m        *metrics
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+	listener *announce.Listener
 }
 
 // New makes a Service. Unless opt.Passive, it subscribes to invalidations
@@ -109,9 +110,15 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 		return s, nil
 	}
 	if opt.Redis != nil {
-		s.ps = opt.Redis.Subscribe(bg, opt.Channel)
-		s.wg.Add(1)
-		go s.subscribe(bg)
+		s.listener = announce.Listen(opt.Redis, opt.Channel, announce.Handlers{
+			// Announcements made while we were not listening are lost, so
+			// stop trusting every lookup at each (re)subscription.
+			Resync: func(context.Context) { s.invalidateAll() },
+			Message: func(prefix string) {
+				s.Invalidate(prefix)
+				s.m.invalidations.Inc()
+			},
+		})
 	}
 	s.wg.Add(1)
 	go s.flushLoop(bg)
@@ -121,8 +128,8 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 // Close stops the goroutines and writes the pending last-used times.
 func (s *Service) Close() {
 	s.stop()
-	if s.ps != nil {
-		_ = s.ps.Close() // unblocks Receive
+	if s.listener != nil {
+		s.listener.Close()
 	}
 	s.wg.Wait()
 	if !s.opt.Passive {
@@ -155,41 +162,9 @@ func (s *Service) announce(ctx context.Context, prefix string) {
 	if s.opt.Redis == nil {
 		return
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	if err := s.opt.Redis.Publish(rctx, s.opt.Channel, prefix).Err(); err != nil {
+	if err := announce.Publish(ctx, s.opt.Redis, s.opt.Channel, prefix, time.Second); err != nil {
 		s.log.Warn("announce key change: other nodes rely on the lookup TTL", "prefix", prefix,
 			"ttl", s.opt.CacheTTL.String(), "err", err)
-	}
-}
-
-func (s *Service) subscribe(ctx context.Context) {
-	defer s.wg.Done()
-	for {
-		msg, err := s.ps.Receive(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			// go-redis reconnects on the next Receive. Meanwhile lookups
-			// expire within CacheTTL as always; the resubscription below
-			// drops them all at once.
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			continue
-		}
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			// (Re)subscribed: announcements made while we were not
-			// listening are lost, so stop trusting every lookup now.
-			s.invalidateAll()
-		case *redis.Message:
-			s.Invalidate(m.Payload)
-			s.m.invalidations.Inc()
-		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/attestd/attestd/announce"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -49,7 +50,7 @@ type Cache struct {
 	m         *metrics
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
-	ps        *redis.PubSub // closed by Close: Receive ignores ctx
+	listener  *announce.Listener
 }
 
 // New creates a cache over rdb and starts its epoch subscriber and poller.
@@ -87,9 +88,20 @@ func New(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Cache, e
 	bg, cancel := context.WithCancel(context.Background())
 	c.stop = cancel
 	if !opt.SkipSubscriber {
-		c.ps = rdb.Subscribe(bg, c.epochKey())
-		c.wg.Add(2)
-		go c.subscribe(bg)
+		c.listener = announce.Listen(rdb, c.epochKey(), announce.Handlers{
+			// (Re)subscribed: we may have missed announcements meanwhile.
+			Resync: func(ctx context.Context) {
+				if err := c.syncEpoch(ctx); err == nil {
+					c.markUp()
+				}
+			},
+			Message: func(payload string) {
+				if v, err := strconv.ParseUint(payload, 10, 64); err == nil {
+					c.setEpoch(v)
+				}
+			},
+		})
+		c.wg.Add(1)
 		go c.poll(bg)
 	}
 	return c, nil
@@ -98,8 +110,8 @@ func New(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Cache, e
 // Close stops the background goroutines.
 func (c *Cache) Close() {
 	c.stop()
-	if c.ps != nil {
-		_ = c.ps.Close() // unblocks Receive
+	if c.listener != nil {
+		c.listener.Close()
 	}
 	c.wg.Wait()
 }
@@ -180,36 +192,6 @@ func (c *Cache) BumpEpoch(ctx context.Context) error {
 	c.setEpoch(v)
 	c.m.bumps.Inc()
 	return nil
-}
-
-func (c *Cache) subscribe(ctx context.Context) {
-	defer c.wg.Done()
-	for {
-		msg, err := c.ps.Receive(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			// go-redis reconnects on the next Receive; wait a little.
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			continue
-		}
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			// (Re)subscribed: we may have missed announcements meanwhile.
-			if err := c.syncEpoch(ctx); err == nil {
-				c.markUp()
-			}
-		case *redis.Message:
-			if v, err := strconv.ParseUint(m.Payload, 10, 64); err == nil {
-				c.setEpoch(v)
-			}
-		}
-	}
 }
 
 func (c *Cache) poll(ctx context.Context) {
