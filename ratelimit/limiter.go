@@ -447,19 +447,19 @@ func (l *Limiter) execMulti(f *flight, deadline time.Time, items []*pending) (le
 	for i, p := range items {
 		keys[i] = p.key
 	}
-	// Members are "<node>:<seq>:<i>", never equal to a pipelined request's
-	// "<node>:<seq>" nor to another batch's.
+	// Member suffixes are "<node>:<seq>:<i>", never equal to a pipelined
+	// request's "<node>:<seq>" nor to another batch's.
 	args := []any{l.limitArg, l.windowArg, l.member() + ":"}
 	f.begin(deadline, items)
-	reply, err := l.rdb.EvalSha(ctx, batchScript.Hash(), keys, args...).Text()
+	reply, err := l.rdb.EvalSha(ctx, batchScript.Hash(), keys, args...).Slice()
 	if redis.HasErrorPrefix(err, "NOSCRIPT") {
-		reply, err = l.rdb.Eval(ctx, batchScriptSrc, keys, args...).Text()
+		reply, err = l.rdb.Eval(ctx, batchScriptSrc, keys, args...).Slice()
 	}
 	if !f.end() {
 		return nil // the watchdog answered them
 	}
 	if err == nil {
-		if err = l.answerBatch(items, reply); err == nil {
+		if err = l.answerReply(items, reply); err == nil {
 			return nil
 		}
 	}
@@ -478,62 +478,70 @@ func (l *Limiter) execMulti(f *flight, deadline time.Time, items []*pending) (le
 // errKeyFailed answers a decision whose key failed in the batch script.
 var errKeyFailed = errors.New("rate-limit script failed for this key")
 
-// answerBatch answers items from the batch script's reply
-// "now;allowed,remaining,reset;..." ("e" for a key that failed). It
-// answers none of them when the reply is malformed.
-func (l *Limiter) answerBatch(items []*pending, reply string) error {
-	bad := fmt.Errorf("rate-limit batch script: malformed reply for %d keys: %.80q", len(items), reply)
-	parts := strings.Split(reply, ";")
-	if len(parts) != 1+len(items) {
-		return bad
+// answerReply answers items from a script's reply {now, then allowed,
+// remaining, time per item}, times as 16-digit µs (allowed -1: that key
+// failed). It answers none of them when the reply is malformed.
+func (l *Limiter) answerReply(items []*pending, reply []any) error {
+	bad := func(why string) error {
+		return fmt.Errorf("rate-limit script: malformed reply for %d keys (%s): %.80v", len(items), why, reply)
 	}
-	now, err := strconv.ParseInt(parts[0], 10, 64)
-	if err != nil {
-		return bad
+	if len(reply) != 1+3*len(items) {
+		return bad("length")
 	}
-	// Parse everything before answering anyone.
-	vals := make([]int64, 3*len(items))
-	failed := 0
-	for i, part := range parts[1:] {
-		if part == "e" {
-			vals[3*i] = -1
+	now, ok := parseMicros(reply[0])
+	if !ok {
+		return bad("now")
+	}
+	// Check everything before answering anyone.
+	allowed, limited, failed := 0, 0, 0
+	for i := range items {
+		a, ok1 := reply[1+3*i].(int64)
+		_, ok2 := reply[2+3*i].(int64)
+		switch {
+		case !ok1 || !ok2:
+			return bad("integers")
+		case a == -1:
 			failed++
 			continue
+		case a == 1:
+			allowed++
+		case a == 0:
+			limited++
+		default:
+			return bad("allowed")
 		}
-		a, rest, ok1 := strings.Cut(part, ",")
-		r, w, ok2 := strings.Cut(rest, ",")
-		var err1, err2, err3 error
-		vals[3*i], err1 = strconv.ParseInt(a, 10, 64)
-		vals[3*i+1], err2 = strconv.ParseInt(r, 10, 64)
-		vals[3*i+2], err3 = strconv.ParseInt(w, 10, 64)
-		if !ok1 || !ok2 || err1 != nil || err2 != nil || err3 != nil || vals[3*i] < 0 {
-			return bad
+		if _, ok := parseMicros(reply[3+3*i]); !ok {
+			return bad("time")
 		}
 	}
 	l.clockOffset.Store(l.local.clock() - now*1000)
-	allowed, limited := 0, 0
-	for i := range items {
-		switch vals[3*i] {
-		case 1:
-			allowed++
-		case 0:
-			limited++
-		}
-	}
 	l.tally(allowed, limited)
+	window := l.cfg.Window.Microseconds()
 	for i, p := range items {
-		if vals[3*i] < 0 {
+		a, r := reply[1+3*i].(int64), reply[2+3*i].(int64)
+		if a == -1 {
 			p.err = errKeyFailed
 			p.done <- struct{}{}
 			continue
 		}
-		l.answer(p, vals[3*i], vals[3*i+1], vals[3*i+2], now)
+		t, _ := parseMicros(reply[3+3*i])
+		l.answer(p, a, r, t+window-now, now)
 	}
 	if failed > 0 {
 		l.m.errOther.Inc()
 		l.noteFailure(fmt.Errorf("%w (%d of %d keys; another type at the key?)", errKeyFailed, failed, len(items)))
 	}
 	return nil
+}
+
+// parseMicros reads a script's 16-digit time (µs since the epoch).
+func parseMicros(v any) (int64, bool) {
+	s, ok := v.(string)
+	if !ok || len(s) != 16 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil && n >= 0
 }
 
 // execPipeline sends items as a pipeline of single-key scripts, answers
@@ -558,26 +566,13 @@ func (l *Limiter) execPipeline(f *flight, deadline time.Time, items []*pending, 
 		return nil // the watchdog answered them
 	}
 	var failed error
-	offset := false
-	allowed, limited := 0, 0
-	defer func() { l.tally(allowed, limited) }()
 	for i, p := range items {
-		vals, err := cmds[i].Int64Slice()
+		reply, err := cmds[i].Slice()
 		switch {
-		case err == nil && len(vals) == 4:
-			if !offset {
-				l.clockOffset.Store(l.local.clock() - vals[3]*1000)
-				offset = true
-			}
-			if vals[0] == 1 {
-				allowed++
-			} else {
-				limited++
-			}
-			l.answer(p, vals[0], vals[1], vals[2], vals[3])
-			continue
 		case err == nil:
-			err = fmt.Errorf("rate-limit script returned %d values, want 4", len(vals))
+			if err = l.answerReply(items[i:i+1], reply); err == nil {
+				continue
+			}
 		case !eval && redis.HasErrorPrefix(err, "NOSCRIPT"):
 			noscript = append(noscript, p)
 			continue

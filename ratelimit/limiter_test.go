@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -655,8 +656,22 @@ func TestForeignKeyType(t *testing.T) {
 	}
 }
 
-func TestAnswerBatchRejectsMalformedReplies(t *testing.T) {
-	l := &Limiter{cfg: Config{Limit: 3}, local: newLocalWindow(3, time.Second, time.Now), m: mustMetrics(t), log: slog.New(slog.DiscardHandler)}
+// replyOf builds a script reply from "a;b;c": elements that are whole
+// numbers of at most 3 digits become integers, the rest strings.
+func replyOf(s string) []any {
+	var out []any
+	for _, e := range strings.Split(s, ";") {
+		if n, err := strconv.ParseInt(e, 10, 64); err == nil && len(e) <= 3 {
+			out = append(out, n)
+		} else {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestAnswerReplyRejectsMalformedReplies(t *testing.T) {
+	l := &Limiter{cfg: Config{Limit: 3, Window: time.Second}, local: newLocalWindow(3, time.Second, time.Now), m: mustMetrics(t), log: slog.New(slog.DiscardHandler)}
 	mk := func(n int) []*pending {
 		ps := make([]*pending, n)
 		for i := range ps {
@@ -664,35 +679,38 @@ func TestAnswerBatchRejectsMalformedReplies(t *testing.T) {
 		}
 		return ps
 	}
+	const now = "1700000000000000"
 	bad := []struct {
 		n     int
 		reply string
 	}{
-		{1, ""}, {1, "123"}, {1, "123;1,2"}, {1, "123;1,2,3;1,2,3"}, {2, "123;1,2,3"}, {1, "x;1,2,3"}, {1, "1;1,2,x"}, {1, "1;1,2,3,"},
+		{1, ""}, {1, now}, {1, now + ";1;2"}, {1, now + ";1;2;" + now + ";1"}, {2, now + ";1;2;" + now},
+		{1, "x;1;2;" + now}, {1, "170000000000000;1;2;" + now}, {1, now + ";1;2;17000000000000x"},
+		{1, now + ";2;2;" + now}, {1, now + ";1;x;" + now}, {1, now + ";-5;2;" + now},
 	}
 	for _, b := range bad {
 		ps := mk(b.n)
-		if err := l.answerBatch(ps, b.reply); err == nil {
-			t.Errorf("answerBatch(%d, %q) accepted", b.n, b.reply)
+		if err := l.answerReply(ps, replyOf(b.reply)); err == nil {
+			t.Errorf("answerReply(%d, %q) accepted", b.n, b.reply)
 		}
 		for _, p := range ps {
 			if len(p.done) != 0 {
-				t.Errorf("answerBatch(%d, %q) answered someone before failing", b.n, b.reply)
+				t.Errorf("answerReply(%d, %q) answered someone before failing", b.n, b.reply)
 			}
 		}
 	}
 	ps := mk(3)
-	if err := l.answerBatch(ps, "1700000000000000;1,2,5000;0,0,77;e"); err != nil {
+	if err := l.answerReply(ps, replyOf(now+";1;2;1699999999995000;0;0;1699999999000077;-1;0;")); err != nil {
 		t.Fatal(err)
 	}
-	if ps[2].err != errKeyFailed {
-		t.Errorf("third: err %v", ps[2].err)
-	}
-	if d := ps[0].res; !d.Allowed || d.Remaining != 2 || d.Reset != 5*time.Millisecond || d.at != 1700000000000000000 {
+	if d := ps[0].res; !d.Allowed || d.Remaining != 2 || d.Reset != 995*time.Millisecond || d.at != 1700000000000000000 {
 		t.Errorf("first: %+v", d)
 	}
 	if d := ps[1].res; d.Allowed || d.RetryAfter != 77*time.Microsecond {
 		t.Errorf("second: %+v", d)
+	}
+	if ps[2].err != errKeyFailed {
+		t.Errorf("third: err %v", ps[2].err)
 	}
 }
 
@@ -746,20 +764,20 @@ func mustMetrics(tb testing.TB) *metrics {
 	return m
 }
 
-// FuzzAnswerBatch: whatever Redis replies, answerBatch answers every
+// FuzzAnswerReply: whatever Redis replies, answerReply answers every
 // decision or none, and never panics.
-func FuzzAnswerBatch(f *testing.F) {
-	for _, s := range []string{"1;1,2,3", "1;1,2,3;e", "1700000000000000;0,0,5;1,99,7", ";", "1;,,", "e;e"} {
+func FuzzAnswerReply(f *testing.F) {
+	for _, s := range []string{"1700000000000000;1;2;1700000000000000", "1700000000000000;1;2;1700000000000000;-1;0;", ";", "e;e", "1700000000000000;0;0;0000000000000000"} {
 		f.Add(s, uint8(1))
 		f.Add(s, uint8(2))
 	}
-	l := &Limiter{cfg: Config{Limit: 3}, local: newLocalWindow(3, time.Second, time.Now), m: mustMetrics(f), log: slog.New(slog.DiscardHandler)}
+	l := &Limiter{cfg: Config{Limit: 3, Window: time.Second}, local: newLocalWindow(3, time.Second, time.Now), m: mustMetrics(f), log: slog.New(slog.DiscardHandler)}
 	f.Fuzz(func(t *testing.T, reply string, n uint8) {
 		ps := make([]*pending, 1+int(n)%8)
 		for i := range ps {
 			ps[i] = &pending{done: make(chan struct{}, 1)}
 		}
-		err := l.answerBatch(ps, reply)
+		err := l.answerReply(ps, replyOf(reply))
 		for i, p := range ps {
 			if answered := len(p.done) == 1; answered != (err == nil) {
 				t.Fatalf("reply %q: err %v but decision %d answered=%v", reply, err, i, answered)
