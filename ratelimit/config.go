@@ -39,10 +39,12 @@ type Config struct {
 	// KeyPrefix is put before every Redis key.
 	KeyPrefix string
 
-	// Timeout bounds one Redis round trip; beyond it the decision is made
-	// by the local window and the limiter goes degraded.
+	// Timeout bounds one Redis round trip (a watchdog checks every
+	// Timeout/4, whatever the go-redis client's own timeouts); beyond it
+	// the decisions are made by the local window and the limiter goes
+	// degraded until Redis answers a probe.
 	Timeout time.Duration
-	// MaxBatch is the most decisions sent in one pipelined round trip.
+	// MaxBatch is the most decisions sent in one round trip.
 	MaxBatch int
 	// Pipelines is the number of round trips that may be in flight at once.
 	// A decision is sent at once when one of them is idle; decisions that
