@@ -23,7 +23,6 @@ func rateLimitConfigure(ctx context.Context, n *node) error {
 		n.log.Warn("rate limiting disabled (ATTESTD_RATE_LIMIT=0)")
 		return nil
 	}
-	cfg.KeyPrefix = n.cfg.RedisPrefix + "rl:"
 	l, err := ratelimit.New(n.redis, cfg, n.reg, n.log)
 	if err != nil {
 		return err
