@@ -1,7 +1,8 @@
 // Command indexer-bench measures the indexer end to end, simulator to
 // Postgres: backfill throughput (attestations/s) with batches of 100 and of
 // 1, and live ingest-to-visible latency (from sendTransaction returning to
-// the rows being visible in Postgres), p50/p99.
+// the rows being visible in Postgres, and in GET /attestations on another
+// API node), p50/p99.
 //
 //	go run ./bench/indexer [-backfill 50000] [-single 10000] [-live 300]
 //
@@ -10,20 +11,26 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"runtime/pprof"
 	"sort"
 	"time"
 
+	"github.com/attestd/attestd/app"
+	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/devnet"
 	"github.com/attestd/attestd/devstack"
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/store"
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 )
 
 func main() {
@@ -89,15 +96,15 @@ func run(ctx context.Context, backfill, single, live int, liveRate float64) erro
 }
 
 // freshStore creates a new database and migrates it.
-func freshStore(ctx context.Context, adminURL string) (*store.Store, func(), error) {
+func freshStore(ctx context.Context, adminURL string) (*store.Store, string, func(), error) {
 	name := fmt.Sprintf("bench_%d", time.Now().UnixNano())
 	conn, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	u := adminURL
 	if i := lastSlash(u); i > len("postgres://") {
@@ -109,10 +116,10 @@ func freshStore(ctx context.Context, adminURL string) (*store.Store, func(), err
 	}
 	st, err := store.Open(ctx, u, store.Options{})
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	if _, err := st.Migrate(ctx); err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	drop := func() {
 		st.Close()
@@ -122,7 +129,7 @@ func freshStore(ctx context.Context, adminURL string) (*store.Store, func(), err
 			c.Close(context.Background())
 		}
 	}
-	return st, drop, nil
+	return st, u, drop, nil
 }
 
 func lastSlash(s string) int {
@@ -160,7 +167,7 @@ func backfillRun(ctx context.Context, adminURL string, log *slog.Logger, label s
 		return err
 	}
 	genTime := time.Since(t0)
-	st, drop, err := freshStore(ctx, adminURL)
+	st, _, drop, err := freshStore(ctx, adminURL)
 	if err != nil {
 		return err
 	}
@@ -198,11 +205,16 @@ func liveRun(ctx context.Context, adminURL string, log *slog.Logger, txs int, ra
 		return err
 	}
 	defer chain.Close()
-	st, drop, err := freshStore(ctx, adminURL)
+	st, dbURL, drop, err := freshStore(ctx, adminURL)
 	if err != nil {
 		return err
 	}
 	defer drop()
+	listURL, stopAPI, err := apiNode(ctx, st, dbURL, log)
+	if err != nil {
+		return err
+	}
+	defer stopAPI()
 	ix, err := indexer.New(indexer.Config{RPCURL: chain.RPCURL(), WSURL: chain.WSURL(), ProgramID: chain.ProgramID(), Logger: log}, st)
 	if err != nil {
 		return err
@@ -230,10 +242,11 @@ func liveRun(ctx context.Context, adminURL string, log *slog.Logger, txs int, ra
 			time.Sleep(interval)
 		}
 	}()
-	waiting := map[string]time.Time{}
-	var lat []time.Duration
+	waiting := map[string]time.Time{}    // not yet in Postgres
+	waitingAPI := map[string]time.Time{} // not yet in GET /attestations on the API node
+	var lat, latAPI []time.Duration
 	open := true
-	for open || len(waiting) > 0 {
+	for open || len(waiting) > 0 || len(waitingAPI) > 0 {
 		drain := true
 		for drain {
 			select {
@@ -243,6 +256,7 @@ func liveRun(ctx context.Context, adminURL string, log *slog.Logger, txs int, ra
 					break
 				}
 				waiting[p.sig] = p.sent
+				waitingAPI[p.sig] = p.sent
 			default:
 				drain = false
 			}
@@ -267,11 +281,113 @@ func liveRun(ctx context.Context, adminURL string, log *slog.Logger, txs int, ra
 			}
 			rows.Close()
 		}
+		if len(waitingAPI) > 0 {
+			seen, err := listed(ctx, listURL)
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			for s, t := range waitingAPI {
+				if seen[s] {
+					latAPI = append(latAPI, now.Sub(t))
+					delete(waitingAPI, s)
+				}
+			}
+		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
-	fmt.Printf("live: %d transactions (10 attestations each) at %.0f tx/s, ingest-to-visible latency p50 %s, p90 %s, p99 %s, max %s\n",
-		len(lat), rate, pct(0.50).Round(time.Millisecond), pct(0.90).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+	report := func(what string, lat []time.Duration) {
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
+		fmt.Printf("live: %d transactions (10 attestations each) at %.0f tx/s, ingest-to-visible %s: p50 %s, p90 %s, p99 %s, max %s\n",
+			len(lat), rate, what, pct(0.50).Round(time.Millisecond), pct(0.90).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+	}
+	report("in Postgres", lat)
+	report("in GET /attestations on another API node", latAPI)
 	return nil
+}
+
+// apiNode starts an API node of its own (own pool, own cache subscribed to
+// the index epoch) over the indexer's database and a throwaway Redis, and
+// wires the indexer's store to bump the epoch, as in production. It
+// returns the URL of the newest-first list.
+func apiNode(ctx context.Context, indexerStore *store.Store, dbURL string, log *slog.Logger) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "attestd-bench-redis-")
+	if err != nil {
+		return "", nil, err
+	}
+	rs, err := devstack.StartRedis(ctx, dir, 0)
+	if err != nil {
+		return "", nil, err
+	}
+	var stops []func()
+	stop := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+		rs.Stop()
+		os.RemoveAll(dir)
+	}
+	newRedis := func() *redis.Client {
+		opt, _ := redis.ParseURL(rs.URL)
+		c := redis.NewClient(opt)
+		stops = append(stops, func() { c.Close() })
+		return c
+	}
+	writer, err := cache.New(ctx, newRedis(), cache.Options{Prefix: "bench:", SkipSubscriber: true, Logger: log})
+	if err != nil {
+		stop()
+		return "", nil, err
+	}
+	stops = append(stops, writer.Close)
+	indexerStore.SetNotifier(writer)
+	st, err := store.Open(ctx, dbURL, store.Options{})
+	if err != nil {
+		stop()
+		return "", nil, err
+	}
+	stops = append(stops, st.Close)
+	c, err := cache.New(ctx, newRedis(), cache.Options{Prefix: "bench:", Logger: log})
+	if err != nil {
+		stop()
+		return "", nil, err
+	}
+	stops = append(stops, c.Close)
+	api := app.New(app.Deps{Store: st, Cache: c, Logger: log})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		stop()
+		return "", nil, err
+	}
+	go func() { _ = api.Fiber().Listener(ln) }()
+	stops = append(stops, func() { _ = api.Fiber().ShutdownWithTimeout(2 * time.Second) })
+	return "http://" + ln.Addr().String() + app.Prefix + "/attestations?limit=100", stop, nil
+}
+
+var httpClient = &http.Client{Timeout: 5 * time.Second}
+
+// listed returns the transaction signatures on the newest page.
+func listed(ctx context.Context, url string) (map[string]bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := httpClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("poll api: %w", err)
+	}
+	defer res.Body.Close()
+	var page struct {
+		Data []struct {
+			TxSignature string `json:"txSignature"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&page); err != nil {
+		return nil, fmt.Errorf("poll api: %w", err)
+	}
+	seen := make(map[string]bool, len(page.Data))
+	for _, a := range page.Data {
+		seen[a.TxSignature] = true
+	}
+	return seen, nil
 }
