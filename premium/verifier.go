@@ -1,7 +1,6 @@
 package premium
 
 import (
-	"crypto/sha256"
 	"runtime"
 	"sync"
 
@@ -12,10 +11,13 @@ import (
 // verifier re-checks Ed25519 signatures from stored bytes, on every core.
 //
 // Verification is a pure function of (agent key, action hash, signature),
-// so its results are memoised in process, keyed by the SHA-256 of those 128
-// bytes: a record whose stored key, hash or signature changed gets a new
-// memo key and is verified afresh. The stored signature_valid flag is never
-// consulted. The memo is bounded; when full it forgets an arbitrary tenth.
+// keyed here by the SHA-256 of those 128 bytes. A row the indexer verified
+// carries that digest (verified_digest); when it still matches the stored
+// bytes the check is not repeated. Otherwise results are memoised in
+// process by the same digest: a record whose stored key, hash or signature
+// changed has a new digest and is verified afresh. The stored
+// signature_valid flag alone is never trusted. The memo is bounded; when
+// full it forgets an arbitrary tenth.
 type verifier struct {
 	mu   sync.RWMutex
 	memo map[[32]byte]bool
@@ -31,15 +33,17 @@ func newVerifier(memoEntries int) *verifier {
 }
 
 func memoKey(r *store.VerifyRow) [32]byte {
-	var b [128]byte
-	copy(b[:32], r.AgentID[:])
-	copy(b[32:64], r.ActionHash[:])
-	copy(b[64:], r.Signature[:])
-	return sha256.Sum256(b[:])
+	return store.VerifiedDigest(r.AgentID, r.ActionHash, r.Signature)
 }
 
 // check verifies one row, through the memo.
 func (v *verifier) check(r *store.VerifyRow) bool {
+	if r.CheckedAtIngest {
+		// Verified at ingest over these very bytes (the stored digest
+		// still matches them); a changed row does not match and falls
+		// through to a fresh check.
+		return true
+	}
 	if v.max == 0 {
 		return attestation.VerifySignature(r.AgentID, r.ActionHash, r.Signature)
 	}

@@ -23,15 +23,20 @@ type VerifyRow struct {
 	Timestamp      time.Time
 	Finalized      bool
 	SignatureValid bool // as stored at ingest
+	// CheckedAtIngest: the signature passed the Ed25519 check at ingest
+	// over exactly the bytes stored now (verified_digest still matches
+	// sha256 of agent_id, action_hash and agent_signature).
+	CheckedAtIngest bool
 }
 
-const verifyColumns = `pda, agent_id, action_type, action_hash, agent_signature, ts, finalized, signature_valid`
+const verifyColumns = `pda, agent_id, action_type, action_hash, agent_signature, ts, finalized, signature_valid,
+	COALESCE(verified_digest = sha256(agent_id || action_hash || agent_signature), false)`
 
 func scanVerifyRow(r pgx.CollectableRow) (VerifyRow, error) {
 	var v VerifyRow
 	var id, hash, sig []byte
 	var typ int16
-	if err := r.Scan(&v.PDA, &id, &typ, &hash, &sig, &v.Timestamp, &v.Finalized, &v.SignatureValid); err != nil {
+	if err := r.Scan(&v.PDA, &id, &typ, &hash, &sig, &v.Timestamp, &v.Finalized, &v.SignatureValid, &v.CheckedAtIngest); err != nil {
 		return v, err
 	}
 	if len(id) != 32 || len(hash) != 32 || len(sig) != 64 {

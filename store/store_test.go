@@ -300,3 +300,31 @@ func TestMigrationsAreOrderedAndNamed(t *testing.T) {
 		}
 	}
 }
+
+func TestVerifiedDigestBindsTheCheckedBytes(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Second)
+	good := rec("agentA", "tx1", 0, attestation.ToolCall, now, attestation.Finalized)
+	good.SignatureValid = true
+	bad := rec("agentA", "tx1", 1, attestation.ToolCall, now, attestation.Finalized)
+	bad.SignatureValid = false
+	_, err := st.Apply(ctx, &Batch{Attestations: []AttestationRecord{good, bad}})
+	testenv.Must(t, err, "apply")
+	rows, err := st.VerifyRows(ctx, []string{good.PDA, bad.PDA})
+	testenv.Must(t, err, "verify rows")
+	if !rows[good.PDA].CheckedAtIngest || rows[bad.PDA].CheckedAtIngest {
+		t.Fatalf("checked at ingest: good %v, bad %v", rows[good.PDA].CheckedAtIngest, rows[bad.PDA].CheckedAtIngest)
+	}
+	// Any change to the checked bytes breaks the binding.
+	for _, col := range []string{"action_hash", "agent_id"} {
+		_, err := st.Pool().Exec(ctx, "UPDATE attestations SET "+col+" = sha256("+col+") WHERE pda = $1", good.PDA)
+		testenv.Must(t, err, "tamper %s", col)
+		rows, err = st.VerifyRows(ctx, []string{good.PDA})
+		testenv.Must(t, err, "verify rows")
+		if rows[good.PDA].CheckedAtIngest {
+			t.Fatalf("%s changed, row still counts as checked", col)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -159,13 +160,13 @@ func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord)
 		return 0, nil
 	}
 	cols := struct {
-		pda, agent, txSig     []string
-		agentID, hash, sig    [][]byte
-		typ                   []int16
-		privacy, valid, final []bool
-		ts                    []time.Time
-		eventIndex            []int32
-		slot                  []int64
+		pda, agent, txSig          []string
+		agentID, hash, sig, digest [][]byte
+		typ                        []int16
+		privacy, valid, final      []bool
+		ts                         []time.Time
+		eventIndex                 []int32
+		slot                       []int64
 	}{}
 	byPDA := make(map[string]*AttestationRecord, len(recs))
 	for i := range recs {
@@ -180,6 +181,7 @@ func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord)
 		cols.agentID = append(cols.agentID, r.AgentID[:])
 		cols.hash = append(cols.hash, r.ActionHash[:])
 		cols.sig = append(cols.sig, r.Signature[:])
+		cols.digest = append(cols.digest, verifiedDigest(r))
 		cols.typ = append(cols.typ, int16(r.ActionType))
 		cols.privacy = append(cols.privacy, r.PrivacyMode)
 		cols.valid = append(cols.valid, r.SignatureValid)
@@ -189,12 +191,12 @@ func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord)
 		cols.slot = append(cols.slot, int64(r.Slot))
 	}
 	rows, err := tx.Query(ctx, `INSERT INTO attestations (pda, agent_pda, agent_id, action_type, action_hash, privacy_mode,
-			ts, agent_signature, signature_valid, tx_signature, event_index, slot, finalized)
+			ts, agent_signature, signature_valid, tx_signature, event_index, slot, finalized, verified_digest)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::smallint[], $5::bytea[], $6::boolean[],
-			$7::timestamptz[], $8::bytea[], $9::boolean[], $10::text[], $11::integer[], $12::bigint[], $13::boolean[])
+			$7::timestamptz[], $8::bytea[], $9::boolean[], $10::text[], $11::integer[], $12::bigint[], $13::boolean[], $14::bytea[])
 		ON CONFLICT DO NOTHING RETURNING pda`,
 		cols.pda, cols.agent, cols.agentID, cols.typ, cols.hash, cols.privacy,
-		cols.ts, cols.sig, cols.valid, cols.txSig, cols.eventIndex, cols.slot, cols.final)
+		cols.ts, cols.sig, cols.valid, cols.txSig, cols.eventIndex, cols.slot, cols.final, cols.digest)
 	if err != nil {
 		return 0, fmt.Errorf("insert attestations: %w", err)
 	}
@@ -420,4 +422,24 @@ func recomputeAgent(ctx context.Context, tx pgx.Tx, pda string) error {
 		return fmt.Errorf("recompute agent %s: %w", pda, err)
 	}
 	return nil
+}
+
+// VerifiedDigest is the SHA-256 of the bytes an Ed25519 check covers:
+// agent_id (32) || action_hash (32) || signature (64).
+func VerifiedDigest(agentID [32]byte, hash [32]byte, sig [64]byte) [32]byte {
+	var b [128]byte
+	copy(b[:32], agentID[:])
+	copy(b[32:64], hash[:])
+	copy(b[64:], sig[:])
+	return sha256.Sum256(b[:])
+}
+
+// verifiedDigest is the stored digest of a record whose signature passed
+// the check at ingest, nil (NULL) otherwise.
+func verifiedDigest(r *AttestationRecord) []byte {
+	if !r.SignatureValid {
+		return nil
+	}
+	d := VerifiedDigest(r.AgentID, r.ActionHash, r.Signature)
+	return d[:]
 }
