@@ -96,6 +96,8 @@ type Node struct {
 	Cache *cache.Cache
 	Redis *redis.Client
 	Reg   *prometheus.Registry
+
+	prefix string
 }
 
 // NodeOptions adjust a node.
@@ -138,7 +140,7 @@ func (e *Env) StartNode(t testing.TB, opt NodeOptions) *Node {
 		st.Close()
 	})
 	root := "http://" + ln.Addr().String()
-	return &Node{URL: root + app.Prefix, Root: root, API: a, Store: st, Cache: c, Redis: rdb, Reg: reg}
+	return &Node{URL: root + app.Prefix, Root: root, API: a, Store: st, Cache: c, Redis: rdb, Reg: reg, prefix: e.Prefix}
 }
 
 // Fiber returns the node's Fiber app (for app.Test-style calls).
@@ -146,3 +148,26 @@ func (n *Node) Fiber() *fiber.App { return n.API.Fiber() }
 
 // httpClient is shared by all nodes' test clients.
 var httpClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+// SettleEpoch waits (up to 5 s) until the node has heard every index epoch
+// bump made so far, so a test's next read sees the writes it just made
+// under the current epoch. In production the announcement arrives within
+// milliseconds; tests that compare two cached answers need it settled.
+func (n *Node) SettleEpoch(t testing.TB) {
+	t.Helper()
+	key := n.prefix + "epoch"
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		want, err := n.Redis.Get(context.Background(), key).Uint64()
+		if err != nil && err != redis.Nil {
+			t.Fatalf("read epoch: %v", err)
+		}
+		if n.Cache.Epoch() >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node epoch %d, announced %d: not settled within 5 s", n.Cache.Epoch(), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

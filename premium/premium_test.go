@@ -396,6 +396,10 @@ func TestForensicReport(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	c := craftAgent(t, env, now)
 	agent := c.agent.PDA.String()
+	// The report is cached per epoch: let the node hear the last bump of
+	// the setup first, or the cached answer below could be from an epoch
+	// the node only reached after this request.
+	pn.SettleEpoch(t)
 
 	r := pn.get(t, "/premium/forensic-report/"+agent)
 	if r.Status != 200 {
