@@ -12,6 +12,7 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/apptest"
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -285,10 +286,22 @@ func TestGetAttestationAndAgent(t *testing.T) {
 	if st.Data.TotalAttestations != want || sum != want || len(st.Data.ByType) != 7 || len(st.Data.RecentAttestations) != 10 {
 		t.Fatalf("agent stats %+v, want total %d", st.Data, want)
 	}
-	// A revoked agent says so (every tenth seeded agent is revoked).
+	// A revocation shows on the agent, with its time, once indexed.
+	victim := env.Seeded.Agents[1].PDA.String()
+	revokedAt := time.Now().UTC().Truncate(time.Second)
+	_, err = env.Store.Apply(context.Background(), &store.Batch{Revocations: []store.AgentRevocation{{
+		Event: store.Event{TxSignature: "revoke-test", Slot: 1 << 40, Commitment: attestation.Finalized},
+		PDA:   victim, At: revokedAt,
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.SettleEpoch(t)
 	var revoked struct{ Data attestation.Agent }
-	node.Get(t, "/agents/"+env.Seeded.Agents[len(env.Seeded.Agents)-1].PDA.String()).JSON(t, &revoked)
-	_ = revoked
+	node.Get(t, "/agents/"+victim).JSON(t, &revoked)
+	if !revoked.Data.Revoked || revoked.Data.RevokedAt == nil || !revoked.Data.RevokedAt.Equal(revokedAt) {
+		t.Fatalf("after revocation: revoked %v at %v, want true at %v", revoked.Data.Revoked, revoked.Data.RevokedAt, revokedAt)
+	}
 }
 
 func TestStatsAndHealth(t *testing.T) {
