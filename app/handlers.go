@@ -12,7 +12,6 @@ import (
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Pagination is the pagination object of list answers.
@@ -32,8 +31,9 @@ type dataBody struct {
 	Data any `json:"data"`
 }
 
-// sendJSON writes JSON bytes.
-func sendJSON(c *fiber.Ctx, b []byte) error {
+// SendJSON writes JSON bytes as the answer (feature packages use it for
+// bytes they cached themselves).
+func SendJSON(c *fiber.Ctx, b []byte) error {
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 	return c.Send(b)
 }
@@ -86,8 +86,7 @@ func loadErr(err error) error {
 		}
 		return nil
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && !unavailableClass(pgErr.Code) {
+	if !store.IsUnavailable(err) {
 		return err // a real SQL error: internal
 	}
 	return apierror.Unavailable("the database is unavailable; try again shortly")
@@ -199,18 +198,4 @@ func (a *API) getAgentStats(c *fiber.Ctx) error {
 		}
 		return dataBody{Data: st}, false, err
 	})
-}
-
-// unavailableClass reports SQLSTATE classes that mean the server cannot
-// answer now: connection exceptions (08), insufficient resources (53),
-// operator intervention such as a shutdown (57).
-func unavailableClass(code string) bool {
-	if len(code) < 2 {
-		return false
-	}
-	switch code[:2] {
-	case "08", "53", "57":
-		return true
-	}
-	return false
 }

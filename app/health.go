@@ -103,5 +103,5 @@ func (a *API) openAPI(c *fiber.Ctx) error {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
-	return sendJSON(c, b)
+	return SendJSON(c, b)
 }

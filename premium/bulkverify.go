@@ -132,7 +132,7 @@ func (h *Handler) bulkVerify(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return sendJSON(c, b)
+	return app.SendJSON(c, b)
 }
 
 // verify answers ids in order with one database round trip.

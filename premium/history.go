@@ -115,7 +115,7 @@ func (h *Handler) fullHistory(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return sendJSON(c, b)
+	return app.SendJSON(c, b)
 }
 
 // loadHistory reads the agent and the page concurrently.

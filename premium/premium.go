@@ -114,12 +114,6 @@ func (h *Handler) Routes(api *app.API, auth fiber.Handler) {
 	api.Route(http.MethodPost, "/premium/bulk-verify", auth, h.bulkVerify)
 }
 
-// sendJSON writes JSON bytes (cached bytes are written as they are).
-func sendJSON(c *fiber.Ctx, b []byte) error {
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
-	return c.Send(b)
-}
-
 // storeErr maps a failed read: 503 when the database is unavailable,
 // otherwise internal (logged by the app, answered without detail).
 func storeErr(err error) error {

@@ -152,7 +152,7 @@ func (h *Handler) forensicReport(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return sendJSON(c, b)
+	return app.SendJSON(c, b)
 }
 
 // BuildReport computes the report of agent pda over [from, to) (zero:

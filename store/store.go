@@ -6,11 +6,33 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // ErrNotFound is returned by reads of a single record that does not exist.
 var ErrNotFound = errors.New("not found")
+
+// IsUnavailable reports whether err means the database could not answer
+// now (connection lost, timeout, shutdown, too many clients) rather than a
+// statement being wrong: callers answer 503 for the first and 500 for the
+// second, like the public reads do.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case len(pgErr.Code) < 2:
+			return false
+		case pgErr.Code[:2] == "08", pgErr.Code[:2] == "53", pgErr.Code[:2] == "57":
+			return true
+		}
+		return false
+	}
+	return true
+}
 
 // Notifier learns that indexed data changed, after the change committed.
 // The cache implements it by bumping the index epoch on every node.
