@@ -127,8 +127,12 @@ func TestKeyChecks(t *testing.T) {
 	// Same prefix as a real key, different secret.
 	forged := good.Secret[:len(good.Secret)-1] + map[bool]string{true: "2", false: "3"}[strings.HasSuffix(good.Secret, "3")]
 
-	malformed := []string{"atst_", "atst_0000", "Bearer " + good.Secret, strings.ToUpper(good.Secret), good.Secret + "x",
-		"atst_" + strings.Repeat("z", 45), good.Secret[1:], "' OR 1=1 --"}
+	// Every entry must be malformed whatever the random secret is: a secret
+	// is 48 or 49 characters long, so one more base58 character can still
+	// be a well-formed key (good.Secret+"x" was, in one CI run); two more
+	// never are, and 44 'z's decode to 33 bytes.
+	malformed := []string{"atst_", "atst_0000", "Bearer " + good.Secret, strings.ToUpper(good.Secret), good.Secret + "xx",
+		"atst_" + strings.Repeat("z", 44), "atst_" + strings.Repeat("z", 45), good.Secret[1:], "' OR 1=1 --"}
 	before := dbLookups(kn)
 	for _, k := range malformed {
 		r := kn.Do(t, http.MethodGet, "/keys", nil, withKey(k))
