@@ -2,6 +2,7 @@ package announce
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,5 +68,49 @@ func TestCloseReturnsWhileBlocked(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close blocked on a listener waiting for messages")
+	}
+}
+
+// TestRedisCluster: on a Redis Cluster an announcement published on any
+// master reaches listeners subscribed on every master, and a listener on a
+// cluster client hears it too (nodes of one fleet may be connected to
+// different masters).
+func TestRedisCluster(t *testing.T) {
+	cl := testenv.OwnRedisCluster(t, 3)
+	var heard [4]atomic.Value
+	var subscribed atomic.Int32
+	listen := func(i int, rdb redis.UniversalClient) {
+		l := Listen(rdb, "ch", Handlers{
+			Resync:  func(context.Context) { subscribed.Add(1) },
+			Message: func(p string) { heard[i].Store(p) },
+		})
+		t.Cleanup(l.Close)
+	}
+	for i, n := range cl.Nodes {
+		listen(i, client(t, "redis://"+n.Addr))
+	}
+	opt, err := redis.ParseClusterURL(cl.URL)
+	testenv.Must(t, err, "parse cluster url")
+	cc := redis.NewClusterClient(opt)
+	t.Cleanup(func() { cc.Close() })
+	listen(3, cc)
+	waitFor(t, "four subscriptions", func() bool { return subscribed.Load() == 4 })
+
+	for i, n := range cl.Nodes {
+		msg := "from-" + n.Addr
+		testenv.Must(t, Publish(context.Background(), client(t, "redis://"+n.Addr), "ch", msg, time.Second), "publish on %s", n.Addr)
+		for j := range heard {
+			waitFor(t, fmt.Sprintf("listener %d hears what master %d published", j, i), func() bool {
+				v, _ := heard[j].Load().(string)
+				return v == msg
+			})
+		}
+	}
+	testenv.Must(t, Publish(context.Background(), cc, "ch", "via-cluster-client", time.Second), "publish via cluster client")
+	for j := range heard {
+		waitFor(t, fmt.Sprintf("listener %d hears the cluster client", j), func() bool {
+			v, _ := heard[j].Load().(string)
+			return v == "via-cluster-client"
+		})
 	}
 }

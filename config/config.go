@@ -18,6 +18,7 @@ type Var struct {
 var Vars = []Var{
 	{"DATABASE_URL", "(make run / tests: a throwaway server)", "PostgreSQL URL"},
 	{"REDIS_URL", "(make run / tests: a throwaway server)", "Redis URL (redis://host:port/db)"},
+	{"ATTESTD_REDIS_CLUSTER", "off", "on: REDIS_URL names Redis Cluster seed nodes (redis://host:port?addr=host2:port2&addr=...)"},
 	{"ATTESTD_HTTP_ADDR", "127.0.0.1:8080", "public API listener"},
 	{"ATTESTD_METRICS_ADDR", "127.0.0.1:9090", "internal Prometheus /metrics listener; empty disables it"},
 	{"ATTESTD_LOG_LEVEL", "info", "debug, info, warn or error"},
@@ -33,6 +34,7 @@ var Vars = []Var{
 type Config struct {
 	DatabaseURL     string
 	RedisURL        string
+	RedisCluster    bool
 	HTTPAddr        string
 	MetricsAddr     string
 	LogLevel        slog.Level
@@ -74,6 +76,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		c.AccessLogAll = true
 	default:
 		return c, fmt.Errorf("ATTESTD_ACCESS_LOG: want errors or all, got %q", v)
+	}
+	switch v := get("ATTESTD_REDIS_CLUSTER", "off"); v {
+	case "off":
+	case "on":
+		c.RedisCluster = true
+	default:
+		return c, fmt.Errorf("ATTESTD_REDIS_CLUSTER: want on or off, got %q", v)
 	}
 	switch v := get("ATTESTD_CACHE", "on"); v {
 	case "on":

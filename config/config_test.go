@@ -13,13 +13,14 @@ func TestFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.HTTPAddr != "127.0.0.1:8080" || c.LogLevel != slog.LevelInfo || c.DBMaxConns != 16 ||
-		c.ShutdownTimeout != 10*time.Second || c.RedisPrefix != "attestd:" || c.LocalBytes != 32<<20 {
+		c.ShutdownTimeout != 10*time.Second || c.RedisPrefix != "attestd:" || c.LocalBytes != 32<<20 || c.RedisCluster {
 		t.Fatalf("defaults: %+v", c)
 	}
 	bad := []map[string]string{
 		{"ATTESTD_LOG_LEVEL": "loud"},
 		{"ATTESTD_ACCESS_LOG": "some"},
 		{"ATTESTD_CACHE": "maybe"},
+		{"ATTESTD_REDIS_CLUSTER": "yes"},
 		{"ATTESTD_CACHE_LOCAL_MB": "-1"},
 		{"ATTESTD_DB_MAX_CONNS": "0"},
 		{"ATTESTD_DB_MAX_CONNS": "x"},
@@ -30,8 +31,8 @@ func TestFromEnv(t *testing.T) {
 			t.Errorf("%v: want error", m)
 		}
 	}
-	c, err = FromEnv(env(map[string]string{"ATTESTD_CACHE": "off", "ATTESTD_CACHE_LOCAL_MB": "0", "ATTESTD_ACCESS_LOG": "all"}))
-	if err != nil || !c.CacheDisabled || c.LocalBytes != -1 || !c.AccessLogAll {
+	c, err = FromEnv(env(map[string]string{"ATTESTD_CACHE": "off", "ATTESTD_CACHE_LOCAL_MB": "0", "ATTESTD_ACCESS_LOG": "all", "ATTESTD_REDIS_CLUSTER": "on"}))
+	if err != nil || !c.CacheDisabled || c.LocalBytes != -1 || !c.AccessLogAll || !c.RedisCluster {
 		t.Fatalf("%+v %v", c, err)
 	}
 	if err := (Config{}).RequireStores(); err == nil {

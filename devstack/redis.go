@@ -22,6 +22,11 @@ type Redis struct {
 // StartRedis starts redis-server on a free loopback port, or on port when
 // port is not zero (to restart a server where clients expect it).
 func StartRedis(ctx context.Context, dir string, port int) (*Redis, error) {
+	return startRedis(ctx, dir, port)
+}
+
+// startRedis is StartRedis with extra redis-server arguments.
+func startRedis(ctx context.Context, dir string, port int, extra ...string) (*Redis, error) {
 	bins, err := Find()
 	if err != nil {
 		return nil, err
@@ -37,6 +42,7 @@ func StartRedis(ctx context.Context, dir string, port int) (*Redis, error) {
 	cmd := exec.Command(bins.Redis, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "no",
 		"--maxclients", "4096", "--loglevel", "warning")
+	cmd.Args = append(cmd.Args, extra...)
 	p, err := startProcess("redis-server", cmd, nil, filepath.Join(dir, "redis.log"))
 	if err != nil {
 		return nil, err

@@ -47,7 +47,7 @@ func (b *logBuffer) String() string {
 
 type node struct {
 	lim  *Limiter
-	rdb  *redis.Client
+	rdb  *redis.Client // nil for a node on a cluster client
 	app  *fiber.App
 	logs *logBuffer
 }
@@ -62,6 +62,14 @@ func newNode(tb testing.TB, url string, cfg Config) *node {
 	opt.DialTimeout = 200 * time.Millisecond
 	rdb := redis.NewClient(opt)
 	tb.Cleanup(func() { _ = rdb.Close() })
+	n := newNodeOn(tb, rdb, cfg)
+	n.rdb = rdb
+	return n
+}
+
+// newNodeOn is newNode over a given client (a cluster client, say).
+func newNodeOn(tb testing.TB, rdb redis.UniversalClient, cfg Config) *node {
+	tb.Helper()
 	if cfg.Timeout == 0 {
 		// Tests that expect Redis decisions must not fall back because a
 		// loaded machine (-race, other packages' tests) stalled a round trip.
@@ -75,7 +83,7 @@ func newNode(tb testing.TB, url string, cfg Config) *node {
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	app.Use(lim.Middleware())
 	app.Get("/*", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"ok": true}) })
-	return &node{lim: lim, rdb: rdb, app: app, logs: logs}
+	return &node{lim: lim, app: app, logs: logs}
 }
 
 // response is what a test reads of an HTTP answer.

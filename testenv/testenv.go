@@ -191,6 +191,19 @@ func OwnRedis(tb testing.TB) *devstack.Redis {
 	return r
 }
 
+// OwnRedisCluster starts a Redis Cluster of masters nodes for this test alone.
+func OwnRedisCluster(tb testing.TB, masters int) *devstack.RedisCluster {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := devstack.StartRedisCluster(ctx, TempDir(tb, "attestd-own-cluster-"), masters)
+	if err != nil {
+		tb.Fatalf("start redis cluster: %v", err)
+	}
+	tb.Cleanup(c.Stop)
+	return c
+}
+
 // Must fails the test on err, with context.
 func Must(tb testing.TB, err error, what string, args ...any) {
 	tb.Helper()

@@ -74,7 +74,7 @@ func startIndexer(ctx context.Context, cfg config.Config, log *slog.Logger, reg 
 		return fmt.Errorf("migrate: %w", err)
 	}
 	if cfg.RedisURL != "" {
-		rdb, err := openRedis(cfg)
+		rdb, err := openRedis(ctx, cfg)
 		if err != nil {
 			return err
 		}

@@ -64,7 +64,7 @@ func keyService(ctx context.Context) (*apikey.Service, func(), error) {
 	opt := apikey.Options{Store: st, Passive: true, Logger: log, Channel: cfg.RedisPrefix + "apikey:invalidate",
 		MaxActiveKeys: kopt.MaxActiveKeys}
 	if cfg.RedisURL != "" {
-		rdb, err := openRedis(cfg)
+		rdb, err := openRedis(ctx, cfg)
 		if err != nil {
 			st.Close()
 			return nil, nil, err

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/attestd/attestd/cache"
@@ -44,21 +45,86 @@ func openStore(ctx context.Context, cfg config.Config, lazy bool) (*store.Store,
 	return store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: cfg.DBMaxConns, Lazy: lazy})
 }
 
-// openRedis makes a client with explicit timeouts (go-redis defaults moved in v9.22).
-func openRedis(cfg config.Config) (*redis.Client, error) {
+// openRedis makes a client with explicit timeouts (go-redis defaults moved
+// in v9.22): a Redis Cluster client when ATTESTD_REDIS_CLUSTER is on. It
+// refuses a server whose mode contradicts the setting (see checkRedisMode).
+func openRedis(ctx context.Context, cfg config.Config) (redis.UniversalClient, error) {
+	rdb, err := newRedisClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRedisMode(ctx, rdb, cfg.RedisCluster); err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	return rdb, nil
+}
+
+// checkRedisMode fails when the server's cluster mode contradicts
+// ATTESTD_REDIS_CLUSTER. A plain client on one cluster master would get
+// MOVED for most keys: cache misses on every node and a per-node limit
+// instead of a fleet-wide one. A server that does not answer is not an
+// error here: nodes start while Redis is down and serve from Postgres.
+func checkRedisMode(ctx context.Context, rdb redis.UniversalClient, cluster bool) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var info string
+	var err error
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		// Ask a seed node itself: the cluster client cannot route
+		// anything before it has read the slots.
+		err = cc.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error {
+			v, err := c.Info(ctx, "cluster").Result()
+			if err == nil && info == "" {
+				info = v
+			}
+			return err
+		})
+	} else {
+		info, err = rdb.Info(ctx, "cluster").Result()
+	}
+	if err != nil {
+		if cluster && strings.Contains(err.Error(), "cluster support disabled") {
+			return errors.New("REDIS_URL is a standalone Redis but ATTESTD_REDIS_CLUSTER=on: set it to off, or point REDIS_URL at cluster nodes")
+		}
+		return nil
+	}
+	enabled := strings.Contains(info, "cluster_enabled:1")
+	switch {
+	case enabled && !cluster:
+		return errors.New("REDIS_URL is a Redis Cluster node: set ATTESTD_REDIS_CLUSTER=on (and list more seed nodes as addr=host:port parameters)")
+	case !enabled && cluster:
+		return errors.New("REDIS_URL is a standalone Redis but ATTESTD_REDIS_CLUSTER=on: set it to off, or point REDIS_URL at cluster nodes")
+	}
+	return nil
+}
+
+// newRedisClient builds the client ATTESTD_REDIS_CLUSTER asks for.
+func newRedisClient(cfg config.Config) (redis.UniversalClient, error) {
 	if cfg.RedisURL == "" {
 		return nil, errors.New("REDIS_URL not set (make run starts a local server for you)")
+	}
+	const (
+		dial, rw = 2 * time.Second, time.Second
+		pool     = 128 // per server
+		idle     = 8
+		maxRetry = 1
+	)
+	if cfg.RedisCluster {
+		opt, err := redis.ParseClusterURL(cfg.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("parse REDIS_URL as cluster seeds (ATTESTD_REDIS_CLUSTER=on): %w", err)
+		}
+		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = dial, rw, rw
+		opt.PoolSize, opt.MinIdleConns, opt.MaxRetries = pool, idle, maxRetry
+		return redis.NewClusterClient(opt), nil
 	}
 	opt, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
 	}
-	opt.DialTimeout = 2 * time.Second
-	opt.ReadTimeout = time.Second
-	opt.WriteTimeout = time.Second
-	opt.PoolSize = 128
-	opt.MinIdleConns = 8
-	opt.MaxRetries = 1
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = dial, rw, rw
+	opt.PoolSize, opt.MinIdleConns, opt.MaxRetries = pool, idle, maxRetry
 	return redis.NewClient(opt), nil
 }
 

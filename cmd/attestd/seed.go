@@ -47,7 +47,7 @@ func runSeed(ctx context.Context, args []string) error {
 		}
 	}
 	if cfg.RedisURL != "" {
-		rdb, err := openRedis(cfg)
+		rdb, err := openRedis(ctx, cfg)
 		if err != nil {
 			return err
 		}

@@ -31,7 +31,7 @@ func runServe(ctx context.Context, args []string) error {
 	if err := st.Ping(ctx); err != nil {
 		log.Warn("postgres does not answer yet; serving cached reads only until it does", "err", err)
 	}
-	rdb, err := openRedis(cfg)
+	rdb, err := openRedis(ctx, cfg)
 	if err != nil {
 		return err
 	}

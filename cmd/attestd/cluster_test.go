@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/attestd/attestd/devstack"
+	"github.com/attestd/attestd/testenv"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// buildSelf builds this command into a temporary directory.
+func buildSelf(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "attestd")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runCmd runs one attestd subcommand to completion and returns its stdout.
+func runCmd(t *testing.T, bin string, env []string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = env
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("attestd %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String()
+}
+
+// serveNode starts `attestd serve` on a free loopback port and waits until
+// /health answers; the process gets SIGTERM when the test ends.
+func serveNode(t *testing.T, bin string, env []string) string {
+	t.Helper()
+	port, err := devstack.FreePort()
+	testenv.Must(t, err, "free port")
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(env, "ATTESTD_HTTP_ADDR="+addr)
+	var stderr lockedBuilder
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	testenv.Must(t, cmd.Start(), "start attestd serve")
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	base := "http://" + addr + "/api/v1"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-done:
+			t.Fatalf("attestd serve exited:\n%s", stderr.String())
+		default:
+		}
+		if resp, err := http.Get(base + "/health"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("attestd serve not healthy within 30 s:\n%s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// lockedBuilder is a strings.Builder safe for a child's two streams.
+type lockedBuilder struct {
+	ch chan struct{}
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) lock() {
+	if l.ch == nil {
+		l.ch = make(chan struct{}, 1)
+	}
+	l.ch <- struct{}{}
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.lock()
+	defer func() { <-l.ch }()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.lock()
+	defer func() { <-l.ch }()
+	return l.b.String()
+}
+
+// get sends a GET as the client ip (through the trusted loopback proxy)
+// and decodes the JSON body into out when out is not nil.
+func get(t *testing.T, url, ip, key string, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	testenv.Must(t, err, "request")
+	req.Header.Set("X-Forwarded-For", ip)
+	if key != "" {
+		req.Header.Set("x-api-key", key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	testenv.Must(t, err, "GET %s", url)
+	defer resp.Body.Close()
+	if out != nil {
+		testenv.Must(t, json.NewDecoder(resp.Body).Decode(out), "decode %s", url)
+	}
+	return resp.StatusCode
+}
+
+// TestServeOnRedisCluster runs the built binary the way an operator with a
+// Redis Cluster would (ATTESTD_REDIS_CLUSTER=on, REDIS_URL naming the seed
+// nodes): seed, two serving nodes, a second write seen by both, the rate
+// limit held exactly across the two nodes, and a key revoked from the CLI
+// refused by both, with the cache's keys spread over the masters.
+func TestServeOnRedisCluster(t *testing.T) {
+	bin := buildSelf(t)
+	cl := testenv.OwnRedisCluster(t, 3)
+	prefix := testenv.Name("t") + ":"
+	const limit = 30
+	env := []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(),
+		"DATABASE_URL=" + testenv.Database(t),
+		"REDIS_URL=" + cl.URL, "ATTESTD_REDIS_CLUSTER=on", "ATTESTD_REDIS_PREFIX=" + prefix,
+		"ATTESTD_METRICS_ADDR=", "ATTESTD_LOG_LEVEL=warn",
+		fmt.Sprintf("ATTESTD_RATE_LIMIT=%d", limit), "ATTESTD_TRUSTED_PROXIES=127.0.0.1/32",
+	}
+	runCmd(t, bin, env, "migrate")
+	runCmd(t, bin, env, "seed", "--agents", "3", "--attestations", "40")
+	nodes := []string{serveNode(t, bin, env), serveNode(t, bin, env)}
+
+	type list struct {
+		Pagination struct{ Total int } `json:"pagination"`
+	}
+	total := func(node, ip string) int {
+		var l list
+		if s := get(t, node+"/attestations?limit=5", ip, "", &l); s != http.StatusOK {
+			t.Fatalf("%s: list status %d", node, s)
+		}
+		return l.Pagination.Total
+	}
+	for i, n := range nodes {
+		var h struct{ Status, Redis string }
+		get(t, n+"/health", "203.0.113.1", "", &h)
+		if h.Status != "ok" || h.Redis != "ok" {
+			t.Fatalf("node %d health %+v, want ok on a healthy cluster", i, h)
+		}
+		if got := total(n, "203.0.113.1"); got != 40 {
+			t.Fatalf("node %d: total %d, want 40", i, got)
+		}
+	}
+
+	// A second write (its epoch bump goes through the cluster) is seen by
+	// both nodes, whose first answer is cached under the old epoch.
+	runCmd(t, bin, env, "seed", "--agents", "1", "--attestations", "10", "--seed", "2")
+	for i, n := range nodes {
+		deadline := time.Now().Add(5 * time.Second)
+		for got := total(n, "203.0.113.1"); got != 50; got = total(n, "203.0.113.1") {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d: total %d 5 s after the write, want 50", i, got)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	// The limit holds for the fleet: one client over both nodes.
+	accepted := 0
+	for i := range limit + 15 {
+		var body struct{ Error struct{ Code string } }
+		switch s := get(t, nodes[i%2]+"/stats", "203.0.113.99", "", &body); s {
+		case http.StatusOK:
+			accepted++
+		case http.StatusTooManyRequests:
+			if body.Error.Code != "RATE_LIMITED" {
+				t.Fatalf("429 with code %q", body.Error.Code)
+			}
+		default:
+			t.Fatalf("request %d: status %d", i, s)
+		}
+	}
+	if accepted != limit {
+		t.Fatalf("accepted %d of %d over two nodes, want exactly %d", accepted, limit+15, limit)
+	}
+
+	// A key revoked from the CLI is refused by both nodes within 5 s.
+	key := strings.TrimSpace(runCmd(t, bin, env, "keys", "create", "--account", "acme"))
+	for i, n := range nodes {
+		if s := get(t, n+"/keys", "203.0.113.2", key, nil); s != http.StatusOK {
+			t.Fatalf("node %d: GET /keys with a fresh key: %d", i, s)
+		}
+	}
+	runCmd(t, bin, env, "keys", "revoke", key[len("atst_"):len("atst_")+8])
+	for i, n := range nodes {
+		deadline := time.Now().Add(5 * time.Second)
+		for get(t, n+"/keys", "203.0.113.2", key, nil) != http.StatusUnauthorized {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d still accepts a key revoked 5 s ago", i)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	// The fleet's keys live on more than one master.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	holding := 0
+	for _, m := range cl.Nodes {
+		rdb := redis.NewClient(&redis.Options{Addr: m.Addr})
+		keys, err := rdb.Keys(ctx, prefix+"*").Result()
+		rdb.Close()
+		testenv.Must(t, err, "keys on %s", m.Addr)
+		if len(keys) > 0 {
+			holding++
+		}
+	}
+	if holding < 2 {
+		t.Fatalf("attestd keys found on %d of 3 masters, want them spread", holding)
+	}
+}
+
+// TestRedisModeMismatch: a node whose ATTESTD_REDIS_CLUSTER contradicts
+// the server refuses to start and says what to set, rather than run with
+// MOVED errors (cache misses everywhere, a per-node rate limit).
+func TestRedisModeMismatch(t *testing.T) {
+	bin := buildSelf(t)
+	cl := testenv.OwnRedisCluster(t, 2)
+	standalone, _ := testenv.Redis(t)
+	db := testenv.Database(t)
+	cases := []struct {
+		name, url, mode, want string
+	}{
+		{"cluster node, cluster off", "redis://" + cl.Nodes[1].Addr, "off", "set ATTESTD_REDIS_CLUSTER=on"},
+		{"standalone, cluster on", standalone, "on", "standalone Redis but ATTESTD_REDIS_CLUSTER=on"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			port, err := devstack.FreePort()
+			testenv.Must(t, err, "free port")
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, "serve")
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "DATABASE_URL=" + db,
+				"REDIS_URL=" + tc.url, "ATTESTD_REDIS_CLUSTER=" + tc.mode, "ATTESTD_METRICS_ADDR=",
+				fmt.Sprintf("ATTESTD_HTTP_ADDR=127.0.0.1:%d", port)}
+			out, err := cmd.CombinedOutput()
+			if err == nil || ctx.Err() != nil {
+				t.Fatalf("serve did not fail at start (err %v, ctx %v):\n%s", err, ctx.Err(), out)
+			}
+			if !strings.Contains(string(out), tc.want) {
+				t.Fatalf("serve failed without saying %q:\n%s", tc.want, out)
+			}
+		})
+	}
+}

@@ -1,0 +1,132 @@
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// clusterSlots is the number of hash slots of a Redis Cluster.
+const clusterSlots = 16384
+
+// RedisCluster is a running throwaway Redis Cluster of masters only, each
+// owning an equal share of the hash slots.
+type RedisCluster struct {
+	Nodes []*Redis
+	// BusPorts are the nodes' cluster bus ports, in Nodes order.
+	BusPorts []int
+	// URL names every node: the first as host, the others as addr
+	// parameters (the form redis.ParseClusterURL reads).
+	URL string
+}
+
+// Addrs returns the nodes' host:port addresses.
+func (c *RedisCluster) Addrs() []string {
+	out := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = n.Addr
+	}
+	return out
+}
+
+// Stop shuts every node down.
+func (c *RedisCluster) Stop() {
+	for _, n := range c.Nodes {
+		n.Stop()
+	}
+}
+
+// StartRedisCluster starts masters redis-server processes in cluster mode
+// on free loopback ports (each under its own directory in dir), splits the
+// hash slots between them, joins them and waits until every node reports
+// the cluster healthy.
+func StartRedisCluster(ctx context.Context, dir string, masters int) (*RedisCluster, error) {
+	if masters < 1 {
+		return nil, errors.New("redis cluster: at least one master")
+	}
+	c := &RedisCluster{}
+	fail := func(err error) (*RedisCluster, error) {
+		c.Stop()
+		return nil, err
+	}
+	for i := range masters {
+		// The cluster bus port is set explicitly: the default (port+10000)
+		// may be out of range or taken for a port picked at random.
+		bus, err := FreePort()
+		if err != nil {
+			return fail(err)
+		}
+		n, err := startRedis(ctx, filepath.Join(dir, "node"+strconv.Itoa(i)), 0,
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", "5000")
+		if err != nil {
+			return fail(fmt.Errorf("redis cluster node %d: %w", i, err))
+		}
+		c.Nodes = append(c.Nodes, n)
+		c.BusPorts = append(c.BusPorts, bus)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := c.form(wctx); err != nil {
+		return fail(fmt.Errorf("form redis cluster: %w", err))
+	}
+	c.URL = "redis://" + c.Nodes[0].Addr
+	for i, n := range c.Nodes[1:] {
+		sep := "&"
+		if i == 0 {
+			sep = "?"
+		}
+		c.URL += sep + "addr=" + n.Addr
+	}
+	return c, nil
+}
+
+// form assigns slot ranges, introduces the nodes to the first one and
+// waits for every node to see all slots served.
+func (c *RedisCluster) form(ctx context.Context) error {
+	clients := make([]*redis.Client, len(c.Nodes))
+	for i, n := range c.Nodes {
+		clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr, DialTimeout: time.Second, MaxRetries: -1})
+		defer clients[i].Close()
+	}
+	per := clusterSlots / len(c.Nodes)
+	for i, rdb := range clients {
+		first, last := i*per, (i+1)*per-1
+		if i == len(clients)-1 {
+			last = clusterSlots - 1
+		}
+		if err := rdb.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", first, last).Err(); err != nil {
+			return fmt.Errorf("assign slots %d-%d to %s: %w", first, last, c.Nodes[i].Addr, err)
+		}
+	}
+	for i, n := range c.Nodes[1:] {
+		host, port, err := splitHostPort(n.Addr)
+		if err != nil {
+			return err
+		}
+		if err := clients[0].Do(ctx, "CLUSTER", "MEET", host, port, c.BusPorts[i+1]).Err(); err != nil {
+			return fmt.Errorf("meet %s: %w", n.Addr, err)
+		}
+	}
+	want := "cluster_known_nodes:" + strconv.Itoa(len(c.Nodes))
+	for i, rdb := range clients {
+		for {
+			info, err := rdb.ClusterInfo(ctx).Result()
+			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, want+"\r\n") {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("node %s not ready (last info %q, err %v): %w", c.Nodes[i].Addr, info, err, ctx.Err())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
