@@ -98,7 +98,7 @@ func (h *Handler) fullHistory(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	b, _, err := h.cache.Get(c.UserContext(), q.cacheKey(), func(ctx context.Context) ([]byte, bool, error) {
+	v, _, err := h.cache.GetValue(c.UserContext(), q.cacheKey(), func(ctx context.Context) ([]byte, bool, error) {
 		body, err := h.loadHistory(ctx, q.filter)
 		if err != nil {
 			return nil, false, loadErr(err)
@@ -115,7 +115,7 @@ func (h *Handler) fullHistory(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return app.SendJSON(c, b)
+	return app.SendValue(c, v)
 }
 
 // loadHistory reads the agent and the page concurrently.

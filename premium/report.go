@@ -130,7 +130,7 @@ func (h *Handler) forensicReport(c *fiber.Ctx) error {
 	key := fmt.Sprintf("pf:%s:%d:%d:%s", id, nanos(from), nanos(to), h.rulesKey)
 	// The cached bytes are answered as they are: a cached report keeps its
 	// generatedAt and reportHash, and still verifies.
-	b, _, err := h.cache.Get(c.UserContext(), key, func(ctx context.Context) ([]byte, bool, error) {
+	v, _, err := h.cache.GetValue(c.UserContext(), key, func(ctx context.Context) ([]byte, bool, error) {
 		start := time.Now()
 		rep, err := h.BuildReport(ctx, id, from, to)
 		if err != nil {
@@ -152,7 +152,7 @@ func (h *Handler) forensicReport(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return app.SendJSON(c, b)
+	return app.SendValue(c, v)
 }
 
 // BuildReport computes the report of agent pda over [from, to) (zero:

@@ -51,8 +51,9 @@ func main() {
 	n := flag.Int("n", 50, "requests per warm scenario")
 	cold := flag.Int("cold", 15, "requests per uncached forensic-report scenario")
 	atts := flag.Int("attestations", 100_000, "attestations of the one seeded agent")
+	gz := flag.Bool("gzip", true, "accept gzip answers (as Go's HTTP client does by default); false asks for plain JSON")
 	flag.Parse()
-	if err := run(context.Background(), *n, *cold, *atts); err != nil {
+	if err := run(context.Background(), *n, *cold, *atts, *gz); err != nil {
 		fmt.Fprintln(os.Stderr, "premium-bench:", err)
 		os.Exit(1)
 	}
@@ -84,7 +85,7 @@ type node struct {
 	rec  *recorder
 }
 
-func run(ctx context.Context, n, cold, atts int) error {
+func run(ctx context.Context, n, cold, atts int, gz bool) error {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cache.RouteRedisLogs(quiet)
 	adminURL, redisURL := os.Getenv("DATABASE_URL"), os.Getenv("REDIS_URL")
@@ -221,7 +222,8 @@ func run(ctx context.Context, n, cold, atts int) error {
 	}
 	fixed := sample()
 
-	client := &http.Client{Timeout: 30 * time.Second}
+	// With DisableCompression the client sends no Accept-Encoding: plain answers.
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableCompression: !gz}}
 	type result struct {
 		name, target string
 		server       []time.Duration
@@ -300,8 +302,8 @@ func run(ctx context.Context, n, cold, atts int) error {
 	}
 
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("\n%s, GOMAXPROCS %d, %s, load average %s\n", runtime.Version(), runtime.GOMAXPROCS(0),
-		time.Now().UTC().Format(time.RFC3339), strings.Join(strings.Fields(string(load))[:3], " "))
+	fmt.Printf("\n%s, GOMAXPROCS %d, %s, load average %s, gzip answers %v (body: the JSON size)\n", runtime.Version(), runtime.GOMAXPROCS(0),
+		time.Now().UTC().Format(time.RFC3339), strings.Join(strings.Fields(string(load))[:3], " "), gz)
 	fmt.Println()
 	fmt.Println("| scenario | n | server p50 | p90 | max | client p50 | body | target |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---|")
