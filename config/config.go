@@ -70,26 +70,22 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if err := c.LogLevel.UnmarshalText([]byte(get("ATTESTD_LOG_LEVEL", "info"))); err != nil {
 		return c, fmt.Errorf("ATTESTD_LOG_LEVEL: %w", err)
 	}
-	switch v := get("ATTESTD_ACCESS_LOG", "errors"); v {
-	case "errors":
-	case "all":
-		c.AccessLogAll = true
-	default:
-		return c, fmt.Errorf("ATTESTD_ACCESS_LOG: want errors or all, got %q", v)
-	}
-	switch v := get("ATTESTD_REDIS_CLUSTER", "off"); v {
-	case "off":
-	case "on":
-		c.RedisCluster = true
-	default:
-		return c, fmt.Errorf("ATTESTD_REDIS_CLUSTER: want on or off, got %q", v)
-	}
-	switch v := get("ATTESTD_CACHE", "on"); v {
-	case "on":
-	case "off":
-		c.CacheDisabled = true
-	default:
-		return c, fmt.Errorf("ATTESTD_CACHE: want on or off, got %q", v)
+	// Two-valued switches: the default value, and the one that sets the flag.
+	for _, sw := range []struct {
+		name, def, set string
+		flag           *bool
+	}{
+		{"ATTESTD_ACCESS_LOG", "errors", "all", &c.AccessLogAll},
+		{"ATTESTD_REDIS_CLUSTER", "off", "on", &c.RedisCluster},
+		{"ATTESTD_CACHE", "on", "off", &c.CacheDisabled},
+	} {
+		switch v := get(sw.name, sw.def); v {
+		case sw.def:
+		case sw.set:
+			*sw.flag = true
+		default:
+			return c, fmt.Errorf("%s: want %s or %s, got %q", sw.name, sw.def, sw.set, v)
+		}
 	}
 	n, err := strconv.Atoi(get("ATTESTD_CACHE_LOCAL_MB", "32"))
 	if err != nil || n < 0 || n > 1<<20 {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,19 +16,6 @@ import (
 	"github.com/attestd/attestd/testenv"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// buildAttestd builds cmd/attestd into a temporary directory.
-func buildAttestd(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "attestd")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "../cmd/attestd").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build ./cmd/attestd: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // childEnv is the environment of a spawned `attestd mcp`.
 func childEnv(apiURL, key string) []string {
@@ -46,7 +32,7 @@ func childEnv(apiURL, key string) []string {
 func TestProcess(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 30)
-	bin := buildAttestd(t)
+	bin := testenv.BuildAttestd(t)
 
 	t.Run("stdio", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

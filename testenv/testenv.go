@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -202,6 +204,34 @@ func OwnRedisCluster(tb testing.TB, masters int) *devstack.RedisCluster {
 	}
 	tb.Cleanup(c.Stop)
 	return c
+}
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// BuildAttestd builds the attestd command once per test binary and returns
+// the path of the executable, for tests that run it as a process.
+func BuildAttestd(tb testing.TB) string {
+	tb.Helper()
+	buildOnce.Do(func() {
+		dir := TempDir(tb, "attestd-bin-")
+		bin := filepath.Join(dir, "attestd")
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/attestd/attestd/cmd/attestd").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build cmd/attestd: %w\n%s", err, out)
+			return
+		}
+		builtBin = bin
+	})
+	if buildErr != nil {
+		tb.Fatal(buildErr)
+	}
+	return builtBin
 }
 
 // Must fails the test on err, with context.

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,19 +18,6 @@ import (
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
-
-// buildSelf builds this command into a temporary directory.
-func buildSelf(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "attestd")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // runCmd runs one attestd subcommand to completion and returns its stdout.
 func runCmd(t *testing.T, bin string, env []string, args ...string) string {
@@ -143,7 +129,7 @@ func get(t *testing.T, url, ip, key string, out any) int {
 // limit held exactly across the two nodes, and a key revoked from the CLI
 // refused by both, with the cache's keys spread over the masters.
 func TestServeOnRedisCluster(t *testing.T) {
-	bin := buildSelf(t)
+	bin := testenv.BuildAttestd(t)
 	cl := testenv.OwnRedisCluster(t, 3)
 	prefix := testenv.Name("t") + ":"
 	const limit = 30
@@ -251,7 +237,7 @@ func TestServeOnRedisCluster(t *testing.T) {
 // the server refuses to start and says what to set, rather than run with
 // MOVED errors (cache misses everywhere, a per-node rate limit).
 func TestRedisModeMismatch(t *testing.T) {
-	bin := buildSelf(t)
+	bin := testenv.BuildAttestd(t)
 	cl := testenv.OwnRedisCluster(t, 2)
 	standalone, _ := testenv.Redis(t)
 	db := testenv.Database(t)
