@@ -46,10 +46,13 @@ type Config struct {
 	ShutdownTimeout time.Duration
 }
 
-// FromEnv reads the configuration with getenv (os.Getenv when nil).
+// FromEnv reads the configuration with getenv (the process environment
+// when nil). ATTESTD_METRICS_ADDR set to the empty string disables the
+// metrics listener; with a getenv function, empty means unset.
 func FromEnv(getenv func(string) string) (Config, error) {
+	lookup := func(name string) (string, bool) { v := getenv(name); return v, v != "" }
 	if getenv == nil {
-		getenv = os.Getenv
+		getenv, lookup = os.Getenv, os.LookupEnv
 	}
 	get := func(name, def string) string {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
@@ -61,10 +64,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		DatabaseURL: get("DATABASE_URL", ""),
 		RedisURL:    get("REDIS_URL", ""),
 		HTTPAddr:    get("ATTESTD_HTTP_ADDR", "127.0.0.1:8080"),
-		MetricsAddr: getenv("ATTESTD_METRICS_ADDR"),
 		RedisPrefix: get("ATTESTD_REDIS_PREFIX", "attestd:"),
 	}
-	if _, set := os.LookupEnv("ATTESTD_METRICS_ADDR"); !set && c.MetricsAddr == "" {
+	if v, set := lookup("ATTESTD_METRICS_ADDR"); set {
+		c.MetricsAddr = strings.TrimSpace(v)
+	} else {
 		c.MetricsAddr = "127.0.0.1:9090"
 	}
 	if err := c.LogLevel.UnmarshalText([]byte(get("ATTESTD_LOG_LEVEL", "info"))); err != nil {

@@ -13,7 +13,8 @@ func TestFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.HTTPAddr != "127.0.0.1:8080" || c.LogLevel != slog.LevelInfo || c.DBMaxConns != 16 ||
-		c.ShutdownTimeout != 10*time.Second || c.RedisPrefix != "attestd:" || c.LocalBytes != 32<<20 || c.RedisCluster {
+		c.ShutdownTimeout != 10*time.Second || c.RedisPrefix != "attestd:" || c.LocalBytes != 32<<20 || c.RedisCluster ||
+		c.MetricsAddr != "127.0.0.1:9090" {
 		t.Fatalf("defaults: %+v", c)
 	}
 	bad := []map[string]string{
@@ -34,6 +35,9 @@ func TestFromEnv(t *testing.T) {
 	c, err = FromEnv(env(map[string]string{"ATTESTD_CACHE": "off", "ATTESTD_CACHE_LOCAL_MB": "0", "ATTESTD_ACCESS_LOG": "all", "ATTESTD_REDIS_CLUSTER": "on"}))
 	if err != nil || !c.CacheDisabled || c.LocalBytes != -1 || !c.AccessLogAll || !c.RedisCluster {
 		t.Fatalf("%+v %v", c, err)
+	}
+	if c, _ := FromEnv(env(map[string]string{"ATTESTD_METRICS_ADDR": "10.0.0.5:9100"})); c.MetricsAddr != "10.0.0.5:9100" {
+		t.Fatalf("metrics addr %q", c.MetricsAddr)
 	}
 	if err := (Config{}).RequireStores(); err == nil {
 		t.Fatal("want error for missing URLs")
