@@ -26,13 +26,25 @@ type RedisCluster struct {
 	URL string
 }
 
-// Addrs returns the nodes' host:port addresses.
-func (c *RedisCluster) Addrs() []string {
-	out := make([]string, len(c.Nodes))
-	for i, n := range c.Nodes {
-		out[i] = n.Addr
+// slotRange is the range of hash slots master i of n owns: equal shares
+// in order, the last taking the remainder.
+func slotRange(i, n int) (first, last int) {
+	per := clusterSlots / n
+	first, last = i*per, (i+1)*per-1
+	if i == n-1 {
+		last = clusterSlots - 1
 	}
-	return out
+	return first, last
+}
+
+// MasterOf returns the node that owns a hash slot (0..16383).
+func (c *RedisCluster) MasterOf(slot int) *Redis {
+	for i, n := range c.Nodes {
+		if _, last := slotRange(i, len(c.Nodes)); slot <= last {
+			return n
+		}
+	}
+	return nil
 }
 
 // Stop shuts every node down.
@@ -95,12 +107,8 @@ func (c *RedisCluster) form(ctx context.Context) error {
 		clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr, DialTimeout: time.Second, MaxRetries: -1})
 		defer clients[i].Close()
 	}
-	per := clusterSlots / len(c.Nodes)
 	for i, rdb := range clients {
-		first, last := i*per, (i+1)*per-1
-		if i == len(clients)-1 {
-			last = clusterSlots - 1
-		}
+		first, last := slotRange(i, len(clients))
 		if err := rdb.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", first, last).Err(); err != nil {
 			return fmt.Errorf("assign slots %d-%d to %s: %w", first, last, c.Nodes[i].Addr, err)
 		}

@@ -2,6 +2,7 @@ package devstack
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -32,6 +33,25 @@ func TestStartRedisCluster(t *testing.T) {
 	}
 	rdb := redis.NewClusterClient(opt)
 	defer rdb.Close()
+	// MasterOf agrees with the cluster at every boundary.
+	for _, slot := range []int{0, 5460, 5461, 10921, 10922, 16383} {
+		want := c.MasterOf(slot).Addr
+		shards, err := rdb.ClusterShards(ctx).Result()
+		if err != nil {
+			t.Fatalf("cluster shards: %v", err)
+		}
+		got := ""
+		for _, sh := range shards {
+			for _, r := range sh.Slots {
+				if int64(slot) >= r.Start && int64(slot) <= r.End {
+					got = fmt.Sprintf("%s:%d", sh.Nodes[0].IP, sh.Nodes[0].Port)
+				}
+			}
+		}
+		if got != want {
+			t.Errorf("slot %d: cluster says %s, MasterOf %s", slot, got, want)
+		}
+	}
 	// Keys spread over the slots land on every master.
 	for i := range 300 {
 		if err := rdb.Set(ctx, "k"+string(rune('a'+i%26))+string(rune('a'+i/26)), i, 0).Err(); err != nil {

@@ -47,7 +47,7 @@ func TestRedisClusterFleet(t *testing.T) {
 		ip := fmt.Sprintf("198.51.100.%d", i)
 		slot, err := admin.ClusterKeySlot(ctx, prefix+ip).Result()
 		testenv.Must(t, err, "key slot")
-		m := cl.Nodes[int(slot)*len(cl.Nodes)/16384].Addr // slots are split evenly, in order
+		m := cl.MasterOf(int(slot)).Addr
 		if perMaster[m] < 2 {
 			perMaster[m]++
 			owner[ip] = m

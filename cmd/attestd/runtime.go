@@ -60,6 +60,8 @@ func openRedis(ctx context.Context, cfg config.Config) (redis.UniversalClient, e
 	return rdb, nil
 }
 
+var errNotCluster = errors.New("REDIS_URL is a standalone Redis but ATTESTD_REDIS_CLUSTER=on: set it to off, or point REDIS_URL at cluster nodes")
+
 // checkRedisMode fails when the server's cluster mode contradicts
 // ATTESTD_REDIS_CLUSTER. A plain client on one cluster master would get
 // MOVED for most keys: cache misses on every node and a per-node limit
@@ -85,7 +87,7 @@ func checkRedisMode(ctx context.Context, rdb redis.UniversalClient, cluster bool
 	}
 	if err != nil {
 		if cluster && strings.Contains(err.Error(), "cluster support disabled") {
-			return errors.New("REDIS_URL is a standalone Redis but ATTESTD_REDIS_CLUSTER=on: set it to off, or point REDIS_URL at cluster nodes")
+			return errNotCluster
 		}
 		return nil
 	}
@@ -94,7 +96,7 @@ func checkRedisMode(ctx context.Context, rdb redis.UniversalClient, cluster bool
 	case enabled && !cluster:
 		return errors.New("REDIS_URL is a Redis Cluster node: set ATTESTD_REDIS_CLUSTER=on (and list more seed nodes as addr=host:port parameters)")
 	case !enabled && cluster:
-		return errors.New("REDIS_URL is a standalone Redis but ATTESTD_REDIS_CLUSTER=on: set it to off, or point REDIS_URL at cluster nodes")
+		return errNotCluster
 	}
 	return nil
 }
