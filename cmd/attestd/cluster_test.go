@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -81,26 +82,19 @@ func serveNode(t *testing.T, bin string, env []string) string {
 
 // lockedBuilder is a strings.Builder safe for a child's two streams.
 type lockedBuilder struct {
-	ch chan struct{}
+	mu sync.Mutex
 	b  strings.Builder
 }
 
-func (l *lockedBuilder) lock() {
-	if l.ch == nil {
-		l.ch = make(chan struct{}, 1)
-	}
-	l.ch <- struct{}{}
-}
-
 func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.lock()
-	defer func() { <-l.ch }()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
 func (l *lockedBuilder) String() string {
-	l.lock()
-	defer func() { <-l.ch }()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return l.b.String()
 }
 
