@@ -452,10 +452,10 @@ func TestFallbackWhenRedisDies(t *testing.T) {
 		t.Fatal("c not recorded in Redis after recovery")
 	}
 
-	if c := n.logs.count("Redis unavailable"); c != 1 {
+	if c := n.logs.Count("Redis unavailable"); c != 1 {
 		t.Errorf("%d 'unavailable' log lines, want 1:\n%s", c, n.logs)
 	}
-	if c := n.logs.count("Redis is back"); c != 1 {
+	if c := n.logs.Count("Redis is back"); c != 1 {
 		t.Errorf("%d 'back' log lines, want 1:\n%s", c, n.logs)
 	}
 	if v := metricValue(t, n.lim.m.fallbacks); v != 1 {

@@ -1,13 +1,9 @@
 package ratelimit
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"net"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,35 +17,11 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// logBuffer collects log lines for assertions (safe after the test ends).
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) count(sub string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), sub)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type node struct {
 	lim  *Limiter
 	rdb  *redis.Client // nil for a node on a cluster client
 	app  *fiber.App
-	logs *logBuffer
+	logs *testenv.Output
 }
 
 // newNode starts a limiter with its own Redis client, as one API node would,
@@ -75,9 +47,8 @@ func newNodeOn(tb testing.TB, rdb redis.UniversalClient, cfg Config) *node {
 		// loaded machine (-race, other packages' tests) stalled a round trip.
 		cfg.Timeout = 3 * time.Second
 	}
-	logs := &logBuffer{}
-	var w io.Writer = logs
-	lim, err := New(rdb, cfg, prometheus.NewRegistry(), slog.New(slog.NewTextHandler(w, nil)))
+	logs := &testenv.Output{}
+	lim, err := New(rdb, cfg, prometheus.NewRegistry(), slog.New(slog.NewTextHandler(logs, nil)))
 	testenv.Must(tb, err, "new limiter")
 	tb.Cleanup(lim.Close)
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})

@@ -241,3 +241,26 @@ func Must(tb testing.TB, err error, what string, args ...any) {
 		tb.Fatalf("%s: %v", fmt.Sprintf(what, args...), err)
 	}
 }
+
+// Output collects what a logger or a child process writes, safe for
+// concurrent writers and for reading while they write.
+type Output struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (o *Output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (o *Output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// Count returns how many times sub was written.
+func (o *Output) Count(sub string) int { return strings.Count(o.String(), sub) }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,7 +43,7 @@ func serveNode(t *testing.T, bin string, env []string) string {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(env, "ATTESTD_HTTP_ADDR="+addr)
-	var stderr lockedBuilder
+	var stderr testenv.Output
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	testenv.Must(t, cmd.Start(), "start attestd serve")
@@ -78,24 +77,6 @@ func serveNode(t *testing.T, bin string, env []string) string {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// lockedBuilder is a strings.Builder safe for a child's two streams.
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // get sends a GET as the client ip (through the trusted loopback proxy)
