@@ -19,15 +19,17 @@ type Handlers struct {
 
 // Listener follows one channel until Close.
 type Listener struct {
-	ps     *redis.PubSub
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	ps        *redis.PubSub
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	ready     chan struct{}
+	readyOnce sync.Once
 }
 
 // Listen subscribes to channel and calls h from one goroutine.
 func Listen(rdb redis.UniversalClient, channel string, h Handlers) *Listener {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &Listener{ps: rdb.Subscribe(ctx, channel), cancel: cancel}
+	l := &Listener{ps: rdb.Subscribe(ctx, channel), cancel: cancel, ready: make(chan struct{})}
 	l.wg.Add(1)
 	go l.run(ctx, h)
 	return l
@@ -51,9 +53,13 @@ func (l *Listener) run(ctx context.Context, h Handlers) {
 		}
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if m.Kind == "subscribe" && h.Resync != nil {
+			if m.Kind != "subscribe" {
+				continue
+			}
+			if h.Resync != nil {
 				h.Resync(ctx)
 			}
+			l.readyOnce.Do(func() { close(l.ready) })
 		case *redis.Message:
 			if h.Message != nil {
 				h.Message(m.Payload)
@@ -61,6 +67,11 @@ func (l *Listener) run(ctx context.Context, h Handlers) {
 		}
 	}
 }
+
+// Subscribed is closed once the first subscription is confirmed and its
+// Resync has run: from then on no announcement is missed (until a
+// reconnect, which resyncs again).
+func (l *Listener) Subscribed() <-chan struct{} { return l.ready }
 
 // Close stops listening. Receive does not watch its context, so the
 // subscription is closed to unblock it.

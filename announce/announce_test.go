@@ -44,7 +44,14 @@ func TestMessagesAndResyncAfterReconnect(t *testing.T) {
 		Message: func(p string) { last.Store(p) },
 	})
 	defer l.Close()
-	waitFor(t, "first subscription", func() bool { return resyncs.Load() == 1 })
+	select {
+	case <-l.Subscribed():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Subscribed not closed within 5 s")
+	}
+	if n := resyncs.Load(); n != 1 {
+		t.Fatalf("Subscribed closed after %d resyncs, want 1 (Resync runs first)", n)
+	}
 	testenv.Must(t, Publish(context.Background(), rdb, "ch", "hello", time.Second), "publish")
 	waitFor(t, "message", func() bool { v, _ := last.Load().(string); return v == "hello" })
 

@@ -64,6 +64,14 @@ func startNode(t *testing.T, env *apptest.Env, o nodeOpt) *keyNode {
 		},
 	})
 	t.Cleanup(kn.svc.Close)
+	// The first subscription drops every cached lookup (announcements made
+	// before it were not heard); tests that count lookups or rely on a
+	// cached one start after it.
+	select {
+	case <-kn.svc.Listening():
+	case <-time.After(10 * time.Second):
+		t.Fatal("key service not subscribed to revocations within 10 s")
+	}
 	return kn
 }
 

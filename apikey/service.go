@@ -125,6 +125,20 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 	return s, nil
 }
 
+// closedChan is a channel that is already closed.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Listening is closed once this node hears key revocations announced by
+// other nodes (at once when there is no Redis: then only the lookup TTL
+// bounds how long a revoked key is trusted). A lookup cached before that
+// may be dropped when the subscription starts.
+func (s *Service) Listening() <-chan struct{} {
+	if s.listener == nil {
+		return closedChan
+	}
+	return s.listener.Subscribed()
+}
+
 // Close stops the goroutines and writes the pending last-used times.
 func (s *Service) Close() {
 	s.stop()

@@ -122,19 +122,48 @@ func (c *RedisCluster) form(ctx context.Context) error {
 			return fmt.Errorf("meet %s: %w", n.Addr, err)
 		}
 	}
-	want := "cluster_known_nodes:" + strconv.Itoa(len(c.Nodes))
 	for i, rdb := range clients {
 		for {
-			info, err := rdb.ClusterInfo(ctx).Result()
-			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, want+"\r\n") {
+			info, nodes, err := c.nodeState(ctx, rdb)
+			if err == nil && ready(info, nodes, len(c.Nodes)) {
 				break
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("node %s not ready (last info %q, err %v): %w", c.Nodes[i].Addr, info, err, ctx.Err())
+				return fmt.Errorf("node %s not ready (info %q, nodes %q, err %v): %w", c.Nodes[i].Addr, info, nodes, err, ctx.Err())
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
 	}
 	return nil
+}
+
+// nodeState reads a node's CLUSTER INFO and CLUSTER NODES.
+func (c *RedisCluster) nodeState(ctx context.Context, rdb *redis.Client) (info, nodes string, err error) {
+	if info, err = rdb.ClusterInfo(ctx).Result(); err != nil {
+		return "", "", err
+	}
+	nodes, err = rdb.ClusterNodes(ctx).Result()
+	return info, nodes, err
+}
+
+// ready tells a node that serves every slot, knows all n nodes and has a
+// connected link to each: pub/sub messages travel those links and are
+// dropped, not queued, while one is still in its handshake.
+func ready(info, nodes string, n int) bool {
+	if !strings.Contains(info, "cluster_state:ok\r\n") || !strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(n)+"\r\n") {
+		return false
+	}
+	lines := strings.Split(strings.TrimSpace(nodes), "\n")
+	if len(lines) != n {
+		return false
+	}
+	for _, line := range lines {
+		// <id> <addr> <flags> <master> <ping> <pong> <epoch> <link-state> <slots...>
+		f := strings.Fields(line)
+		if len(f) < 8 || f[7] != "connected" || strings.Contains(f[2], "handshake") || strings.Contains(f[2], "noaddr") {
+			return false
+		}
+	}
+	return true
 }
