@@ -1,14 +1,11 @@
 package app_test
 
 import (
-	"log/slog"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/apptest"
-	"github.com/attestd/attestd/ratelimit"
 )
 
 // TestRateLimitAppliesToEveryRoute wires the limiter as `attestd serve`
@@ -17,12 +14,7 @@ func TestRateLimitAppliesToEveryRoute(t *testing.T) {
 	t.Parallel()
 	env := apptest.NewEnv(t, apptest.Options{Agents: 1, Attestations: 10})
 	node := env.StartNode(t, apptest.NodeOptions{Configure: func(d *app.Deps) {
-		l, err := ratelimit.New(apptest.NewRedis(t, env.RedisURL), ratelimit.Config{Limit: 4, Window: time.Minute,
-			KeyPrefix: env.Prefix + "rl:"}, nil, slog.Default())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(l.Close)
+		l := env.NewLimiter(t, 4)
 		d.Middleware = append(d.Middleware, l.Middleware())
 		d.Degraded = append(d.Degraded, l.Degraded)
 	}})

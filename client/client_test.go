@@ -14,9 +14,7 @@ import (
 	"github.com/attestd/attestd/apptest"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/client"
-	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/testenv"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -46,11 +44,7 @@ func ctx(t *testing.T) context.Context {
 // minute per client IP (the shared Redis limiter of every node).
 func rateLimitedNode(t *testing.T, env *apptest.Env, limit int) *apptest.Node {
 	t.Helper()
-	rdb := apptest.NewRedis(t, env.RedisURL)
-	lim, err := ratelimit.New(rdb, ratelimit.Config{Limit: limit, Window: time.Minute, KeyPrefix: env.Prefix + "rl:"},
-		prometheus.NewRegistry(), nil)
-	testenv.Must(t, err, "rate limiter")
-	t.Cleanup(lim.Close)
+	lim := env.NewLimiter(t, limit)
 	return env.StartNode(t, apptest.NodeOptions{Configure: func(d *app.Deps) {
 		d.Middleware = append(d.Middleware, lim.Middleware())
 	}})

@@ -17,14 +17,12 @@ import (
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/mcp"
 	"github.com/attestd/attestd/premium"
-	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/seed"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/testenv"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gowebpki/jcs"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -128,12 +126,7 @@ func (f *fixture) startNode(t *testing.T, middleware fiber.Handler) *apptest.Nod
 // limit requests per minute per client IP.
 func (f *fixture) rateLimitedNode(t *testing.T, limit int) *apptest.Node {
 	t.Helper()
-	rdb := apptest.NewRedis(t, f.env.RedisURL)
-	lim, err := ratelimit.New(rdb, ratelimit.Config{Limit: limit, Window: time.Minute, KeyPrefix: f.env.Prefix + "rl:"},
-		prometheus.NewRegistry(), nil)
-	testenv.Must(t, err, "rate limiter")
-	t.Cleanup(lim.Close)
-	return f.startNode(t, lim.Middleware())
+	return f.startNode(t, f.env.NewLimiter(t, limit).Middleware())
 }
 
 // countingTransport counts requests that reach the network.

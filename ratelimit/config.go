@@ -118,6 +118,7 @@ func canonicalProxyHeader(h string) (string, error) {
 //
 //	ATTESTD_RATE_LIMIT       requests per window per client IP (default 100; 0 disables limiting)
 //	ATTESTD_RATE_WINDOW      sliding window, a Go duration (default 60s)
+//	ATTESTD_RATE_REDIS_TIMEOUT  bound of one Redis round trip before the local window decides (default 75ms)
 //	ATTESTD_RATE_ALLOWLIST   comma-separated CIDRs or IPs never limited (default none)
 //	ATTESTD_TRUSTED_PROXIES  comma-separated CIDRs or IPs of proxies whose header is believed (default none)
 //	ATTESTD_PROXY_HEADER     X-Forwarded-For or X-Real-IP (default X-Forwarded-For)
@@ -140,6 +141,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("ATTESTD_RATE_WINDOW: want a Go duration of at least 1ms such as 60s or 1m, got %q", v))
 		} else {
 			c.Window = d
+		}
+	}
+	if v := get("ATTESTD_RATE_REDIS_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Millisecond || d > time.Minute {
+			errs = append(errs, fmt.Errorf("ATTESTD_RATE_REDIS_TIMEOUT: want a Go duration from 1ms to 1m such as 75ms, got %q", v))
+		} else {
+			c.Timeout = d
 		}
 	}
 	var err error
