@@ -12,9 +12,9 @@ import (
 
 	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/app"
-	"github.com/attestd/attestd/apptest"
+	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/store"
-	"github.com/attestd/attestd/testenv"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -50,7 +50,7 @@ func startNode(t *testing.T, env *apptest.Env, o nodeOpt) *keyNode {
 	kn.Node = env.StartNode(t, apptest.NodeOptions{
 		Configure: func(d *app.Deps) { deps = *d },
 		Routes: func(api *app.API) {
-			opt := apikey.Options{Store: deps.Store, Channel: env.Prefix + "apikey:invalidate", MaxActiveKeys: o.maxActive,
+			opt := apikey.Options{Store: deps.Store, Channel: env.Prefix + apikey.ChannelSuffix, MaxActiveKeys: o.maxActive,
 				TouchInterval: o.touch, Registerer: kn.reg, Logger: deps.Logger}
 			if !o.noRedis {
 				opt.Redis = apptest.NewRedis(t, env.RedisURL)

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/attestd/attestd/apierror"
+	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 )

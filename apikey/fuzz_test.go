@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/attestd/attestd/apierror"
+	"github.com/attestd/attestd/internal/apierror"
 	"github.com/mr-tron/base58"
 )
 

@@ -1,6 +1,6 @@
 package apikey
 
-import "github.com/attestd/attestd/apierror"
+import "github.com/attestd/attestd/internal/apierror"
 
 func apiErr(err error) (int, bool) {
 	e, ok := apierror.As(err)

@@ -8,9 +8,9 @@ import (
 	"mime"
 	"net/http"
 
-	"github.com/attestd/attestd/apierror"
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 )
@@ -65,15 +65,6 @@ func (s *Service) Routes(api *app.API) {
 	api.Route(http.MethodDelete, "/keys/:prefix", auth, s.revokeKey)
 }
 
-// storeErr maps a store failure to the API: 503 when the database is
-// unavailable, otherwise an internal error.
-func storeErr(err error) error {
-	if store.IsUnavailable(err) {
-		return apierror.Unavailable("the database is unavailable; try again shortly")
-	}
-	return err
-}
-
 func (s *Service) createKey(c *fiber.Ctx) error {
 	p, ok := PrincipalFrom(c)
 	if !ok {
@@ -94,7 +85,7 @@ func (s *Service) createKey(c *fiber.Ctx) error {
 	case errors.Is(err, store.ErrNotFound):
 		return unauthorized(c, msgUnknown) // the account vanished under us
 	case err != nil:
-		return storeErr(err)
+		return app.StoreError(err)
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Status(http.StatusCreated).JSON(struct {
@@ -162,7 +153,7 @@ func (s *Service) listKeys(c *fiber.Ctx) error {
 	}
 	keys, total, err := s.List(c.UserContext(), p.AccountID, limit, offset)
 	if err != nil {
-		return storeErr(err)
+		return app.StoreError(err)
 	}
 	views := make([]KeyView, len(keys))
 	for i, k := range keys {
@@ -193,7 +184,7 @@ func (s *Service) revokeKey(c *fiber.Ctx) error {
 		return apierror.NotFound(apierror.CodeKeyNotFound, "your account has no key with prefix %s", prefix)
 	}
 	if err != nil {
-		return storeErr(fmt.Errorf("revoke key: %w", err))
+		return app.StoreError(fmt.Errorf("revoke key: %w", err))
 	}
 	return c.SendStatus(http.StatusNoContent)
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/attestd/attestd/announce"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/attestd/attestd/internal/metric"
+
+	"github.com/attestd/attestd/internal/pubsub"
 
 	"github.com/attestd/attestd/store"
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,7 +26,7 @@ const (
 	DefaultCacheEntries  = 100_000
 	DefaultTouchInterval = 5 * time.Second
 	DefaultMaxActiveKeys = 100
-	DefaultChannel       = "attestd:apikey:invalidate"
+	DefaultChannel       = "attestd:" + ChannelSuffix
 	lookupTimeout        = 3 * time.Second
 )
 
@@ -69,7 +72,7 @@ type Service struct {
 	m        *metrics
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
-	listener *announce.Listener
+	listener *pubsub.Listener
 }
 
 // New makes a Service. Unless opt.Passive, it subscribes to invalidations
@@ -110,7 +113,7 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 		return s, nil
 	}
 	if opt.Redis != nil {
-		s.listener = announce.Listen(opt.Redis, opt.Channel, announce.Handlers{
+		s.listener = pubsub.Listen(opt.Redis, opt.Channel, pubsub.Handlers{
 			// Announcements made while we were not listening are lost, so
 			// stop trusting every lookup at each (re)subscription.
 			Resync: func(context.Context) { s.invalidateAll() },
@@ -176,7 +179,7 @@ func (s *Service) announce(ctx context.Context, prefix string) {
 	if s.opt.Redis == nil {
 		return
 	}
-	if err := announce.Publish(ctx, s.opt.Redis, s.opt.Channel, prefix, time.Second); err != nil {
+	if err := pubsub.Publish(ctx, s.opt.Redis, s.opt.Channel, prefix, time.Second); err != nil {
 		s.log.Warn("announce key change: other nodes rely on the lookup TTL", "prefix", prefix,
 			"ttl", s.opt.CacheTTL.String(), "err", err)
 	}
@@ -365,8 +368,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		touchFlushes: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_apikey_last_used_flushes_total",
 			Help: "Batched writes of last-used times."}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.auth, m.lookups, m.invalidations, m.touchFlushes)
-	}
+	m.auth, m.lookups = metric.Register(reg, m.auth), metric.Register(reg, m.lookups)
+	m.invalidations, m.touchFlushes = metric.Register(reg, m.invalidations), metric.Register(reg, m.touchFlushes)
 	return m
 }

@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/attestd/attestd/apierror"
-	"github.com/attestd/attestd/buildinfo"
 	"github.com/attestd/attestd/cache"
+	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/buildinfo"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/app"
-	"github.com/attestd/attestd/apptest"
 	"github.com/attestd/attestd/attestation"
-	"github.com/attestd/attestd/seed"
+	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/seed"
+	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/store"
-	"github.com/attestd/attestd/testenv"
 )
 
 // maxSlot returns the highest slot stored.

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/attestd/attestd/apptest"
+	"github.com/attestd/attestd/internal/apptest"
 )
 
 // FuzzPublicRoutes sends arbitrary query strings and ids to a real node:

@@ -10,10 +10,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/attestd/attestd/apierror"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/cache"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/apierror"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -109,21 +108,6 @@ func acceptsGzip(h string) bool {
 	return false
 }
 
-// loadErr maps a store error: ErrNotFound passes through (the cache keeps
-// it per epoch), a lost database is 503, anything else is internal.
-func loadErr(err error) error {
-	if err == nil || errors.Is(err, store.ErrNotFound) {
-		if err != nil {
-			return cache.ErrNotFound
-		}
-		return nil
-	}
-	if !store.IsUnavailable(err) {
-		return err // a real SQL error: internal
-	}
-	return apierror.Unavailable("the database is unavailable; try again shortly")
-}
-
 func marshal(v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -139,7 +123,7 @@ func (a *API) cached(c *fiber.Ctx, key string, notFound *apierror.Error, load fu
 	v, _, err := a.deps.Cache.GetValue(c.UserContext(), key, func(ctx context.Context) ([]byte, bool, error) {
 		body, immutable, err := load(ctx)
 		if err != nil {
-			return nil, false, loadErr(err)
+			return nil, false, LoadError(err)
 		}
 		b, err := marshal(body)
 		return b, immutable, err
@@ -156,14 +140,14 @@ func (a *API) cached(c *fiber.Ctx, key string, notFound *apierror.Error, load fu
 // pathAddress validates the only-path-parameter routes: no query
 // parameters, and an address in the path.
 func pathAddress(c *fiber.Ctx, param string) (string, error) {
-	if _, err := queryParams(c); err != nil {
+	if _, err := QueryParams(c); err != nil {
 		return "", err
 	}
-	return parseAddress(param, c.Params(param))
+	return ParseAddress(param, c.Params(param))
 }
 
 func (a *API) stats(c *fiber.Ctx) error {
-	if _, err := queryParams(c); err != nil {
+	if _, err := QueryParams(c); err != nil {
 		return err
 	}
 	return a.cached(c, "stats", nil, func(ctx context.Context) (any, bool, error) {
@@ -187,7 +171,7 @@ func (a *API) listAttestations(c *fiber.Ctx) error {
 			body.Data = []attestation.Attestation{}
 		}
 		if page.Next != nil {
-			body.Pagination.NextCursor = encodeCursor(page.Next)
+			body.Pagination.NextCursor = EncodeCursor(page.Next)
 		}
 		return body, false, nil
 	})

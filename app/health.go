@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/attestd/attestd/api"
 	"github.com/attestd/attestd/attestation"
-	"github.com/attestd/attestd/buildinfo"
+	"github.com/attestd/attestd/internal/buildinfo"
+	"github.com/attestd/attestd/openapi"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -55,7 +55,7 @@ func (a *API) defaultIndexerStatus(ctx context.Context) (IndexerStatus, error) {
 }
 
 func (a *API) health(c *fiber.Ctx) error {
-	if _, err := queryParams(c); err != nil {
+	if _, err := QueryParams(c); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 3*time.Second)
@@ -98,7 +98,7 @@ func (a *API) health(c *fiber.Ctx) error {
 }
 
 func (a *API) openAPI(c *fiber.Ctx) error {
-	b, err := api.JSON()
+	b, err := openapi.JSON()
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/attestd/attestd/apierror"
+	"github.com/attestd/attestd/internal/metric"
+
+	"github.com/attestd/attestd/internal/apierror"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -90,9 +92,7 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_http_requests_in_flight",
 			Help: "Requests being served."}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.duration, m.inflight)
-	}
+	m.duration, m.inflight = metric.Register(reg, m.duration), metric.Register(reg, m.inflight)
 	return m
 }
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/attestd/attestd/apierror"
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 )
@@ -26,9 +26,9 @@ type listQuery struct {
 	cursor string // as given, for the cache key
 }
 
-// queryParams returns the query parameters, rejecting unknown names and
+// QueryParams returns the query parameters, rejecting unknown names and
 // repeated ones so a typo is a clear 400 rather than a silently wider answer.
-func queryParams(c *fiber.Ctx, allowed ...string) (map[string]string, error) {
+func QueryParams(c *fiber.Ctx, allowed ...string) (map[string]string, error) {
 	out := map[string]string{}
 	var err error
 	c.Context().QueryArgs().VisitAll(func(k, v []byte) {
@@ -56,9 +56,9 @@ func queryParams(c *fiber.Ctx, allowed ...string) (map[string]string, error) {
 	return out, err
 }
 
-// parseLimit parses limit: default def, clamped to max, 400 when not a
+// ParseLimit parses limit: default def, clamped to max, 400 when not a
 // whole number >= 1.
-func parseLimit(v string, present bool, def, max int) (int, error) {
+func ParseLimit(v string, present bool, def, max int) (int, error) {
 	if !present {
 		return def, nil
 	}
@@ -72,7 +72,9 @@ func parseLimit(v string, present bool, def, max int) (int, error) {
 	return int(n), nil
 }
 
-func parseOffset(v string, present bool, max int) (int, error) {
+// ParseOffset parses offset: 0 when absent, 400 when negative, not a
+// number or above max.
+func ParseOffset(v string, present bool, max int) (int, error) {
 	if !present {
 		return 0, nil
 	}
@@ -86,8 +88,8 @@ func parseOffset(v string, present bool, max int) (int, error) {
 	return int(n), nil
 }
 
-// parseTime accepts RFC 3339 date-times and YYYY-MM-DD dates (midnight UTC).
-func parseTime(name, v string) (time.Time, error) {
+// ParseTime accepts, for the parameter name, RFC 3339 date-times and YYYY-MM-DD dates (midnight UTC).
+func ParseTime(name, v string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 		return t.UTC(), nil
 	}
@@ -97,7 +99,9 @@ func parseTime(name, v string) (time.Time, error) {
 	return time.Time{}, apierror.Invalid("%s must be an RFC 3339 date-time (2026-11-21T10:00:00Z) or a date (2026-11-21), got %q", name, v)
 }
 
-func parseAddress(name, v string) (string, error) {
+// ParseAddress parses a base58 Solana address and returns its canonical
+// form; name is the parameter's name for the message.
+func ParseAddress(name, v string) (string, error) {
 	pk, err := attestation.ParseAddress(v)
 	if err != nil {
 		return "", apierror.Invalid("%s must be a base58 Solana address (32 bytes): %v", name, err)
@@ -113,13 +117,14 @@ func parseActionType(v string) (attestation.ActionType, error) {
 	return t, nil
 }
 
-// encodeCursor makes the opaque nextCursor of a page.
-func encodeCursor(c *store.Cursor) string {
+// EncodeCursor makes the opaque nextCursor of a page.
+func EncodeCursor(c *store.Cursor) string {
 	raw := fmt.Sprintf("%d.%d.%s", c.Timestamp.Unix(), c.Slot, c.PDA)
 	return base64.RawURLEncoding.EncodeToString([]byte(raw))
 }
 
-func decodeCursor(s string) (*store.Cursor, error) {
+// DecodeCursor parses a cursor EncodeCursor made (400 otherwise).
+func DecodeCursor(s string) (*store.Cursor, error) {
 	bad := apierror.Invalid("cursor is not one this API issued; pass pagination.nextCursor unchanged")
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || len(raw) > 128 {
@@ -143,29 +148,29 @@ func decodeCursor(s string) (*store.Cursor, error) {
 // parseListQuery validates GET /attestations parameters.
 func parseListQuery(c *fiber.Ctx) (listQuery, error) {
 	var q listQuery
-	p, err := queryParams(c, "limit", "offset", "cursor", "agentPda", "actionType", "from", "to")
+	p, err := QueryParams(c, "limit", "offset", "cursor", "agentPda", "actionType", "from", "to")
 	if err != nil {
 		return q, err
 	}
 	v, ok := p["limit"]
-	if q.filter.Limit, err = parseLimit(v, ok, DefaultLimit, MaxLimit); err != nil {
+	if q.filter.Limit, err = ParseLimit(v, ok, DefaultLimit, MaxLimit); err != nil {
 		return q, err
 	}
 	v, ok = p["offset"]
-	if q.filter.Offset, err = parseOffset(v, ok, MaxOffset); err != nil {
+	if q.filter.Offset, err = ParseOffset(v, ok, MaxOffset); err != nil {
 		return q, err
 	}
 	if v, ok := p["cursor"]; ok {
 		if q.filter.Offset != 0 {
 			return q, apierror.Invalid("use either cursor or offset, not both")
 		}
-		if q.filter.After, err = decodeCursor(v); err != nil {
+		if q.filter.After, err = DecodeCursor(v); err != nil {
 			return q, err
 		}
 		q.cursor = v
 	}
 	if v, ok := p["agentPda"]; ok {
-		if q.filter.AgentPDA, err = parseAddress("agentPda", v); err != nil {
+		if q.filter.AgentPDA, err = ParseAddress("agentPda", v); err != nil {
 			return q, err
 		}
 	}
@@ -177,12 +182,12 @@ func parseListQuery(c *fiber.Ctx) (listQuery, error) {
 		q.filter.ActionType = &t
 	}
 	if v, ok := p["from"]; ok {
-		if q.filter.From, err = parseTime("from", v); err != nil {
+		if q.filter.From, err = ParseTime("from", v); err != nil {
 			return q, err
 		}
 	}
 	if v, ok := p["to"]; ok {
-		if q.filter.To, err = parseTime("to", v); err != nil {
+		if q.filter.To, err = ParseTime("to", v); err != nil {
 			return q, err
 		}
 	}

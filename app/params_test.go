@@ -19,7 +19,7 @@ func TestParseLimitOffset(t *testing.T) {
 		{"0", true, 0, false}, {"-1", true, 0, false}, {"abc", true, 0, false}, {"", true, 0, false},
 		{"1e3", true, 0, false}, {" 5", true, 0, false}, {"+5", true, 5, true},
 	} {
-		got, err := parseLimit(tc.in, tc.present, DefaultLimit, MaxLimit)
+		got, err := ParseLimit(tc.in, tc.present, DefaultLimit, MaxLimit)
 		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
 			t.Errorf("limit %q: %d %v", tc.in, got, err)
 		}
@@ -29,7 +29,7 @@ func TestParseLimitOffset(t *testing.T) {
 		want int
 		ok   bool
 	}{{"0", 0, true}, {"100000", 100000, true}, {"100001", 0, false}, {"-1", 0, false}, {"x", 0, false}} {
-		got, err := parseOffset(tc.in, true, MaxOffset)
+		got, err := ParseOffset(tc.in, true, MaxOffset)
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("offset %q: %d %v", tc.in, got, err)
 		}
@@ -43,13 +43,13 @@ func TestParseTime(t *testing.T) {
 		"2026-11-21T12:00:00+02:00": time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC),
 		"2026-11-21T10:00:00.5Z":    time.Date(2026, 11, 21, 10, 0, 0, 5e8, time.UTC),
 	} {
-		got, err := parseTime("from", in)
+		got, err := ParseTime("from", in)
 		if err != nil || !got.Equal(want) {
 			t.Errorf("%q: %v %v", in, got, err)
 		}
 	}
 	for _, in := range []string{"", "today", "2026-11-21T10:00:00", "21/11/2026", "2026-02-30", "1700000000"} {
-		if _, err := parseTime("from", in); err == nil {
+		if _, err := ParseTime("from", in); err == nil {
 			t.Errorf("%q accepted", in)
 		}
 	}
@@ -57,23 +57,23 @@ func TestParseTime(t *testing.T) {
 
 func TestCursorRoundTrip(t *testing.T) {
 	c := &store.Cursor{Timestamp: time.Unix(1_700_000_000, 0).UTC(), Slot: 42, PDA: "11111111111111111111111111111111"}
-	back, err := decodeCursor(encodeCursor(c))
+	back, err := DecodeCursor(EncodeCursor(c))
 	if err != nil || *back != *c {
 		t.Fatalf("%+v %v", back, err)
 	}
 }
 
 func FuzzDecodeCursor(f *testing.F) {
-	f.Add(encodeCursor(&store.Cursor{Timestamp: time.Unix(1, 0), Slot: 1, PDA: "11111111111111111111111111111111"}))
+	f.Add(EncodeCursor(&store.Cursor{Timestamp: time.Unix(1, 0), Slot: 1, PDA: "11111111111111111111111111111111"}))
 	f.Add("")
 	f.Add("LjEu")
 	f.Fuzz(func(t *testing.T, s string) {
-		c, err := decodeCursor(s)
+		c, err := DecodeCursor(s)
 		if err != nil {
 			return
 		}
 		// Anything accepted re-encodes to an equivalent cursor.
-		again, err := decodeCursor(encodeCursor(c))
+		again, err := DecodeCursor(EncodeCursor(c))
 		if err != nil || *again != *c {
 			t.Fatalf("%q: %+v then %+v %v", s, c, again, err)
 		}
@@ -85,7 +85,7 @@ func FuzzParseTime(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		tm, err := parseTime("from", s)
+		tm, err := ParseTime("from", s)
 		if err == nil && tm.Location() != time.UTC {
 			t.Fatalf("%q parsed to non-UTC %v", s, tm)
 		}

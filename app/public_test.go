@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/app"
-	"github.com/attestd/attestd/apptest"
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/internal/apptest"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 )

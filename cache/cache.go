@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/attestd/attestd/announce"
 	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/attestd/attestd/internal/pubsub"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -50,7 +51,7 @@ type Cache struct {
 	m         *metrics
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
-	listener  *announce.Listener
+	listener  *pubsub.Listener
 }
 
 // New creates a cache over rdb and starts its epoch subscriber and poller.
@@ -88,7 +89,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Cache, e
 	bg, cancel := context.WithCancel(context.Background())
 	c.stop = cancel
 	if !opt.SkipSubscriber {
-		c.listener = announce.Listen(rdb, c.epochKey(), announce.Handlers{
+		c.listener = pubsub.Listen(rdb, c.epochKey(), pubsub.Handlers{
 			// (Re)subscribed: we may have missed announcements meanwhile.
 			Resync: func(ctx context.Context) {
 				if err := c.syncEpoch(ctx); err == nil {

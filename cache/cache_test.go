@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/testenv"
+	"github.com/attestd/attestd/internal/testenv"
 	"github.com/redis/go-redis/v9"
 )
 

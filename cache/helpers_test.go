@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/attestd/attestd/devstack"
-	"github.com/attestd/attestd/testenv"
+	"github.com/attestd/attestd/internal/devstack"
+	"github.com/attestd/attestd/internal/testenv"
 )
 
 func startRedisOn(t *testing.T, port int) (*devstack.Redis, error) {

@@ -1,6 +1,9 @@
 package cache
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/attestd/attestd/internal/metric"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 type metrics struct {
 	hits        *prometheus.CounterVec
@@ -32,16 +35,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		loadSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "attestd_cache_load_seconds",
 			Help: "Duration of Postgres loads behind cache misses.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
 	}
+	m.hits, m.misses, m.redisErrors = metric.Register(reg, m.hits), metric.Register(reg, m.misses), metric.Register(reg, m.redisErrors)
+	m.bumps, m.degraded, m.epoch = metric.Register(reg, m.bumps), metric.Register(reg, m.degraded), metric.Register(reg, m.epoch)
+	m.loadSeconds = metric.Register(reg, m.loadSeconds)
+	metric.Register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "attestd_cache_local_bytes",
+		Help: "Approximate bytes held by this node's in-process cache."}, func() float64 {
+		if m.localBytes == nil {
+			return 0
+		}
+		return m.localBytes()
+	}))
 	m.hitsLocal, m.hitsRedis = m.hits.WithLabelValues("local"), m.hits.WithLabelValues("redis")
-	if reg != nil {
-		reg.MustRegister(m.hits, m.misses, m.redisErrors, m.bumps, m.degraded, m.epoch, m.loadSeconds,
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "attestd_cache_local_bytes",
-				Help: "Approximate bytes held by this node's in-process cache."}, func() float64 {
-				if m.localBytes == nil {
-					return 0
-				}
-				return m.localBytes()
-			}))
-	}
 	return m
 }

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/attestd/attestd/buildinfo"
+	"github.com/attestd/attestd/internal/buildinfo"
 )
 
 // Defaults of a Client.

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/app"
-	"github.com/attestd/attestd/apptest"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/client"
-	"github.com/attestd/attestd/testenv"
+	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -9,10 +9,10 @@ import (
 
 	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/app"
-	"github.com/attestd/attestd/apptest"
 	"github.com/attestd/attestd/client"
+	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/premium"
-	"github.com/attestd/attestd/testenv"
 	"github.com/gofiber/fiber/v2"
 )
 

@@ -1,14 +1,14 @@
 package indexer
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/attestd/attestd/internal/config"
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/gagliardetto/solana-go"
@@ -47,6 +47,10 @@ type Config struct {
 	RPCTimeout       time.Duration // deadline of each RPC call, default 10 s
 	ProgressEvery    time.Duration // progress lines during long syncs, default 5 s
 	SyncedLagSlots   uint64        // at most this far behind counts as synced, default 150
+
+	// MetricsAddr is where `attestd index` serves /metrics ("" for none);
+	// the Indexer itself only registers its metrics.
+	MetricsAddr string
 
 	Logger     *slog.Logger          // default slog.Default()
 	Registerer prometheus.Registerer // default: a private registry
@@ -135,56 +139,40 @@ func DefaultWSURL(rpcURL string) (string, error) {
 	return u.String(), nil
 }
 
-// Var documents one environment variable.
-type Var struct{ Name, Default, Help string }
-
 // Vars lists the environment variables ConfigFromEnv reads.
-var Vars = []Var{
-	{"ATTESTD_SOLANA_RPC_URL", "http://127.0.0.1:8899", "Solana JSON-RPC endpoint (make run: the local devnet)"},
-	{"ATTESTD_SOLANA_WS_URL", "RPC host, port+1, ws://", "Solana PubSub websocket endpoint"},
-	{"ATTESTD_PROGRAM_ID", attestation.DefaultProgramID, "Prova program id to index"},
-	{"ATTESTD_INDEXER_CONCURRENCY", "8", "getTransaction calls in flight during backfill"},
-	{"ATTESTD_INDEXER_POLL_INTERVAL", "5s", "safety poll while the websocket works (1s while it does not)"},
-	{"ATTESTD_INDEXER_FINALITY_INTERVAL", "2s", "how often confirmed rows are promoted or removed after a fork"},
-	{"ATTESTD_INDEXER_METRICS_ADDR", "127.0.0.1:9091", "indexer's Prometheus /metrics listener; empty disables it"},
+var Vars = []config.Var{
+	{Name: "ATTESTD_SOLANA_RPC_URL", Default: "http://127.0.0.1:8899", Help: "Solana JSON-RPC endpoint the indexer follows (make run: the local simulator)"},
+	{Name: "ATTESTD_SOLANA_WS_URL", Default: "RPC host, port+1, ws://", Help: "Solana PubSub websocket"},
+	{Name: "ATTESTD_PROGRAM_ID", Default: attestation.DefaultProgramID, Help: "the Prova program to index"},
+	{Name: "ATTESTD_INDEXER_CONCURRENCY", Default: "8", Help: "getTransaction calls in flight during backfill"},
+	{Name: "ATTESTD_INDEXER_POLL_INTERVAL", Default: "5s", Help: "safety poll while the websocket works (1 s while it does not)"},
+	{Name: "ATTESTD_INDEXER_FINALITY_INTERVAL", Default: "2s", Help: "how often confirmed rows are promoted, or removed after a fork"},
+	{Name: "ATTESTD_INDEXER_METRICS_ADDR", Default: "127.0.0.1:9091", Help: "the indexer's /metrics; empty disables it"},
 }
 
-// ConfigFromEnv reads the indexer's variables with getenv (os.Getenv when
-// nil). Logger and Registerer are left for the caller.
+// ConfigFromEnv reads Vars with getenv (the process environment when nil).
+// Logger and Registerer are left for the caller.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	if getenv == nil {
-		getenv = os.Getenv
+	e := config.NewEnv(getenv)
+	c := Config{
+		RPCURL:           e.String("ATTESTD_SOLANA_RPC_URL", ""),
+		WSURL:            e.String("ATTESTD_SOLANA_WS_URL", ""),
+		Concurrency:      e.Int("ATTESTD_INDEXER_CONCURRENCY", 0, 1, 256),
+		PollInterval:     e.Duration("ATTESTD_INDEXER_POLL_INTERVAL", 0, time.Millisecond, time.Hour),
+		FinalityInterval: e.Duration("ATTESTD_INDEXER_FINALITY_INTERVAL", 0, time.Millisecond, time.Hour),
+		MetricsAddr:      "127.0.0.1:9091",
 	}
-	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
-	c := Config{RPCURL: get("ATTESTD_SOLANA_RPC_URL"), WSURL: get("ATTESTD_SOLANA_WS_URL")}
-	var errs []error
-	if p := get("ATTESTD_PROGRAM_ID"); p != "" {
+	if v, set := e.Lookup("ATTESTD_INDEXER_METRICS_ADDR"); set {
+		c.MetricsAddr = v
+	}
+	if p := e.String("ATTESTD_PROGRAM_ID", ""); p != "" {
 		pk, err := solana.PublicKeyFromBase58(p)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("ATTESTD_PROGRAM_ID: %w", err))
+			e.Fail("ATTESTD_PROGRAM_ID", "want a base58 public key, got %q", p)
 		}
 		c.ProgramID = pk
 	}
-	if v := get("ATTESTD_INDEXER_CONCURRENCY"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 256 {
-			errs = append(errs, fmt.Errorf("ATTESTD_INDEXER_CONCURRENCY: want 1..256, got %q", v))
-		}
-		c.Concurrency = n
-	}
-	for _, d := range []struct {
-		name string
-		dst  *time.Duration
-	}{{"ATTESTD_INDEXER_POLL_INTERVAL", &c.PollInterval}, {"ATTESTD_INDEXER_FINALITY_INTERVAL", &c.FinalityInterval}} {
-		if v := get(d.name); v != "" {
-			dur, err := time.ParseDuration(v)
-			if err != nil || dur <= 0 {
-				errs = append(errs, fmt.Errorf("%s: want a positive duration, got %q", d.name, v))
-			}
-			*d.dst = dur
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := e.Err(); err != nil {
 		return c, err
 	}
 	if err := c.defaults(); err != nil {

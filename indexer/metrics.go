@@ -1,6 +1,9 @@
 package indexer
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/attestd/attestd/internal/metric"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 type metrics struct {
 	attestations  prometheus.Counter
@@ -44,30 +47,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "attestd_indexer_sync_duration_seconds",
 			Help: "Time of one sync round (list, fetch, apply).", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
 	}
-	m.attestations = register(reg, m.attestations)
-	m.transactions = register(reg, m.transactions)
-	m.skipped = register(reg, m.skipped)
-	m.finalized = register(reg, m.finalized)
-	m.forked = register(reg, m.forked)
-	m.lag = register(reg, m.lag)
-	m.chainSlot = register(reg, m.chainSlot)
-	m.indexedSlot = register(reg, m.indexedSlot)
-	m.leader = register(reg, m.leader)
-	m.wsConnected = register(reg, m.wsConnected)
-	m.batchDuration = register(reg, m.batchDuration)
-	m.syncDuration = register(reg, m.syncDuration)
+	m.attestations = metric.Register(reg, m.attestations)
+	m.transactions = metric.Register(reg, m.transactions)
+	m.skipped = metric.Register(reg, m.skipped)
+	m.finalized = metric.Register(reg, m.finalized)
+	m.forked = metric.Register(reg, m.forked)
+	m.lag = metric.Register(reg, m.lag)
+	m.chainSlot = metric.Register(reg, m.chainSlot)
+	m.indexedSlot = metric.Register(reg, m.indexedSlot)
+	m.leader = metric.Register(reg, m.leader)
+	m.wsConnected = metric.Register(reg, m.wsConnected)
+	m.batchDuration = metric.Register(reg, m.batchDuration)
+	m.syncDuration = metric.Register(reg, m.syncDuration)
 	return m
-}
-
-// register adds c to reg; when an identical collector is already there
-// (another indexer in the same process), it returns that one.
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) T {
-	if err := reg.Register(c); err != nil {
-		if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
-			if existing, ok := are.ExistingCollector.(T); ok {
-				return existing
-			}
-		}
-	}
-	return c
 }

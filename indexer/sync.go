@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/attestation"
-	"github.com/attestd/attestd/prova"
+	"github.com/attestd/attestd/internal/prova"
 	"github.com/attestd/attestd/store"
 	"github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/rpc"

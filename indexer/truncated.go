@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/attestd/attestd/prova"
+	"github.com/attestd/attestd/internal/prova"
 	"github.com/gagliardetto/solana-go"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/client"
+	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/mcp"
-	"github.com/attestd/attestd/testenv"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/client"
+	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/mcp"
-	"github.com/attestd/attestd/testenv"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -8,11 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
-	"github.com/attestd/attestd/buildinfo"
+	"github.com/attestd/attestd/internal/config"
+
 	"github.com/attestd/attestd/client"
+	"github.com/attestd/attestd/internal/buildinfo"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -38,20 +39,22 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// ConfigFromEnv reads ATTESTD_API_URL, ATTESTD_API_KEY and ATTESTD_API_TIMEOUT.
+// Vars lists the variables ConfigFromEnv reads.
+var Vars = []config.Var{
+	{Name: EnvAPIURL, Default: client.DefaultBaseURL, Help: "(MCP tool server) the API it calls"},
+	{Name: EnvAPIKey, Default: "(none)", Help: "(MCP tool server) enables the premium tools"},
+	{Name: EnvAPITimeout, Default: "15s", Help: "(MCP tool server) deadline of each API call"},
+}
+
+// ConfigFromEnv reads Vars with getenv.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	c := Config{APIURL: strings.TrimSpace(getenv(EnvAPIURL)), APIKey: strings.TrimSpace(getenv(EnvAPIKey))}
-	if c.APIURL == "" {
-		c.APIURL = client.DefaultBaseURL
+	e := config.NewEnv(getenv)
+	c := Config{
+		APIURL:  e.String(EnvAPIURL, client.DefaultBaseURL),
+		APIKey:  e.String(EnvAPIKey, ""),
+		Timeout: e.Duration(EnvAPITimeout, 0, time.Millisecond, time.Hour),
 	}
-	if v := strings.TrimSpace(getenv(EnvAPITimeout)); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return c, fmt.Errorf("%s: want a positive duration such as 15s, got %q", EnvAPITimeout, v)
-		}
-		c.Timeout = d
-	}
-	return c, nil
+	return c, e.Err()
 }
 
 // Server is the MCP tool server over one attestd API.

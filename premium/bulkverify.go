@@ -7,9 +7,9 @@ import (
 	"mime"
 	"net/http"
 
-	"github.com/attestd/attestd/apierror"
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 )
@@ -154,7 +154,7 @@ func (h *Handler) verify(ctx context.Context, ids []string) (verifyBody, error) 
 		return h.store.EachVerifyRow(ctx, lookup, emit)
 	})
 	if err != nil {
-		return verifyBody{}, storeErr(err)
+		return verifyBody{}, app.StoreError(err)
 	}
 	out := verifyBody{Data: make([]VerifyResult, len(ids)), Summary: VerifySummary{Total: len(ids)}}
 	for i, id := range ids {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/apierror"
+	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/store"
 )
 

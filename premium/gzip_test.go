@@ -8,9 +8,9 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/attestd/attestd/apptest"
+	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/premium"
-	"github.com/attestd/attestd/testenv"
 )
 
 // TestGzipWhenAccepted: the premium answers (cached history and report,

@@ -13,12 +13,12 @@ import (
 
 	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/app"
-	"github.com/attestd/attestd/apptest"
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/seed"
+	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/premium"
-	"github.com/attestd/attestd/seed"
 	"github.com/attestd/attestd/store"
-	"github.com/attestd/attestd/testenv"
 	"github.com/gagliardetto/solana-go"
 )
 
@@ -47,7 +47,7 @@ func startNode(t *testing.T, env *apptest.Env, opt premium.Options) *premiumNode
 		Configure: func(d *app.Deps) { deps = *d },
 		Routes: func(api *app.API) {
 			svc, err := apikey.New(context.Background(), apikey.Options{Store: deps.Store, Redis: apptest.NewRedis(t, env.RedisURL),
-				Channel: env.Prefix + "apikey:invalidate", Logger: deps.Logger})
+				Channel: env.Prefix + apikey.ChannelSuffix, Logger: deps.Logger})
 			testenv.Must(t, err, "key service")
 			pn.keys = svc
 			svc.Routes(api)

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/attestd/attestd/apierror"
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/cache"
+	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 	"golang.org/x/sync/errgroup"
@@ -101,7 +101,7 @@ func (h *Handler) fullHistory(c *fiber.Ctx) error {
 	v, _, err := h.cache.GetValue(c.UserContext(), q.cacheKey(), func(ctx context.Context) ([]byte, bool, error) {
 		body, err := h.loadHistory(ctx, q.filter)
 		if err != nil {
-			return nil, false, loadErr(err)
+			return nil, false, app.LoadError(err)
 		}
 		b, err := json.Marshal(body)
 		if err != nil {

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/attestd/attestd/apierror"
+	"github.com/attestd/attestd/internal/config"
+
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/store"
@@ -114,66 +113,31 @@ func (h *Handler) Routes(api *app.API, auth fiber.Handler) {
 	api.Route(http.MethodPost, "/premium/bulk-verify", auth, h.bulkVerify)
 }
 
-// storeErr maps a failed read: 503 when the database is unavailable,
-// otherwise internal (logged by the app, answered without detail).
-func storeErr(err error) error {
-	if store.IsUnavailable(err) {
-		return apierror.Unavailable("the database is unavailable; try again shortly")
-	}
-	return err
+// Vars lists the variables ConfigFromEnv reads.
+var Vars = []config.Var{
+	{Name: "ATTESTD_REPORT_BURST_PER_MINUTE", Default: "500", Help: "forensic report: attestations in one UTC minute that make a burst"},
+	{Name: "ATTESTD_REPORT_LONG_GAP", Default: "24h", Help: "forensic report: silence that counts as a long gap"},
+	{Name: "ATTESTD_REPORT_MAX_ANOMALIES", Default: "100", Help: "forensic report: anomalies listed per kind"},
+	{Name: "ATTESTD_REPORT_RECHECK", Default: "1000", Help: "forensic report: newest attestations whose signatures are re-verified (max 10,000)"},
+	{Name: "ATTESTD_VERIFY_MEMO_ENTRIES", Default: "200000", Help: "in-process memo of signature checks; 0 disables"},
 }
 
-// loadErr is storeErr for cache loaders: a missing record becomes
-// cache.ErrNotFound so the cache keeps the answer for the epoch.
-func loadErr(err error) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return cache.ErrNotFound
-	}
-	return storeErr(err)
-}
-
-// ConfigFromEnv reads the premium tunables with getenv:
-//
-//	ATTESTD_REPORT_BURST_PER_MINUTE  attestations in one UTC minute that make a burst (default 500)
-//	ATTESTD_REPORT_LONG_GAP          silence between two attestations that is a long gap (default 24h)
-//	ATTESTD_REPORT_MAX_ANOMALIES     anomalies listed per kind (default 100)
-//	ATTESTD_REPORT_RECHECK           newest attestations re-verified per report (default 1000, max 10000)
-//	ATTESTD_VERIFY_MEMO_ENTRIES      in-process memo of signature checks (default 200000; 0 disables)
+// ConfigFromEnv reads the premium tunables (Vars) with getenv; unset ones
+// keep their zero value, which New turns into the defaults.
 func ConfigFromEnv(getenv func(string) string) (Options, error) {
-	var o Options
-	var errs []error
-	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
-	intVar := func(name string, lo, hi int, dst *int) {
-		v := get(name)
-		if v == "" {
-			return
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > hi {
-			errs = append(errs, fmt.Errorf("%s: want a whole number %d..%d, got %q", name, lo, hi, v))
-			return
-		}
-		*dst = n
-	}
-	intVar("ATTESTD_REPORT_BURST_PER_MINUTE", 1, 1_000_000, &o.Rules.BurstPerMinute)
-	intVar("ATTESTD_REPORT_MAX_ANOMALIES", 1, 10_000, &o.Rules.MaxAnomaliesPerKind)
-	intVar("ATTESTD_REPORT_RECHECK", 1, 10_000, &o.Rules.RecheckNewest)
-	if v := get("ATTESTD_REPORT_LONG_GAP"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Minute {
-			errs = append(errs, fmt.Errorf("ATTESTD_REPORT_LONG_GAP: want a duration of at least 1m such as 24h, got %q", v))
-		} else {
-			o.Rules.LongGapSeconds = int64(d / time.Second)
-		}
-	}
-	memo := -2
-	intVar("ATTESTD_VERIFY_MEMO_ENTRIES", 0, 10_000_000, &memo)
-	switch memo {
-	case -2: // unset: default
+	e := config.NewEnv(getenv)
+	o := Options{Rules: Rules{
+		BurstPerMinute:      e.Int("ATTESTD_REPORT_BURST_PER_MINUTE", 0, 1, 1_000_000),
+		MaxAnomaliesPerKind: e.Int("ATTESTD_REPORT_MAX_ANOMALIES", 0, 1, 10_000),
+		RecheckNewest:       e.Int("ATTESTD_REPORT_RECHECK", 0, 1, 10_000),
+		LongGapSeconds:      int64(e.Duration("ATTESTD_REPORT_LONG_GAP", 0, time.Minute, 365*24*time.Hour) / time.Second),
+	}}
+	switch memo := e.Int("ATTESTD_VERIFY_MEMO_ENTRIES", -1, 0, 10_000_000); memo {
+	case -1: // unset: the default
 	case 0:
 		o.MemoEntries = -1
 	default:
 		o.MemoEntries = memo
 	}
-	return o, errors.Join(errs...)
+	return o, e.Err()
 }

@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/apikey"
-	"github.com/attestd/attestd/apptest"
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/seed"
+	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/premium"
-	"github.com/attestd/attestd/seed"
 	"github.com/attestd/attestd/store"
-	"github.com/attestd/attestd/testenv"
 	"github.com/gowebpki/jcs"
 )
 

@@ -11,10 +11,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/attestd/attestd/apierror"
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/cache"
+	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gowebpki/jcs"
@@ -105,14 +105,6 @@ type Anomaly struct {
 	Detail string            `json:"detail"`
 }
 
-func newByType() store.ByType {
-	m := make(store.ByType, attestation.NumActionTypes)
-	for _, n := range attestation.ActionTypeNames() {
-		m[n] = 0
-	}
-	return m
-}
-
 // forensicReport answers GET /premium/forensic-report/:agentId.
 func (h *Handler) forensicReport(c *fiber.Ctx) error {
 	id, err := app.ParseAddress("agentId", c.Params("agentId"))
@@ -134,7 +126,7 @@ func (h *Handler) forensicReport(c *fiber.Ctx) error {
 		start := time.Now()
 		rep, err := h.BuildReport(ctx, id, from, to)
 		if err != nil {
-			return nil, false, loadErr(err)
+			return nil, false, app.LoadError(err)
 		}
 		h.log.Debug("forensic report built", "agent", id, "attestations", rep.Summary.Totals.Attestations,
 			"duration_ms", time.Since(start).Milliseconds())
@@ -248,7 +240,7 @@ func (h *Handler) assemble(agent attestation.Agent, d store.ForensicData, newest
 	}
 	s := &rep.Summary
 	s.Totals = Totals{Attestations: d.Total, Finalized: d.Finalized, Unfinalized: d.Total - d.Finalized, PrivacyMode: d.Privacy}
-	s.ByType = newByType()
+	s.ByType = store.NewByType()
 	for t, n := range d.ByType {
 		s.ByType[t.String()] = n
 	}
@@ -257,7 +249,7 @@ func (h *Handler) assemble(agent attestation.Agent, d store.ForensicData, newest
 	byDay := map[time.Time]int{}
 	for _, day := range d.Days {
 		byDay[day.Day] = len(rep.Timeline)
-		rep.Timeline = append(rep.Timeline, Day{Day: day.Day.Format(time.DateOnly), Count: day.N, ByType: newByType()})
+		rep.Timeline = append(rep.Timeline, Day{Day: day.Day.Format(time.DateOnly), Count: day.N, ByType: store.NewByType()})
 	}
 	for _, dt := range d.DayTypes {
 		if i, ok := byDay[dt.Day]; ok {

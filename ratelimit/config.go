@@ -1,12 +1,12 @@
 package ratelimit
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/attestd/attestd/internal/config"
 )
 
 // Defaults of the configuration.
@@ -114,62 +114,39 @@ func canonicalProxyHeader(h string) (string, error) {
 	return "", fmt.Errorf("rate limit: proxy header must be X-Forwarded-For or X-Real-IP, got %q", h)
 }
 
-// ConfigFromEnv reads the configuration with getenv:
-//
-//	ATTESTD_RATE_LIMIT       requests per window per client IP (default 100; 0 disables limiting)
-//	ATTESTD_RATE_WINDOW      sliding window, a Go duration (default 60s)
-//	ATTESTD_RATE_REDIS_TIMEOUT  bound of one Redis round trip before the local window decides (default 75ms)
-//	ATTESTD_RATE_ALLOWLIST   comma-separated CIDRs or IPs never limited (default none)
-//	ATTESTD_TRUSTED_PROXIES  comma-separated CIDRs or IPs of proxies whose header is believed (default none)
-//	ATTESTD_PROXY_HEADER     X-Forwarded-For or X-Real-IP (default X-Forwarded-For)
-//	ATTESTD_REDIS_PREFIX     prefix of Redis keys (default attestd:); keys are <prefix>ratelimit:<client>
+// Vars lists the variables ConfigFromEnv reads.
+var Vars = []config.Var{
+	{Name: "ATTESTD_RATE_LIMIT", Default: "100", Help: "requests per client IP in any window; 0 disables limiting"},
+	{Name: "ATTESTD_RATE_WINDOW", Default: "60s", Help: "the sliding window"},
+	{Name: "ATTESTD_RATE_REDIS_TIMEOUT", Default: "75ms", Help: "longest wait for one Redis decision before this node's own window decides"},
+	{Name: "ATTESTD_RATE_ALLOWLIST", Default: "(none)", Help: "comma-separated CIDRs never limited"},
+	{Name: "ATTESTD_TRUSTED_PROXIES", Default: "(none)", Help: "comma-separated CIDRs or IPs of the load balancers whose proxy header is believed"},
+	{Name: "ATTESTD_PROXY_HEADER", Default: "X-Forwarded-For", Help: "X-Forwarded-For (walked right to left) or X-Real-IP"},
+}
+
+// ConfigFromEnv reads Vars with getenv, and ATTESTD_REDIS_PREFIX (keys are
+// <prefix>ratelimit:<client>).
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
-	c := Config{Limit: DefaultLimit, Window: DefaultWindow, ProxyHeader: DefaultProxyHeader, KeyPrefix: DefaultKeyPrefix}
-	var errs []error
-	if v := get("ATTESTD_RATE_LIMIT"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("ATTESTD_RATE_LIMIT: want a whole number >= 0 (0 disables limiting), got %q", v))
-		} else {
-			c.Limit = n
-		}
-	}
-	if v := get("ATTESTD_RATE_WINDOW"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Millisecond {
-			errs = append(errs, fmt.Errorf("ATTESTD_RATE_WINDOW: want a Go duration of at least 1ms such as 60s or 1m, got %q", v))
-		} else {
-			c.Window = d
-		}
-	}
-	if v := get("ATTESTD_RATE_REDIS_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Millisecond || d > time.Minute {
-			errs = append(errs, fmt.Errorf("ATTESTD_RATE_REDIS_TIMEOUT: want a Go duration from 1ms to 1m such as 75ms, got %q", v))
-		} else {
-			c.Timeout = d
-		}
+	e := config.NewEnv(getenv)
+	c := Config{
+		Limit:   e.Int("ATTESTD_RATE_LIMIT", DefaultLimit, 0, 1<<30),
+		Window:  e.Duration("ATTESTD_RATE_WINDOW", DefaultWindow, time.Millisecond, 24*time.Hour),
+		Timeout: e.Duration("ATTESTD_RATE_REDIS_TIMEOUT", 0, time.Millisecond, time.Minute),
 	}
 	var err error
-	if c.Allowlist, err = ParsePrefixes(get("ATTESTD_RATE_ALLOWLIST")); err != nil {
-		errs = append(errs, fmt.Errorf("ATTESTD_RATE_ALLOWLIST: %w", err))
+	if c.Allowlist, err = ParsePrefixes(e.String("ATTESTD_RATE_ALLOWLIST", "")); err != nil {
+		e.Fail("ATTESTD_RATE_ALLOWLIST", "%v", err)
 	}
-	if c.TrustedProxies, err = ParsePrefixes(get("ATTESTD_TRUSTED_PROXIES")); err != nil {
-		errs = append(errs, fmt.Errorf("ATTESTD_TRUSTED_PROXIES: %w", err))
+	if c.TrustedProxies, err = ParsePrefixes(e.String("ATTESTD_TRUSTED_PROXIES", "")); err != nil {
+		e.Fail("ATTESTD_TRUSTED_PROXIES", "%v", err)
 	}
-	if v := get("ATTESTD_PROXY_HEADER"); v != "" {
-		h, err := canonicalProxyHeader(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("ATTESTD_PROXY_HEADER: want X-Forwarded-For or X-Real-IP, got %q", v))
-		} else {
-			c.ProxyHeader = h
-		}
+	c.ProxyHeader = e.String("ATTESTD_PROXY_HEADER", DefaultProxyHeader)
+	if c.ProxyHeader, err = canonicalProxyHeader(c.ProxyHeader); err != nil {
+		e.Fail("ATTESTD_PROXY_HEADER", "want X-Forwarded-For or X-Real-IP, got %q", e.String("ATTESTD_PROXY_HEADER", ""))
+		c.ProxyHeader = DefaultProxyHeader
 	}
-	if v := get("ATTESTD_REDIS_PREFIX"); v != "" {
-		c.KeyPrefix = v + "ratelimit:"
-	}
-	return c, errors.Join(errs...)
+	c.KeyPrefix = e.String("ATTESTD_REDIS_PREFIX", "attestd:") + "ratelimit:"
+	return c, e.Err()
 }
 
 // ParsePrefixes parses a comma-separated list of CIDRs or bare IPs (a bare

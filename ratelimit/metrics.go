@@ -1,8 +1,7 @@
 package ratelimit
 
 import (
-	"fmt"
-
+	"github.com/attestd/attestd/internal/metric"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -20,7 +19,7 @@ type metrics struct {
 	batchSize      prometheus.Histogram
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "attestd_ratelimit_decisions_total",
@@ -44,20 +43,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512},
 		}),
 	}
+	m.decisions, m.fallbackActive, m.fallbacks = metric.Register(reg, m.decisions), metric.Register(reg, m.fallbackActive), metric.Register(reg, m.fallbacks)
+	m.redisErrors, m.batchSize = metric.Register(reg, m.redisErrors), metric.Register(reg, m.batchSize)
 	m.allowedRedis = m.decisions.WithLabelValues("allowed", "redis")
 	m.limitedRedis = m.decisions.WithLabelValues("limited", "redis")
 	m.allowedLocal = m.decisions.WithLabelValues("allowed", "local")
 	m.limitedLocal = m.decisions.WithLabelValues("limited", "local")
 	m.errTimeout = m.redisErrors.WithLabelValues("timeout")
 	m.errOther = m.redisErrors.WithLabelValues("error")
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.decisions, m.fallbackActive, m.fallbacks, m.redisErrors, m.batchSize} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("register rate-limit metrics: %w", err)
-			}
-		}
-	}
-	return m, nil
+	return m
 }
 
 func (m *metrics) count(d Decision) {

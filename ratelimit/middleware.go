@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/attestd/attestd/apierror"
+	"github.com/attestd/attestd/internal/apierror"
 	"github.com/gofiber/fiber/v2"
 )
 

@@ -3,8 +3,9 @@ package store
 import (
 	"encoding/hex"
 
-	"github.com/mr-tron/base58"
 	"time"
+
+	"github.com/mr-tron/base58"
 
 	"github.com/attestd/attestd/attestation"
 )

@@ -188,7 +188,8 @@ func (s *Store) count(ctx context.Context, f Filter) (int64, error) {
 // ByType maps every action type name to a count (zeros included).
 type ByType map[string]int64
 
-func newByType() ByType {
+// NewByType is a ByType with every action type at zero.
+func NewByType() ByType {
 	m := make(ByType, attestation.NumActionTypes)
 	for _, n := range attestation.ActionTypeNames() {
 		m[n] = 0
@@ -209,7 +210,7 @@ type Stats struct {
 func (s *Store) Stats(ctx context.Context, now time.Time) (Stats, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	st := Stats{ByType: newByType()}
+	st := Stats{ByType: NewByType()}
 	if err := s.byType(ctx, globalCounter, st.ByType, &st.Attestations); err != nil {
 		return st, err
 	}
@@ -249,7 +250,7 @@ type agentSummary struct {
 }
 
 func (s *Store) summarise(ctx context.Context, pda string, now time.Time) (agentSummary, error) {
-	sum := agentSummary{byType: newByType()}
+	sum := agentSummary{byType: NewByType()}
 	if err := s.byType(ctx, pda, sum.byType, &sum.total); err != nil {
 		return sum, err
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/attestation"
-	"github.com/attestd/attestd/testenv"
+	"github.com/attestd/attestd/internal/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

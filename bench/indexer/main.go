@@ -25,9 +25,9 @@ import (
 
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/cache"
-	"github.com/attestd/attestd/devnet"
-	"github.com/attestd/attestd/devstack"
 	"github.com/attestd/attestd/indexer"
+	"github.com/attestd/attestd/internal/devnet"
+	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"

@@ -38,9 +38,9 @@ import (
 	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/cache"
-	"github.com/attestd/attestd/devstack"
+	"github.com/attestd/attestd/internal/devstack"
+	"github.com/attestd/attestd/internal/seed"
 	"github.com/attestd/attestd/premium"
-	"github.com/attestd/attestd/seed"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5"
@@ -147,7 +147,7 @@ func run(ctx context.Context, n, cold, atts int, gz bool) error {
 	_, _ = rand.Read(pfx[:])
 	prefix := "bench" + hex.EncodeToString(pfx[:]) + ":"
 
-	keys, err := apikey.New(ctx, apikey.Options{Store: st, Redis: rdb, Channel: prefix + "apikey:invalidate", Logger: quiet})
+	keys, err := apikey.New(ctx, apikey.Options{Store: st, Redis: rdb, Channel: prefix + apikey.ChannelSuffix, Logger: quiet})
 	if err != nil {
 		return err
 	}

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/devstack"
-	"github.com/attestd/attestd/testenv"
+	"github.com/attestd/attestd/internal/devstack"
+	"github.com/attestd/attestd/internal/testenv"
 	"github.com/redis/go-redis/v9"
 )
 

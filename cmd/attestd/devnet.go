@@ -9,14 +9,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/attestd/attestd/devnet"
+	"github.com/attestd/attestd/internal/devnet"
 	"github.com/gagliardetto/solana-go"
 )
-
-func init() {
-	register("devnet", "run the local Solana chain simulator (JSON-RPC on --addr, websocket on port+1)", runDevnet)
-	localHooks = append(localHooks, localDevnet)
-}
 
 func runDevnet(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("devnet", flag.ContinueOnError)
@@ -66,10 +61,10 @@ func firstNonEmpty(vs ...string) string {
 	return ""
 }
 
-// localDevnet starts the simulator inside `attestd local` (make run) unless
-// ATTESTD_SOLANA_RPC_URL points at a chain already, and points the indexer
-// at it.
-func localDevnet(ctx context.Context, log *slog.Logger, _ string) error {
+// startLocalDevnet starts the simulator inside `attestd local` (make run)
+// unless ATTESTD_SOLANA_RPC_URL points at a chain already, and points the
+// indexer and the health probe at it.
+func startLocalDevnet(ctx context.Context, log *slog.Logger) error {
 	if os.Getenv("ATTESTD_SOLANA_RPC_URL") != "" {
 		return nil
 	}

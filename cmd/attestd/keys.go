@@ -17,10 +17,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-func init() {
-	register("keys", "manage API keys: keys create --account NAME [--label L] | keys list --account NAME | keys revoke PREFIX", runKeys)
-}
-
 const keysUsage = `usage:
   attestd keys create --account NAME [--label LABEL]   make a key (the account is created if new); prints the key once
   attestd keys list --account NAME                     list the account's keys (never the secrets)
@@ -61,7 +57,7 @@ func keyService(ctx context.Context) (*apikey.Service, func(), error) {
 		st.Close()
 		return nil, nil, err
 	}
-	opt := apikey.Options{Store: st, Passive: true, Logger: log, Channel: cfg.RedisPrefix + "apikey:invalidate",
+	opt := apikey.Options{Store: st, Passive: true, Logger: log, Channel: cfg.RedisPrefix + apikey.ChannelSuffix,
 		MaxActiveKeys: kopt.MaxActiveKeys}
 	if cfg.RedisURL != "" {
 		rdb, err := openRedis(ctx, cfg)

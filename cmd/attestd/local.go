@@ -9,16 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/attestd/attestd/devstack"
+	"github.com/attestd/attestd/indexer"
+	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/devstack"
+	"github.com/prometheus/client_golang/prometheus"
 )
-
-func init() {
-	register("local", "run everything locally (make run): throwaway Postgres and Redis under .run/, demo data, the API", runLocal)
-}
-
-// localHooks are extra parts `local` starts after the API's stores are up
-// (the chain simulator and the indexer add themselves here).
-var localHooks []func(ctx context.Context, log *slog.Logger, dir string) error
 
 func runLocal(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("local", flag.ContinueOnError)
@@ -58,10 +53,30 @@ func runLocal(ctx context.Context, args []string) error {
 	if err := runSeed(ctx, []string{"--if-empty", "--agents", strconv.Itoa(*agents), "--attestations", strconv.Itoa(*atts)}); err != nil {
 		return err
 	}
-	for _, h := range localHooks {
-		if err := h(ctx, log, abs); err != nil {
-			return err
-		}
+	if err := startLocalDevnet(ctx, log); err != nil {
+		return err
+	}
+	if err := startLocalIndexer(ctx, log); err != nil {
+		return err
 	}
 	return runServe(ctx, nil)
+}
+
+// startLocalIndexer runs the indexer in the background, against the chain
+// startLocalDevnet started or ATTESTD_SOLANA_RPC_URL names.
+func startLocalIndexer(ctx context.Context, log *slog.Logger) error {
+	cfg, err := config.FromEnv(nil)
+	if err != nil {
+		return err
+	}
+	icfg, err := indexer.ConfigFromEnv(nil)
+	if err != nil {
+		return err
+	}
+	go func() {
+		if err := startIndexer(ctx, cfg, icfg, log, prometheus.NewRegistry()); err != nil && ctx.Err() == nil {
+			log.Error("local indexer stopped", "err", err)
+		}
+	}()
+	return nil
 }

@@ -10,35 +10,43 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sort"
 	"syscall"
 )
 
-// command is one subcommand. Files of this package register theirs in init.
+// command is one subcommand; each has its own file.
 type command struct {
 	name    string
 	summary string
 	run     func(ctx context.Context, args []string) error
 }
 
-var commands = map[string]command{}
+// commands is every subcommand, in the order `attestd help` lists them.
+var commands = []command{
+	{"serve", "serve the public API (and /metrics on the internal listener)", runServe},
+	{"index", "index the Prova program from Solana into Postgres (one writer among any number of index processes)", runIndex},
+	{"migrate", "apply database migrations (idempotent)", runMigrate},
+	{"seed", "write realistic demo data through the write path", runSeed},
+	{"keys", "manage API keys: keys create --account NAME [--label L] | keys list --account NAME | keys revoke PREFIX", runKeys},
+	{"mcp", "serve the MCP tool server over the API (stdio; --http ADDR for streamable HTTP)", runMCP},
+	{"local", "run everything locally (make run): throwaway Postgres and Redis under .run/, demo data, the API", runLocal},
+	{"devnet", "run the local Solana chain simulator (JSON-RPC on --addr, websocket on port+1)", runDevnet},
+	{"stores", "run a command with throwaway Postgres and Redis for tests (make test)", runStores},
+	{"version", "print the version", runVersion},
+}
 
-func register(name, summary string, run func(ctx context.Context, args []string) error) {
-	if _, dup := commands[name]; dup {
-		panic("duplicate command " + name)
+func lookup(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
 	}
-	commands[name] = command{name: name, summary: summary, run: run}
+	return command{}, false
 }
 
 func usage() {
 	fmt.Fprintf(os.Stderr, "usage: attestd <command> [flags]\n\ncommands:\n")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-10s %s\n", n, commands[n].summary)
+	for _, c := range commands {
+		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(os.Stderr, "\nConfiguration comes from the environment; see README.md.\n")
 }
@@ -51,7 +59,7 @@ func main() {
 		}
 		return
 	}
-	cmd, ok := commands[os.Args[1]]
+	cmd, ok := lookup(os.Args[1])
 	if !ok {
 		fmt.Fprintf(os.Stderr, "attestd: unknown command %q\n\n", os.Args[1])
 		usage()

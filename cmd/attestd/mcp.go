@@ -4,16 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 
+	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/mcp"
 )
-
-func init() {
-	register("mcp", "serve the MCP tool server over the API (stdio; --http ADDR for streamable HTTP)", runMCP)
-}
 
 // runMCP serves the MCP tools. stdout is the protocol channel in stdio mode,
 // so everything else goes to stderr.
@@ -33,13 +29,11 @@ func runMCP(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	var level slog.Level
-	if v := os.Getenv("ATTESTD_LOG_LEVEL"); v != "" {
-		if err := level.UnmarshalText([]byte(v)); err != nil {
-			return fmt.Errorf("ATTESTD_LOG_LEVEL: %w", err)
-		}
+	common, err := config.FromEnv(nil)
+	if err != nil {
+		return err
 	}
-	log := newLogger(level) // JSON on stderr
+	log := newLogger(common.LogLevel) // JSON on stderr
 	cfg, err := mcp.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return err

@@ -11,8 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/attestd/attestd/internal/metric"
+
 	"github.com/attestd/attestd/cache"
-	"github.com/attestd/attestd/config"
+	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -146,7 +148,8 @@ func openCache(ctx context.Context, cfg config.Config, rdb redis.UniversalClient
 // newRegistry is a Prometheus registry with process and Go collectors.
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metric.Register(reg, collectors.NewGoCollector())
+	metric.Register(reg, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
 }
 

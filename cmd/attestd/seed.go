@@ -4,13 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"time"
 
-	"github.com/attestd/attestd/seed"
+	"github.com/attestd/attestd/internal/seed"
 )
-
-func init() {
-	register("seed", "write realistic demo data through the write path", runSeed)
-}
 
 func runSeed(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("seed", flag.ContinueOnError)
@@ -37,7 +34,7 @@ func runSeed(ctx context.Context, args []string) error {
 		return err
 	}
 	if *ifEmpty {
-		s, err := st.Stats(ctx, timeNow())
+		s, err := st.Stats(ctx, time.Now())
 		if err != nil {
 			return err
 		}

@@ -4,16 +4,25 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
+	"os"
 
+	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/app"
-	"github.com/attestd/attestd/buildinfo"
+	"github.com/attestd/attestd/cache"
+	"github.com/attestd/attestd/indexer"
+	"github.com/attestd/attestd/internal/buildinfo"
+	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/premium"
+	"github.com/attestd/attestd/ratelimit"
+	"github.com/attestd/attestd/store"
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 )
 
-func init() {
-	register("serve", "serve the public API (and /metrics on the internal listener)", runServe)
-	register("migrate", "apply database migrations (idempotent)", runMigrate)
-}
-
+// runServe runs one API node. Every feature a node runs is constructed
+// here, in the order a request meets it.
 func runServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	if err := fs.Parse(args); err != nil {
@@ -23,76 +32,158 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg, true) // serve cached reads even if Postgres is down at start
+	n, err := openNode(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	if err := st.Ping(ctx); err != nil {
-		log.Warn("postgres does not answer yet; serving cached reads only until it does", "err", err)
+	defer n.close()
+	deps := app.Deps{Store: n.store, Cache: n.cache, Logger: log, Registerer: n.reg, AccessLogAll: cfg.AccessLogAll}
+
+	// 1. The per-IP sliding-window limit, in front of every public route.
+	if err := n.rateLimit(&deps); err != nil {
+		return fmt.Errorf("rate limit: %w", err)
 	}
-	rdb, err := openRedis(ctx, cfg)
-	if err != nil {
-		return err
+	// 2. /health reports the indexer's progress and the chain's reachability.
+	if err := n.indexerHealth(&deps); err != nil {
+		return fmt.Errorf("indexer health: %w", err)
 	}
-	defer rdb.Close()
-	reg := newRegistry()
-	c, err := openCache(ctx, cfg, rdb, st, reg, log, true)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	deps := app.Deps{Store: st, Cache: c, Logger: log, Registerer: reg, AccessLogAll: cfg.AccessLogAll}
-	n := &node{cfg: cfg, log: log, store: st, redis: rdb, reg: reg, deps: &deps}
-	defer func() {
-		for i := len(n.closers) - 1; i >= 0; i-- {
-			n.closers[i]()
-		}
-	}()
-	for _, f := range features {
-		if f.configure == nil {
-			continue
-		}
-		if err := f.configure(ctx, n); err != nil {
-			return fmt.Errorf("%s: %w", f.name, err)
-		}
-	}
+	// 3. The public read API.
 	api := app.New(deps)
-	for _, f := range features {
-		if f.routes == nil {
-			continue
-		}
-		if err := f.routes(ctx, n, api); err != nil {
-			return fmt.Errorf("%s: %w", f.name, err)
-		}
+	// 4. API keys: account holders manage theirs at /keys.
+	keys, err := n.apiKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("api keys: %w", err)
 	}
-	serveMetrics(ctx, cfg.MetricsAddr, reg, log)
+	keys.Routes(api)
+	// 5. Pay per request for the premium routes: not offered yet, so a
+	//    premium request without a key is 401.
+	var payPerRequest fiber.Handler
+	// 6. The premium routes, behind a key (or a payment).
+	if err := n.premium(api, keys, payPerRequest); err != nil {
+		return fmt.Errorf("premium: %w", err)
+	}
+
+	serveMetrics(ctx, cfg.MetricsAddr, n.reg, log)
 	log.Info("serving", "addr", cfg.HTTPAddr, "version", buildinfo.Version)
 	return api.Listen(ctx, cfg.HTTPAddr, cfg.ShutdownTimeout)
 }
 
-func runMigrate(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil {
-		return err
+// node is what every feature of a serving process shares.
+type node struct {
+	cfg   config.Config
+	log   *slog.Logger
+	store *store.Store
+	redis redis.UniversalClient
+	cache *cache.Cache
+	reg   *prometheus.Registry
+	// closers run at shutdown, last added first.
+	closers []func()
+}
+
+// openNode connects to Postgres (lazily: a node serves cached reads while
+// Postgres is down), Redis and the cache.
+func openNode(ctx context.Context, cfg config.Config, log *slog.Logger) (*node, error) {
+	n := &node{cfg: cfg, log: log, reg: newRegistry()}
+	st, err := openStore(ctx, cfg, true)
+	if err != nil {
+		return nil, err
 	}
-	cfg, log, err := loadConfig()
+	n.store = st
+	n.closers = append(n.closers, st.Close)
+	if err := st.Ping(ctx); err != nil {
+		log.Warn("postgres does not answer yet; serving cached reads only until it does", "err", err)
+	}
+	if n.redis, err = openRedis(ctx, cfg); err != nil {
+		n.close()
+		return nil, err
+	}
+	n.closers = append(n.closers, func() { n.redis.Close() })
+	if n.cache, err = openCache(ctx, cfg, n.redis, st, n.reg, log, true); err != nil {
+		n.close()
+		return nil, err
+	}
+	n.closers = append(n.closers, n.cache.Close)
+	return n, nil
+}
+
+func (n *node) close() {
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		n.closers[i]()
+	}
+}
+
+// rateLimit puts the limiter in front of every route of the public
+// listener (the metrics listener is separate and not limited).
+func (n *node) rateLimit(deps *app.Deps) error {
+	cfg, err := ratelimit.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg, false)
+	if cfg.Limit == 0 {
+		n.log.Warn("rate limiting disabled (ATTESTD_RATE_LIMIT=0)")
+		return nil
+	}
+	l, err := ratelimit.New(n.redis, cfg, n.reg, n.log)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	applied, err := st.Migrate(ctx)
+	n.closers = append(n.closers, l.Close)
+	deps.Middleware = append(deps.Middleware, l.Middleware())
+	deps.Degraded = append(deps.Degraded, l.Degraded)
+	n.log.Info("rate limiting", "limit", cfg.Limit, "window", cfg.Window.String(), "resolver", l.Resolver().String())
+	return nil
+}
+
+// indexerHealth reads the indexer's progress from the checkpoints it
+// writes in Postgres, and probes the chain RPC.
+func (n *node) indexerHealth(deps *app.Deps) error {
+	icfg, err := indexer.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return err
 	}
-	if len(applied) == 0 {
-		log.Info("schema is current")
-	} else {
-		log.Info("migrations applied", "versions", fmt.Sprint(applied))
+	sr := indexer.NewStatusReader(n.store, icfg.RPCURL)
+	probe := indexer.NewChainProbe(icfg.RPCURL)
+	deps.Indexer = func(ctx context.Context) (app.IndexerStatus, error) {
+		s, err := sr.Read(ctx)
+		return app.IndexerStatus(s), err
 	}
+	deps.Chain = func(ctx context.Context) app.ChainStatus {
+		return app.ChainStatus{RPC: probe.RPC(), Reachable: probe.Reachable(ctx)}
+	}
+	return nil
+}
+
+// apiKeys starts the key service: lookups cached per node, revocations
+// heard over Redis pub/sub.
+func (n *node) apiKeys(ctx context.Context) (*apikey.Service, error) {
+	kopt, err := apikey.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	kopt.Store, kopt.Redis, kopt.Logger, kopt.Registerer = n.store, n.redis, n.log, n.reg
+	kopt.Channel = n.cfg.RedisPrefix + apikey.ChannelSuffix
+	svc, err := apikey.New(ctx, kopt)
+	if err != nil {
+		return nil, err
+	}
+	n.closers = append(n.closers, svc.Close)
+	return svc, nil
+}
+
+// premium adds the premium routes behind keys; payPerRequest (nil: none)
+// answers premium requests that carry no key.
+func (n *node) premium(api *app.API, keys *apikey.Service, payPerRequest fiber.Handler) error {
+	popt, err := premium.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	popt.Store, popt.Cache, popt.Logger = n.store, n.cache, n.log
+	h, err := premium.New(popt)
+	if err != nil {
+		return err
+	}
+	h.Routes(api, keys.Require(apikey.RequireOptions{OnMissingKey: payPerRequest}))
+	n.log.Info("api keys and premium routes enabled", "key_cache_ttl", keys.CacheTTL().String(),
+		"pay_per_request", payPerRequest != nil, "report_rules", fmt.Sprintf("%+v", h.Rules()))
 	return nil
 }

@@ -10,13 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/attestd/attestd/devstack"
-	"github.com/attestd/attestd/testenv"
+	"github.com/attestd/attestd/internal/devstack"
 )
-
-func init() {
-	register("stores", "run a command with throwaway Postgres and Redis for tests (make test)", runStores)
-}
 
 // runStores starts one Postgres and one Redis server, exports their URLs as
 // ATTESTD_TEST_POSTGRES_URL and ATTESTD_TEST_REDIS_URL, runs the command
@@ -52,7 +47,7 @@ func runStores(ctx context.Context, args []string) error {
 	log.Info("test stores ready", "postgres", pg.URL, "redis", r.URL)
 	cmd := exec.CommandContext(ctx, cmdArgs[0], cmdArgs[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), testenv.EnvPostgres+"="+pg.URL, testenv.EnvRedis+"="+r.URL)
+	cmd.Env = append(os.Environ(), devstack.EnvTestPostgres+"="+pg.URL, devstack.EnvTestRedis+"="+r.URL)
 	err = cmd.Run()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {

@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/attestd/attestd/buildinfo"
+	"github.com/attestd/attestd/internal/buildinfo"
 )
 
-func init() {
-	register("version", "print the version", func(context.Context, []string) error {
-		fmt.Println(buildinfo.Version)
-		return nil
-	})
+func runVersion(context.Context, []string) error {
+	fmt.Println(buildinfo.Version)
+	return nil
 }

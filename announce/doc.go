@@ -1,6 +1,0 @@
-// Package announce carries small announcements between attestd nodes over
-// Redis pub/sub: the cache's index epoch, API-key revocations. Pub/sub
-// drops messages while a subscriber is disconnected, so a Listener calls
-// its resync function on every (re)subscription, and the owner re-reads
-// whatever state it might have missed.
-package announce

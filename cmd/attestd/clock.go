@@ -1,5 +1,0 @@
-package main
-
-import "time"
-
-var timeNow = time.Now

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+)
+
+func runMigrate(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, log, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, cfg, false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	applied, err := st.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	if len(applied) == 0 {
+		log.Info("schema is current")
+	} else {
+		log.Info("migrations applied", "versions", fmt.Sprint(applied))
+	}
+	return nil
+}

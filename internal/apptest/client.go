@@ -1,0 +1,159 @@
+package apptest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/attestd/attestd/openapi"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+)
+
+// Response is a received response whose body was read.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into v, failing the test on error.
+func (r *Response) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %d response %q: %v", r.Status, truncate(r.Body), err)
+	}
+}
+
+// ErrorCode returns the envelope's error code ("" when absent).
+func (r *Response) ErrorCode() string {
+	var e struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	_ = json.Unmarshal(r.Body, &e)
+	return e.Error.Code
+}
+
+func truncate(b []byte) string {
+	if len(b) > 400 {
+		return string(b[:400]) + "..."
+	}
+	return string(b)
+}
+
+var (
+	routerOnce sync.Once
+	router     routers.Router
+	routerErr  error
+)
+
+// openapiRouter builds the validating router once per test binary; tests
+// in parallel share it.
+func openapiRouter(t testing.TB) routers.Router {
+	t.Helper()
+	routerOnce.Do(func() {
+		doc, err := openapi.Document()
+		if err != nil {
+			routerErr = fmt.Errorf("openapi: %w", err)
+			return
+		}
+		if err := doc.Validate(context.Background()); err != nil {
+			routerErr = fmt.Errorf("openapi document invalid: %w", err)
+			return
+		}
+		router, routerErr = gorillamux.NewRouter(doc)
+	})
+	if routerErr != nil {
+		t.Fatalf("%v", routerErr)
+	}
+	return router
+}
+
+// Do sends a request to the node and validates the response against the
+// OpenAPI document: a documented route must answer a documented status
+// with a body matching its schema; any non-2xx must be the error envelope.
+func (n *Node) Do(t testing.TB, method, path string, body []byte, header map[string]string) *Response {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, n.URL+path, rd)
+	if err != nil {
+		t.Fatalf("request: %v", err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	if body != nil && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("read %s %s: %v", method, path, err)
+	}
+	r := &Response{Status: res.StatusCode, Header: res.Header, Body: b}
+	Validate(t, req, r)
+	return r
+}
+
+// Get is Do with GET and no body.
+func (n *Node) Get(t testing.TB, path string) *Response {
+	return n.Do(t, http.MethodGet, path, nil, nil)
+}
+
+// Validate checks one exchange against the OpenAPI document.
+func Validate(t testing.TB, req *http.Request, r *Response) {
+	t.Helper()
+	if r.Status >= 400 {
+		var env struct {
+			Error *struct {
+				Code    *string `json:"code"`
+				Message *string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(r.Body, &env); err != nil || env.Error == nil || env.Error.Code == nil || env.Error.Message == nil ||
+			*env.Error.Code == "" || *env.Error.Message == "" {
+			t.Errorf("%s %s: status %d without the error envelope: %s", req.Method, req.URL.Path, r.Status, truncate(r.Body))
+		}
+		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+			t.Errorf("%s %s: status %d with Content-Type %q", req.Method, req.URL.Path, r.Status, ct)
+		}
+	}
+	route, params, err := openapiRouter(t).FindRoute(req)
+	if err != nil {
+		// Undocumented path or method: only errors are acceptable there.
+		if r.Status < 400 {
+			t.Errorf("%s %s answered %d but is not in openapi.yaml", req.Method, req.URL.Path, r.Status)
+		}
+		return
+	}
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: r.Status, Header: r.Header,
+		Body: io.NopCloser(bytes.NewReader(r.Body)), Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}}
+	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+		t.Errorf("%s %s: response %d does not match openapi.yaml: %v\nbody: %s", req.Method, req.URL.String(), r.Status,
+			firstLines(err.Error(), 12), truncate(r.Body))
+	}
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = append(lines[:n], fmt.Sprintf("... (%d more lines)", strings.Count(s, "\n")-n))
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,86 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Vars lists the variables FromEnv reads: the ones every attestd process
+// shares.
+var Vars = []Var{
+	{"DATABASE_URL", "(make run / tests: a throwaway server)", "PostgreSQL URL"},
+	{"REDIS_URL", "(make run / tests: a throwaway server)", "Redis URL (redis://host:port/db)"},
+	{"ATTESTD_REDIS_CLUSTER", "off", "on: REDIS_URL names Redis Cluster seed nodes"},
+	{"ATTESTD_HTTP_ADDR", "127.0.0.1:8080", "public API listener"},
+	{"ATTESTD_METRICS_ADDR", "127.0.0.1:9090", "internal Prometheus /metrics listener; empty disables it"},
+	{"ATTESTD_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"ATTESTD_ACCESS_LOG", "errors", "errors (5xx and slow requests) or all"},
+	{"ATTESTD_REDIS_PREFIX", "attestd:", "prefix of every Redis key and channel"},
+	{"ATTESTD_CACHE", "on", "off bypasses both cache layers"},
+	{"ATTESTD_CACHE_LOCAL_MB", "32", "in-process cache budget per kind, MiB; 0 disables the in-process layer"},
+	{"ATTESTD_DB_MAX_CONNS", "16", "PostgreSQL pool size per process"},
+	{"ATTESTD_SHUTDOWN_TIMEOUT", "10s", "grace for in-flight requests on SIGTERM"},
+}
+
+// Config is the common configuration of attestd processes.
+type Config struct {
+	DatabaseURL     string
+	RedisURL        string
+	RedisCluster    bool
+	HTTPAddr        string
+	MetricsAddr     string
+	LogLevel        slog.Level
+	AccessLogAll    bool
+	RedisPrefix     string
+	CacheDisabled   bool
+	LocalBytes      int // per kind; -1 disables
+	DBMaxConns      int32
+	ShutdownTimeout time.Duration
+}
+
+// FromEnv reads the configuration with getenv (the process environment
+// when nil). ATTESTD_METRICS_ADDR set to the empty string disables the
+// metrics listener; with a getenv function, empty means unset.
+func FromEnv(getenv func(string) string) (Config, error) {
+	e := NewEnv(getenv)
+	c := Config{
+		DatabaseURL:     e.String("DATABASE_URL", ""),
+		RedisURL:        e.String("REDIS_URL", ""),
+		RedisCluster:    e.Switch("ATTESTD_REDIS_CLUSTER", "off", "on"),
+		HTTPAddr:        e.String("ATTESTD_HTTP_ADDR", "127.0.0.1:8080"),
+		MetricsAddr:     "127.0.0.1:9090",
+		AccessLogAll:    e.Switch("ATTESTD_ACCESS_LOG", "errors", "all"),
+		RedisPrefix:     e.String("ATTESTD_REDIS_PREFIX", "attestd:"),
+		CacheDisabled:   e.Switch("ATTESTD_CACHE", "on", "off"),
+		DBMaxConns:      int32(e.Int("ATTESTD_DB_MAX_CONNS", 16, 1, 1000)),
+		ShutdownTimeout: e.Duration("ATTESTD_SHUTDOWN_TIMEOUT", 10*time.Second, 0, time.Hour),
+	}
+	if v, set := e.Lookup("ATTESTD_METRICS_ADDR"); set {
+		c.MetricsAddr = v
+	}
+	if v := e.String("ATTESTD_LOG_LEVEL", "info"); c.LogLevel.UnmarshalText([]byte(v)) != nil {
+		e.Fail("ATTESTD_LOG_LEVEL", "want debug, info, warn or error, got %q", v)
+	}
+	c.LocalBytes = e.Int("ATTESTD_CACHE_LOCAL_MB", 32, 0, 1<<20) << 20
+	if c.LocalBytes == 0 {
+		c.LocalBytes = -1
+	}
+	return c, e.Err()
+}
+
+// RequireStores fails when the database or Redis URL is missing.
+func (c Config) RequireStores() error {
+	var missing []string
+	if c.DatabaseURL == "" {
+		missing = append(missing, "DATABASE_URL")
+	}
+	if c.RedisURL == "" {
+		missing = append(missing, "REDIS_URL")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s not set (make run starts local servers for you)", strings.Join(missing, " and "))
+	}
+	return nil
+}

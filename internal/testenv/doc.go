@@ -1,0 +1,5 @@
+// Package testenv gives tests real PostgreSQL and Redis servers, shared by
+// a test binary or by a whole `make test` run; each test gets its own
+// database and Redis key prefix, so tests run in parallel without seeing
+// each other. Tests that kill a server get a dedicated one.
+package testenv

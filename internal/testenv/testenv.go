@@ -1,0 +1,277 @@
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/attestd/attestd/internal/config"
+
+	"github.com/attestd/attestd/internal/devstack"
+	"github.com/jackc/pgx/v5"
+)
+
+// Vars lists the variables of the test suite.
+var Vars = []config.Var{
+	{Name: EnvPostgres, Default: "(set by make test)", Help: "PostgreSQL server the suite makes its per-test databases on"},
+	{Name: EnvRedis, Default: "(set by make test)", Help: "Redis server the suite uses with per-test key prefixes"},
+	{Name: "ATTESTD_TEST_LOGS", Default: "(unset)", Help: "1 shows the test nodes' logs"},
+	{Name: "ATTESTD_TEST_VERBOSE", Default: "(unset)", Help: "1 shows the indexer tests' logs"},
+}
+
+// Environment variables that point tests at servers started once for a
+// run (`attestd stores` sets them).
+const (
+	EnvPostgres = devstack.EnvTestPostgres
+	EnvRedis    = devstack.EnvTestRedis
+)
+
+var (
+	mu       sync.Mutex
+	pgAdmin  string
+	redisURL string
+	stops    []func()
+	tmpDirs  []string
+)
+
+// Main runs the package's tests and stops the servers they started.
+// Call it from TestMain: func TestMain(m *testing.M) { testenv.Main(m) }.
+func Main(m *testing.M) {
+	code := m.Run()
+	mu.Lock()
+	for i := len(stops) - 1; i >= 0; i-- {
+		stops[i]()
+	}
+	for _, d := range tmpDirs {
+		os.RemoveAll(d)
+	}
+	mu.Unlock()
+	os.Exit(code)
+}
+
+// TempDir makes a directory that the postgres user can enter (t.TempDir is
+// private to root), removed when the test binary ends.
+func TempDir(tb testing.TB, pattern string) string {
+	tb.Helper()
+	d, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		tb.Fatalf("temp dir: %v", err)
+	}
+	if err := os.Chmod(d, 0o755); err != nil {
+		tb.Fatalf("chmod temp dir: %v", err)
+	}
+	mu.Lock()
+	tmpDirs = append(tmpDirs, d)
+	mu.Unlock()
+	return d
+}
+
+func sharedPostgres(tb testing.TB) string {
+	mu.Lock()
+	defer mu.Unlock()
+	if pgAdmin != "" {
+		return pgAdmin
+	}
+	if u := os.Getenv(EnvPostgres); u != "" {
+		pgAdmin = u
+		return u
+	}
+	mu.Unlock()
+	dir := TempDir(tb, "attestd-test-pg-")
+	pg, err := devstack.StartPostgres(context.Background(), dir+"/data")
+	mu.Lock()
+	if err != nil {
+		tb.Fatalf("start postgres: %v", err)
+	}
+	stops = append(stops, pg.Stop)
+	pgAdmin = pg.URL
+	return pgAdmin
+}
+
+func sharedRedis(tb testing.TB) string {
+	mu.Lock()
+	defer mu.Unlock()
+	if redisURL != "" {
+		return redisURL
+	}
+	if u := os.Getenv(EnvRedis); u != "" {
+		redisURL = u
+		return u
+	}
+	mu.Unlock()
+	dir := TempDir(tb, "attestd-test-redis-")
+	r, err := devstack.StartRedis(context.Background(), dir, 0)
+	mu.Lock()
+	if err != nil {
+		tb.Fatalf("start redis: %v", err)
+	}
+	stops = append(stops, r.Stop)
+	redisURL = r.URL
+	return redisURL
+}
+
+// Name returns a short random lowercase identifier with the given prefix.
+func Name(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// Database creates an empty database for this test on the shared server and
+// returns its URL; it is dropped when the test ends.
+func Database(tb testing.TB) string {
+	tb.Helper()
+	return DatabaseOn(tb, sharedPostgres(tb))
+}
+
+// DatabaseOn creates an empty database on the server of adminURL.
+func DatabaseOn(tb testing.TB, adminURL string) string {
+	tb.Helper()
+	name := Name("t_")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		tb.Fatalf("connect postgres: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		tb.Fatalf("create database: %v", err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, adminURL)
+		if err != nil {
+			return // server gone (a test stopped it): nothing to drop
+		}
+		defer c.Close(ctx)
+		_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	})
+	return replaceDB(adminURL, name)
+}
+
+// replaceDB swaps the database name in a postgres:// URL.
+func replaceDB(u, name string) string {
+	q := ""
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		u, q = u[:i], u[i:]
+	}
+	i := strings.LastIndexByte(u, '/')
+	if i < len("postgres://") {
+		return u + "/" + name + q
+	}
+	return u[:i+1] + name + q
+}
+
+// Redis returns the shared Redis server's URL and a key prefix unique to
+// this test; keys under the prefix are deleted when the test ends.
+func Redis(tb testing.TB) (url, prefix string) {
+	tb.Helper()
+	url = sharedRedis(tb)
+	prefix = Name("t") + ":"
+	return url, prefix
+}
+
+// OwnPostgres starts a server for this test alone (to stop or kill it).
+func OwnPostgres(tb testing.TB) *devstack.Postgres {
+	tb.Helper()
+	dir := TempDir(tb, "attestd-own-pg-")
+	pg, err := devstack.StartPostgres(context.Background(), dir+"/data")
+	if err != nil {
+		tb.Fatalf("start postgres: %v", err)
+	}
+	tb.Cleanup(pg.Stop)
+	return pg
+}
+
+// OwnRedis starts a Redis server for this test alone (to stop or kill it).
+func OwnRedis(tb testing.TB) *devstack.Redis {
+	tb.Helper()
+	r, err := devstack.StartRedis(context.Background(), TempDir(tb, "attestd-own-redis-"), 0)
+	if err != nil {
+		tb.Fatalf("start redis: %v", err)
+	}
+	tb.Cleanup(r.Stop)
+	return r
+}
+
+// OwnRedisCluster starts a Redis Cluster of masters nodes for this test alone.
+func OwnRedisCluster(tb testing.TB, masters int) *devstack.RedisCluster {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := devstack.StartRedisCluster(ctx, TempDir(tb, "attestd-own-cluster-"), masters)
+	if err != nil {
+		tb.Fatalf("start redis cluster: %v", err)
+	}
+	tb.Cleanup(c.Stop)
+	return c
+}
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// BuildAttestd builds the attestd command once per test binary and returns
+// the path of the executable, for tests that run it as a process.
+func BuildAttestd(tb testing.TB) string {
+	tb.Helper()
+	buildOnce.Do(func() {
+		dir := TempDir(tb, "attestd-bin-")
+		bin := filepath.Join(dir, "attestd")
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/attestd/attestd/cmd/attestd").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build cmd/attestd: %w\n%s", err, out)
+			return
+		}
+		builtBin = bin
+	})
+	if buildErr != nil {
+		tb.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+// Must fails the test on err, with context.
+func Must(tb testing.TB, err error, what string, args ...any) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatalf("%s: %v", fmt.Sprintf(what, args...), err)
+	}
+}
+
+// Output collects what a logger or a child process writes, safe for
+// concurrent writers and for reading while they write.
+type Output struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (o *Output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (o *Output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// Count returns how many times sub was written.
+func (o *Output) Count(sub string) int { return strings.Count(o.String(), sub) }
