@@ -41,10 +41,10 @@ type KeyView struct {
 func View(k store.APIKey) KeyView {
 	v := KeyView{Prefix: k.Prefix, Account: k.AccountName, Label: k.Label, CreatedAt: attestation.At(k.CreatedAt), Revoked: k.Revoked()}
 	if k.LastUsedAt != nil {
-		v.LastUsedAt = attestation.TimePtr(*k.LastUsedAt)
+		v.LastUsedAt = attestation.OptTime(k.LastUsedAt)
 	}
 	if k.RevokedAt != nil {
-		v.RevokedAt = attestation.TimePtr(*k.RevokedAt)
+		v.RevokedAt = attestation.OptTime(k.RevokedAt)
 	}
 	return v
 }

@@ -150,7 +150,7 @@ func (a *API) stats(c *fiber.Ctx) error {
 	if _, err := QueryParams(c); err != nil {
 		return err
 	}
-	return a.cached(c, "stats", nil, func(ctx context.Context) (any, bool, error) {
+	return a.cached(c, cache.NewKey("stats").Key(), nil, func(ctx context.Context) (any, bool, error) {
 		st, err := a.deps.Store.Stats(ctx, a.deps.Now())
 		return st, false, err
 	})
@@ -183,7 +183,7 @@ func (a *API) getAttestation(c *fiber.Ctx) error {
 		return err
 	}
 	notFound := apierror.NotFound(apierror.CodeAttestationNotFound, "no attestation with pda %s", id)
-	return a.cached(c, "a:"+id, notFound, func(ctx context.Context) (any, bool, error) {
+	return a.cached(c, cache.NewKey("attestation").String(id).Key(), notFound, func(ctx context.Context) (any, bool, error) {
 		at, err := a.deps.Store.GetAttestation(ctx, id)
 		return dataBody{Data: at}, at.Commitment == attestation.Finalized, err
 	})
@@ -195,7 +195,7 @@ func (a *API) getAgent(c *fiber.Ctx) error {
 		return err
 	}
 	notFound := apierror.NotFound(apierror.CodeAgentNotFound, "no agent with pda %s", id)
-	return a.cached(c, "g:"+id, notFound, func(ctx context.Context) (any, bool, error) {
+	return a.cached(c, cache.NewKey("agent").String(id).Key(), notFound, func(ctx context.Context) (any, bool, error) {
 		ag, err := a.deps.Store.GetAgent(ctx, id, a.deps.Now())
 		return dataBody{Data: ag}, false, err
 	})
@@ -207,7 +207,7 @@ func (a *API) getAgentStats(c *fiber.Ctx) error {
 		return err
 	}
 	notFound := apierror.NotFound(apierror.CodeAgentNotFound, "no agent with pda %s", id)
-	return a.cached(c, "s:"+id, notFound, func(ctx context.Context) (any, bool, error) {
+	return a.cached(c, cache.NewKey("agent-stats").String(id).Key(), notFound, func(ctx context.Context) (any, bool, error) {
 		st, err := a.deps.Store.GetAgentStats(ctx, id, a.deps.Now())
 		if st.RecentAttestations == nil {
 			st.RecentAttestations = []attestation.Attestation{}

@@ -51,7 +51,11 @@ func (a *API) defaultIndexerStatus(ctx context.Context) (IndexerStatus, error) {
 	if err != nil || !ok {
 		return IndexerStatus{}, err
 	}
-	return IndexerStatus{LastIndexedSlot: cp.Slot, LastIndexedAt: attestation.TimePtr(cp.UpdatedAt)}, nil
+	st := IndexerStatus{LastIndexedSlot: cp.Slot}
+	if !cp.UpdatedAt.IsZero() {
+		st.LastIndexedAt = attestation.OptTime(&cp.UpdatedAt)
+	}
+	return st, nil
 }
 
 func (a *API) health(c *fiber.Ctx) error {

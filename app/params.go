@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
@@ -86,17 +87,6 @@ func ParseOffset(v string, present bool, max int) (int, error) {
 		return 0, apierror.Invalid("offset must be at most %d; page deeper with the cursor (pagination.nextCursor)", max)
 	}
 	return int(n), nil
-}
-
-// ParseTime accepts, for the parameter name, RFC 3339 date-times and YYYY-MM-DD dates (midnight UTC).
-func ParseTime(name, v string) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t.UTC(), nil
-	}
-	if t, err := time.Parse("2006-01-02", v); err == nil {
-		return t, nil
-	}
-	return time.Time{}, apierror.Invalid("%s must be an RFC 3339 date-time (2026-11-21T10:00:00Z) or a date (2026-11-21), got %q", name, v)
 }
 
 // ParseAddress parses a base58 Solana address and returns its canonical
@@ -181,35 +171,20 @@ func parseListQuery(c *fiber.Ctx) (listQuery, error) {
 		}
 		q.filter.ActionType = &t
 	}
-	if v, ok := p["from"]; ok {
-		if q.filter.From, err = ParseTime("from", v); err != nil {
-			return q, err
-		}
-	}
-	if v, ok := p["to"]; ok {
-		if q.filter.To, err = ParseTime("to", v); err != nil {
-			return q, err
-		}
-	}
-	if !q.filter.From.IsZero() && !q.filter.To.IsZero() && q.filter.From.After(q.filter.To) {
-		return q, apierror.Invalid("from must not be after to (the range is from <= timestamp < to)")
+	if q.filter.Range, err = ParseRange(p); err != nil {
+		return q, err
 	}
 	return q, nil
 }
 
-// cacheKey is a canonical key for the query.
+// cacheKey is an injective encoding of the normalised query.
 func (q listQuery) cacheKey() string {
 	f := q.filter
-	typ := "-"
+	k := cache.NewKey("list").String(f.AgentPDA).Range(f.Range).Int(int64(f.Limit)).Int(int64(f.Offset)).String(q.cursor)
 	if f.ActionType != nil {
-		typ = strconv.Itoa(int(*f.ActionType))
+		k.Int(int64(*f.ActionType))
+	} else {
+		k.Absent()
 	}
-	var from, to int64
-	if !f.From.IsZero() {
-		from = f.From.UnixNano()
-	}
-	if !f.To.IsZero() {
-		to = f.To.UnixNano()
-	}
-	return fmt.Sprintf("l:%s:%s:%d:%d:%d:%d:%s", f.AgentPDA, typ, from, to, f.Limit, f.Offset, q.cursor)
+	return k.Key()
 }

@@ -140,8 +140,13 @@ func TestTimeFormat(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil || !back.Equal(tm.Time) {
 		t.Fatalf("round trip %v %v", back, err)
 	}
-	if TimePtr(time.Time{}) != nil {
-		t.Fatal("zero time not nil")
+	if OptTime(nil) != nil {
+		t.Fatal("absent time not nil")
+	}
+	// The zero instant is a time like any other, never "absent".
+	zero := time.Time{}
+	if p := OptTime(&zero); p == nil || p.String() != "0001-01-01T00:00:00Z" {
+		t.Fatalf("zero instant: %v", p)
 	}
 }
 

@@ -76,12 +76,13 @@ func At(t time.Time) Time { return Time{t.UTC().Truncate(time.Second)} }
 // Unix wraps unix seconds.
 func Unix(sec int64) Time { return Time{time.Unix(sec, 0).UTC()} }
 
-// TimePtr returns a pointer to At(t), or nil when t is zero.
-func TimePtr(t time.Time) *Time {
-	if t.IsZero() {
+// OptTime is the Time of *t, or nil when t is nil (the zero instant
+// included: it is a time like any other).
+func OptTime(t *time.Time) *Time {
+	if t == nil {
 		return nil
 	}
-	v := At(t)
+	v := At(*t)
 	return &v
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
@@ -26,25 +25,6 @@ type historyBody struct {
 type historyQuery struct {
 	filter store.Filter
 	cursor string
-}
-
-// parseRange reads from and to like GET /attestations: RFC 3339 or
-// YYYY-MM-DD, half-open, from not after to.
-func parseRange(p map[string]string) (from, to time.Time, err error) {
-	if v, ok := p["from"]; ok {
-		if from, err = app.ParseTime("from", v); err != nil {
-			return from, to, err
-		}
-	}
-	if v, ok := p["to"]; ok {
-		if to, err = app.ParseTime("to", v); err != nil {
-			return from, to, err
-		}
-	}
-	if !from.IsZero() && !to.IsZero() && from.After(to) {
-		return from, to, apierror.Invalid("from must not be after to (the range is from <= timestamp < to)")
-	}
-	return from, to, nil
 }
 
 func parseHistoryQuery(c *fiber.Ctx) (historyQuery, error) {
@@ -75,20 +55,14 @@ func parseHistoryQuery(c *fiber.Ctx) (historyQuery, error) {
 		}
 		q.cursor = v
 	}
-	q.filter.From, q.filter.To, err = parseRange(p)
+	q.filter.Range, err = app.ParseRange(p)
 	return q, err
 }
 
 func (q historyQuery) cacheKey() string {
 	f := q.filter
-	return fmt.Sprintf("ph:%s:%d:%d:%d:%d:%s", f.AgentPDA, nanos(f.From), nanos(f.To), f.Limit, f.Offset, q.cursor)
-}
-
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
+	return cache.NewKey("full-history").String(f.AgentPDA).Range(f.Range).
+		Int(int64(f.Limit)).Int(int64(f.Offset)).String(q.cursor).Key()
 }
 
 // fullHistory answers GET /premium/full-history/:agentId: up to 1000

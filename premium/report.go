@@ -115,16 +115,16 @@ func (h *Handler) forensicReport(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	from, to, err := parseRange(p)
+	r, err := app.ParseRange(p)
 	if err != nil {
 		return err
 	}
-	key := fmt.Sprintf("pf:%s:%d:%d:%s", id, nanos(from), nanos(to), h.rulesKey)
+	key := cache.NewKey("forensic-report").String(id).Range(r).String(h.rulesKey).Key()
 	// The cached bytes are answered as they are: a cached report keeps its
 	// generatedAt and reportHash, and still verifies.
 	v, _, err := h.cache.GetValue(c.UserContext(), key, func(ctx context.Context) ([]byte, bool, error) {
 		start := time.Now()
-		rep, err := h.BuildReport(ctx, id, from, to)
+		rep, err := h.BuildReport(ctx, id, r)
 		if err != nil {
 			return nil, false, app.LoadError(err)
 		}
@@ -147,10 +147,9 @@ func (h *Handler) forensicReport(c *fiber.Ctx) error {
 	return app.SendValue(c, v)
 }
 
-// BuildReport computes the report of agent pda over [from, to) (zero:
-// open) and seals it with its hash. store.ErrNotFound when the agent is
-// unknown.
-func (h *Handler) BuildReport(ctx context.Context, pda string, from, to time.Time) (*Report, error) {
+// BuildReport computes the report of agent pda over r and seals it with
+// its hash. store.ErrNotFound when the agent is unknown.
+func (h *Handler) BuildReport(ctx context.Context, pda string, r store.Range) (*Report, error) {
 	now := h.now()
 	var agent attestation.Agent
 	var d store.ForensicData
@@ -160,7 +159,7 @@ func (h *Handler) BuildReport(ctx context.Context, pda string, from, to time.Tim
 	g.Go(func() error {
 		// Re-verify the newest signatures while Postgres aggregates.
 		var err error
-		newest, err = h.store.NewestForRecheck(gctx, pda, from, to, h.rules.RecheckNewest)
+		newest, err = h.store.NewestForRecheck(gctx, pda, r, h.rules.RecheckNewest)
 		if err == nil {
 			verified = h.verifier.checkAll(newest)
 		}
@@ -174,7 +173,7 @@ func (h *Handler) BuildReport(ctx context.Context, pda string, from, to time.Tim
 	g.Go(func() error {
 		var err error
 		d, err = h.store.Forensic(gctx, store.ForensicQuery{
-			AgentPDA: pda, From: from, To: to,
+			AgentPDA: pda, Range: r,
 			BurstPerMinute: h.rules.BurstPerMinute, LongGap: time.Duration(h.rules.LongGapSeconds) * time.Second,
 			MaxPerKind: h.rules.MaxAnomaliesPerKind, ExamplePDAs: 10,
 		})
@@ -183,7 +182,7 @@ func (h *Handler) BuildReport(ctx context.Context, pda string, from, to time.Tim
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	rep := h.assemble(agent, d, newest, verified, from, to, now)
+	rep := h.assemble(agent, d, newest, verified, r, now)
 	if err := Seal(rep); err != nil {
 		return nil, err
 	}
@@ -216,19 +215,12 @@ func Hash(v any) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-func timePtr(t *time.Time) *attestation.Time {
-	if t == nil {
-		return nil
-	}
-	return attestation.TimePtr(*t)
-}
-
 // assemble shapes the aggregates into the report (no hash yet).
 // newest are the re-checked rows and verified their results.
-func (h *Handler) assemble(agent attestation.Agent, d store.ForensicData, newest []store.VerifyRow, verified []bool, from, to, now time.Time) *Report {
+func (h *Handler) assemble(agent attestation.Agent, d store.ForensicData, newest []store.VerifyRow, verified []bool, r store.Range, now time.Time) *Report {
 	rep := &Report{
 		Agent:         agent,
-		Period:        Period{From: attestation.TimePtr(from), To: attestation.TimePtr(to)},
+		Period:        Period{From: attestation.OptTime(r.From), To: attestation.OptTime(r.To)},
 		Thresholds:    h.rules,
 		GeneratedAt:   attestation.At(now),
 		PolicyHistory: agent.Policies.History,
@@ -244,7 +236,7 @@ func (h *Handler) assemble(agent attestation.Agent, d store.ForensicData, newest
 	for t, n := range d.ByType {
 		s.ByType[t.String()] = n
 	}
-	s.FirstAt, s.LastAt = timePtr(d.First), timePtr(d.Last)
+	s.FirstAt, s.LastAt = attestation.OptTime(d.First), attestation.OptTime(d.Last)
 	s.ActiveDays = len(d.Days)
 	byDay := map[time.Time]int{}
 	for _, day := range d.Days {

@@ -16,7 +16,7 @@ import (
 // ForensicQuery says what a forensic report covers and its anomaly rules.
 type ForensicQuery struct {
 	AgentPDA       string
-	From, To       time.Time     // From <= ts < To; zero: unbounded
+	Range          Range
 	BurstPerMinute int           // a UTC minute with at least this many attestations is a burst
 	LongGap        time.Duration // consecutive attestations at least this far apart are a long gap
 	MaxPerKind     int           // anomalies listed per kind (all are counted)
@@ -161,8 +161,8 @@ const forensicNewestSQL = `SELECT ` + verifyColumns + ` FROM attestations
 	ORDER BY ts DESC, slot DESC, pda DESC LIMIT $4`
 
 // bound turns a zero time into an infinite bound.
-func bound(t time.Time, inf pgtype.InfinityModifier) pgtype.Timestamptz {
-	if t.IsZero() {
+func bound(t *time.Time, inf pgtype.InfinityModifier) pgtype.Timestamptz {
+	if t == nil {
 		return pgtype.Timestamptz{InfinityModifier: inf, Valid: true}
 	}
 	return pgtype.Timestamptz{Time: t.UTC(), Valid: true}
@@ -187,7 +187,7 @@ func (s *Store) heavy(ctx context.Context, fn func(tx pgx.Tx) error) error {
 func (s *Store) Forensic(ctx context.Context, q ForensicQuery) (ForensicData, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	from, to := bound(q.From, pgtype.NegativeInfinity), bound(q.To, pgtype.Infinity)
+	from, to := bound(q.Range.From, pgtype.NegativeInfinity), bound(q.Range.To, pgtype.Infinity)
 	limit := max(q.MaxPerKind, 0)
 	var d ForensicData
 	var dups ForensicData // filled by its own goroutine, merged after
@@ -228,15 +228,15 @@ func (s *Store) Forensic(ctx context.Context, q ForensicQuery) (ForensicData, er
 	return d, nil
 }
 
-// NewestForRecheck reads the newest n attestations of the agent in
-// [from, to) (zero: open), newest first, for a signature re-check.
-func (s *Store) NewestForRecheck(ctx context.Context, agentPDA string, from, to time.Time, n int) ([]VerifyRow, error) {
+// NewestForRecheck reads the newest n attestations of the agent in r,
+// newest first, for a signature re-check.
+func (s *Store) NewestForRecheck(ctx context.Context, agentPDA string, r Range, n int) ([]VerifyRow, error) {
 	if n <= 0 {
 		return nil, nil
 	}
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, forensicNewestSQL, agentPDA, bound(from, pgtype.NegativeInfinity), bound(to, pgtype.Infinity), n)
+	rows, err := s.pool.Query(ctx, forensicNewestSQL, agentPDA, bound(r.From, pgtype.NegativeInfinity), bound(r.To, pgtype.Infinity), n)
 	if err != nil {
 		return nil, fmt.Errorf("newest attestations of %s: %w", agentPDA, err)
 	}

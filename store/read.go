@@ -24,11 +24,18 @@ type Cursor struct {
 type Filter struct {
 	AgentPDA   string
 	ActionType *attestation.ActionType
-	From, To   time.Time // From <= ts < To
+	Range      Range
 	Limit      int
 	Offset     int
 	After      *Cursor // keyset: rows strictly after this position
 }
+
+// Range is a half-open time range, From <= ts < To; a nil bound is open.
+// Every instant is a bound, the zero time.Time included.
+type Range struct{ From, To *time.Time }
+
+// Open reports whether neither bound is set.
+func (r Range) Open() bool { return r.From == nil && r.To == nil }
 
 // Page is one page of attestations.
 type Page struct {
@@ -107,11 +114,11 @@ func (f Filter) where(withCursor bool) (string, []any) {
 	if f.ActionType != nil {
 		conds = append(conds, "action_type = "+arg(int16(*f.ActionType)))
 	}
-	if !f.From.IsZero() {
-		conds = append(conds, "ts >= "+arg(f.From.UTC()))
+	if f.Range.From != nil {
+		conds = append(conds, "ts >= "+arg(f.Range.From.UTC()))
 	}
-	if !f.To.IsZero() {
-		conds = append(conds, "ts < "+arg(f.To.UTC()))
+	if f.Range.To != nil {
+		conds = append(conds, "ts < "+arg(f.Range.To.UTC()))
 	}
 	if withCursor && f.After != nil {
 		conds = append(conds, fmt.Sprintf("(ts, slot, pda) < (%s, %s, %s)",
@@ -160,7 +167,7 @@ func (s *Store) ListAttestations(ctx context.Context, f Filter) (Page, error) {
 // reads the maintained counters; with one it counts the range on the
 // matching index.
 func countSQL(f Filter) (string, []any) {
-	if f.From.IsZero() && f.To.IsZero() {
+	if f.Range.Open() {
 		agent := globalCounter
 		if f.AgentPDA != "" {
 			agent = f.AgentPDA
@@ -261,10 +268,10 @@ func (s *Store) summarise(ctx context.Context, pda string, now time.Time) (agent
 		return sum, fmt.Errorf("summarise agent: %w", err)
 	}
 	if first != nil {
-		sum.first = attestation.TimePtr(*first)
+		sum.first = attestation.OptTime(first)
 	}
 	if last != nil {
-		sum.last = attestation.TimePtr(*last)
+		sum.last = attestation.OptTime(last)
 	}
 	return sum, nil
 }
@@ -293,7 +300,7 @@ func (s *Store) GetAgent(ctx context.Context, pda string, now time.Time) (attest
 	a.RegisteredAt = attestation.At(registered)
 	a.UpdatedAt = attestation.At(updated)
 	if revokedAt != nil {
-		a.RevokedAt = attestation.TimePtr(*revokedAt)
+		a.RevokedAt = attestation.OptTime(revokedAt)
 	}
 	history := []attestation.PolicyChange{{PolicyRoot: hex.EncodeToString(initialRoot), UpdatedAt: a.RegisteredAt, TxSignature: regTx, Slot: uint64(regSlot)}}
 	rows, err := s.pool.Query(ctx, `SELECT policy_root, at, tx_signature, slot FROM agent_events

@@ -218,6 +218,7 @@ func TestEveryReadIsAnIndexScan(t *testing.T) {
 	now := time.Now()
 	typ := attestation.Decision
 	day := now.Add(-48 * time.Hour)
+	longAgo := day.Add(-90 * 24 * time.Hour)
 	cursor := &Cursor{Timestamp: now.Add(-30 * 24 * time.Hour), Slot: 999_000_000, PDA: "pda5"}
 	type stmt struct {
 		name string
@@ -232,12 +233,12 @@ func TestEveryReadIsAnIndexScan(t *testing.T) {
 		"agent":             {AgentPDA: "agent7", Limit: 20},
 		"type":              {ActionType: &typ, Limit: 20},
 		"agent+type":        {AgentPDA: "agent7", ActionType: &typ, Limit: 20},
-		"range":             {From: day, To: now, Limit: 20},
-		"agent+range":       {AgentPDA: "agent7", From: day, Limit: 20},
-		"type+range":        {ActionType: &typ, From: day, To: now, Limit: 20},
-		"agent+type+range":  {AgentPDA: "agent7", ActionType: &typ, To: day, Limit: 20},
+		"range":             {Range: Range{From: &day, To: &now}, Limit: 20},
+		"agent+range":       {AgentPDA: "agent7", Range: Range{From: &day}, Limit: 20},
+		"type+range":        {ActionType: &typ, Range: Range{From: &day, To: &now}, Limit: 20},
+		"agent+type+range":  {AgentPDA: "agent7", ActionType: &typ, Range: Range{To: &day}, Limit: 20},
 		"agent+cursor":      {AgentPDA: "agent7", After: cursor, Limit: 20},
-		"type+range+cursor": {ActionType: &typ, From: day.Add(-90 * 24 * time.Hour), After: cursor, Limit: 20},
+		"type+range+cursor": {ActionType: &typ, Range: Range{From: &longAgo}, After: cursor, Limit: 20},
 	}
 	for name, f := range filters {
 		q, args := listSQL(f)
