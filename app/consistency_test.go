@@ -11,6 +11,7 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/seed"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/store"
@@ -223,5 +224,47 @@ func TestPostgresStoppedCachedReadsContinue(t *testing.T) {
 	res.JSON(t, &h)
 	if res.Status != 200 || h.Status != "degraded" || h.Postgres != "down" {
 		t.Fatalf("health with postgres down: %d %+v", res.Status, h)
+	}
+}
+
+// TestInvalidationSurvivesRedisReset: after Redis restarts empty or is
+// flushed, the epoch it forgot must not make nodes ignore announcements:
+// a new write is visible at once, not when the cached answers expire.
+func TestInvalidationSurvivesRedisReset(t *testing.T) {
+	t.Parallel()
+	for _, reset := range []string{"flush", "restart"} {
+		t.Run(reset, func(t *testing.T) {
+			t.Parallel()
+			r := testenv.OwnRedis(t)
+			env := apptest.NewEnvOn(t, testenv.Database(t), r.URL, "k:", apptest.Options{Agents: 2, Attestations: 100})
+			node := env.StartNode(t, apptest.NodeOptions{})
+			ctx := context.Background()
+			for i := 0; i < 50; i++ { // epochs a reset Redis will not reach soon by counting
+				testenv.Must(t, node.Cache.BumpEpoch(ctx, 0), "bump")
+			}
+			node.SettleEpoch(t)
+			var before struct{ Attestations int64 }
+			node.Get(t, "/stats").JSON(t, &before)
+			switch reset {
+			case "flush":
+				testenv.Must(t, node.Redis.FlushAll(ctx).Err(), "flush")
+			case "restart":
+				port := r.Port()
+				r.Stop()
+				again, err := devstack.StartRedis(ctx, testenv.TempDir(t, "redis-again-"), port)
+				testenv.Must(t, err, "restart redis")
+				t.Cleanup(again.Stop)
+				eventually(t, "the node reaches Redis again", func() bool { return !node.Cache.Degraded() && node.Redis.Ping(ctx).Err() == nil })
+			}
+			recs := seed.NewAttestations(env.Seeded.Agents, 1, time.Now().Add(time.Hour), maxSlot(t, env)+10, 3)
+			if _, err := env.Store.Apply(ctx, &store.Batch{Attestations: recs}); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "stats count the new attestation", func() bool {
+				var st struct{ Attestations int64 }
+				node.Get(t, "/stats").JSON(t, &st)
+				return st.Attestations == before.Attestations+int64(len(recs))
+			})
+		})
 	}
 }

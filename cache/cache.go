@@ -37,16 +37,23 @@ type Options struct {
 	SkipSubscriber bool // writers that never read (seed) need no subscription
 }
 
+// generation is the epoch a node is at and the in-process layer of values
+// indexed at that epoch. They change together, so a read never pairs an
+// epoch with another epoch's values.
+type generation struct {
+	epoch uint64
+	local *local
+}
+
 // Cache is safe for concurrent use. Close stops its goroutines.
 type Cache struct {
 	rdb       redis.UniversalClient
 	opt       Options
 	log       *slog.Logger
-	epoch     atomic.Uint64
+	gen       atomic.Pointer[generation]
 	redisDown atomic.Bool
-	pending   atomic.Bool // a bump failed and must be retried
+	pending   atomic.Uint64 // floor+1 of a bump that failed and must be retried; 0: none
 	immutable *local
-	indexed   atomic.Pointer[local] // replaced on every epoch change
 	sf        singleflight.Group
 	m         *metrics
 	stop      context.CancelFunc
@@ -81,8 +88,8 @@ func New(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Cache, e
 	if c.log == nil {
 		c.log = slog.Default()
 	}
-	c.indexed.Store(newLocal(opt.LocalBytes))
-	c.m.localBytes = func() float64 { return float64(c.immutable.size() + c.indexed.Load().size()) }
+	c.gen.Store(&generation{local: newLocal(opt.LocalBytes)})
+	c.m.localBytes = func() float64 { return float64(c.immutable.size() + c.gen.Load().local.size()) }
 	if err := c.syncEpoch(ctx); err != nil {
 		c.markDown(err)
 	}
@@ -120,7 +127,7 @@ func (c *Cache) Close() {
 func (c *Cache) epochKey() string { return c.opt.Prefix + "epoch" }
 
 // Epoch is this node's view of the index epoch.
-func (c *Cache) Epoch() uint64 { return c.epoch.Load() }
+func (c *Cache) Epoch() uint64 { return c.gen.Load().epoch }
 
 // Degraded reports whether Redis is currently unreachable.
 func (c *Cache) Degraded() bool { return c.redisDown.Load() }
@@ -133,7 +140,12 @@ func (c *Cache) markDown(err error) {
 	c.m.redisErrors.Inc()
 	if c.redisDown.CompareAndSwap(false, true) {
 		c.log.Warn("redis unreachable: serving from postgres, local epoch caches dropped", "err", err)
-		c.indexed.Store(newLocal(c.opt.LocalBytes))
+		for {
+			cur := c.gen.Load()
+			if c.gen.CompareAndSwap(cur, &generation{epoch: cur.epoch, local: newLocal(c.opt.LocalBytes)}) {
+				break
+			}
+		}
 		c.m.degraded.Set(1)
 	}
 }
@@ -145,16 +157,15 @@ func (c *Cache) markUp() {
 	}
 }
 
-// setEpoch moves this node to epoch e if it is newer, dropping the local
-// indexed layer.
+// setEpoch moves this node to epoch e if it is newer, with an empty local
+// layer for it.
 func (c *Cache) setEpoch(e uint64) {
 	for {
-		cur := c.epoch.Load()
-		if e <= cur {
+		cur := c.gen.Load()
+		if e <= cur.epoch {
 			return
 		}
-		if c.epoch.CompareAndSwap(cur, e) {
-			c.indexed.Store(newLocal(c.opt.LocalBytes))
+		if c.gen.CompareAndSwap(cur, &generation{epoch: e, local: newLocal(c.opt.LocalBytes)}) {
 			c.m.epoch.Set(float64(e))
 			return
 		}
@@ -175,21 +186,41 @@ func (c *Cache) syncEpoch(ctx context.Context) error {
 	return nil
 }
 
-// BumpEpoch announces that indexed data changed. It implements
-// store.Notifier. A failed bump is retried by the poller until it succeeds.
-func (c *Cache) BumpEpoch(ctx context.Context) error {
+// bumpLua moves the epoch to at least floor and past its current value,
+// and returns it. Epochs only grow, and floor (the commit's WAL position)
+// lets them grow past what a restarted or flushed Redis forgot: nodes
+// ignore announcements of epochs older than their own.
+var bumpLua = redis.NewScript(`
+local v = tonumber(redis.call('GET', KEYS[1]) or '0') + 1
+local floor = tonumber(ARGV[1])
+if floor > v then v = floor end
+redis.call('SET', KEYS[1], string.format('%d', v))
+return v
+`)
+
+// BumpEpoch announces that indexed data changed; it implements
+// store.Notifier. floor is a value the new epoch must reach (the commit's
+// WAL position; 0 for none), so that epochs keep growing across a Redis
+// restart or flush. A failed bump is retried by the poller until it
+// succeeds.
+func (c *Cache) BumpEpoch(ctx context.Context, floor uint64) error {
 	rctx, cancel := c.redisCtx(ctx)
 	defer cancel()
-	v, err := c.rdb.Incr(rctx, c.epochKey()).Uint64()
+	v, err := bumpLua.Run(rctx, c.rdb, []string{c.epochKey()}, strconv.FormatUint(floor, 10)).Uint64()
 	if err == nil {
 		err = c.rdb.Publish(rctx, c.epochKey(), strconv.FormatUint(v, 10)).Err()
 	}
 	if err != nil {
-		c.pending.Store(true)
+		for {
+			p := c.pending.Load()
+			if p > floor || c.pending.CompareAndSwap(p, floor+1) {
+				break
+			}
+		}
 		c.markDown(err)
 		return fmt.Errorf("bump cache epoch: %w", err)
 	}
-	c.pending.Store(false)
+	c.pending.Store(0)
 	c.setEpoch(v)
 	c.m.bumps.Inc()
 	return nil
@@ -205,8 +236,8 @@ func (c *Cache) poll(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if c.pending.Load() {
-			if err := c.BumpEpoch(ctx); err != nil {
+		if p := c.pending.Load(); p > 0 {
+			if err := c.BumpEpoch(ctx, p-1); err != nil {
 				continue
 			}
 		}

@@ -87,7 +87,7 @@ func TestEpochBumpReachesOtherNodes(t *testing.T) {
 	}
 	// Node b hits Redis for what node a loaded? Its own local layer first.
 	version.Store(1)
-	testenv.Must(t, writer.BumpEpoch(context.Background()), "bump")
+	testenv.Must(t, writer.BumpEpoch(context.Background(), 0), "bump")
 	deadline := time.Now().Add(5 * time.Second)
 	for a.Epoch() != writer.Epoch() || b.Epoch() != writer.Epoch() {
 		if time.Now().After(deadline) {
@@ -110,7 +110,7 @@ func TestImmutableNotFoundAndErrors(t *testing.T) {
 	calls := 0
 	imm := func(context.Context) ([]byte, bool, error) { calls++; return []byte("x"), true, nil }
 	c.Get(context.Background(), "a", imm)
-	testenv.Must(t, c.BumpEpoch(context.Background()), "bump")
+	testenv.Must(t, c.BumpEpoch(context.Background(), 0), "bump")
 	// Immutable values survive epoch changes, locally and in Redis.
 	if _, src, _ := c.Get(context.Background(), "a", imm); src != FromLocal || calls != 1 {
 		t.Fatalf("immutable after bump: %v, %d loads", src, calls)

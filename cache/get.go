@@ -53,9 +53,9 @@ func (c *Cache) GetValue(ctx context.Context, key string, load Loader) (Value, S
 		v, err := decode(b)
 		return v, FromLocal, err
 	}
-	epoch := c.epoch.Load()
+	g := c.gen.Load()
+	epoch, idx := g.epoch, g.local
 	redisUp := !c.redisDown.Load()
-	idx := c.indexed.Load()
 	if redisUp {
 		if b, ok := idx.get(key, now); ok {
 			c.m.hitsLocal.Inc()

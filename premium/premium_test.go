@@ -195,7 +195,7 @@ func TestBulkVerifyCatchesTamperedRecords(t *testing.T) {
 	if err != nil || tag.RowsAffected() != 1 {
 		t.Fatalf("tamper: %v %v", tag, err)
 	}
-	testenv.Must(t, pn.Cache.BumpEpoch(ctx), "bump epoch")
+	testenv.Must(t, pn.Cache.BumpEpoch(ctx, 0), "bump epoch")
 	pn.verify(t, idsBody(ids)).JSON(t, &v)
 	if !v.Data[0].Valid || v.Data[1].Valid || !v.Data[2].Valid {
 		t.Fatalf("after tampering: %+v", v.Data)
@@ -543,7 +543,7 @@ func TestForensicReport(t *testing.T) {
 	ctx := context.Background()
 	_, err := env.Store.Pool().Exec(ctx, `UPDATE attestations SET action_hash = sha256(action_hash) WHERE pda = $1`, c.recs[0].PDA)
 	testenv.Must(t, err, "tamper")
-	testenv.Must(t, pn.Cache.BumpEpoch(ctx), "bump epoch")
+	testenv.Must(t, pn.Cache.BumpEpoch(ctx, 0), "bump epoch")
 	var tampered struct{ Data premium.Report }
 	tr := pn.get(t, "/premium/forensic-report/"+agent)
 	verifyReportHash(t, tr.Body)

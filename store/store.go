@@ -35,9 +35,11 @@ func IsUnavailable(err error) bool {
 }
 
 // Notifier learns that indexed data changed, after the change committed.
-// The cache implements it by bumping the index epoch on every node.
+// The cache implements it by bumping the index epoch on every node, to at
+// least floor: the WAL position after the commit, which only grows, so
+// epochs keep growing even when Redis forgot them (0 when unknown).
 type Notifier interface {
-	BumpEpoch(ctx context.Context) error
+	BumpEpoch(ctx context.Context, floor uint64) error
 }
 
 // Options tune the connection pool.
@@ -122,6 +124,19 @@ func (s *Store) notify(ctx context.Context) {
 	if s.notifier == nil {
 		return
 	}
+	ctx = context.WithoutCancel(ctx)
 	// The data is committed; a failed bump is retried by the notifier itself.
-	_ = s.notifier.BumpEpoch(context.WithoutCancel(ctx))
+	_ = s.notifier.BumpEpoch(ctx, s.walPosition(ctx))
+}
+
+// walPosition is the current WAL write position as a number (0 if it
+// cannot be read): after a commit, at or past that commit.
+func (s *Store) walPosition(ctx context.Context) uint64 {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var lsn int64
+	if err := s.pool.QueryRow(ctx, `SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint`).Scan(&lsn); err != nil || lsn < 0 {
+		return 0
+	}
+	return uint64(lsn)
 }

@@ -33,9 +33,27 @@ func open(t *testing.T) *Store {
 	return st
 }
 
-type bumps struct{ n int }
+// bumps records the notifier's calls: how many, and their floors, which
+// must be WAL positions that never go back.
+type bumps struct {
+	n      int
+	floors []uint64
+}
 
-func (b *bumps) BumpEpoch(context.Context) error { b.n++; return nil }
+func (b *bumps) BumpEpoch(_ context.Context, floor uint64) error {
+	b.n++
+	b.floors = append(b.floors, floor)
+	return nil
+}
+
+func (b *bumps) check(t *testing.T) {
+	t.Helper()
+	for i, f := range b.floors {
+		if f == 0 || (i > 0 && f < b.floors[i-1]) {
+			t.Fatalf("bump floors %v: want growing WAL positions", b.floors)
+		}
+	}
+}
 
 func rec(agent string, tx string, idx int, typ attestation.ActionType, ts time.Time, c attestation.Commitment) AttestationRecord {
 	r := AttestationRecord{
@@ -92,6 +110,7 @@ func TestApplyIsIdempotentAndKeepsCounters(t *testing.T) {
 	if n := scalar(t, st, "SELECT count(*) FROM attestations"); n != 3 {
 		t.Fatalf("%d rows", n)
 	}
+	b.check(t)
 	if n := scalar(t, st, "SELECT count(*) FROM outbox WHERE event_type = 'attestation.created'"); n != 3 {
 		t.Fatalf("%d outbox rows, want one per new attestation", n)
 	}
