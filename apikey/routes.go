@@ -73,7 +73,11 @@ func (s *Service) createKey(c *fiber.Ctx) error {
 	if _, err := app.QueryParams(c); err != nil {
 		return err
 	}
-	label, err := parseCreateBody(c.Get(fiber.HeaderContentType), c.Body())
+	body, err := app.Body(c, maxCreateBody)
+	if err != nil {
+		return err
+	}
+	label, err := parseCreateBody(c.Get(fiber.HeaderContentType), body)
 	if err != nil {
 		return err
 	}

@@ -111,10 +111,9 @@ func (h *Handler) bulkVerify(c *fiber.Ctx) error {
 	if _, err := app.QueryParams(c); err != nil {
 		return err
 	}
-	body := c.Body()
-	if len(body) > MaxBulkBody {
-		return apierror.New(http.StatusRequestEntityTooLarge, apierror.CodePayloadTooLarge,
-			"the body must be at most %d bytes (%d ids fit easily)", MaxBulkBody, MaxBulkIDs)
+	body, err := app.Body(c, MaxBulkBody)
+	if err != nil {
+		return err
 	}
 	if !isJSON(c.Get(fiber.HeaderContentType)) {
 		return apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia,
