@@ -3,8 +3,11 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/attestd/attestd/cache"
@@ -13,6 +16,7 @@ import (
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
 )
 
 // Prefix is the path prefix of every API route.
@@ -34,6 +38,8 @@ type Deps struct {
 	Degraded []func() bool
 	// AccessLogAll logs every request, not only 5xx and slow ones.
 	AccessLogAll bool
+	// ConnLimit caps the connections per client IP (zero: no cap).
+	ConnLimit ConnLimit
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
 }
@@ -57,6 +63,9 @@ func New(d Deps) *API {
 	}
 	a := &API{deps: d, log: d.Logger, started: time.Now(), m: newHTTPMetrics(d.Registerer)}
 	a.fiber = fiber.New(fiber.Config{
+		// Requests of other methods are answered by this app too (see
+		// below), so that limits, request ids and the envelope apply.
+		RequestMethods:        append(fiber.DefaultMethods[:len(fiber.DefaultMethods):len(fiber.DefaultMethods)], unknownMethod),
 		AppName:               "attestd " + buildinfo.Version,
 		DisableStartupMessage: true,
 		ErrorHandler:          a.handleError,
@@ -69,6 +78,19 @@ func New(d Deps) *API {
 		// headers rather than a header flush and a body write.
 		WriteBufferSize: 32 << 10,
 	})
+	// Fiber answers a method outside RequestMethods itself, with a plain
+	// 400 before any middleware: no envelope, no request id, no limit.
+	// Such requests reach the app as unknownMethod; methodOf names the
+	// method they were sent with.
+	srv := a.fiber.Server()
+	next := srv.Handler
+	srv.Handler = func(rctx *fasthttp.RequestCtx) {
+		if m := rctx.Method(); !standardMethod(m) {
+			rctx.SetUserValue(sentMethodKey{}, clip(string(m)))
+			rctx.Request.Header.SetMethod(unknownMethod)
+		}
+		next(rctx)
+	}
 	a.fiber.Use(a.requestID, a.recover, a.observe)
 	for _, mw := range d.Middleware {
 		a.fiber.Use(mw)
@@ -82,8 +104,12 @@ func (a *API) Fiber() *fiber.App { return a.fiber }
 
 // Listen serves on addr until ctx ends, then shuts down within grace.
 func (a *API) Listen(ctx context.Context, addr string, grace time.Duration) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- a.fiber.Listen(addr) }()
+	go func() { errc <- a.Serve(ln) }()
 	select {
 	case err := <-errc:
 		return err
@@ -94,6 +120,11 @@ func (a *API) Listen(ctx context.Context, addr string, grace time.Duration) erro
 		return err
 	}
 	return <-errc
+}
+
+// Serve answers on ln (with the per-IP connection cap) until shut down.
+func (a *API) Serve(ln net.Listener) error {
+	return a.fiber.Listener(newLimitListener(ln, a.deps.ConnLimit, a.m.refusedConns))
 }
 
 func (a *API) routes() {
@@ -115,8 +146,13 @@ func (a *API) Route(method, path string, handlers ...fiber.Handler) {
 }
 
 // handleError turns every error into the envelope. Internal errors are
-// logged with the request id and answered without detail.
+// logged with the request id and answered without detail. It also answers
+// what fasthttp refuses before any handler runs (malformed requests,
+// oversized headers or bodies), so those get a request id here.
 func (a *API) handleError(c *fiber.Ctx, err error) error {
+	if requestIDOf(c) == "" {
+		a.setRequestID(c, newRequestID())
+	}
 	if e, ok := apierror.As(err); ok {
 		return apierror.Write(c, e.Status, e.Code, e.Message)
 	}
@@ -124,18 +160,49 @@ func (a *API) handleError(c *fiber.Ctx, err error) error {
 	if errors.As(err, &fe) {
 		switch fe.Code {
 		case http.StatusNotFound:
-			return apierror.Write(c, fe.Code, apierror.CodeNotFound, "no route "+c.Method()+" "+c.Path())
+			return apierror.Write(c, fe.Code, apierror.CodeNotFound, "no route "+methodOf(c)+" "+clip(c.Path()))
 		case http.StatusMethodNotAllowed:
-			return apierror.Write(c, fe.Code, apierror.CodeMethodNotAllowed, "method "+c.Method()+" is not allowed on "+c.Path())
+			return apierror.Write(c, fe.Code, apierror.CodeMethodNotAllowed, "method "+methodOf(c)+" is not allowed on "+clip(c.Path()))
 		case http.StatusRequestEntityTooLarge:
-			return apierror.Write(c, fe.Code, apierror.CodePayloadTooLarge, "request body too large")
+			return apierror.Write(c, fe.Code, apierror.CodePayloadTooLarge, "request body too large (at most "+strconv.Itoa(a.fiber.Config().BodyLimit>>10)+" KiB)")
+		case http.StatusRequestHeaderFieldsTooLarge:
+			return apierror.Write(c, fe.Code, apierror.CodeHeadersTooLarge, "request headers too large (at most "+strconv.Itoa(a.fiber.Config().ReadBufferSize>>10)+" KiB in all)")
 		case http.StatusRequestTimeout:
-			return apierror.Write(c, fe.Code, "REQUEST_TIMEOUT", "request timed out")
+			return apierror.Write(c, fe.Code, apierror.CodeRequestTimeout, "request timed out")
 		}
 		if fe.Code >= 400 && fe.Code < 500 {
-			return apierror.Write(c, fe.Code, apierror.CodeInvalidParam, fe.Message)
+			// Fiber's own 4xx errors carry fasthttp's wording (parse errors
+			// of the request line, headers, Content-Length): not ours to echo.
+			return apierror.Write(c, http.StatusBadRequest, apierror.CodeInvalidParam, "malformed HTTP request")
+		}
+		if fe.Code == http.StatusBadGateway { // the client's connection failed while sending
+			return apierror.Write(c, http.StatusBadRequest, apierror.CodeInvalidParam, "the request could not be read")
 		}
 	}
-	a.log.Error("request failed", "request_id", requestIDOf(c), "method", c.Method(), "path", c.Path(), "err", err)
+	a.log.Error("request failed", "request_id", requestIDOf(c), "method", methodOf(c), "path", c.Path(), "err", err)
 	return apierror.Write(c, http.StatusInternalServerError, apierror.CodeInternal, "internal error; quote request id "+requestIDOf(c))
+}
+
+// unknownMethod stands for every method outside the standard ones (see
+// New); no route uses it, so such requests get 405 or 404.
+const unknownMethod = "X-UNKNOWN-METHOD"
+
+type sentMethodKey struct{}
+
+func standardMethod(m []byte) bool {
+	for _, s := range fiber.DefaultMethods {
+		if string(m) == s {
+			return true
+		}
+	}
+	return false
+}
+
+// methodOf is the method the client sent (c.Method() says unknownMethod
+// for the methods New maps to it). The result is safe to keep.
+func methodOf(c *fiber.Ctx) string {
+	if m, ok := c.Context().UserValue(sentMethodKey{}).(string); ok {
+		return m
+	}
+	return methodLabel(c.Method())
 }

@@ -50,7 +50,7 @@ func SendJSON(c *fiber.Ctx, b []byte) error {
 		return c.Send(b)
 	}
 	c.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
-	if !acceptsGzip(c.Get(fiber.HeaderAcceptEncoding)) {
+	if !acceptsGzip(c) {
 		return c.Send(b)
 	}
 	var buf bytes.Buffer
@@ -77,35 +77,68 @@ func SendValue(c *fiber.Ctx, v cache.Value) error {
 		return c.Send(v.JSON)
 	}
 	c.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
-	if acceptsGzip(c.Get(fiber.HeaderAcceptEncoding)) {
+	if acceptsGzip(c) {
 		c.Set(fiber.HeaderContentEncoding, "gzip")
 		return c.Send(v.Gzip)
 	}
 	return c.Send(v.JSON)
 }
 
-// acceptsGzip reads an Accept-Encoding header: gzip (or *) listed without
-// q=0.
-func acceptsGzip(h string) bool {
-	for len(h) > 0 {
-		var part string
-		if i := strings.IndexByte(h, ','); i >= 0 {
-			part, h = h[:i], h[i+1:]
-		} else {
-			part, h = h, ""
+// acceptsGzip reports whether the request's Accept-Encoding (every line
+// of it) makes gzip acceptable: listed with a q above 0, or not listed and
+// "*" listed with a q above 0. The q parameter's name is case-insensitive;
+// a malformed q counts as 0.
+func acceptsGzip(c *fiber.Ctx) bool {
+	var lines []string
+	c.Request().Header.VisitAll(func(k, v []byte) {
+		if strings.EqualFold(string(k), fiber.HeaderAcceptEncoding) {
+			lines = append(lines, string(v))
 		}
-		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		name = strings.TrimSpace(name)
-		if !strings.EqualFold(name, "gzip") && name != "*" {
-			continue
+	})
+	return gzipAcceptable(strings.Join(lines, ","))
+}
+
+func gzipAcceptable(h string) bool {
+	gzipQ, starQ := -1, -1 // thousandths; -1: not listed
+	for _, part := range strings.Split(h, ",") {
+		name, params, _ := strings.Cut(part, ";")
+		q := 1000
+		for _, p := range strings.Split(params, ";") {
+			if k, v, ok := strings.Cut(p, "="); ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+				q = parseQValue(strings.TrimSpace(v))
+			}
 		}
-		q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
-		if q == "q=0" || q == "q=0.0" || q == "q=0.00" || q == "q=0.000" {
-			return false
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "gzip", "x-gzip":
+			gzipQ = max(gzipQ, q)
+		case "*":
+			starQ = max(starQ, q)
 		}
-		return true
 	}
-	return false
+	if gzipQ >= 0 {
+		return gzipQ > 0
+	}
+	return starQ > 0
+}
+
+// parseQValue reads an RFC 9110 qvalue ("0", "0.5", "1.000") in
+// thousandths; anything else is 0.
+func parseQValue(v string) int {
+	whole, frac, _ := strings.Cut(v, ".")
+	if (whole != "0" && whole != "1") || len(frac) > 3 {
+		return 0
+	}
+	n := int(whole[0]-'0') * 1000
+	for i, scale := 0, 100; i < len(frac); i, scale = i+1, scale/10 {
+		if frac[i] < '0' || frac[i] > '9' {
+			return 0
+		}
+		n += int(frac[i]-'0') * scale
+	}
+	if n > 1000 {
+		return 0
+	}
+	return n
 }
 
 func marshal(v any) ([]byte, error) {

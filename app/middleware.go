@@ -27,9 +27,13 @@ func (a *API) requestID(c *fiber.Ctx) error {
 	} else {
 		id = string([]byte(id)) // copy: Fiber reuses the header buffer
 	}
+	a.setRequestID(c, id)
+	return c.Next()
+}
+
+func (a *API) setRequestID(c *fiber.Ctx, id string) {
 	c.Locals(requestIDHeader, id)
 	c.Set(requestIDHeader, id)
-	return c.Next()
 }
 
 // Request ids: a random per-process prefix and a counter, unique across
@@ -78,8 +82,9 @@ func (a *API) recover(c *fiber.Ctx) (err error) {
 }
 
 type httpMetrics struct {
-	duration *prometheus.HistogramVec
-	inflight prometheus.Gauge
+	duration     *prometheus.HistogramVec
+	inflight     prometheus.Gauge
+	refusedConns prometheus.Counter
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -91,8 +96,11 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 		}, []string{"route", "method", "status"}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_http_requests_in_flight",
 			Help: "Requests being served."}),
+		refusedConns: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_http_connections_refused_total",
+			Help: "Connections refused because their client IP held the most allowed (ATTESTD_MAX_CONNS_PER_IP)."}),
 	}
 	m.duration, m.inflight = metric.Register(reg, m.duration), metric.Register(reg, m.inflight)
+	m.refusedConns = metric.Register(reg, m.refusedConns)
 	return m
 }
 
@@ -113,18 +121,31 @@ func (a *API) observe(c *fiber.Ctx) error {
 	a.m.inflight.Dec()
 	el := time.Since(start)
 	status := c.Response().StatusCode()
-	route := c.Route().Path
-	if status == http.StatusNotFound && route == "/" {
+	route := c.Route().Path // from the route table: safe to keep
+	if route == "/" {       // only the middleware matched
 		route = "unmatched"
 	}
 	cls := "5xx"
 	if i := status/100 - 1; i >= 0 && i < len(statusClass) {
 		cls = statusClass[i]
 	}
-	a.m.duration.WithLabelValues(route, c.Method(), cls).Observe(el.Seconds())
+	// Labels outlive the request: only constant strings (c.Method() points
+	// into a buffer fasthttp reuses), and a bounded set of them.
+	a.m.duration.WithLabelValues(route, methodLabel(c.Method()), cls).Observe(el.Seconds())
 	if a.deps.AccessLogAll || status >= 500 || el > time.Second {
-		a.log.Info("request", "request_id", requestIDOf(c), "method", c.Method(), "path", c.Path(),
+		a.log.Info("request", "request_id", requestIDOf(c), "method", methodOf(c), "path", c.Path(),
 			"route", route, "status", strconv.Itoa(status), "duration_ms", float64(el.Microseconds())/1000, "ip", c.IP())
 	}
 	return err
+}
+
+// methodLabel is the method as a constant string: one of the standard
+// methods, or "other".
+func methodLabel(m string) string {
+	for _, s := range fiber.DefaultMethods {
+		if m == s {
+			return s
+		}
+	}
+	return "other"
 }

@@ -99,8 +99,12 @@ func TestAcceptsGzip(t *testing.T) {
 	for h, want := range map[string]bool{
 		"": false, "gzip": true, "GZIP": true, "gzip, deflate, br": true, "br, gzip;q=0.5": true,
 		"deflate": false, "gzip;q=0": false, "gzip; q=0": false, "*": true, "identity": false, "x-gzip2": false,
+		// Found in the hostile review: the parameter name is case-insensitive.
+		"gzip;Q=0": false, "gzip; Q = 0.000": false, "gzip;q=0.001": true, "gzip;q=1.000": true,
+		"*;q=0": false, "*, gzip;q=0": false, "gzip;q=0, *": false, "br, *;q=0.2": true,
+		"gzip;q=2": false, "gzip;q=0.0001": false, "gzip;q=x": false, "gzip;level=1": true, "x-gzip": true,
 	} {
-		if got := acceptsGzip(h); got != want {
+		if got := gzipAcceptable(h); got != want {
 			t.Errorf("%q: %v", h, got)
 		}
 	}

@@ -29,7 +29,7 @@ func TestCompressedBodiesAreBounded(t *testing.T) {
 	env := apptest.NewEnv(t, apptest.Options{Agents: 1, Attestations: 10})
 	pn := startNode(t, env, premium.Options{})
 	double := gzipped(gzipped(make([]byte, 256<<20))) // 256 MiB of zeros in ~1.2 KB
-	single := gzipped(make([]byte, 64<<20))         // 64 MiB in ~64 KB
+	single := gzipped(make([]byte, 64<<20))           // 64 MiB in ~64 KB
 	auth := func(enc string) map[string]string {
 		return map[string]string{"x-api-key": pn.key, "Content-Type": "application/json", "Content-Encoding": enc}
 	}

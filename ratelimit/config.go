@@ -201,6 +201,13 @@ func normalizePrefix(p netip.Prefix) netip.Prefix {
 	return netip.PrefixFrom(a, p.Bits()).Masked()
 }
 
+// Contains returns a function reporting whether an address is in one of
+// ps (IPv4-mapped addresses count as IPv4).
+func Contains(ps []netip.Prefix) func(netip.Addr) bool {
+	ps = normalizePrefixes(ps)
+	return func(a netip.Addr) bool { return containsAddr(ps, a.Unmap()) }
+}
+
 func containsAddr(ps []netip.Prefix, a netip.Addr) bool {
 	for _, p := range ps {
 		if p.Contains(a) {

@@ -25,7 +25,7 @@ func runIndex(ctx context.Context, args []string) error {
 		return err
 	}
 	reg := newRegistry()
-	serveMetrics(ctx, icfg.MetricsAddr, reg, log)
+	serveMetrics(ctx, icfg.MetricsAddr, reg, log, cfg.Pprof)
 	return startIndexer(ctx, cfg, icfg, log, reg)
 }
 

@@ -153,17 +153,19 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// serveMetrics serves /metrics on the internal listener until ctx ends.
-func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) {
+// serveMetrics serves /metrics on the internal listener until ctx ends,
+// and the profiler when withPprof (ATTESTD_PPROF=on).
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger, withPprof bool) {
 	if addr == "" {
 		return
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	// Profiling lives on the internal listener only, never the public one.
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if withPprof { // internal listener only, never the public one, and opt-in
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -176,5 +178,5 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, lo
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	log.Info("metrics listening", "addr", addr)
+	log.Info("metrics listening", "addr", addr, "pprof", withPprof)
 }

@@ -38,9 +38,16 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	defer n.close()
 	deps := app.Deps{Store: n.store, Cache: n.cache, Logger: log, Registerer: n.reg, AccessLogAll: cfg.AccessLogAll}
+	rcfg, err := ratelimit.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return fmt.Errorf("rate limit: %w", err)
+	}
 
-	// 1. The per-IP sliding-window limit, in front of every public route.
-	if err := n.rateLimit(&deps); err != nil {
+	// 1. A cap on the connections one client IP holds open (trusted
+	//    proxies exempt), then the per-IP sliding-window request limit in
+	//    front of every public route.
+	deps.ConnLimit = app.ConnLimit{PerIP: cfg.MaxConnsPerIP, Exempt: ratelimit.Contains(rcfg.TrustedProxies)}
+	if err := n.rateLimit(rcfg, &deps); err != nil {
 		return fmt.Errorf("rate limit: %w", err)
 	}
 	// 2. /health reports the indexer's progress and the chain's reachability.
@@ -63,7 +70,7 @@ func runServe(ctx context.Context, args []string) error {
 		return fmt.Errorf("premium: %w", err)
 	}
 
-	serveMetrics(ctx, cfg.MetricsAddr, n.reg, log)
+	serveMetrics(ctx, cfg.MetricsAddr, n.reg, log, cfg.Pprof)
 	log.Info("serving", "addr", cfg.HTTPAddr, "version", buildinfo.Version)
 	return api.Listen(ctx, cfg.HTTPAddr, cfg.ShutdownTimeout)
 }
@@ -114,11 +121,7 @@ func (n *node) close() {
 
 // rateLimit puts the limiter in front of every route of the public
 // listener (the metrics listener is separate and not limited).
-func (n *node) rateLimit(deps *app.Deps) error {
-	cfg, err := ratelimit.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		return err
-	}
+func (n *node) rateLimit(cfg ratelimit.Config, deps *app.Deps) error {
 	if cfg.Limit == 0 {
 		n.log.Warn("rate limiting disabled (ATTESTD_RATE_LIMIT=0)")
 		return nil

@@ -24,6 +24,8 @@ const (
 	CodeUnsupportedMedia    = "UNSUPPORTED_MEDIA_TYPE"
 	CodeBatchLimitExceeded  = "BATCH_LIMIT_EXCEEDED"
 	CodeRateLimited         = "RATE_LIMITED"
+	CodeHeadersTooLarge     = "HEADERS_TOO_LARGE"
+	CodeRequestTimeout      = "REQUEST_TIMEOUT"
 	CodeInternal            = "INTERNAL_ERROR"
 	CodeUnavailable         = "UNAVAILABLE"
 )

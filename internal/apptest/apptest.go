@@ -153,7 +153,7 @@ func (e *Env) StartNode(t testing.TB, opt NodeOptions) *Node {
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	testenv.Must(t, err, "listen")
-	go func() { _ = a.Fiber().Listener(ln) }()
+	go func() { _ = a.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = a.Fiber().ShutdownWithTimeout(5 * time.Second)
 		c.Close()

@@ -22,6 +22,8 @@ var Vars = []Var{
 	{"ATTESTD_CACHE_LOCAL_MB", "32", "in-process cache budget per kind, MiB; 0 disables the in-process layer"},
 	{"ATTESTD_DB_MAX_CONNS", "16", "PostgreSQL pool size per process"},
 	{"ATTESTD_SHUTDOWN_TIMEOUT", "10s", "grace for in-flight requests on SIGTERM"},
+	{"ATTESTD_MAX_CONNS_PER_IP", "256", "open connections one client IP (IPv6: /64) may hold; trusted proxies are exempt; 0: no cap"},
+	{"ATTESTD_PPROF", "off", "on serves Go's profiler at /debug/pprof/ on the metrics listener"},
 }
 
 // Config is the common configuration of attestd processes.
@@ -38,6 +40,8 @@ type Config struct {
 	LocalBytes      int // per kind; -1 disables
 	DBMaxConns      int32
 	ShutdownTimeout time.Duration
+	MaxConnsPerIP   int
+	Pprof           bool
 }
 
 // FromEnv reads the configuration with getenv (the process environment
@@ -56,6 +60,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		CacheDisabled:   e.Switch("ATTESTD_CACHE", "on", "off"),
 		DBMaxConns:      int32(e.Int("ATTESTD_DB_MAX_CONNS", 16, 1, 1000)),
 		ShutdownTimeout: e.Duration("ATTESTD_SHUTDOWN_TIMEOUT", 10*time.Second, 0, time.Hour),
+		MaxConnsPerIP:   e.Int("ATTESTD_MAX_CONNS_PER_IP", 256, 0, 1_000_000),
+		Pprof:           e.Switch("ATTESTD_PPROF", "off", "on"),
 	}
 	if v, set := e.Lookup("ATTESTD_METRICS_ADDR"); set {
 		c.MetricsAddr = v
