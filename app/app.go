@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/attestd/attestd/cache"
@@ -162,7 +165,10 @@ func (a *API) handleError(c *fiber.Ctx, err error) error {
 		case http.StatusNotFound:
 			return apierror.Write(c, fe.Code, apierror.CodeNotFound, "no route "+methodOf(c)+" "+clip(c.Path()))
 		case http.StatusMethodNotAllowed:
-			return apierror.Write(c, fe.Code, apierror.CodeMethodNotAllowed, "method "+methodOf(c)+" is not allowed on "+clip(c.Path()))
+			allow := a.allowedMethods(c.Path())
+			c.Set(fiber.HeaderAllow, allow)
+			return apierror.Write(c, fe.Code, apierror.CodeMethodNotAllowed,
+				"method "+methodOf(c)+" is not allowed on "+clip(c.Path())+"; allowed: "+allow)
 		case http.StatusRequestEntityTooLarge:
 			return apierror.Write(c, fe.Code, apierror.CodePayloadTooLarge, "request body too large (at most "+strconv.Itoa(a.fiber.Config().BodyLimit>>10)+" KiB)")
 		case http.StatusRequestHeaderFieldsTooLarge:
@@ -205,4 +211,41 @@ func methodOf(c *fiber.Ctx) string {
 		return m
 	}
 	return methodLabel(c.Method())
+}
+
+// allowedMethods lists the methods of the routes matching path, for the
+// Allow header of a 405 (rare: computed when needed).
+func (a *API) allowedMethods(path string) string {
+	var out []string
+	for _, r := range a.fiber.GetRoutes(true) {
+		if r.Method == unknownMethod || slices.Contains(out, r.Method) || !routeMatches(r.Path, path) {
+			continue
+		}
+		out = append(out, r.Method)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+// routeMatches matches a request path against a route pattern whose
+// ":name" segments match any one segment (case-insensitive, trailing
+// slash ignored, as the router matches).
+func routeMatches(pattern, path string) bool {
+	ps := strings.Split(strings.Trim(pattern, "/"), "/")
+	qs := strings.Split(strings.Trim(path, "/"), "/")
+	if len(ps) != len(qs) {
+		return false
+	}
+	for i := range ps {
+		if strings.HasPrefix(ps[i], ":") {
+			if qs[i] == "" {
+				return false
+			}
+			continue
+		}
+		if !strings.EqualFold(ps[i], qs[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -34,7 +34,7 @@ type Options struct {
 	Logger         *slog.Logger
 	Registerer     prometheus.Registerer
 	NowForTesting  func() time.Time
-	SkipSubscriber bool // writers that never read (seed) need no subscription
+	SkipSubscriber bool // writers that never read (seed, the indexer) need no subscription or epoch polling
 }
 
 // generation is the epoch a node is at and the in-process layer of values
@@ -109,9 +109,12 @@ func New(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Cache, e
 				}
 			},
 		})
-		c.wg.Add(1)
-		go c.poll(bg)
 	}
+	// Writers without a subscription poll too: a bump that failed (Redis
+	// down or restarting) is retried until it succeeds, or nodes would
+	// keep the old epoch until the next write.
+	c.wg.Add(1)
+	go c.poll(bg)
 	return c, nil
 }
 
@@ -240,6 +243,9 @@ func (c *Cache) poll(ctx context.Context) {
 			if err := c.BumpEpoch(ctx, p-1); err != nil {
 				continue
 			}
+		}
+		if c.opt.SkipSubscriber {
+			continue
 		}
 		if err := c.syncEpoch(ctx); err != nil {
 			c.markDown(err)

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -220,5 +221,34 @@ func TestLargeValuesAreStoredCompressed(t *testing.T) {
 		if _, err := decode(bad); err == nil {
 			t.Errorf("decode(%v) accepted", bad)
 		}
+	}
+}
+
+// TestFailedBumpIsRetriedByWriters: a writer that never reads (the
+// indexer, seed) has no subscription, yet a bump that failed while Redis
+// was away must still reach Redis once it is back, with its floor.
+func TestFailedBumpIsRetriedByWriters(t *testing.T) {
+	t.Parallel()
+	r := testenv.OwnRedis(t)
+	port := r.Port()
+	writer := newCache(t, r.URL, "w:", Options{SkipSubscriber: true})
+	r.Stop()
+	if err := writer.BumpEpoch(context.Background(), 123_456_789); err == nil {
+		t.Fatal("bump with Redis stopped succeeded")
+	}
+	_, err := startRedisOn(t, port)
+	testenv.Must(t, err, "restart redis")
+	check := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
+	defer check.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		v, _ := check.Get(context.Background(), "w:epoch").Uint64()
+		if v >= 123_456_789 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("epoch in Redis %d, want the failed bump's floor 123456789", v)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -134,10 +135,7 @@ func Validate(t testing.TB, req *http.Request, r *Response) {
 	}
 	route, params, err := openapiRouter(t).FindRoute(req)
 	if err != nil {
-		// Undocumented path or method: only errors are acceptable there.
-		if r.Status < 400 {
-			t.Errorf("%s %s answered %d but is not in openapi.yaml", req.Method, req.URL.Path, r.Status)
-		}
+		validateUnknownRoute(t, req, r, err)
 		return
 	}
 	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
@@ -147,6 +145,32 @@ func Validate(t testing.TB, req *http.Request, r *Response) {
 	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
 		t.Errorf("%s %s: response %d does not match openapi.yaml: %v\nbody: %s", req.Method, req.URL.String(), r.Status,
 			firstLines(err.Error(), 12), truncate(r.Body))
+	}
+}
+
+// validateUnknownRoute holds an answer to a path or method the document
+// does not list to what its conventions say: an error in the envelope
+// (checked by Validate), 404 NOT_FOUND for a path that does not exist,
+// 405 METHOD_NOT_ALLOWED with Allow for a method the path does not have.
+func validateUnknownRoute(t testing.TB, req *http.Request, r *Response, findErr error) {
+	t.Helper()
+	if r.Status < 400 {
+		t.Errorf("%s %s answered %d but is not in openapi.yaml", req.Method, req.URL.Path, r.Status)
+		return
+	}
+	code := r.ErrorCode()
+	switch {
+	case errors.Is(findErr, routers.ErrMethodNotAllowed):
+		if r.Status == 405 && (code != "METHOD_NOT_ALLOWED" || r.Header.Get("Allow") == "") {
+			t.Errorf("%s %s: 405 with code %q and Allow %q", req.Method, req.URL.Path, code, r.Header.Get("Allow"))
+		}
+		if r.Status == 404 && code == "NOT_FOUND" {
+			t.Errorf("%s %s: the path exists, yet 404 NOT_FOUND (want 405)", req.Method, req.URL.Path)
+		}
+	case r.Status == 404 && code != "NOT_FOUND":
+		t.Errorf("%s %s: unknown path answered 404 with code %q", req.Method, req.URL.Path, code)
+	case r.Status == 405:
+		t.Errorf("%s %s: unknown path answered 405 (want 404)", req.Method, req.URL.Path)
 	}
 }
 
