@@ -38,6 +38,13 @@ func runCmd(t *testing.T, bin string, env []string, args ...string) string {
 // /health answers; the process gets SIGTERM when the test ends.
 func serveNode(t *testing.T, bin string, env []string) string {
 	t.Helper()
+	base, _ := serveProcess(t, bin, env)
+	return base
+}
+
+// serveProcess is serveNode that also returns the process id.
+func serveProcess(t *testing.T, bin string, env []string) (string, int) {
+	t.Helper()
 	port, err := devstack.FreePort()
 	testenv.Must(t, err, "free port")
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
@@ -69,7 +76,7 @@ func serveNode(t *testing.T, bin string, env []string) string {
 		if resp, err := http.Get(base + "/health"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return base
+				return base, cmd.Process.Pid
 			}
 		}
 		if time.Now().After(deadline) {

@@ -1,0 +1,216 @@
+package hostile
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+)
+
+// route is one route of the API as the matrix attacks it.
+type route struct {
+	method string
+	path   string // {agent}, {pda} and {prefix} are replaced
+	query  []string
+	keyed  bool
+	body   bool
+}
+
+func routes() []route {
+	return []route{
+		{method: "GET", path: "/health"},
+		{method: "GET", path: "/stats"},
+		{method: "GET", path: "/attestations", query: []string{"limit", "offset", "cursor", "agentPda", "actionType", "from", "to"}},
+		{method: "GET", path: "/attestations/{pda}"},
+		{method: "GET", path: "/agents/{agent}"},
+		{method: "GET", path: "/agents/{agent}/stats"},
+		{method: "GET", path: "/openapi.json"},
+		{method: "GET", path: "/keys", query: []string{"limit", "offset"}, keyed: true},
+		{method: "POST", path: "/keys", keyed: true, body: true},
+		{method: "DELETE", path: "/keys/{prefix}", keyed: true},
+		{method: "GET", path: "/premium/full-history/{agent}", query: []string{"limit", "offset", "cursor", "from", "to"}, keyed: true},
+		{method: "GET", path: "/premium/forensic-report/{agent}", query: []string{"from", "to"}, keyed: true},
+		{method: "POST", path: "/premium/bulk-verify", keyed: true, body: true},
+	}
+}
+
+// hostileValues are tried for every query parameter and path parameter.
+var hostileValues = []string{
+	"", " ", "\x00", "-1", "0", "1", "100", "101", "100001", "99999999999999999999999999", "-99999999999999999999",
+	"1e3", "0x10", "1.5", "NaN", "Infinity", "true", "null", "[]", "{}", "'; DROP TABLE attestations; --",
+	"../../etc/passwd", "/", "%", "%ZZ", "\u202e", "é", "\xff\xfe", strings.Repeat("a", 8<<10),
+	"0001-01-01", "0000-01-01", "10000-01-01", "9999-12-31T23:59:59Z", "9999-12-31T23:59:59.999999999Z",
+	"1970-01-01T00:00:00Z", "2026-02-30", "2026-11-21T10:00:00+24:00", "2026-11-21T10:00:00+23:60",
+	"2026-11-21T23:59:60Z", "1677-09-21T00:12:43Z", "2262-04-11T23:47:16.854775808Z",
+	"2026-11-21T10:00:00.1234567891234Z", "2026-11-21t10:00:00z", "11111111111111111111111111111111",
+	"0OIl0OIl0OIl0OIl0OIl0OIl0OIl0OIl", "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz", "Decision", "decision",
+	"TRANSACTION", "Custom ", "7", "LjEu", "MTcwMDAwMDAwMC4xLjExMTExMTExMTExMTExMTExMTExMTExMTExMTExMTExMQ",
+}
+
+// Matrix is every case, for the target's agent, attestation and key.
+func Matrix(t Target) []Case {
+	var cs []Case
+	key := map[string]string{"x-api-key": t.APIKey}
+	fill := func(p string) string {
+		return strings.NewReplacer("{agent}", t.Agent, "{pda}", t.PDA, "{prefix}", "zzzzzzzz").Replace(p)
+	}
+	add := func(name, method, path string, header map[string]string, body []byte) {
+		cs = append(cs, Case{Name: name, Method: method, Path: path, Header: header, Body: body})
+	}
+	for _, r := range routes() {
+		var h map[string]string
+		if r.keyed {
+			h = key
+		}
+		base := fill(r.path)
+		// Parameters, one hostile value at a time, and their abuse.
+		for _, q := range r.query {
+			for i, v := range hostileValues {
+				add(fmt.Sprintf("%s %s ?%s=value#%d", r.method, r.path, q, i), r.method, base+"?"+q+"="+url.QueryEscape(v), h, nil)
+			}
+			add(r.method+" "+r.path+" repeated "+q, r.method, base+"?"+q+"=1&"+q+"=2", h, nil)
+		}
+		add(r.method+" "+r.path+" unknown parameter", r.method, base+"?nope=1", h, nil)
+		add(r.method+" "+r.path+" 500 parameters", r.method, base+"?"+strings.Repeat("a=1&", 500), h, nil)
+		add(r.method+" "+r.path+" raw query junk", r.method, base+"?%ZZ&&&=&;=", h, nil)
+		// Path parameters.
+		if strings.Contains(r.path, "{") {
+			for i, v := range hostileValues {
+				p := strings.NewReplacer("{agent}", url.PathEscape(v), "{pda}", url.PathEscape(v), "{prefix}", url.PathEscape(v)).Replace(r.path)
+				add(fmt.Sprintf("%s %s path value#%d", r.method, r.path, i), r.method, p, h, nil)
+			}
+			for _, suffix := range []string{"/", "//", "/..", "/%2e%2e", "%2F..%2F..", "/extra", "?", "#frag"} {
+				add(r.method+" "+r.path+" suffix "+suffix, r.method, base+suffix, h, nil)
+			}
+		}
+		// Methods.
+		for _, m := range []string{"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "FOO", "get", "M-SEARCH"} {
+			add(m+" on "+r.path, m, base, h, nil)
+		}
+		// Keys.
+		if r.keyed {
+			for i, k := range []string{"", "atst_", "atst_" + strings.Repeat("z", 43), "atst_" + strings.Repeat("1", 44),
+				"atst_" + strings.Repeat("z", 4000), "Bearer x", "atst_\u00e9\u00e9\u00e9", t.APIKey + " ", " " + t.APIKey, strings.ToUpper(t.APIKey)} {
+				add(fmt.Sprintf("%s %s key#%d", r.method, r.path, i), r.method, base, map[string]string{"x-api-key": k}, nil)
+			}
+		}
+		// Headers.
+		for i, hv := range []map[string]string{
+			{"X-Request-ID": strings.Repeat("r", 4000)}, {"X-Request-ID": "a b"},
+			{"Accept-Encoding": "gzip;q=2"}, {"Accept-Encoding": "*;q=0"}, {"Accept-Encoding": strings.Repeat("gzip, ", 500)},
+			{"X-Forwarded-For": "garbage"}, {"X-Forwarded-For": strings.Repeat("1.2.3.4, ", 800)}, {"X-Real-IP": "::ffff:1.2.3.4%eth0"},
+			{"If-None-Match": strings.Repeat("\"x\",", 500)}, {"Range": "bytes=0-0,1-1,2-2"}, {"Cookie": strings.Repeat("c=1; ", 1000)},
+			{"Content-Type": "application/json; charset=utf-7"}, {"Host": "evil.example"}, {"Expect": "100-continue"},
+			{"Big": strings.Repeat("b", 20<<10)},
+		} {
+			hh := map[string]string{}
+			for k, v := range h {
+				hh[k] = v
+			}
+			for k, v := range hv {
+				hh[k] = v
+			}
+			add(fmt.Sprintf("%s %s header#%d", r.method, r.path, i), r.method, base, hh, nil)
+		}
+		if r.body {
+			cs = append(cs, bodyCases(r.method+" "+r.path, base, key)...)
+		}
+	}
+	return append(cs, rawCases()...)
+}
+
+// bodyCases attack a route that reads a JSON body.
+func bodyCases(name, path string, key map[string]string) []Case {
+	var cs []Case
+	with := func(extra map[string]string) map[string]string {
+		h := map[string]string{"Content-Type": "application/json"}
+		for k, v := range key {
+			h[k] = v
+		}
+		for k, v := range extra {
+			h[k] = v
+		}
+		return h
+	}
+	ids := func(n int, id string) []byte {
+		var b strings.Builder
+		b.WriteString(`{"ids":[`)
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`"` + id + `"`)
+		}
+		b.WriteString(`]}`)
+		return []byte(b.String())
+	}
+	bodies := [][]byte{
+		nil, []byte(""), []byte("null"), []byte("[]"), []byte("{}"), []byte(`{"ids":null}`), []byte(`{"ids":[]}`),
+		[]byte(`{"ids":[1,2]}`), []byte(`{"ids":"x"}`), []byte(`{"ids":[],"ids":[]}`), []byte(`{"label":"x","role":"admin"}`),
+		[]byte(`{"label":` + `"` + strings.Repeat("l", 10<<10) + `"}`), []byte(`{"label":"\u0000\u001b[31m"}`),
+		[]byte(`{"label":1}`), []byte("{\"ids\":[\"\xff\"]}"), ids(1001, "x"), ids(1000, "11111111111111111111111111111111"),
+		[]byte(strings.Repeat("[", 100_000)), []byte(`{"ids":["` + strings.Repeat("a", 200<<10) + `"]}`),
+		[]byte(strings.Repeat(" ", 300<<10)),
+	}
+	for i, b := range bodies {
+		cs = append(cs, Case{Name: fmt.Sprintf("%s body#%d", name, i), Method: http.MethodPost, Path: path, Header: with(nil), Body: b})
+	}
+	bombsOnce.Do(makeBombs)
+	for i, c := range []struct {
+		enc  string
+		body []byte
+	}{
+		{"gzip, gzip", doubleBomb}, {"gzip", singleBomb}, {"gzip", gz(gz([]byte("{}")))}, {"br", []byte("{}")},
+		{"deflate", []byte("not deflate")}, {"gzip", []byte("not gzip")}, {"identity, identity", []byte(`{"ids":["x"]}`)},
+		{"compress", []byte("{}")}, {strings.Repeat("gzip,", 100), []byte("{}")},
+	} {
+		cs = append(cs, Case{Name: fmt.Sprintf("%s encoding#%d", name, i), Method: http.MethodPost, Path: path,
+			Header: with(map[string]string{"Content-Encoding": c.enc}), Body: c.body})
+	}
+	for i, ct := range []string{"", "text/plain", "application/json;;", "multipart/form-data; boundary=x", "application/x-www-form-urlencoded", "application/jsonx"} {
+		cs = append(cs, Case{Name: fmt.Sprintf("%s content-type#%d", name, i), Method: http.MethodPost, Path: path,
+			Header: with(map[string]string{"Content-Type": ct}), Body: []byte(`{"ids":["x"]}`)})
+	}
+	return cs
+}
+
+var (
+	bombsOnce              sync.Once
+	singleBomb, doubleBomb []byte
+)
+
+// makeBombs compresses 64 MiB of zeros once (~64 KB), and 256 MiB twice
+// (~1.2 KB that a decoder of stacked layers expands to 256 MiB).
+func makeBombs() {
+	singleBomb = gz(make([]byte, 64<<20))
+	doubleBomb = gz(gz(make([]byte, 256<<20)))
+}
+
+// rawCases are malformed HTTP, sent byte for byte ({prefix} is the API
+// prefix).
+func rawCases() []Case {
+	var cs []Case
+	for i, raw := range []string{
+		"POST {prefix}/keys HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+		"POST {prefix}/keys HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+		"POST {prefix}/keys HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n",
+		"POST {prefix}/premium/bulk-verify HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+		"POST {prefix}/premium/bulk-verify HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n",
+		"GET {prefix}/stats HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 64<<10) + "\r\n\r\n",
+		"GET {prefix}/stats HTTP/1.1\r\nHost: x\r\nno-colon-here\r\n\r\n",
+		"GET {prefix}/stats HTTP/9.9\r\nHost: x\r\n\r\n",
+		"GET  {prefix}/stats  HTTP/1.1\r\nHost: x\r\n\r\n",
+		"CONNECT {prefix}/stats HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET {prefix}/stats?" + strings.Repeat("q", 32<<10) + " HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET {prefix}/stats HTTP/1.1\r\nHost: x\r\nX-Request-ID: a\x01b\r\n\r\n",
+		"GET {prefix}/stats HTTP/1.1\r\n" + strings.Repeat("H: v\r\n", 3000) + "\r\n",
+		// Bodies over the node's limit (1 MiB), announced and partly sent:
+		// the node must answer without reading them.
+		"POST {prefix}/keys HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2097152\r\n\r\n{\"label\":\"",
+		"POST {prefix}/premium/bulk-verify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1073741824\r\n\r\n{",
+	} {
+		cs = append(cs, Case{Name: fmt.Sprintf("raw#%d", i), Method: "RAW", Raw: raw})
+	}
+	return cs
+}
