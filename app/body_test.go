@@ -3,7 +3,6 @@ package app
 import (
 	"bytes"
 	"compress/flate"
-	"compress/gzip"
 	"compress/zlib"
 	"io"
 	"net/http"
@@ -13,16 +12,9 @@ import (
 	"testing"
 
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/testenv"
 	"github.com/gofiber/fiber/v2"
 )
-
-func gz(b []byte) []byte {
-	var buf bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	_, _ = w.Write(b)
-	_ = w.Close()
-	return buf.Bytes()
-}
 
 func zl(b []byte) []byte {
 	var buf bytes.Buffer
@@ -75,7 +67,7 @@ func post(t *testing.T, a *fiber.App, body []byte, encodings ...string) (int, st
 func TestBodyDecodesOneBoundedLayer(t *testing.T) {
 	a := bodyApp(1024)
 	msg := []byte(`{"ids":["a","b"]}`)
-	bomb := gz(make([]byte, 64<<20)) // 64 MiB of zeros in ~64 KB
+	bomb := testenv.Gzip(make([]byte, 64<<20)) // 64 MiB of zeros in ~64 KB
 	for _, tc := range []struct {
 		name      string
 		body      []byte
@@ -85,22 +77,22 @@ func TestBodyDecodesOneBoundedLayer(t *testing.T) {
 	}{
 		{"plain", msg, nil, 200, string(msg)},
 		{"identity", msg, []string{"identity"}, 200, string(msg)},
-		{"gzip", gz(msg), []string{"gzip"}, 200, string(msg)},
-		{"x-gzip upper case", gz(msg), []string{"X-GZIP"}, 200, string(msg)},
+		{"gzip", testenv.Gzip(msg), []string{"gzip"}, 200, string(msg)},
+		{"x-gzip upper case", testenv.Gzip(msg), []string{"X-GZIP"}, 200, string(msg)},
 		{"deflate (zlib)", zl(msg), []string{"deflate"}, 200, string(msg)},
 		{"deflate (raw)", rawDeflate(msg), []string{"deflate"}, 200, string(msg)},
-		{"identity then gzip", gz(msg), []string{"identity, gzip"}, 200, string(msg)},
-		{"two layers in one line", gz(gz(msg)), []string{"gzip, gzip"}, 415, apierror.CodeUnsupportedMedia},
-		{"two layers in two lines", gz(gz(msg)), []string{"gzip", "gzip"}, 415, apierror.CodeUnsupportedMedia},
+		{"identity then gzip", testenv.Gzip(msg), []string{"identity, gzip"}, 200, string(msg)},
+		{"two layers in one line", testenv.Gzip(testenv.Gzip(msg)), []string{"gzip, gzip"}, 415, apierror.CodeUnsupportedMedia},
+		{"two layers in two lines", testenv.Gzip(testenv.Gzip(msg)), []string{"gzip", "gzip"}, 415, apierror.CodeUnsupportedMedia},
 		{"brotli", msg, []string{"br"}, 415, apierror.CodeUnsupportedMedia},
 		{"zstd", msg, []string{"zstd"}, 415, apierror.CodeUnsupportedMedia},
 		{"unknown", msg, []string{"snappy"}, 415, apierror.CodeUnsupportedMedia},
 		{"huge header", msg, []string{strings.Repeat("identity,", 100)}, 415, apierror.CodeUnsupportedMedia},
 		{"not gzip", msg, []string{"gzip"}, 400, apierror.CodeInvalidParam},
-		{"truncated gzip", gz(msg)[:10], []string{"gzip"}, 400, apierror.CodeInvalidParam},
+		{"truncated gzip", testenv.Gzip(msg)[:10], []string{"gzip"}, 400, apierror.CodeInvalidParam},
 		{"plain over the limit", make([]byte, 1025), nil, 413, apierror.CodePayloadTooLarge},
 		{"plain at the limit", bytes.Repeat([]byte{'x'}, 1024), nil, 200, strings.Repeat("x", 1024)},
-		{"gzip decoding past the limit", gz(make([]byte, 1025)), []string{"gzip"}, 413, apierror.CodePayloadTooLarge},
+		{"gzip decoding past the limit", testenv.Gzip(make([]byte, 1025)), []string{"gzip"}, 413, apierror.CodePayloadTooLarge},
 		{"gzip bomb", bomb[:min(len(bomb), 1024)], []string{"gzip"}, 413, apierror.CodePayloadTooLarge},
 	} {
 		status, got := post(t, a, tc.body, tc.encodings...)
@@ -115,9 +107,9 @@ func TestBodyDecodesOneBoundedLayer(t *testing.T) {
 func TestBodyBombCostsNoMemory(t *testing.T) {
 	const limit = 256 << 10
 	a := bodyApp(limit)
-	bomb := gz(make([]byte, 256<<20)) // 256 MiB of zeros, ~250 KB compressed
+	bomb := testenv.Gzip(make([]byte, 256<<20)) // 256 MiB of zeros, ~250 KB compressed
 	if len(bomb) > limit {
-		bomb = gz(make([]byte, 200<<20))
+		bomb = testenv.Gzip(make([]byte, 200<<20))
 	}
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -134,9 +126,9 @@ func TestBodyBombCostsNoMemory(t *testing.T) {
 
 func FuzzBody(f *testing.F) {
 	f.Add([]byte(`{"ids":[]}`), "")
-	f.Add(gz([]byte(`{"ids":[]}`)), "gzip")
+	f.Add(testenv.Gzip([]byte(`{"ids":[]}`)), "gzip")
 	f.Add(zl([]byte("x")), "deflate")
-	f.Add(gz(gz([]byte("x"))), "gzip, gzip")
+	f.Add(testenv.Gzip(testenv.Gzip([]byte("x"))), "gzip, gzip")
 	f.Add([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff}, "x-gzip")
 	const limit = 4096
 	a := bodyApp(limit)

@@ -1,23 +1,14 @@
 package premium_test
 
 import (
-	"bytes"
-	"compress/gzip"
 	"runtime"
 	"sync"
 	"testing"
 
 	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/premium"
 )
-
-func gzipped(b []byte) []byte {
-	var buf bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	_, _ = w.Write(b)
-	_ = w.Close()
-	return buf.Bytes()
-}
 
 // TestCompressedBodiesAreBounded: a double-gzip body of a few hundred
 // bytes once expanded to a gigabyte inside a node (Fiber decodes every
@@ -28,8 +19,8 @@ func TestCompressedBodiesAreBounded(t *testing.T) {
 	t.Parallel()
 	env := apptest.NewEnv(t, apptest.Options{Agents: 1, Attestations: 10})
 	pn := startNode(t, env, premium.Options{})
-	double := gzipped(gzipped(make([]byte, 256<<20))) // 256 MiB of zeros in ~1.2 KB
-	single := gzipped(make([]byte, 64<<20))           // 64 MiB in ~64 KB
+	double := testenv.Gzip(testenv.Gzip(make([]byte, 256<<20))) // 256 MiB of zeros in ~1.2 KB
+	single := testenv.Gzip(make([]byte, 64<<20))                // 64 MiB in ~64 KB
 	auth := func(enc string) map[string]string {
 		return map[string]string{"x-api-key": pn.key, "Content-Type": "application/json", "Content-Encoding": enc}
 	}
@@ -49,7 +40,7 @@ func TestCompressedBodiesAreBounded(t *testing.T) {
 				{"/premium/bulk-verify", "gzip, gzip", double, 415},
 				{"/premium/bulk-verify", "gzip", single, 413},
 				{"/keys", "gzip, gzip", double, 415},
-				{"/keys", "gzip", gzipped(make([]byte, 1<<20)), 413},
+				{"/keys", "gzip", testenv.Gzip(make([]byte, 1<<20)), 413},
 				{"/premium/bulk-verify", "br", []byte(`{"ids":[]}`), 415},
 			} {
 				if r := pn.raw(t, "POST", tc.path, tc.body, auth(tc.enc)); r.Status != tc.status {
@@ -65,7 +56,7 @@ func TestCompressedBodiesAreBounded(t *testing.T) {
 	}
 	// A well-formed compressed request still works.
 	ids := pdas(t, env, "LIMIT 3")
-	if r := pn.raw(t, "POST", "/premium/bulk-verify", gzipped(idsBody(ids)), auth("gzip")); r.Status != 200 {
+	if r := pn.raw(t, "POST", "/premium/bulk-verify", testenv.Gzip(idsBody(ids)), auth("gzip")); r.Status != 200 {
 		t.Fatalf("gzip bulk verify: %d %s", r.Status, r.Body)
 	}
 }

@@ -3,7 +3,6 @@ package hostile
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -179,12 +178,4 @@ func sendRaw(ctx context.Context, base, raw string) (int, http.Header, []byte, e
 	defer res.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
 	return res.StatusCode, res.Header, b, err
-}
-
-func gz(b []byte) []byte {
-	var buf bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	_, _ = w.Write(b)
-	_ = w.Close()
-	return buf.Bytes()
 }

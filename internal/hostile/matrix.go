@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+
+	"github.com/attestd/attestd/internal/testenv"
 )
 
 // route is one route of the API as the matrix attacks it.
@@ -161,7 +163,7 @@ func bodyCases(name, path string, key map[string]string) []Case {
 		enc  string
 		body []byte
 	}{
-		{"gzip, gzip", doubleBomb}, {"gzip", singleBomb}, {"gzip", gz(gz([]byte("{}")))}, {"br", []byte("{}")},
+		{"gzip, gzip", doubleBomb}, {"gzip", singleBomb}, {"gzip", testenv.Gzip(testenv.Gzip([]byte("{}")))}, {"br", []byte("{}")},
 		{"deflate", []byte("not deflate")}, {"gzip", []byte("not gzip")}, {"identity, identity", []byte(`{"ids":["x"]}`)},
 		{"compress", []byte("{}")}, {strings.Repeat("gzip,", 100), []byte("{}")},
 	} {
@@ -183,8 +185,8 @@ var (
 // makeBombs compresses 64 MiB of zeros once (~64 KB), and 256 MiB twice
 // (~1.2 KB that a decoder of stacked layers expands to 256 MiB).
 func makeBombs() {
-	singleBomb = gz(make([]byte, 64<<20))
-	doubleBomb = gz(gz(make([]byte, 256<<20)))
+	singleBomb = testenv.Gzip(make([]byte, 64<<20))
+	doubleBomb = testenv.Gzip(testenv.Gzip(make([]byte, 256<<20)))
 }
 
 // rawCases are malformed HTTP, sent byte for byte ({prefix} is the API

@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -275,3 +277,12 @@ func (o *Output) String() string {
 
 // Count returns how many times sub was written.
 func (o *Output) Count(sub string) int { return strings.Count(o.String(), sub) }
+
+// Gzip compresses b at the best compression (for test bodies and bombs).
+func Gzip(b []byte) []byte {
+	var buf bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	_, _ = w.Write(b)
+	_ = w.Close()
+	return buf.Bytes()
+}
