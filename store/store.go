@@ -129,13 +129,16 @@ func (s *Store) notify(ctx context.Context) {
 	_ = s.notifier.BumpEpoch(ctx, s.walPosition(ctx))
 }
 
-// walPosition is the current WAL write position as a number (0 if it
-// cannot be read): after a commit, at or past that commit.
+// walPosition is the current WAL insert position as a number (0 if it
+// cannot be read): after a commit, past that commit's record. The write
+// position (pg_current_wal_lsn) is not: with synchronous_commit=off it
+// lags behind commits, and a floor taken from it could be below the epoch
+// nodes already hold.
 func (s *Store) walPosition(ctx context.Context) uint64 {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	var lsn int64
-	if err := s.pool.QueryRow(ctx, `SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint`).Scan(&lsn); err != nil || lsn < 0 {
+	if err := s.pool.QueryRow(ctx, `SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint`).Scan(&lsn); err != nil || lsn < 0 {
 		return 0
 	}
 	return uint64(lsn)
