@@ -1,12 +1,15 @@
 package apikey_test
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -37,10 +41,30 @@ type keyNode struct {
 }
 
 type nodeOpt struct {
-	noRedis   bool // the node never hears announcements: TTL only
+	noRedis   bool          // the node never hears announcements: TTL only
+	redis     *redis.Client // the node's Redis client (default: a fresh one)
 	maxActive int
 	touch     time.Duration
 	onMissing fiber.Handler
+	now       func() time.Time // the key service's clock (default time.Now)
+}
+
+// manualClock is a clock that moves only when told to.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
 }
 
 func startNode(t *testing.T, env *apptest.Env, o nodeOpt) *keyNode {
@@ -51,8 +75,11 @@ func startNode(t *testing.T, env *apptest.Env, o nodeOpt) *keyNode {
 		Configure: func(d *app.Deps) { deps = *d },
 		Routes: func(api *app.API) {
 			opt := apikey.Options{Store: deps.Store, Channel: env.Prefix + apikey.ChannelSuffix, MaxActiveKeys: o.maxActive,
-				TouchInterval: o.touch, Registerer: kn.reg, Logger: deps.Logger}
-			if !o.noRedis {
+				TouchInterval: o.touch, Registerer: kn.reg, Logger: deps.Logger, Now: o.now}
+			switch {
+			case o.redis != nil:
+				opt.Redis = o.redis
+			case !o.noRedis:
 				opt.Redis = apptest.NewRedis(t, env.RedisURL)
 			}
 			svc, err := apikey.New(context.Background(), opt)
@@ -481,7 +508,11 @@ func TestDatabaseOutageIs503NotUnauthorized(t *testing.T) {
 	pg := testenv.OwnPostgres(t)
 	url, prefix := testenv.Redis(t)
 	env := apptest.NewEnvOn(t, testenv.DatabaseOn(t, pg.URL), url, prefix, apptest.Options{})
-	kn := startNode(t, env, nodeOpt{})
+	// The key service's clock stands still unless the test moves it: "within
+	// the TTL" below must not depend on how long stopping Postgres takes on a
+	// loaded machine.
+	clock := &manualClock{now: time.Now()}
+	kn := startNode(t, env, nodeOpt{now: clock.Now})
 	cached := newKey(t, kn.svc, "acme", "")
 	if r := kn.Do(t, http.MethodGet, "/keys", nil, withKey(cached.Secret)); r.Status != 200 {
 		t.Fatalf("before the outage: %d", r.Status)
@@ -502,7 +533,149 @@ func TestDatabaseOutageIs503NotUnauthorized(t *testing.T) {
 	}
 	// A key looked up within the TTL is still accepted by its check
 	// (the route itself then needs the database).
+	clock.Advance(kn.svc.CacheTTL() - time.Millisecond)
 	if p, reason, err := kn.svc.Authenticate(context.Background(), cached.Secret); err != nil || reason != "ok" || p.AccountName != "acme" {
 		t.Errorf("cached key during the outage: %s %v", reason, err)
+	}
+	// Past the TTL the lookup is not trusted any more: the check needs the
+	// database, and says it is unavailable.
+	clock.Advance(time.Millisecond)
+	if _, _, err := kn.svc.Authenticate(context.Background(), cached.Secret); err == nil || !store.IsUnavailable(err) {
+		t.Errorf("cached key past its TTL during the outage: %v, want unavailable", err)
+	}
+}
+
+// heldRedis is a Redis client whose subscriptions can be held: while held,
+// what the server sends on a connection that subscribed waits unread (the
+// server and every other connection carry on). It orders a node's hearing
+// of an announcement after something else, on a real server.
+type heldRedis struct {
+	*redis.Client
+	mu   sync.Mutex
+	gate chan struct{} // open (closed channel) unless held
+}
+
+func newHeldRedis(t *testing.T, url string) *heldRedis {
+	t.Helper()
+	opt, err := redis.ParseURL(url)
+	testenv.Must(t, err, "parse redis url")
+	h := &heldRedis{gate: make(chan struct{})}
+	close(h.gate)
+	opt.MaxRetries = 0
+	opt.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &holdableConn{Conn: c, h: h}, nil
+	}
+	h.Client = redis.NewClient(opt)
+	t.Cleanup(func() { h.release(); h.Client.Close() })
+	return h
+}
+
+// hold stops delivery to subscribed connections until release.
+func (h *heldRedis) hold() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	select {
+	case <-h.gate:
+		h.gate = make(chan struct{})
+	default:
+	}
+}
+
+func (h *heldRedis) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	select {
+	case <-h.gate:
+	default:
+		close(h.gate)
+	}
+}
+
+func (h *heldRedis) wait() {
+	h.mu.Lock()
+	g := h.gate
+	h.mu.Unlock()
+	<-g
+}
+
+type holdableConn struct {
+	net.Conn
+	h          *heldRedis
+	subscriber atomic.Bool
+}
+
+func (c *holdableConn) Write(p []byte) (int, error) {
+	if bytes.Contains(bytes.ToLower(p), []byte("subscribe")) {
+		c.subscriber.Store(true)
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *holdableConn) Read(p []byte) (int, error) {
+	if c.subscriber.Load() {
+		c.h.wait()
+	}
+	return c.Conn.Read(p)
+}
+
+// invalidationsHeard is how many announcements of other services the node
+// acted on.
+func invalidationsHeard(kn *keyNode) float64 {
+	mfs, err := kn.reg.Gather()
+	if err != nil {
+		return -1
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "attestd_apikey_invalidations_total" {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// TestOwnAnnouncementKeepsLookups: a node that creates a key announces it
+// to the others; when its own announcement comes back over the
+// subscription after it already looked the key up, the lookup stays cached
+// (it read the committed key). Dropping it cost a database read per new key
+// and, during a database outage, refused a key checked moments before.
+func TestOwnAnnouncementKeepsLookups(t *testing.T) {
+	t.Parallel()
+	env := apptest.NewEnv(t, apptest.Options{})
+	rdb := newHeldRedis(t, env.RedisURL)
+	kn := startNode(t, env, nodeOpt{redis: rdb.Client})
+	ctx := context.Background()
+
+	rdb.hold() // the node's own announcement arrives only after the lookup
+	k := newKey(t, kn.svc, "acme", "")
+	before := dbLookups(kn)
+	if _, reason, err := kn.svc.Authenticate(ctx, k.Secret); err != nil || reason != "ok" {
+		t.Fatalf("new key: %s %v", reason, err)
+	}
+	if got := dbLookups(kn) - before; got != 1 {
+		t.Fatalf("first check of a new key made %v database lookups, want 1", got)
+	}
+	// Another service announces an unrelated prefix after ours; once the
+	// node acted on it, it has heard ours too (one channel is delivered in
+	// order).
+	other := apptest.NewRedis(t, env.RedisURL)
+	testenv.Must(t, other.Publish(ctx, env.Prefix+apikey.ChannelSuffix, "zzzzzzzz/another-node").Err(), "publish")
+	rdb.release()
+	deadline := time.Now().Add(10 * time.Second)
+	for invalidationsHeard(kn) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the node did not hear the announcements within 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, reason, err := kn.svc.Authenticate(ctx, k.Secret); err != nil || reason != "ok" {
+		t.Fatalf("new key, second check: %s %v", reason, err)
+	}
+	if got := dbLookups(kn) - before; got != 1 {
+		t.Errorf("the node's own announcement dropped its lookup: %v database lookups in all, want 1", got)
 	}
 }

@@ -2,9 +2,12 @@ package apikey
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,6 +66,7 @@ type Options struct {
 // last-used times.
 type Service struct {
 	opt      Options
+	origin   string // names this service's announcements, so it can ignore their echo
 	st       *store.Store
 	log      *slog.Logger
 	cache    *keyCache
@@ -105,7 +109,11 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	s := &Service{opt: opt, st: opt.Store, log: opt.Logger, cache: newKeyCache(opt.CacheEntries),
+	var id [8]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, fmt.Errorf("apikey: service id: %w", err)
+	}
+	s := &Service{opt: opt, origin: hex.EncodeToString(id[:]), st: opt.Store, log: opt.Logger, cache: newKeyCache(opt.CacheEntries),
 		touches: &toucher{pending: map[int64]time.Time{}}, m: newMetrics(opt.Registerer)}
 	bg, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
@@ -117,7 +125,15 @@ func New(ctx context.Context, opt Options) (*Service, error) {
 			// Announcements made while we were not listening are lost, so
 			// stop trusting every lookup at each (re)subscription.
 			Resync: func(context.Context) { s.invalidateAll() },
-			Message: func(prefix string) {
+			Message: func(payload string) {
+				prefix, origin, _ := strings.Cut(payload, announceSep)
+				if origin == s.origin {
+					// Our own announcement: announce already dropped the
+					// lookup, and a lookup made since read the committed
+					// change, so dropping it again would only cost a read
+					// (and fail one during a database outage).
+					return
+				}
 				s.Invalidate(prefix)
 				s.m.invalidations.Inc()
 			},
@@ -171,15 +187,22 @@ func (s *Service) invalidateAll() {
 	s.cache.clear()
 }
 
+// announceSep separates an announced prefix from the id of the service that
+// announced it ("<prefix>/<origin>"; '/' is not base58, so it cannot occur
+// in a prefix). A payload without it is a bare prefix from any origin.
+const announceSep = "/"
+
 // announce invalidates prefix here and tells the other nodes. When Redis
 // is unreachable the other nodes still stop trusting their lookup within
-// CacheTTL.
+// CacheTTL. The change is committed before announce runs, so once the local
+// invalidation is done this node needs nothing more: its own announcement,
+// coming back over the subscription, is ignored.
 func (s *Service) announce(ctx context.Context, prefix string) {
 	s.Invalidate(prefix)
 	if s.opt.Redis == nil {
 		return
 	}
-	if err := pubsub.Publish(ctx, s.opt.Redis, s.opt.Channel, prefix, time.Second); err != nil {
+	if err := pubsub.Publish(ctx, s.opt.Redis, s.opt.Channel, prefix+announceSep+s.origin, time.Second); err != nil {
 		s.log.Warn("announce key change: other nodes rely on the lookup TTL", "prefix", prefix,
 			"ttl", s.opt.CacheTTL.String(), "err", err)
 	}
