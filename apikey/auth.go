@@ -18,6 +18,7 @@ type Principal struct {
 	AccountName string
 	KeyID       int64
 	KeyPrefix   string
+	Role        Role
 }
 
 type principalKey struct{}
@@ -59,36 +60,45 @@ func unauthorized(c *fiber.Ctx, msg string) error {
 // CacheTTL) and its SHA-256 compared in constant time.
 func (s *Service) Require(opt RequireOptions) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		raw := c.Get(Header)
-		if raw == "" {
-			if opt.OnMissingKey != nil {
-				s.m.auth.WithLabelValues("missing_delegated").Inc()
-				return opt.OnMissingKey(c)
-			}
-			s.m.auth.WithLabelValues("missing").Inc()
-			return unauthorized(c, msgMissing)
+		if c.Get(Header) == "" && opt.OnMissingKey != nil {
+			s.m.auth.WithLabelValues("missing_delegated").Inc()
+			return opt.OnMissingKey(c)
 		}
-		p, reason, err := s.Authenticate(c.UserContext(), raw)
-		if err != nil {
-			s.m.auth.WithLabelValues("error").Inc()
-			if store.IsUnavailable(err) {
-				return apierror.Unavailable("cannot check the API key now: the database is unavailable; try again shortly")
-			}
+		if err := s.admit(c); err != nil {
 			return err
 		}
-		s.m.auth.WithLabelValues(reason).Inc()
-		switch reason {
-		case "ok":
-		case "malformed":
-			return unauthorized(c, msgMalformed)
-		case "revoked":
-			return unauthorized(c, msgRevoked)
-		default:
-			return unauthorized(c, msgUnknown)
-		}
-		c.Locals(principalKey{}, p)
 		return c.Next()
 	}
+}
+
+// admit checks the request's key and stores its Principal; an error is the
+// answer to send (401, or 503 when the check cannot be made).
+func (s *Service) admit(c *fiber.Ctx) error {
+	raw := c.Get(Header)
+	if raw == "" {
+		s.m.auth.WithLabelValues("missing").Inc()
+		return unauthorized(c, msgMissing)
+	}
+	p, reason, err := s.Authenticate(c.UserContext(), raw)
+	if err != nil {
+		s.m.auth.WithLabelValues("error").Inc()
+		if store.IsUnavailable(err) {
+			return apierror.Unavailable("cannot check the API key now: the database is unavailable; try again shortly")
+		}
+		return err
+	}
+	s.m.auth.WithLabelValues(reason).Inc()
+	switch reason {
+	case "ok":
+	case "malformed":
+		return unauthorized(c, msgMalformed)
+	case "revoked":
+		return unauthorized(c, msgRevoked)
+	default:
+		return unauthorized(c, msgUnknown)
+	}
+	c.Locals(principalKey{}, p)
+	return nil
 }
 
 // dummyHash is compared against when no key has the presented prefix, so
@@ -119,5 +129,5 @@ func (s *Service) Authenticate(ctx context.Context, key string) (p Principal, re
 		return p, "revoked", nil
 	}
 	s.touches.touch(k.ID, s.opt.Now())
-	return Principal{AccountID: k.AccountID, AccountName: k.AccountName, KeyID: k.ID, KeyPrefix: k.Prefix}, "ok", nil
+	return Principal{AccountID: k.AccountID, AccountName: k.AccountName, KeyID: k.ID, KeyPrefix: k.Prefix, Role: Role(k.Role)}, "ok", nil
 }

@@ -47,16 +47,18 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzCreateBody: any POST /keys body is a label or a 4xx API error.
+// FuzzCreateBody: any POST /keys body is a label and a role, or a 4xx API
+// error.
 func FuzzCreateBody(f *testing.F) {
 	for _, s := range []string{"", `{"label":"ci"}`, `{"label":5}`, `{"label":"a\u0007"}`, `["x"]`, `null`,
-		`{"label":"ci","label":"cd"}`, `{"label":"\ud800"}`} {
+		`{"label":"ci","label":"cd"}`, `{"label":"\ud800"}`, `{"role":"admin"}`, `{"label":"x","role":"read"}`,
+		`{"role":"root"}`, `{"role":null}`, `{"role":1}`} {
 		f.Add("application/json", []byte(s))
 	}
 	f.Add("text/plain", []byte(`{"label":"ci"}`))
 	f.Add("application/json; charset=\"", []byte(`{}`))
 	f.Fuzz(func(t *testing.T, contentType string, body []byte) {
-		label, err := parseCreateBody(contentType, body)
+		req, err := parseCreateBody(contentType, body)
 		if err != nil {
 			e, ok := apierror.As(err)
 			if !ok || e.Status < 400 || e.Status > 499 || e.Message == "" {
@@ -64,8 +66,11 @@ func FuzzCreateBody(f *testing.F) {
 			}
 			return
 		}
-		if verr := ValidateLabel(label); verr != nil {
-			t.Fatalf("accepted label %q that ValidateLabel refuses: %v", label, verr)
+		if verr := ValidateLabel(req.label); verr != nil {
+			t.Fatalf("accepted label %q that ValidateLabel refuses: %v", req.label, verr)
+		}
+		if !req.role.Valid() {
+			t.Fatalf("accepted role %q", req.role)
 		}
 	})
 }

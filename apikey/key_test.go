@@ -123,26 +123,34 @@ func TestCreateBodyParsing(t *testing.T) {
 	const js = "application/json"
 	for _, tc := range []struct {
 		name, ct, body, label string
+		role                  Role
 		status                int
 	}{
-		{"no body", "", "", "", 0},
-		{"blank body", "", "  \n", "", 0},
-		{"label", js, `{"label":"ci"}`, "ci", 0},
-		{"charset", js + "; charset=utf-8", `{"label":"ci"}`, "ci", 0},
-		{"empty object", js, `{}`, "", 0},
-		{"wrong type", "text/plain", `{"label":"ci"}`, "", 415},
-		{"no type", "", `{"label":"ci"}`, "", 415},
-		{"bad json", js, `{"label":`, "", 400},
-		{"array", js, `["ci"]`, "", 400},
-		{"null", js, `null`, "", 400},
-		{"unknown field", js, `{"label":"ci","admin":true}`, "", 400},
-		{"label number", js, `{"label":5}`, "", 400},
-		{"label null", js, `{"label":null}`, "", 400},
-		{"label too long", js, `{"label":"` + strings.Repeat("a", 101) + `"}`, "", 400},
-		{"control char", js, `{"label":"a\u0007"}`, "", 400},
-		{"too large", js, `{"label":"` + strings.Repeat(" ", maxCreateBody) + `"}`, "", 413},
+		{"no body", "", "", "", RoleRead, 0},
+		{"blank body", "", "  \n", "", RoleRead, 0},
+		{"label", js, `{"label":"ci"}`, "ci", RoleRead, 0},
+		{"charset", js + "; charset=utf-8", `{"label":"ci"}`, "ci", RoleRead, 0},
+		{"empty object", js, `{}`, "", RoleRead, 0},
+		{"role read", js, `{"label":"ci","role":"read"}`, "ci", RoleRead, 0},
+		{"role admin", js, `{"role":"admin"}`, "", RoleAdmin, 0},
+		{"unknown role", js, `{"role":"root"}`, "", "", 400},
+		{"role case", js, `{"role":"Admin"}`, "", "", 400},
+		{"role empty", js, `{"role":""}`, "", "", 400},
+		{"role null", js, `{"role":null}`, "", "", 400},
+		{"role bool", js, `{"role":true}`, "", "", 400},
+		{"wrong type", "text/plain", `{"label":"ci"}`, "", "", 415},
+		{"no type", "", `{"label":"ci"}`, "", "", 415},
+		{"bad json", js, `{"label":`, "", "", 400},
+		{"array", js, `["ci"]`, "", "", 400},
+		{"null", js, `null`, "", "", 400},
+		{"unknown field", js, `{"label":"ci","admin":true}`, "", "", 400},
+		{"label number", js, `{"label":5}`, "", "", 400},
+		{"label null", js, `{"label":null}`, "", "", 400},
+		{"label too long", js, `{"label":"` + strings.Repeat("a", 101) + `"}`, "", "", 400},
+		{"control char", js, `{"label":"a\u0007"}`, "", "", 400},
+		{"too large", js, `{"label":"` + strings.Repeat(" ", maxCreateBody) + `"}`, "", "", 413},
 	} {
-		label, err := parseCreateBody(tc.ct, []byte(tc.body))
+		req, err := parseCreateBody(tc.ct, []byte(tc.body))
 		status := 0
 		if err != nil {
 			e, ok := apiErr(err)
@@ -152,8 +160,39 @@ func TestCreateBodyParsing(t *testing.T) {
 			}
 			status = e
 		}
-		if status != tc.status || label != tc.label {
-			t.Errorf("%s: got %q status %d (%v), want %q status %d", tc.name, label, status, err, tc.label, tc.status)
+		if status != tc.status || (status == 0 && (req.label != tc.label || req.role != tc.role)) {
+			t.Errorf("%s: got %q/%q status %d (%v), want %q/%q status %d", tc.name, req.label, req.role, status, err, tc.label, tc.role, tc.status)
+		}
+	}
+}
+
+func TestRoles(t *testing.T) {
+	for _, tc := range []struct {
+		have, need Role
+		ok         bool
+	}{
+		{RoleAdmin, RoleAdmin, true}, {RoleAdmin, RoleRead, true},
+		{RoleRead, RoleRead, true}, {RoleRead, RoleAdmin, false},
+		{"", RoleRead, false}, {"root", RoleRead, false}, {RoleAdmin, "", false},
+	} {
+		if got := tc.have.Allows(tc.need); got != tc.ok {
+			t.Errorf("%q allows %q: %v", tc.have, tc.need, got)
+		}
+	}
+	if got := strings.Join(RoleAdmin.atMost(), ","); got != "read,admin" {
+		t.Errorf("admin acts on %s", got)
+	}
+	if got := strings.Join(RoleRead.atMost(), ","); got != "read" {
+		t.Errorf("read acts on %s", got)
+	}
+	for _, s := range []string{"read", "admin"} {
+		if r, err := ParseRole(s); err != nil || string(r) != s {
+			t.Errorf("parse %q: %q %v", s, r, err)
+		}
+	}
+	for _, s := range []string{"", "ADMIN", "owner", "read "} {
+		if _, err := ParseRole(s); err == nil {
+			t.Errorf("parse %q accepted", s)
 		}
 	}
 }

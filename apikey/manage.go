@@ -40,18 +40,32 @@ type Created struct {
 	Key    store.APIKey
 }
 
-// Create makes a key for the account. It fails with store.ErrKeyLimit when
-// the account holds the most active keys allowed.
+// ErrForbidden: the key acting may not do this (a key of a higher role is
+// out of its reach).
+var ErrForbidden = errors.New("a key cannot act on a key of a higher role")
+
+// Create makes an admin key for the account, as the operator's CLI does.
+// It fails with store.ErrKeyLimit when the account holds the most active
+// keys allowed.
 func (s *Service) Create(ctx context.Context, accountID int64, label string) (Created, error) {
+	return s.CreateWithRole(ctx, accountID, label, RoleAdmin)
+}
+
+// CreateWithRole makes a key of the given role for the account. Who may
+// ask for which role is the caller's decision (POST /keys: an admin key).
+func (s *Service) CreateWithRole(ctx context.Context, accountID int64, label string, role Role) (Created, error) {
 	if err := ValidateLabel(label); err != nil {
 		return Created{}, err
+	}
+	if !role.Valid() {
+		return Created{}, fmt.Errorf("role %q: want %q or %q", role, RoleRead, RoleAdmin)
 	}
 	for attempt := 0; ; attempt++ {
 		nk, err := Generate()
 		if err != nil {
 			return Created{}, err
 		}
-		k, err := s.st.InsertKey(ctx, accountID, nk.Prefix, nk.Hash, label, s.opt.MaxActiveKeys)
+		k, err := s.st.InsertKey(ctx, accountID, nk.Prefix, nk.Hash, label, string(role), s.opt.MaxActiveKeys)
 		if errors.Is(err, store.ErrPrefixTaken) && attempt < 5 {
 			continue // 8 base58 characters collide rarely; draw again
 		}
@@ -69,14 +83,36 @@ func (s *Service) List(ctx context.Context, accountID int64, limit, offset int) 
 	return s.st.ListKeys(ctx, accountID, limit, offset)
 }
 
-// Revoke revokes the key with this prefix, of the given account only when
-// accountID > 0 (another account's key is store.ErrNotFound), and tells
-// every node to stop accepting it.
+// Revoke revokes the key with this prefix, whatever its role (the
+// operator's CLI), of the given account only when accountID > 0 (another
+// account's key is store.ErrNotFound), and tells every node to stop
+// accepting it.
 func (s *Service) Revoke(ctx context.Context, prefix string, accountID int64) (store.APIKey, error) {
+	return s.revoke(ctx, prefix, accountID, nil)
+}
+
+// RevokeAs revokes a key of p's account on p's behalf: a key of a higher
+// role than p's is ErrForbidden (and stays valid); another account's key
+// or an unknown prefix is store.ErrNotFound.
+func (s *Service) RevokeAs(ctx context.Context, p Principal, prefix string) (store.APIKey, error) {
+	if p.AccountID <= 0 || !p.Role.Valid() {
+		return store.APIKey{}, ErrForbidden
+	}
+	k, err := s.revoke(ctx, prefix, p.AccountID, p.Role.atMost())
+	if errors.Is(err, store.ErrNotFound) {
+		// Say why when the key is the account's own but above p's reach.
+		if other, lerr := s.st.KeyByPrefix(ctx, prefix); lerr == nil && other.AccountID == p.AccountID {
+			return store.APIKey{}, ErrForbidden
+		}
+	}
+	return k, err
+}
+
+func (s *Service) revoke(ctx context.Context, prefix string, accountID int64, roles []string) (store.APIKey, error) {
 	if !ValidPrefix(prefix) {
 		return store.APIKey{}, store.ErrNotFound
 	}
-	k, err := s.st.RevokeKey(ctx, prefix, accountID)
+	k, err := s.st.RevokeKey(ctx, prefix, accountID, roles)
 	if err != nil {
 		return k, err
 	}

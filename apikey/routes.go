@@ -31,6 +31,7 @@ type KeyView struct {
 	Prefix     string            `json:"prefix"`
 	Account    string            `json:"account"`
 	Label      string            `json:"label"`
+	Role       Role              `json:"role"`
 	CreatedAt  attestation.Time  `json:"createdAt"`
 	LastUsedAt *attestation.Time `json:"lastUsedAt"`
 	Revoked    bool              `json:"revoked"`
@@ -39,7 +40,7 @@ type KeyView struct {
 
 // View returns the API shape of a stored key.
 func View(k store.APIKey) KeyView {
-	v := KeyView{Prefix: k.Prefix, Account: k.AccountName, Label: k.Label, CreatedAt: attestation.At(k.CreatedAt), Revoked: k.Revoked()}
+	v := KeyView{Prefix: k.Prefix, Account: k.AccountName, Label: k.Label, Role: Role(k.Role), CreatedAt: attestation.At(k.CreatedAt), Revoked: k.Revoked()}
 	if k.LastUsedAt != nil {
 		v.LastUsedAt = attestation.OptTime(k.LastUsedAt)
 	}
@@ -56,13 +57,13 @@ type CreatedView struct {
 	Key string `json:"key"`
 }
 
-// Routes adds the account holder's key routes, each behind Require:
-// POST /keys, GET /keys and DELETE /keys/:prefix.
+// Routes adds the account holder's key routes, each behind RequireAdmin
+// (a read key is 403 FORBIDDEN there): POST /keys, GET /keys and
+// DELETE /keys/:prefix.
 func (s *Service) Routes(api *app.API) {
-	auth := s.Require(RequireOptions{})
-	api.Route(http.MethodPost, "/keys", auth, s.createKey)
-	api.Route(http.MethodGet, "/keys", auth, s.listKeys)
-	api.Route(http.MethodDelete, "/keys/:prefix", auth, s.revokeKey)
+	api.Route(http.MethodPost, "/keys", s.RequireAdmin(), s.createKey)
+	api.Route(http.MethodGet, "/keys", s.RequireAdmin(), s.listKeys)
+	api.Route(http.MethodDelete, "/keys/:prefix", s.RequireAdmin(), s.revokeKey)
 }
 
 func (s *Service) createKey(c *fiber.Ctx) error {
@@ -77,11 +78,14 @@ func (s *Service) createKey(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	label, err := parseCreateBody(c.Get(fiber.HeaderContentType), body)
+	req, err := parseCreateBody(c.Get(fiber.HeaderContentType), body)
 	if err != nil {
 		return err
 	}
-	created, err := s.Create(c.UserContext(), p.AccountID, label)
+	if !p.Role.Allows(req.role) {
+		return apierror.Forbidden("a key with the %s role cannot create a key with the %s role", p.Role, req.role)
+	}
+	created, err := s.CreateWithRole(c.UserContext(), p.AccountID, req.label, req.role)
 	switch {
 	case errors.Is(err, store.ErrKeyLimit):
 		return apierror.New(http.StatusConflict, CodeKeyLimitReached,
@@ -97,37 +101,55 @@ func (s *Service) createKey(c *fiber.Ctx) error {
 	}{CreatedView{KeyView: View(created.Key), Key: created.Secret}})
 }
 
-// parseCreateBody reads the optional {"label": "..."} of POST /keys. An
-// empty body means no label.
-func parseCreateBody(contentType string, body []byte) (string, error) {
+// createRequest is the body of POST /keys.
+type createRequest struct {
+	label string
+	role  Role
+}
+
+// parseCreateBody reads the optional {"label": "...", "role": "read"|"admin"}
+// of POST /keys. An empty body means no label; a missing role means read.
+func parseCreateBody(contentType string, body []byte) (createRequest, error) {
+	req := createRequest{role: RoleRead}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return "", nil
+		return req, nil
 	}
 	if len(body) > maxCreateBody {
-		return "", apierror.New(http.StatusRequestEntityTooLarge, apierror.CodePayloadTooLarge,
+		return req, apierror.New(http.StatusRequestEntityTooLarge, apierror.CodePayloadTooLarge,
 			"the body must be at most %d bytes", maxCreateBody)
 	}
 	if !isJSON(contentType) {
-		return "", apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia,
+		return req, apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia,
 			"send the body as application/json")
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-		return "", apierror.Invalid(`the body must be a JSON object such as {"label": "ci"}`)
+		return req, apierror.Invalid(`the body must be a JSON object such as {"label": "ci", "role": "read"}`)
 	}
-	var label string
 	for name, raw := range fields {
-		if name != "label" {
-			return "", apierror.Invalid("unknown field %q; allowed: label", name)
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil || (len(raw) > 0 && raw[0] != '"') {
+			if name == "label" || name == "role" {
+				return req, apierror.Invalid("%s must be a string", name)
+			}
 		}
-		if err := json.Unmarshal(raw, &label); err != nil || (len(raw) > 0 && raw[0] != '"') {
-			return "", apierror.Invalid("label must be a string")
+		switch name {
+		case "label":
+			req.label = v
+		case "role":
+			r, err := ParseRole(v)
+			if err != nil {
+				return req, apierror.Invalid("%s", err.Error())
+			}
+			req.role = r
+		default:
+			return req, apierror.Invalid("unknown field %q; allowed: label, role", name)
 		}
 	}
-	if err := ValidateLabel(label); err != nil {
-		return "", apierror.Invalid("%s", err.Error())
+	if err := ValidateLabel(req.label); err != nil {
+		return req, apierror.Invalid("%s", err.Error())
 	}
-	return label, nil
+	return req, nil
 }
 
 // isJSON reports whether a Content-Type is application/json (any parameters).
@@ -183,7 +205,10 @@ func (s *Service) revokeKey(c *fiber.Ctx) error {
 		return apierror.Invalid("prefix must be the 8 base58 characters after atst_ of one of your keys, got %q", prefix)
 	}
 	prefix = string([]byte(prefix)) // copy: Fiber reuses the buffer and the prefix is announced
-	_, err := s.Revoke(c.UserContext(), prefix, p.AccountID)
+	_, err := s.RevokeAs(c.UserContext(), p, prefix)
+	if errors.Is(err, ErrForbidden) {
+		return apierror.Forbidden("a key with the %s role cannot revoke key %s, which has a higher role", p.Role, prefix)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return apierror.NotFound(apierror.CodeKeyNotFound, "your account has no key with prefix %s", prefix)
 	}

@@ -42,6 +42,7 @@ type APIKey struct {
 	Prefix      string
 	Hash        [32]byte
 	Label       string
+	Role        string // "admin" or "read" (package apikey names them)
 	CreatedAt   time.Time
 	LastUsedAt  *time.Time
 	RevokedAt   *time.Time
@@ -82,15 +83,16 @@ func (s *Store) AccountByName(ctx context.Context, name string) (Account, error)
 	return a, nil
 }
 
-// InsertKey stores a new key of the account. It fails with ErrPrefixTaken
+// InsertKey stores a new key of the account with the given role ("admin"
+// or "read"; the schema refuses any other). It fails with ErrPrefixTaken
 // when the prefix is in use, ErrKeyLimit when the account already has
 // maxActive unrevoked keys (maxActive <= 0: no limit) and ErrNotFound when
 // the account does not exist. The account row is locked for the check, so
 // concurrent inserts cannot exceed the limit.
-func (s *Store) InsertKey(ctx context.Context, accountID int64, prefix string, hash [32]byte, label string, maxActive int) (APIKey, error) {
+func (s *Store) InsertKey(ctx context.Context, accountID int64, prefix string, hash [32]byte, label, role string, maxActive int) (APIKey, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	k := APIKey{AccountID: accountID, Prefix: prefix, Hash: hash, Label: label}
+	k := APIKey{AccountID: accountID, Prefix: prefix, Hash: hash, Label: label, Role: role}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `SELECT name FROM accounts WHERE id = $1 FOR UPDATE`, accountID).Scan(&k.AccountName)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -109,8 +111,8 @@ func (s *Store) InsertKey(ctx context.Context, accountID int64, prefix string, h
 				return ErrKeyLimit
 			}
 		}
-		err = tx.QueryRow(ctx, `INSERT INTO api_keys (account_id, prefix, key_hash, label) VALUES ($1, $2, $3, $4)
-			RETURNING id, created_at`, accountID, prefix, hash[:], label).Scan(&k.ID, &k.CreatedAt)
+		err = tx.QueryRow(ctx, `INSERT INTO api_keys (account_id, prefix, key_hash, label, role) VALUES ($1, $2, $3, $4, $5)
+			RETURNING id, created_at`, accountID, prefix, hash[:], label, role).Scan(&k.ID, &k.CreatedAt)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 			return ErrPrefixTaken
@@ -129,12 +131,12 @@ func (s *Store) InsertKey(ctx context.Context, accountID int64, prefix string, h
 	return k, nil
 }
 
-const keyColumns = `k.id, k.account_id, a.name, k.prefix, k.key_hash, k.label, k.created_at, k.last_used_at, k.revoked_at`
+const keyColumns = `k.id, k.account_id, a.name, k.prefix, k.key_hash, k.label, k.role, k.created_at, k.last_used_at, k.revoked_at`
 
 func scanKey(row pgx.Row) (APIKey, error) {
 	var k APIKey
 	var hash []byte
-	if err := row.Scan(&k.ID, &k.AccountID, &k.AccountName, &k.Prefix, &hash, &k.Label, &k.CreatedAt, &k.LastUsedAt, &k.RevokedAt); err != nil {
+	if err := row.Scan(&k.ID, &k.AccountID, &k.AccountName, &k.Prefix, &hash, &k.Label, &k.Role, &k.CreatedAt, &k.LastUsedAt, &k.RevokedAt); err != nil {
 		return k, err
 	}
 	if len(hash) != len(k.Hash) {
@@ -183,13 +185,16 @@ func (s *Store) ListKeys(ctx context.Context, accountID int64, limit, offset int
 
 // RevokeKey revokes the key with this prefix. With accountID > 0 only a
 // key of that account matches; another account's key is ErrNotFound, as is
-// an unknown prefix. Revoking a revoked key keeps its first revocation time.
-func (s *Store) RevokeKey(ctx context.Context, prefix string, accountID int64) (APIKey, error) {
+// an unknown prefix. With roles set, only a key of one of those roles
+// matches (others are ErrNotFound too); nil matches every role. Revoking a
+// revoked key keeps its first revocation time.
+func (s *Store) RevokeKey(ctx context.Context, prefix string, accountID int64, roles []string) (APIKey, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	k, err := scanKey(s.pool.QueryRow(ctx, `UPDATE api_keys k SET revoked_at = COALESCE(k.revoked_at, now())
 		FROM accounts a WHERE a.id = k.account_id AND k.prefix = $1 AND ($2 <= 0 OR k.account_id = $2)
-		RETURNING `+keyColumns, prefix, accountID))
+			AND ($3::text[] IS NULL OR k.role = ANY($3::text[]))
+		RETURNING `+keyColumns, prefix, accountID, roles))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return k, ErrNotFound
 	}

@@ -348,3 +348,65 @@ func TestVerifiedDigestBindsTheCheckedBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestKeysMadeBeforeRolesBecomeAdmin: keys stored before migration
+// 0004_key_roles become admin keys (they were made by the CLI, or by an
+// account holder whose key could already do everything); afterwards every
+// key states its role, and only admin and read exist.
+func TestKeysMadeBeforeRolesBecomeAdmin(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := Open(ctx, testenv.Database(t), Options{})
+	testenv.Must(t, err, "open")
+	t.Cleanup(st.Close)
+	ms, err := Migrations()
+	testenv.Must(t, err, "migrations")
+	_, err = st.Pool().Exec(ctx, `CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`)
+	testenv.Must(t, err, "schema_migrations")
+	for _, m := range ms {
+		if m.Version >= "0004" {
+			break
+		}
+		_, err := st.Pool().Exec(ctx, m.SQL)
+		testenv.Must(t, err, "apply %s", m.Version)
+		_, err = st.Pool().Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, m.Version)
+		testenv.Must(t, err, "record %s", m.Version)
+	}
+	acc, _, err := st.EnsureAccount(ctx, "old")
+	testenv.Must(t, err, "account")
+	_, err = st.Pool().Exec(ctx, `INSERT INTO api_keys (account_id, prefix, key_hash, label) VALUES ($1, 'Prevkey1', $2, 'before roles')`,
+		acc.ID, make([]byte, 32))
+	testenv.Must(t, err, "insert a key the old way")
+	applied, err := st.Migrate(ctx)
+	testenv.Must(t, err, "migrate")
+	if len(applied) == 0 || !strings.HasPrefix(applied[0], "0004_") {
+		t.Fatalf("applied %v, want 0004_key_roles first", applied)
+	}
+	k, err := st.KeyByPrefix(ctx, "Prevkey1")
+	testenv.Must(t, err, "read old key")
+	if k.Role != "admin" {
+		t.Fatalf("a key made before roles has role %q, want admin", k.Role)
+	}
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO api_keys (account_id, prefix, key_hash) VALUES ($1, 'Newkey11', $2)`,
+		acc.ID, make([]byte, 32)); err == nil {
+		t.Error("a key without a role was stored after the migration")
+	}
+	if _, err := st.InsertKey(ctx, acc.ID, "Newkey12", [32]byte{}, "", "owner", 0); err == nil {
+		t.Error("a key with role owner was stored")
+	}
+	r, err := st.InsertKey(ctx, acc.ID, "Newkey13", [32]byte{}, "", "read", 0)
+	testenv.Must(t, err, "insert a read key")
+	if r.Role != "read" {
+		t.Fatalf("inserted role %q", r.Role)
+	}
+	// A revocation limited to read keys leaves an admin key alone.
+	if _, err := st.RevokeKey(ctx, "Prevkey1", acc.ID, []string{"read"}); err != ErrNotFound {
+		t.Fatalf("revoke an admin key as read: %v, want ErrNotFound", err)
+	}
+	if k, _ := st.KeyByPrefix(ctx, "Prevkey1"); k.Revoked() {
+		t.Fatal("the admin key was revoked")
+	}
+	if _, err := st.RevokeKey(ctx, "Newkey13", acc.ID, []string{"read"}); err != nil {
+		t.Fatalf("revoke a read key as read: %v", err)
+	}
+}

@@ -18,8 +18,11 @@ import (
 )
 
 const keysUsage = `usage:
-  attestd keys create --account NAME [--label LABEL]   make a key (the account is created if new); prints the key once
-  attestd keys list --account NAME                     list the account's keys (never the secrets)
+  attestd keys create --account NAME [--label LABEL] [--role admin|read]
+                                                       make a key (the account is created if new); prints the key once.
+                                                       admin (the default) also manages the account's keys and webhooks;
+                                                       read only calls the premium routes
+  attestd keys list --account NAME                     list the account's keys and their roles (never the secrets)
   attestd keys revoke PREFIX                           revoke the key whose prefix (8 characters after atst_) is PREFIX`
 
 func runKeys(ctx context.Context, args []string) error {
@@ -98,8 +101,13 @@ func keysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
 	account := fs.String("account", "", "account that owns the key (created if it does not exist)")
 	label := fs.String("label", "", "label to recognise the key by (up to 100 characters)")
+	roleName := fs.String("role", string(apikey.RoleAdmin), "admin (manages the account's keys and webhooks) or read (premium routes only)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	role, err := apikey.ParseRole(*roleName)
+	if err != nil {
+		return fmt.Errorf("--role: %w", err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q\n%s", fs.Args(), keysUsage)
@@ -122,14 +130,14 @@ func keysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if created {
 		fmt.Fprintf(stderr, "created account %s\n", acc.Name)
 	}
-	k, err := svc.Create(ctx, acc.ID, *label)
+	k, err := svc.CreateWithRole(ctx, acc.ID, *label, role)
 	if errors.Is(err, store.ErrKeyLimit) {
 		return fmt.Errorf("account %s already has the maximum number of active keys; revoke one first", acc.Name)
 	}
 	if err != nil {
 		return schemaHint(err)
 	}
-	fmt.Fprintf(stderr, "key %s for account %s; it is shown only now, store it safely:\n", k.Key.Prefix, acc.Name)
+	fmt.Fprintf(stderr, "%s key %s for account %s; it is shown only now, store it safely:\n", role, k.Key.Prefix, acc.Name)
 	fmt.Fprintln(stdout, k.Secret)
 	return nil
 }
@@ -156,14 +164,14 @@ func keysList(ctx context.Context, args []string, stdout io.Writer) error {
 		return schemaHint(err)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PREFIX\tLABEL\tCREATED\tLAST USED\tREVOKED")
+	fmt.Fprintln(tw, "PREFIX\tROLE\tLABEL\tCREATED\tLAST USED\tREVOKED")
 	for offset := 0; ; offset += 100 {
 		keys, total, err := svc.List(ctx, acc.ID, 100, offset)
 		if err != nil {
 			return err
 		}
 		for _, k := range keys {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.Prefix, printable(k.Label), attestation.At(k.CreatedAt),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.Prefix, k.Role, printable(k.Label), attestation.At(k.CreatedAt),
 				orDash(k.LastUsedAt), orDash(k.RevokedAt))
 		}
 		if len(keys) == 0 || int64(offset+len(keys)) >= total {

@@ -12,6 +12,7 @@ import (
 const (
 	CodeInvalidParam        = "INVALID_PARAM"
 	CodeUnauthorized        = "UNAUTHORIZED"
+	CodeForbidden           = "FORBIDDEN"
 	CodePaymentRequired     = "PAYMENT_REQUIRED"
 	CodeNotFound            = "NOT_FOUND"
 	CodeAttestationNotFound = "ATTESTATION_NOT_FOUND"
@@ -52,6 +53,11 @@ func Invalid(format string, args ...any) *Error {
 // NotFound is a 404 with the given *_NOT_FOUND code.
 func NotFound(code, format string, args ...any) *Error {
 	return New(http.StatusNotFound, code, format, args...)
+}
+
+// Forbidden is a 403 FORBIDDEN: the caller is known but may not do this.
+func Forbidden(format string, args ...any) *Error {
+	return New(http.StatusForbidden, CodeForbidden, format, args...)
 }
 
 // Unavailable is a 503: a dependency we need for this answer is down.
