@@ -37,8 +37,10 @@ type Deps struct {
 	// Health contributors beyond Postgres and the cache's Redis.
 	Indexer IndexerStatusFunc
 	Chain   ChainStatusFunc
-	// Degraded reports extra degradations (the rate limiter's fallback).
-	Degraded []func() bool
+	// Degradations are features with a fallback mode (the rate limiter's
+	// local decisions): /health is degraded, with the reason, while one is
+	// active.
+	Degradations []Degradation
 	// AccessLogAll logs every request, not only 5xx and slow ones.
 	AccessLogAll bool
 	// ConnLimit caps the connections per client IP (zero: no cap).

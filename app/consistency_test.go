@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -172,7 +173,8 @@ func TestRedisKilledReadsContinueFromPostgres(t *testing.T) {
 	var h app.Health
 	res := node.Get(t, "/health")
 	res.JSON(t, &h)
-	if res.Status != 200 || h.Status != "degraded" || h.Redis != "down" || h.Postgres != "ok" {
+	if res.Status != 200 || h.Status != "degraded" || h.Redis != "down" || h.Postgres != "ok" ||
+		len(h.Reasons) != 1 || !strings.HasPrefix(h.Reasons[0], "redis: down") {
 		t.Fatalf("health with redis down: %d %+v", res.Status, h)
 	}
 	// New data is visible while Redis is down (nothing stale is served).
@@ -222,7 +224,8 @@ func TestPostgresStoppedCachedReadsContinue(t *testing.T) {
 	var h app.Health
 	res := node.Get(t, "/health")
 	res.JSON(t, &h)
-	if res.Status != 200 || h.Status != "degraded" || h.Postgres != "down" {
+	if res.Status != 200 || h.Status != "degraded" || h.Postgres != "down" ||
+		len(h.Reasons) == 0 || !strings.HasPrefix(h.Reasons[0], "postgres: down") {
 		t.Fatalf("health with postgres down: %d %+v", res.Status, h)
 	}
 }

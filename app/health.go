@@ -18,6 +18,9 @@ type IndexerStatus struct {
 	LagSlots        uint64            `json:"lagSlots"`
 	LastIndexedAt   *attestation.Time `json:"lastIndexedAt"`
 	Synced          bool              `json:"synced"`
+	// NotSynced says why Synced is false, for /health's reasons (not shown
+	// as a field).
+	NotSynced string `json:"-"`
 }
 
 // ChainStatus is the chain connection as /health reports it.
@@ -41,6 +44,16 @@ type Health struct {
 	Redis         string        `json:"redis"`
 	Indexer       IndexerStatus `json:"indexer"`
 	Chain         ChainStatus   `json:"chain"`
+	// Reasons says, one sentence each, why the status is not ok (empty
+	// when it is): a store down, the chain unreachable, the indexer behind.
+	Reasons []string `json:"reasons"`
+}
+
+// Degradation is a feature that can run in a fallback mode, and the reason
+// /health gives while it does.
+type Degradation struct {
+	Reason string      // e.g. "rate limit: decided on each node alone while Redis is slow"
+	Active func() bool // reports whether the fallback is in use now
 }
 
 // IndexerCheckpoint is the checkpoint name the indexer writes.
@@ -65,36 +78,59 @@ func (a *API) health(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), 3*time.Second)
 	defer cancel()
 	h := Health{Status: "ok", Version: buildinfo.Version, UptimeSeconds: int64(time.Since(a.started).Seconds()),
-		Postgres: "ok", Redis: "ok"}
+		Postgres: "ok", Redis: "ok", Reasons: []string{}}
 	pgUp := a.deps.Store.Ping(ctx) == nil
 	if !pgUp {
 		h.Postgres = "down"
+		h.Reasons = append(h.Reasons, "postgres: down; only cached answers are served")
 	}
 	redisUp := !a.deps.Cache.Degraded()
 	if !redisUp {
 		h.Redis = "down"
+		h.Reasons = append(h.Reasons, "redis: down; reads go to PostgreSQL")
 	}
-	degraded := false
-	for _, d := range a.deps.Degraded {
-		degraded = degraded || d()
+	for _, d := range a.deps.Degradations {
+		if d.Active() {
+			h.Reasons = append(h.Reasons, d.Reason)
+		}
 	}
+	// The indexer and the chain are judged only when the node was given a
+	// way to know them (a serving node always is): data may then be stale.
 	indexer := a.deps.Indexer
 	if indexer == nil {
 		indexer = a.defaultIndexerStatus
 	}
 	if pgUp {
-		if st, err := indexer(ctx); err == nil {
+		st, err := indexer(ctx)
+		switch {
+		case err != nil && a.deps.Indexer != nil:
+			h.Reasons = append(h.Reasons, "indexer: its progress cannot be read now; data may be stale")
+		case err == nil:
 			h.Indexer = st
+			if a.deps.Indexer != nil && !st.Synced {
+				why := st.NotSynced
+				if why == "" {
+					why = "not synced with the chain"
+				}
+				h.Reasons = append(h.Reasons, "indexer: "+why+"; data may be stale")
+			}
 		}
 	}
 	if a.deps.Chain != nil {
 		h.Chain = a.deps.Chain(ctx)
+		if !h.Chain.Reachable {
+			rpc := h.Chain.RPC
+			if rpc == "" {
+				rpc = "the RPC node"
+			}
+			h.Reasons = append(h.Reasons, "chain: "+rpc+" does not answer getHealth with ok; new attestations are not indexed")
+		}
 	}
 	status := http.StatusOK
 	switch {
 	case !pgUp && !redisUp:
 		h.Status, status = "down", http.StatusServiceUnavailable
-	case !pgUp || !redisUp || degraded:
+	case len(h.Reasons) > 0:
 		h.Status = "degraded"
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")

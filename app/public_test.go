@@ -323,7 +323,7 @@ func TestStatsAndHealth(t *testing.T) {
 	var h app.Health
 	r := node.Get(t, "/health")
 	r.JSON(t, &h)
-	if r.Status != 200 || h.Status != "ok" || h.Postgres != "ok" || h.Redis != "ok" || h.Version == "" {
+	if r.Status != 200 || h.Status != "ok" || h.Postgres != "ok" || h.Redis != "ok" || h.Version == "" || h.Reasons == nil || len(h.Reasons) != 0 {
 		t.Fatalf("health %d %+v", r.Status, h)
 	}
 	if r.Header.Get("X-Request-ID") == "" {

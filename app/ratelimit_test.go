@@ -16,7 +16,7 @@ func TestRateLimitAppliesToEveryRoute(t *testing.T) {
 	node := env.StartNode(t, apptest.NodeOptions{Configure: func(d *app.Deps) {
 		l := env.NewLimiter(t, 4)
 		d.Middleware = append(d.Middleware, l.Middleware())
-		d.Degraded = append(d.Degraded, l.Degraded)
+		d.Degradations = append(d.Degradations, app.Degradation{Active: l.Degraded, Reason: "rate limit: local"})
 	}})
 	paths := []string{"/health", "/stats", "/attestations", "/nope"}
 	for i, p := range paths {

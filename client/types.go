@@ -61,6 +61,8 @@ type Health struct {
 	Redis         string        `json:"redis"`
 	Indexer       IndexerStatus `json:"indexer"`
 	Chain         ChainStatus   `json:"chain"`
+	// Reasons says why the status is not ok (empty when it is).
+	Reasons []string `json:"reasons"`
 }
 
 // IndexerStatus is the indexer's progress as /health reports it.

@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"sync"
 	"time"
@@ -19,6 +20,9 @@ type Status struct {
 	LagSlots        uint64            `json:"lagSlots"`
 	LastIndexedAt   *attestation.Time `json:"lastIndexedAt"`
 	Synced          bool              `json:"synced"`
+	// NotSynced says why Synced is false ("" when it is true); /health
+	// gives it as a reason, not as a field.
+	NotSynced string `json:"-"`
 }
 
 // Status is this process's view (meaningful while it leads).
@@ -32,8 +36,18 @@ func (ix *Indexer) Status() Status {
 	if s.ChainSlot > s.LastIndexedSlot {
 		s.LagSlots = s.ChainSlot - s.LastIndexedSlot
 	}
-	s.Synced = s.Synced && s.LagSlots <= ix.cfg.SyncedLagSlots
+	switch {
+	case !s.Synced:
+		s.NotSynced = "its first sync has not completed"
+	case s.LagSlots > ix.cfg.SyncedLagSlots:
+		s.Synced = false
+		s.NotSynced = behind(s.LagSlots, ix.cfg.SyncedLagSlots)
+	}
 	return s
+}
+
+func behind(lag, allowed uint64) string {
+	return fmt.Sprintf("%d slots behind the chain (at most %d counts as synced)", lag, allowed)
 }
 
 // StatusReader reads the indexer's status from Postgres, for API
@@ -91,7 +105,19 @@ func (r *StatusReader) Read(ctx context.Context) (Status, error) {
 		t := attestation.At(at)
 		s.LastIndexedAt = &t
 	}
-	s.Synced = okHead && s.LagSlots <= r.SyncedLagSlots && time.Since(head.UpdatedAt) <= r.StaleAfter
+	age := time.Since(head.UpdatedAt)
+	switch {
+	case !okHead && !okCP:
+		s.NotSynced = "no indexer has run against this database yet"
+	case !okHead:
+		s.NotSynced = "no completed sync is recorded"
+	case s.LagSlots > r.SyncedLagSlots:
+		s.NotSynced = behind(s.LagSlots, r.SyncedLagSlots)
+	case age > r.StaleAfter:
+		s.NotSynced = fmt.Sprintf("no completed sync for %s (at most %s counts as synced)", age.Round(time.Second), r.StaleAfter)
+	default:
+		s.Synced = true
+	}
 	return s, nil
 }
 

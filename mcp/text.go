@@ -52,6 +52,9 @@ func statsText(o StatsOutput) string {
 		s.Agents, s.Attestations, s.Last24h, s.IndexedSlot, byTypeText(s.ByType))
 	if h := o.Health; h != nil {
 		fmt.Fprintf(&b, "\nService %s, version %s; indexer synced: %v (lag %d slots).", h.Status, h.Version, h.Indexer.Synced, h.Indexer.LagSlots)
+		if len(h.Reasons) > 0 {
+			fmt.Fprintf(&b, " Why: %s.", strings.Join(h.Reasons, "; "))
+		}
 	}
 	return b.String()
 }

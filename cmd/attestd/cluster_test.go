@@ -4,14 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/attestd/attestd/internal/devnet"
 	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/redis/go-redis/v9"
@@ -34,6 +38,44 @@ func runCmd(t *testing.T, bin string, env []string, args ...string) string {
 	return stdout.String()
 }
 
+// daemon is an attestd process started by a test.
+type daemon struct {
+	cmd    *exec.Cmd
+	done   chan struct{}
+	output *testenv.Output
+}
+
+// startDaemon starts `attestd args...`; it gets SIGTERM when the test ends
+// (or at stop).
+func startDaemon(t *testing.T, bin string, env []string, args ...string) *daemon {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	d := &daemon{cmd: cmd, done: make(chan struct{}), output: &testenv.Output{}}
+	cmd.Stdout, cmd.Stderr = d.output, d.output
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	testenv.Must(t, cmd.Start(), "start attestd %s", strings.Join(args, " "))
+	go func() { _ = cmd.Wait(); close(d.done) }()
+	t.Cleanup(d.stop)
+	return d
+}
+
+// stop sends SIGTERM and waits up to 15 s before killing the process.
+func (d *daemon) stop() {
+	select {
+	case <-d.done:
+		return
+	default:
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(15 * time.Second):
+		_ = d.cmd.Process.Kill()
+		<-d.done
+	}
+}
+
 // serveNode starts `attestd serve` on a free loopback port and waits until
 // /health answers; the process gets SIGTERM when the test ends.
 func serveNode(t *testing.T, bin string, env []string) string {
@@ -48,41 +90,78 @@ func serveProcess(t *testing.T, bin string, env []string) (string, int) {
 	port, err := devstack.FreePort()
 	testenv.Must(t, err, "free port")
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(env, "ATTESTD_HTTP_ADDR="+addr)
-	var stderr testenv.Output
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	testenv.Must(t, cmd.Start(), "start attestd serve")
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
+	d := startDaemon(t, bin, append(env, "ATTESTD_HTTP_ADDR="+addr), "serve")
 	base := "http://" + addr + "/api/v1"
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		select {
-		case <-done:
-			t.Fatalf("attestd serve exited:\n%s", stderr.String())
+		case <-d.done:
+			t.Fatalf("attestd serve exited:\n%s", d.output.String())
 		default:
 		}
 		if resp, err := http.Get(base + "/health"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return base, cmd.Process.Pid
+				return base, d.cmd.Process.Pid
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("attestd serve not healthy within 30 s:\n%s", stderr.String())
+			t.Fatalf("attestd serve not healthy within 30 s:\n%s", d.output.String())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// startChain starts a chain simulator on free loopback ports (slots pass
+// only when the test advances them) and returns it with the environment
+// that points attestd at it.
+func startChain(t *testing.T, cfg devnet.Config) (*devnet.Chain, []string) {
+	t.Helper()
+	if cfg.SlotInterval == 0 {
+		cfg.SlotInterval = -1
+	}
+	if cfg.FinalityDepth == 0 {
+		cfg.FinalityDepth = 8
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := devnet.Start(ctx, cfg)
+	testenv.Must(t, err, "start devnet")
+	t.Cleanup(c.Close)
+	return c, []string{"ATTESTD_SOLANA_RPC_URL=" + c.RPCURL(), "ATTESTD_SOLANA_WS_URL=" + c.WSURL(),
+		"ATTESTD_INDEXER_METRICS_ADDR=", "ATTESTD_INDEXER_POLL_INTERVAL=250ms"}
+}
+
+// health is the part of /health these tests read.
+type health struct {
+	Status  string
+	Redis   string
+	Reasons []string
+	Indexer struct{ Synced bool }
+	Chain   struct{ Reachable bool }
+}
+
+// healthPolls numbers the polls of /health: each comes from its own client
+// address, so polling never spends a tested client's rate limit.
+var healthPolls atomic.Uint32
+
+// waitHealth polls a node's /health until cond holds (30 s at most) and
+// returns the last answer.
+func waitHealth(t *testing.T, node, what string, cond func(h health) bool) health {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var h health
+		n := healthPolls.Add(1)
+		status := get(t, node+"/health", fmt.Sprintf("198.18.%d.%d", n/250%250, n%250+1), "", &h)
+		if status == http.StatusOK && cond(h) {
+			return h
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: /health not so within 30 s; last %d %+v", what, status, h)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -125,8 +204,13 @@ func TestServeOnRedisCluster(t *testing.T) {
 		// beyond the production 75 ms (the local fallback is not under test).
 		"ATTESTD_RATE_REDIS_TIMEOUT=3s",
 	}
+	// A chain and an indexer that follows it: with both up, the fleet is
+	// healthy (without them /health rightly says degraded).
+	_, chainEnv := startChain(t, devnet.Config{})
+	env = append(env, chainEnv...)
 	runCmd(t, bin, env, "migrate")
 	runCmd(t, bin, env, "seed", "--agents", "3", "--attestations", "40")
+	startDaemon(t, bin, env, "index")
 	nodes := []string{serveNode(t, bin, env), serveNode(t, bin, env)}
 
 	type list struct {
@@ -140,11 +224,9 @@ func TestServeOnRedisCluster(t *testing.T) {
 		return l.Pagination.Total
 	}
 	for i, n := range nodes {
-		var h struct{ Status, Redis string }
-		get(t, n+"/health", "203.0.113.1", "", &h)
-		if h.Status != "ok" || h.Redis != "ok" {
-			t.Fatalf("node %d health %+v, want ok on a healthy cluster", i, h)
-		}
+		waitHealth(t, n, fmt.Sprintf("node %d ok on a healthy cluster", i), func(h health) bool {
+			return h.Status == "ok" && h.Redis == "ok" && len(h.Reasons) == 0
+		})
 		if got := total(n, "203.0.113.1"); got != 40 {
 			t.Fatalf("node %d: total %d, want 40", i, got)
 		}

@@ -132,7 +132,8 @@ func (n *node) rateLimit(cfg ratelimit.Config, deps *app.Deps) error {
 	}
 	n.closers = append(n.closers, l.Close)
 	deps.Middleware = append(deps.Middleware, l.Middleware())
-	deps.Degraded = append(deps.Degraded, l.Degraded)
+	deps.Degradations = append(deps.Degradations, app.Degradation{Active: l.Degraded,
+		Reason: "rate limit: Redis does not answer in time, so each node limits its clients on its own"})
 	n.log.Info("rate limiting", "limit", cfg.Limit, "window", cfg.Window.String(), "resolver", l.Resolver().String())
 	return nil
 }
