@@ -15,7 +15,7 @@ TEST_TIMEOUT ?= 8m
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/attestd
 
-## run: throwaway Postgres and Redis under .run/, demo data, the API on 127.0.0.1:8080 (Ctrl-C stops all)
+## run: Postgres and Redis under .run/ (Postgres data in /var/tmp when its account cannot reach .run/), demo data, the API on 127.0.0.1:8080 (Ctrl-C stops all)
 run: build
 	./$(BIN) local
 

@@ -72,7 +72,7 @@ func run(ctx context.Context, backfill, single, live int, liveRate float64) erro
 		if err != nil {
 			return fmt.Errorf("start postgres: %w", err)
 		}
-		defer pg.Stop()
+		defer pg.Remove()
 		adminURL = pg.URL
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -102,7 +102,7 @@ func run(ctx context.Context, n, cold, atts int, gz bool) error {
 		if err != nil {
 			return fmt.Errorf("start postgres: %w", err)
 		}
-		defer pg.Stop()
+		defer pg.Remove()
 		adminURL = pg.URL
 	}
 	if redisURL == "" {

@@ -49,8 +49,14 @@ type daemon struct {
 // (or at stop).
 func startDaemon(t *testing.T, bin string, env []string, args ...string) *daemon {
 	t.Helper()
+	return startDaemonIn(t, "", bin, env, args...)
+}
+
+// startDaemonIn is startDaemon with dir as the working directory.
+func startDaemonIn(t *testing.T, dir, bin string, env []string, args ...string) *daemon {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = env
+	cmd.Env, cmd.Dir = env, dir
 	d := &daemon{cmd: cmd, done: make(chan struct{}), output: &testenv.Output{}}
 	cmd.Stdout, cmd.Stderr = d.output, d.output
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

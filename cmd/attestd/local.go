@@ -32,12 +32,18 @@ func runLocal(ctx context.Context, args []string) error {
 		return fmt.Errorf("create %s: %w", abs, err)
 	}
 	if os.Getenv("DATABASE_URL") == "" {
-		log.Info("starting local postgres", "dir", filepath.Join(abs, "pg"))
-		pg, err := devstack.StartPostgres(ctx, filepath.Join(abs, "pg"))
+		want := filepath.Join(abs, "pg")
+		pg, err := devstack.StartPostgres(ctx, want)
 		if err != nil {
 			return fmt.Errorf("local postgres: %w", err)
 		}
 		defer pg.Stop()
+		if pg.Relocated {
+			log.Info("local postgres data lives outside "+*dir+": the account postgres runs as cannot reach "+abs,
+				"data", pg.Dir, "wanted", want)
+		} else {
+			log.Info("local postgres started", "data", pg.Dir)
+		}
 		os.Setenv("DATABASE_URL", pg.URL)
 	}
 	if os.Getenv("REDIS_URL") == "" {

@@ -38,13 +38,13 @@ func runStores(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("test postgres: %w", err)
 	}
-	defer pg.Stop()
+	defer pg.Remove() // its data may live outside dir (see devstack.Postgres.Dir)
 	r, err := devstack.StartRedis(ctx, filepath.Join(dir, "redis"), 0)
 	if err != nil {
 		return fmt.Errorf("test redis: %w", err)
 	}
 	defer r.Stop()
-	log.Info("test stores ready", "postgres", pg.URL, "redis", r.URL)
+	log.Info("test stores ready", "postgres", pg.URL, "postgresData", pg.Dir, "redis", r.URL)
 	cmd := exec.CommandContext(ctx, cmdArgs[0], cmdArgs[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), devstack.EnvTestPostgres+"="+pg.URL, devstack.EnvTestRedis+"="+r.URL)

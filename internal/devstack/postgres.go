@@ -16,18 +16,29 @@ type Postgres struct {
 	// URL connects as the superuser "postgres" to the database "postgres".
 	URL  string
 	Port int
-	Dir  string
-	proc *process
+	// Dir holds the server's data: the directory asked for, or, when
+	// Relocated, one under /var/tmp (or the system temp directory) made for
+	// the server's account, which could not enter the one asked for.
+	Dir       string
+	Relocated bool
+	proc      *process
 }
 
 // StartPostgres initialises dir (unless it already holds a cluster) and
-// starts a server on a free loopback port with durability turned off.
+// starts a server on a free loopback port with durability turned off. As
+// root the server runs as an unprivileged account; when that account cannot
+// reach dir, the data lives in a directory of its own that stays the same
+// for dir (see Postgres.Dir).
 func StartPostgres(ctx context.Context, dir string) (*Postgres, error) {
 	bins, err := Find()
 	if err != nil {
 		return nil, err
 	}
 	cred, err := unprivileged()
+	if err != nil {
+		return nil, err
+	}
+	dir, relocated, err := postgresDataDir(dir, cred)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +71,8 @@ func StartPostgres(ctx context.Context, dir string) (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
-	pg := &Postgres{URL: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), Port: port, Dir: dir, proc: p}
+	pg := &Postgres{URL: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), Port: port, Dir: dir,
+		Relocated: relocated, proc: p}
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	if err := waitPostgres(wctx, pg); err != nil {
@@ -80,6 +92,13 @@ func (pg *Postgres) Stop() { pg.proc.stop(syscall.SIGINT, 10*time.Second) }
 
 // Kill ends the server at once, like a crash.
 func (pg *Postgres) Kill() { pg.proc.kill() }
+
+// Remove stops the server and deletes its data, for throwaway servers
+// (their data may live outside the directory the caller removes).
+func (pg *Postgres) Remove() {
+	pg.Stop()
+	_ = os.RemoveAll(pg.Dir)
+}
 
 func waitPostgres(ctx context.Context, pg *Postgres) error {
 	if err := waitTCP(ctx, pg.proc, fmt.Sprintf("127.0.0.1:%d", pg.Port)); err != nil {

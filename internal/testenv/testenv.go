@@ -59,8 +59,11 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// TempDir makes a directory that the postgres user can enter (t.TempDir is
-// private to root), removed when the test binary ends.
+// TempDir makes a directory that servers run under another account can
+// enter when its parent lets them (t.TempDir is private to root), removed
+// when the test binary ends. PostgreSQL data whose directory its account
+// cannot reach lives elsewhere (devstack.Postgres.Dir) and is removed with
+// the server.
 func TempDir(tb testing.TB, pattern string) string {
 	tb.Helper()
 	d, err := os.MkdirTemp("", pattern)
@@ -93,7 +96,7 @@ func sharedPostgres(tb testing.TB) string {
 	if err != nil {
 		tb.Fatalf("start postgres: %v", err)
 	}
-	stops = append(stops, pg.Stop)
+	stops = append(stops, pg.Remove)
 	pgAdmin = pg.URL
 	return pgAdmin
 }
@@ -191,7 +194,7 @@ func OwnPostgres(tb testing.TB) *devstack.Postgres {
 	if err != nil {
 		tb.Fatalf("start postgres: %v", err)
 	}
-	tb.Cleanup(pg.Stop)
+	tb.Cleanup(pg.Remove)
 	return pg
 }
 
