@@ -48,6 +48,22 @@ type Config struct {
 	ProgressEvery    time.Duration // progress lines during long syncs, default 5 s
 	SyncedLagSlots   uint64        // at most this far behind counts as synced, default 150
 
+	// A listed transaction that getTransaction does not return (a lagging
+	// RPC node) is recorded as pending, so the checkpoint can move past it,
+	// and retried: first after PendingRetry, the delay doubling up to
+	// PendingMaxBackoff. After PendingTimeout the chain is asked whether it
+	// still knows the signature: if not, a fork dropped it; if so, retries
+	// go on. Defaults 1 s, 1 min, 10 min.
+	PendingRetry      time.Duration
+	PendingMaxBackoff time.Duration
+	PendingTimeout    time.Duration
+	// Every ReconcileInterval the last ReconcileWindow finalized slots (up
+	// to the checkpoint) are listed again and any transaction the store
+	// does not know is indexed: a gap left by anything is repaired.
+	// Defaults 5 min and 9,000 slots (about an hour).
+	ReconcileInterval time.Duration
+	ReconcileWindow   uint64
+
 	// MetricsAddr is where `attestd index` serves /metrics ("" for none);
 	// the Indexer itself only registers its metrics.
 	MetricsAddr string
@@ -97,8 +113,16 @@ func (c *Config) defaults() error {
 	setDur(&c.LockRetry, 2*time.Second)
 	setDur(&c.RPCTimeout, 10*time.Second)
 	setDur(&c.ProgressEvery, 5*time.Second)
+	setDur(&c.PendingRetry, time.Second)
+	setDur(&c.PendingMaxBackoff, time.Minute)
+	setDur(&c.PendingTimeout, 10*time.Minute)
+	setDur(&c.ReconcileInterval, 5*time.Minute)
+	c.PendingMaxBackoff = max(c.PendingMaxBackoff, c.PendingRetry)
 	if c.SyncedLagSlots == 0 {
 		c.SyncedLagSlots = 150
+	}
+	if c.ReconcileWindow == 0 {
+		c.ReconcileWindow = 9000
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -148,6 +172,9 @@ var Vars = []config.Var{
 	{Name: "ATTESTD_INDEXER_POLL_INTERVAL", Default: "5s", Help: "safety poll while the websocket works (1 s while it does not)"},
 	{Name: "ATTESTD_INDEXER_FINALITY_INTERVAL", Default: "2s", Help: "how often confirmed rows are promoted, or removed after a fork"},
 	{Name: "ATTESTD_INDEXER_METRICS_ADDR", Default: "127.0.0.1:9091", Help: "the indexer's /metrics; empty disables it"},
+	{Name: "ATTESTD_INDEXER_PENDING_TIMEOUT", Default: "10m", Help: "how long a listed transaction that getTransaction does not return (a lagging RPC node) is retried, with backoff, before the chain is asked whether a fork dropped it"},
+	{Name: "ATTESTD_INDEXER_RECONCILE_INTERVAL", Default: "5m", Help: "how often the recent finalized range is compared with what is stored, and any gap indexed"},
+	{Name: "ATTESTD_INDEXER_RECONCILE_WINDOW", Default: "9000", Help: "finalized slots (about 0.4 s each) that each reconciliation covers, up to the checkpoint"},
 }
 
 // ConfigFromEnv reads Vars with getenv (the process environment when nil).
@@ -155,12 +182,15 @@ var Vars = []config.Var{
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	e := config.NewEnv(getenv)
 	c := Config{
-		RPCURL:           e.String("ATTESTD_SOLANA_RPC_URL", ""),
-		WSURL:            e.String("ATTESTD_SOLANA_WS_URL", ""),
-		Concurrency:      e.Int("ATTESTD_INDEXER_CONCURRENCY", 0, 1, 256),
-		PollInterval:     e.Duration("ATTESTD_INDEXER_POLL_INTERVAL", 0, time.Millisecond, time.Hour),
-		FinalityInterval: e.Duration("ATTESTD_INDEXER_FINALITY_INTERVAL", 0, time.Millisecond, time.Hour),
-		MetricsAddr:      "127.0.0.1:9091",
+		RPCURL:            e.String("ATTESTD_SOLANA_RPC_URL", ""),
+		WSURL:             e.String("ATTESTD_SOLANA_WS_URL", ""),
+		Concurrency:       e.Int("ATTESTD_INDEXER_CONCURRENCY", 0, 1, 256),
+		PollInterval:      e.Duration("ATTESTD_INDEXER_POLL_INTERVAL", 0, time.Millisecond, time.Hour),
+		FinalityInterval:  e.Duration("ATTESTD_INDEXER_FINALITY_INTERVAL", 0, time.Millisecond, time.Hour),
+		PendingTimeout:    e.Duration("ATTESTD_INDEXER_PENDING_TIMEOUT", 0, time.Second, 7*24*time.Hour),
+		ReconcileInterval: e.Duration("ATTESTD_INDEXER_RECONCILE_INTERVAL", 0, time.Second, 24*time.Hour),
+		ReconcileWindow:   uint64(e.Int("ATTESTD_INDEXER_RECONCILE_WINDOW", 0, 1, 1_000_000)),
+		MetricsAddr:       "127.0.0.1:9091",
 	}
 	if v, set := e.Lookup("ATTESTD_INDEXER_METRICS_ADDR"); set {
 		c.MetricsAddr = v

@@ -10,8 +10,9 @@ import (
 	"github.com/gagliardetto/solana-go/rpc"
 )
 
-// finalityLoop promotes confirmed rows to finalized and removes rows of
-// transactions a fork dropped, every FinalityInterval.
+// finalityLoop promotes confirmed rows to finalized, removes rows of
+// transactions a fork dropped, and reconciles the unfinalized slots below
+// the checkpoint, every FinalityInterval.
 func (ix *Indexer) finalityLoop(ctx context.Context) {
 	t := time.NewTicker(ix.cfg.FinalityInterval)
 	defer t.Stop()
@@ -24,7 +25,20 @@ func (ix *Indexer) finalityLoop(ctx context.Context) {
 		if err := ix.finalizeOnce(ctx); err != nil && ctx.Err() == nil {
 			ix.log.Warn("indexer finality check failed", "err", err)
 		}
+		if err := ix.checkConfirmedRange(ctx); err != nil && ctx.Err() == nil {
+			ix.log.Warn("indexer reconciliation failed; will try again", "range", "confirmed", "err", err)
+		}
 	}
+}
+
+// checkConfirmedRange reconciles the unfinalized slots below the
+// checkpoint, where a confirmed-level fork can add a transaction.
+func (ix *Indexer) checkConfirmedRange(ctx context.Context) error {
+	finalSlot, err := ix.getSlot(ctx, rpc.CommitmentFinalized)
+	if err != nil {
+		return err
+	}
+	return ix.reconcileConfirmed(ctx, finalSlot)
 }
 
 // finalizeOnce decides every stored confirmed transaction whose slot the
@@ -97,15 +111,12 @@ func (ix *Indexer) finalizeOnce(ctx context.Context) error {
 				"reincluded", len(moved), "rows", n)
 		}
 		if len(moved) > 0 {
-			recs, err := ix.fetchChunk(ctx, moved, finalSlot)
+			recs, err := ix.fetchChunk(ctx, moved, finalSlot, quickTries)
 			if err != nil {
 				return err
 			}
-			for _, b := range ix.batches(recs) {
-				b.batch.Checkpoint = nil // the sync owns the checkpoint
-				if _, err := ix.st.Apply(ctx, b.batch); err != nil {
-					return err
-				}
+			if _, err := ix.applyBelow(ctx, recs); err != nil {
+				return err
 			}
 		}
 		if len(final)+len(gone) == 0 || len(refs) < page {

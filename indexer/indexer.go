@@ -10,10 +10,15 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/store"
+	"github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/rpc"
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 )
+
+// settledMemory bounds how many decided transactions without rows an
+// indexer remembers (so reconciliations do not fetch them again).
+const settledMemory = 100_000
 
 // Indexer indexes the program into the store. Run it with Run; any number
 // of indexers may run against one database, one writes at a time.
@@ -28,8 +33,16 @@ type Indexer struct {
 
 	mu     sync.Mutex
 	status Status
-	cp     store.Checkpoint // last applied checkpoint (leader only)
-	hasCP  bool
+	// Leader-only state: cp is the saved checkpoint; listed is where the
+	// sync's next listing stops (the newest transaction it stored), which
+	// is past cp while a transaction it listed is pending.
+	cp        store.Checkpoint
+	hasCP     bool
+	listed    store.Checkpoint
+	hasListed bool
+	pending   map[solana.Signature]*pendingTx
+	pendSeq   uint64
+	settled   *sigSet // recently decided transactions that leave no rows
 
 	leader    atomic.Bool
 	wsUp      atomic.Bool
@@ -51,6 +64,8 @@ func New(cfg Config, st *store.Store) (*Indexer, error) {
 		log:     cfg.Logger.With("component", "indexer"),
 		m:       newMetrics(cfg.Registerer),
 		trigger: make(chan struct{}, 1),
+		pending: map[solana.Signature]*pendingTx{},
+		settled: newSigSet(settledMemory),
 	}
 	return ix, nil
 }
@@ -143,6 +158,8 @@ func (ix *Indexer) lead(ctx context.Context, conn *pgx.Conn) error {
 	g.Go(func() error { return ix.syncLoop(gctx) })
 	g.Go(func() error { ix.liveLoop(gctx); return nil })
 	g.Go(func() error { ix.finalityLoop(gctx); return nil })
+	g.Go(func() error { ix.pendingLoop(gctx); return nil })
+	g.Go(func() error { ix.reconcileLoop(gctx); return nil })
 	return g.Wait()
 }
 
@@ -219,6 +236,11 @@ func (ix *Indexer) loadCheckpoint(ctx context.Context) error {
 	}
 	ix.mu.Lock()
 	ix.cp, ix.hasCP = cp, ok
+	ix.listed, ix.hasListed = cp, ok
+	// A new term starts from what is stored: pending transactions of an
+	// earlier term are listed again after the checkpoint they held.
+	ix.pending = map[solana.Signature]*pendingTx{}
+	ix.m.pending.Set(0)
 	ix.mu.Unlock()
 	if ok {
 		ix.log.Info("indexer resumes from checkpoint", "slot", cp.Slot, "signature", cp.Signature)

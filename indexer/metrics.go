@@ -18,6 +18,12 @@ type metrics struct {
 	wsConnected   prometheus.Gauge
 	batchDuration prometheus.Histogram
 	syncDuration  prometheus.Histogram
+	pending       prometheus.Gauge
+	pendingTries  prometheus.Counter
+	pendingDone   *prometheus.CounterVec
+	reconciles    *prometheus.CounterVec
+	repairedTxs   *prometheus.CounterVec
+	repairedAtts  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -27,7 +33,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		transactions: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_indexer_transactions_processed_total",
 			Help: "Program transactions processed (successful or failed)."}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "attestd_indexer_transactions_skipped_total",
-			Help: "Transactions not indexed, by reason (failed, vanished, undecodable)."}, []string{"reason"}),
+			Help: "Transactions not indexed, by reason (failed, vanished, undecodable, no_events)."}, []string{"reason"}),
 		finalized: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_indexer_transactions_finalized_total",
 			Help: "Transactions promoted from confirmed to finalized."}),
 		forked: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_indexer_transactions_forked_total",
@@ -47,6 +53,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "attestd_indexer_sync_duration_seconds",
 			Help: "Time of one sync round (list, fetch, apply).", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
 	}
+	m.pending = metric.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_indexer_pending_transactions",
+		Help: "Listed transactions that getTransaction has not returned yet, waiting for a retry."}))
+	m.pendingTries = metric.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_indexer_pending_retries_total",
+		Help: "Retries of pending transactions that getTransaction still did not return."}))
+	m.pendingDone = metric.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "attestd_indexer_pending_resolved_total",
+		Help: "Pending transactions settled, by outcome (indexed: fetched at last; vanished: the chain no longer knows them)."}, []string{"outcome"}))
+	m.reconciles = metric.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "attestd_indexer_reconciliations_total",
+		Help: "Passes comparing a chain range with what is stored, by range (finalized: the recent finalized window; confirmed: finalized slot to checkpoint) and result."}, []string{"range", "result"}))
+	m.repairedTxs = metric.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "attestd_indexer_gap_transactions_repaired_total",
+		Help: "Transactions a reconciliation found missing from the store and indexed, by range."}, []string{"range"}))
+	m.repairedAtts = metric.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "attestd_indexer_gap_attestations_repaired_total",
+		Help: "Attestations stored by reconciliations (a nonzero rate means gaps were found), by range."}, []string{"range"}))
 	m.attestations = metric.Register(reg, m.attestations)
 	m.transactions = metric.Register(reg, m.transactions)
 	m.skipped = metric.Register(reg, m.skipped)

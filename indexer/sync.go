@@ -28,15 +28,27 @@ type txRecords struct {
 	updates []store.PolicyUpdate
 	revokes []store.AgentRevocation
 	atts    []store.AttestationRecord
-	skipped string // reason when nothing is indexed
+	skipped string // reason when nothing is indexed (a metric label)
+	// pending: getTransaction did not return it (yet); it is retried.
+	pending bool
+	// pred is the checkpoint just before it in the sync's listing (nil:
+	// before everything); a pending transaction of the sync holds the
+	// checkpoint there.
+	pred *store.Checkpoint
 }
+
+// settledEmpty reports whether the transaction is decided and leaves no
+// rows (failed, undecodable, nothing of the program's to index).
+func (t *txRecords) settledEmpty() bool { return !t.pending && t.size() == 0 }
 
 func (t *txRecords) size() int { return len(t.regs) + len(t.updates) + len(t.revokes) + len(t.atts) }
 
-func (ix *Indexer) checkpoint() (store.Checkpoint, bool) {
+// listedPos is where the sync's next listing stops: the newest
+// transaction it stored.
+func (ix *Indexer) listedPos() (store.Checkpoint, bool) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	return ix.cp, ix.hasCP
+	return ix.listed, ix.hasListed
 }
 
 func (ix *Indexer) getSlot(ctx context.Context, c rpc.CommitmentType) (uint64, error) {
@@ -62,18 +74,30 @@ func (ix *Indexer) syncOnce(ctx context.Context) error {
 	}
 	ix.lastChain.Store(chainSlot)
 	ix.m.chainSlot.Set(float64(chainSlot))
-	cp, has := ix.checkpoint()
-	sigs, err := ix.listNew(ctx, cp, has)
+	from, has := ix.listedPos()
+	sigs, err := ix.listNew(ctx, from, has)
 	if err != nil {
 		return err
 	}
 	if len(sigs) > 0 {
-		if err := ix.process(ctx, sigs, chainSlot, finalSlot, start); err != nil {
+		if err := ix.process(ctx, sigs, from, has, chainSlot, finalSlot, start); err != nil {
 			return err
 		}
 	}
-	cp, _ = ix.checkpoint()
-	head := store.Checkpoint{Name: ix.cfg.Checkpoint + ":head", Slot: chainSlot, Signature: cp.Signature}
+	// Pending transactions resolved since the last batch let the
+	// checkpoint move on; one still pending holds it, and the index is
+	// complete only up to the slot before it.
+	cp, err := ix.saveDurable(ctx)
+	if err != nil {
+		return err
+	}
+	indexed := chainSlot
+	ix.mu.Lock()
+	if p := ix.oldestHoldingLocked(); p != nil && p.entry.slot > 0 {
+		indexed = min(indexed, p.entry.slot-1)
+	}
+	ix.mu.Unlock()
+	head := store.Checkpoint{Name: ix.cfg.Checkpoint + ":head", Slot: indexed, Signature: cp.Signature}
 	if ix.cfg.Checkpoint == CheckpointName {
 		head.Name = HeadCheckpointName
 	}
@@ -82,11 +106,11 @@ func (ix *Indexer) syncOnce(ctx context.Context) error {
 	}
 	now := time.Now()
 	ix.caughtUp.Store(true)
-	ix.m.indexedSlot.Set(float64(chainSlot))
-	ix.m.lag.Set(0)
+	ix.m.indexedSlot.Set(float64(indexed))
+	ix.m.lag.Set(float64(chainSlot - indexed))
 	ix.mu.Lock()
 	t := attestation.At(now)
-	ix.status = Status{LastIndexedSlot: chainSlot, ChainSlot: chainSlot, LastIndexedAt: &t, Synced: true}
+	ix.status = Status{LastIndexedSlot: indexed, ChainSlot: chainSlot, LastIndexedAt: &t, Synced: true}
 	ix.mu.Unlock()
 	ix.m.syncDuration.Observe(time.Since(start).Seconds())
 	return nil
@@ -138,26 +162,43 @@ func (ix *Indexer) listNew(ctx context.Context, cp store.Checkpoint, has bool) (
 
 // built is one batch ready to apply.
 type built struct {
-	batch *store.Batch
-	last  sigEntry
-	txs   int
-	atts  int
+	batch   *store.Batch
+	last    sigEntry
+	txs     int
+	atts    int
+	pending []*txRecords // transactions getTransaction did not return
+	settled []*txRecords // transactions decided to leave no rows
 }
 
 // process fetches and applies the listed transactions in order: a
 // producer fetches chunks concurrently while the consumer applies the
-// previous one, each batch carrying the checkpoint of its newest
-// transaction.
-func (ix *Indexer) process(ctx context.Context, sigs []sigEntry, chainSlot, finalSlot uint64, started time.Time) error {
+// previous one. Each batch carries the checkpoint of its newest
+// transaction, or, while a transaction the sync listed is pending, of the
+// one just before the oldest such (from is where this listing started).
+func (ix *Indexer) process(ctx context.Context, sigs []sigEntry, from store.Checkpoint, hasFrom bool, chainSlot, finalSlot uint64, started time.Time) error {
+	pred := func(i int) *store.Checkpoint {
+		if i == 0 {
+			if !hasFrom {
+				return nil
+			}
+			return &from
+		}
+		return &store.Checkpoint{Name: ix.cfg.Checkpoint, Slot: sigs[i-1].slot, Signature: sigs[i-1].sig.String()}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	ch := make(chan built, 2)
 	g.Go(func() error {
 		defer close(ch)
 		for lo := 0; lo < len(sigs); lo += ix.cfg.ChunkTxs {
 			chunk := sigs[lo:min(lo+ix.cfg.ChunkTxs, len(sigs))]
-			recs, err := ix.fetchChunk(gctx, chunk, finalSlot)
+			recs, err := ix.fetchChunk(gctx, chunk, finalSlot, quickTries)
 			if err != nil {
 				return err
+			}
+			for i, r := range recs {
+				if r.pending {
+					r.pred = pred(lo + i)
+				}
 			}
 			for _, b := range ix.batches(recs) {
 				select {
@@ -172,6 +213,16 @@ func (ix *Indexer) process(ctx context.Context, sigs []sigEntry, chainSlot, fina
 	g.Go(func() error {
 		p := progress{ix: ix, start: started, total: len(sigs), firstSlot: sigs[0].slot, chainSlot: chainSlot, last: time.Now()}
 		for b := range ch {
+			listed := store.Checkpoint{Name: ix.cfg.Checkpoint, Slot: b.last.slot, Signature: b.last.sig.String()}
+			ix.mu.Lock()
+			for _, r := range b.pending {
+				ix.addPendingLocked(r, true)
+			}
+			cp, ok := ix.durableLocked(&listed)
+			ix.mu.Unlock()
+			if ok {
+				b.batch.Checkpoint = &cp
+			}
 			t0 := time.Now()
 			applied, err := ix.st.Apply(gctx, b.batch)
 			if err != nil {
@@ -182,7 +233,11 @@ func (ix *Indexer) process(ctx context.Context, sigs []sigEntry, chainSlot, fina
 			ix.m.transactions.Add(float64(b.txs))
 			ix.ingested.Add(int64(applied.Attestations))
 			ix.mu.Lock()
-			ix.cp, ix.hasCP = *b.batch.Checkpoint, true
+			ix.listed, ix.hasListed = listed, true
+			if ok {
+				ix.cp, ix.hasCP = cp, true
+			}
+			ix.rememberSettledLocked(b.settled)
 			ix.mu.Unlock()
 			lag := uint64(0)
 			if chainSlot > b.last.slot {
@@ -198,7 +253,8 @@ func (ix *Indexer) process(ctx context.Context, sigs []sigEntry, chainSlot, fina
 }
 
 // batches groups per-transaction records into batches of at most
-// ChunkRecords records, cutting only between transactions.
+// ChunkRecords records, cutting only between transactions. They carry no
+// checkpoint: only the sync sets it.
 func (ix *Indexer) batches(recs []*txRecords) []built {
 	var out []built
 	cur := built{batch: &store.Batch{}}
@@ -207,7 +263,6 @@ func (ix *Indexer) batches(recs []*txRecords) []built {
 		if cur.txs == 0 {
 			return
 		}
-		cur.batch.Checkpoint = &store.Checkpoint{Name: ix.cfg.Checkpoint, Slot: cur.last.slot, Signature: cur.last.sig.String()}
 		out = append(out, cur)
 		cur, n = built{batch: &store.Batch{}}, 0
 	}
@@ -220,6 +275,12 @@ func (ix *Indexer) batches(recs []*txRecords) []built {
 		b.PolicyUpdates = append(b.PolicyUpdates, r.updates...)
 		b.Revocations = append(b.Revocations, r.revokes...)
 		b.Attestations = append(b.Attestations, r.atts...)
+		switch {
+		case r.pending:
+			cur.pending = append(cur.pending, r)
+		case r.settledEmpty():
+			cur.settled = append(cur.settled, r)
+		}
 		n += r.size()
 		cur.txs++
 		cur.atts += len(r.atts)
@@ -232,9 +293,13 @@ func (ix *Indexer) batches(recs []*txRecords) []built {
 	return out
 }
 
+// quickTries is how many times getTransaction is asked, within about
+// 350 ms, before a listed transaction it does not return becomes pending.
+const quickTries = 4
+
 // fetchChunk fetches and decodes a chunk's transactions concurrently,
-// keeping their order.
-func (ix *Indexer) fetchChunk(ctx context.Context, chunk []sigEntry, finalSlot uint64) ([]*txRecords, error) {
+// keeping their order; tries bounds the quick attempts per transaction.
+func (ix *Indexer) fetchChunk(ctx context.Context, chunk []sigEntry, finalSlot uint64, tries int) ([]*txRecords, error) {
 	out := make([]*txRecords, len(chunk))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(ix.cfg.Concurrency)
@@ -244,7 +309,7 @@ func (ix *Indexer) fetchChunk(ctx context.Context, chunk []sigEntry, finalSlot u
 			continue
 		}
 		g.Go(func() error {
-			r, err := ix.fetchTx(gctx, e, finalSlot)
+			r, err := ix.fetchTx(gctx, e, finalSlot, tries)
 			out[i] = r
 			return err
 		})
@@ -258,10 +323,12 @@ func (ix *Indexer) fetchChunk(ctx context.Context, chunk []sigEntry, finalSlot u
 var maxTxVersion uint64 = 0
 
 // fetchTx re-fetches one transaction at confirmed and turns the program's
-// events into records. A transaction the node no longer knows (after
-// retries) vanished in a fork; one whose logs cannot be parsed is skipped
-// loudly rather than blocking the index.
-func (ix *Indexer) fetchTx(ctx context.Context, e sigEntry, finalSlot uint64) (*txRecords, error) {
+// events into records. A listed transaction the node does not return
+// within tries quick attempts is pending (a lagging node behind a load
+// balancer is ordinary; the pending retries decide later whether a fork
+// dropped it); one whose logs cannot be parsed is skipped loudly rather
+// than blocking the index.
+func (ix *Indexer) fetchTx(ctx context.Context, e sigEntry, finalSlot uint64, tries int) (*txRecords, error) {
 	var res *rpc.GetTransactionResult
 	for attempt := 0; ; attempt++ {
 		cctx, cancel := ix.rpcCtx(ctx)
@@ -275,10 +342,9 @@ func (ix *Indexer) fetchTx(ctx context.Context, e sigEntry, finalSlot uint64) (*
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if attempt >= 3 {
+		if attempt+1 >= tries {
 			if err == nil || errors.Is(err, rpc.ErrNotFound) {
-				ix.log.Warn("transaction listed but not found: dropped by a fork", "signature", e.sig.String(), "slot", e.slot)
-				return &txRecords{entry: e, skipped: "vanished"}, nil
+				return &txRecords{entry: e, pending: true}, nil
 			}
 			return nil, fmt.Errorf("getTransaction %s: %w", e.sig, err)
 		}
@@ -306,6 +372,7 @@ func (ix *Indexer) fetchTx(ctx context.Context, e sigEntry, finalSlot uint64) (*
 		out.skipped = "undecodable"
 		return out, nil
 	}
+
 	commitment := attestation.Confirmed
 	if res.Slot <= finalSlot {
 		commitment = attestation.Finalized
@@ -343,6 +410,9 @@ func (ix *Indexer) fetchTx(ctx context.Context, e sigEntry, finalSlot uint64) (*
 		case prova.AgentRevokedEvent:
 			out.revokes = append(out.revokes, store.AgentRevocation{Event: pos, PDA: ev.Agent.String(), At: time.Unix(ev.Timestamp, 0).UTC()})
 		}
+	}
+	if out.size() == 0 {
+		out.skipped = "no_events"
 	}
 	return out, nil
 }

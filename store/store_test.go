@@ -226,6 +226,9 @@ func TestEveryReadIsAnIndexScan(t *testing.T) {
 			now() - (i || ' seconds')::interval * 8, sha256(i::text::bytea) || sha256(i::text::bytea), true,
 			'tx' || (i / 50), i % 50, 1000000000 - i / 50, true
 		FROM generate_series(1, 1000000) i;
+		INSERT INTO agent_events (tx_signature, event_index, agent_pda, kind, policy_root, at, slot, finalized)
+		SELECT 'pol' || e, 0, 'agent' || (e % 1000 + 1), 'policy_updated', sha256(e::text::bytea), now() - (e || ' minutes')::interval, e, true
+		FROM generate_series(1, 20000) e;
 		INSERT INTO attestation_counts SELECT agent_pda, action_type, count(*) FROM attestations GROUP BY 1, 2;
 		INSERT INTO attestation_counts SELECT '', action_type, count(*) FROM attestations GROUP BY 2;`)
 	testenv.Must(t, err, "load 1M rows")
@@ -270,6 +273,7 @@ func TestEveryReadIsAnIndexScan(t *testing.T) {
 		stmt{"stats", statsSQL, []any{now.Add(-24 * time.Hour), now}},
 		stmt{"summarise agent", summariseSQL, []any{"agent7", now.Add(-24 * time.Hour), now.Add(-7 * 24 * time.Hour), now}},
 		stmt{"recent of agent", recentSQL, []any{"agent7"}},
+		stmt{"known transactions", knownTransactionsSQL, []any{[]string{"tx5", "tx19999", "nope"}}},
 	)
 	for _, s := range stmts {
 		var plan []byte
@@ -408,5 +412,26 @@ func TestKeysMadeBeforeRolesBecomeAdmin(t *testing.T) {
 	}
 	if _, err := st.RevokeKey(ctx, "Newkey13", acc.ID, []string{"read"}); err != nil {
 		t.Fatalf("revoke a read key as read: %v", err)
+	}
+}
+
+func TestKnownTransactions(t *testing.T) {
+	t.Parallel()
+	st := open(t)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Second)
+	_, err := st.Apply(ctx, &Batch{
+		Registrations: []AgentRegistration{{Event: Event{TxSignature: "txReg", Slot: 1}, PDA: "agentA", Operator: "op", At: now}},
+		Revocations:   []AgentRevocation{{Event: Event{TxSignature: "txRev", Slot: 3}, PDA: "agentA", At: now}},
+		Attestations:  []AttestationRecord{rec("agentA", "txAtt", 0, attestation.Decision, now, attestation.Confirmed)},
+	})
+	testenv.Must(t, err, "apply")
+	known, err := st.KnownTransactions(ctx, []string{"txReg", "txRev", "txAtt", "txNone", "txAtt"})
+	testenv.Must(t, err, "known")
+	if len(known) != 3 || !known["txReg"] || !known["txRev"] || !known["txAtt"] || known["txNone"] {
+		t.Fatalf("known %v", known)
+	}
+	if known, err := st.KnownTransactions(ctx, nil); err != nil || len(known) != 0 {
+		t.Fatalf("none: %v %v", known, err)
 	}
 }

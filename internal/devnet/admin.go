@@ -2,6 +2,7 @@ package devnet
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/gagliardetto/solana-go"
 )
@@ -17,6 +18,66 @@ var adminMethods = map[string]handler{
 	"devnet_duplicateDelivery": adminDuplicate,
 	"devnet_revokeAgent":       adminRevoke,
 	"devnet_advanceSlots":      adminAdvance,
+	"devnet_hideTransaction":   adminHide,
+	"devnet_insertTransaction": adminInsert,
+}
+
+// adminHide: [{"signature": "<base58>" | "next": n, "calls": n | "ms": n,
+// "statuses": bool}]. getTransaction answers null for that transaction (or
+// for each of the next n to land) for the next `calls` calls or for `ms`
+// milliseconds; with statuses, getSignatureStatuses does not know it
+// either. It stays listed by getSignaturesForAddress.
+func adminHide(c *Chain, params []json.RawMessage) (any, *rpcError) {
+	var p struct {
+		Signature string
+		Next      int
+		Calls     int
+		Ms        int64
+		Statuses  bool
+	}
+	if len(params) == 0 || json.Unmarshal(params[0], &p) != nil {
+		return nil, invalidParams(`want [{"signature": "..." or "next": n, "calls": n or "ms": n, "statuses": bool}]`)
+	}
+	h := Hide{Calls: p.Calls, For: time.Duration(p.Ms) * time.Millisecond, Statuses: p.Statuses}
+	var err error
+	switch {
+	case (p.Signature != "") == (p.Next > 0):
+		return nil, invalidParams("name one signature or a count of next transactions")
+	case p.Signature != "":
+		sig, rerr := parseSignature(p.Signature)
+		if rerr != nil {
+			return nil, rerr
+		}
+		err = c.HideTransaction(sig, h)
+	default:
+		err = c.HideNextTransactions(p.Next, h)
+	}
+	if err != nil {
+		return nil, &rpcError{Code: codeInvalidParams, Message: err.Error()}
+	}
+	return true, nil
+}
+
+// adminInsert: [{"agent": i, "slot": s, "attestations": n}]. A fork adds a
+// record_attestations of n (default 1) attestations by agent i to the
+// earlier, unfinalized slot s; answers its signature.
+func adminInsert(c *Chain, params []json.RawMessage) (any, *rpcError) {
+	var p struct {
+		Agent        int
+		Slot         uint64
+		Attestations int
+	}
+	if len(params) == 0 || json.Unmarshal(params[0], &p) != nil {
+		return nil, invalidParams(`want [{"agent": i, "slot": s, "attestations": n}]`)
+	}
+	if p.Attestations == 0 {
+		p.Attestations = 1
+	}
+	sig, err := c.InsertTransaction(contextBackground(), p.Agent, p.Attestations, p.Slot)
+	if err != nil {
+		return nil, &rpcError{Code: codeInvalidParams, Message: err.Error()}
+	}
+	return sig.String(), nil
 }
 
 func adminGenerate(c *Chain, params []json.RawMessage) (any, *rpcError) {

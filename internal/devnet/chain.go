@@ -116,6 +116,12 @@ type Chain struct {
 	ps        *pubsub
 	duplicate atomic.Bool
 
+	// Transactions getTransaction answers null for (a lagging node behind
+	// a load balancer), and the rule for the next ones to land; under mu.
+	hidden       map[solana.Signature]*hideState
+	hideNext     int
+	hideNextRule Hide
+
 	rpcLn, wsLn   net.Listener
 	rpcSrv, wsSrv *http.Server
 	cancel        context.CancelFunc
@@ -152,6 +158,7 @@ func Start(ctx context.Context, cfg Config) (*Chain, error) {
 		blockhashes: map[solana.Hash]uint64{},
 		txs:         map[solana.Signature]*txRecord{},
 		byAddr:      map[solana.PublicKey][]*txRecord{},
+		hidden:      map[solana.Signature]*hideState{},
 		accounts:    map[solana.PublicKey]*Account{},
 		mints:       map[solana.PublicKey]*mintInfo{},
 		rng:         rand.New(rand.NewSource(cfg.Seed)),
@@ -387,7 +394,8 @@ type Event struct {
 }
 
 // Events lists every program event of successful, not dropped
-// transactions, in chain order.
+// transactions, in chain order (by slot, then landing), hidden ones
+// included.
 func (c *Chain) Events() []Event {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -397,7 +405,7 @@ func (c *Chain) Events() []Event {
 			recs = append(recs, r)
 		}
 	}
-	sort.Slice(recs, func(i, j int) bool { return recs[i].seq < recs[j].seq })
+	sort.Slice(recs, func(i, j int) bool { return ledgerOrder(recs[i], recs[j]) })
 	var out []Event
 	for _, r := range recs {
 		for _, e := range r.events {

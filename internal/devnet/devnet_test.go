@@ -3,7 +3,9 @@ package devnet
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -539,5 +541,148 @@ func TestRawJSONRPC(t *testing.T) {
 	}
 	if !bytes.Contains([]byte(post(`{"jsonrpc":"2.0","id":1,"method":"getVersion"}`)), []byte("solana-core")) {
 		t.Error("getVersion")
+	}
+}
+
+// TestLaggingNodeAndForkInsert covers the fault methods a load-balanced RPC
+// and a confirmed-level fork need: getTransaction answering null for a
+// listed transaction (for a number of calls, for a while, or for the next
+// transactions to land), and a transaction added to an earlier slot, listed
+// in slot order.
+func TestLaggingNodeAndForkInsert(t *testing.T) {
+	c, cl := start(t, Config{Agents: 1, FinalityDepth: 10})
+	ctx := tctx(t)
+	program := c.ProgramID()
+	getOrNil := func(sig solana.Signature) *rpc.GetTransactionResult {
+		t.Helper()
+		var out *rpc.GetTransactionResult
+		err := cl.RPCCallForInto(ctx, &out, "getTransaction", []any{sig.String(),
+			map[string]any{"encoding": "base64", "commitment": "confirmed", "maxSupportedTransactionVersion": 0}})
+		if err != nil {
+			t.Fatalf("getTransaction: %v", err)
+		}
+		return out
+	}
+	known := func(sig solana.Signature) bool {
+		t.Helper()
+		st, err := cl.GetSignatureStatuses(ctx, true, sig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Value[0] != nil
+	}
+	listed := func() []solana.Signature {
+		t.Helper()
+		page, err := cl.GetSignaturesForAddressWithOpts(ctx, program, &rpc.GetSignaturesForAddressOpts{Commitment: rpc.CommitmentConfirmed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]solana.Signature, len(page))
+		for i, s := range page {
+			out[i] = s.Signature
+		}
+		return out
+	}
+
+	// Hidden for two calls, through the admin method.
+	g, err := c.Generate(ctx, 1, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := g.Records[0]
+	if resp, err := httpPost(c.RPCURL(), `{"jsonrpc":"2.0","id":1,"method":"devnet_hideTransaction","params":[{"signature":"`+
+		sig.String()+`","calls":2}]}`); err != nil || !strings.Contains(resp, `"result":true`) {
+		t.Fatalf("devnet_hideTransaction: %s %v", resp, err)
+	}
+	if getOrNil(sig) != nil || getOrNil(sig) != nil || !known(sig) {
+		t.Fatal("a transaction hidden for two calls answered within them, or its status was hidden too")
+	}
+	if getOrNil(sig) == nil || getOrNil(sig) == nil {
+		t.Fatal("the transaction stays hidden after its two calls")
+	}
+	if l := listed(); len(l) == 0 || l[0] != g.Records[1] {
+		t.Fatal("listing changed")
+	}
+
+	// The next transaction to land is hidden for a while, its status too.
+	if err := c.HideNextTransactions(1, Hide{For: 300 * time.Millisecond, Statuses: true}); err != nil {
+		t.Fatal(err)
+	}
+	g, err = c.Generate(ctx, 1, 2, 1) // two transactions: only the first is hidden
+	if err != nil {
+		t.Fatal(err)
+	}
+	hidden, shown := g.Records[0], g.Records[1]
+	if getOrNil(hidden) != nil || known(hidden) || getOrNil(shown) == nil || listed()[1] != hidden {
+		t.Fatal("the next transaction was not hidden (and listed), or the one after was")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for getOrNil(hidden) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("hidden for 300 ms, still hidden after 5 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !known(hidden) {
+		t.Fatal("status still hidden after the period")
+	}
+	for _, bad := range []string{`{"signature":"` + sig.String() + `"}`, `{"signature":"` + sig.String() + `","calls":1,"ms":5}`,
+		`{"next":1,"signature":"` + sig.String() + `","calls":1}`, `{"calls":1}`, `{"signature":"` + solana.Signature{}.String() + `","calls":1}`} {
+		if resp, _ := httpPost(c.RPCURL(), `{"jsonrpc":"2.0","id":1,"method":"devnet_hideTransaction","params":[`+bad+`]}`); !strings.Contains(resp, `"code":-32602`) {
+			t.Errorf("devnet_hideTransaction %s: %s", bad, resp)
+		}
+	}
+
+	// A fork adds a transaction to an earlier, unfinalized slot.
+	c.AdvanceSlots(3)
+	early := c.Slot() - 2
+	after, err := c.Generate(ctx, 1, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := httpPost(c.RPCURL(), fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"devnet_insertTransaction","params":[{"agent":0,"slot":%d,"attestations":3}]}`, early))
+	if err != nil || !strings.Contains(resp, `"result":"`) {
+		t.Fatalf("devnet_insertTransaction: %s %v", resp, err)
+	}
+	var out struct{ Result string }
+	if err := json.Unmarshal([]byte(resp), &out); err != nil {
+		t.Fatal(err)
+	}
+	inserted := solana.MustSignatureFromBase58(out.Result)
+	res := getOrNil(inserted)
+	if res == nil || res.Slot != early {
+		t.Fatalf("inserted transaction: %+v", res)
+	}
+	l := listed()
+	pos := map[solana.Signature]int{}
+	for i, s := range l {
+		pos[s] = i
+	}
+	if pos[after.Records[0]] != 0 || pos[inserted] != 1 {
+		t.Fatalf("listing order: the later transaction at %d, the inserted one at %d; want 0 and 1", pos[after.Records[0]], pos[inserted])
+	}
+	// Paging with before/until across the inserted transaction.
+	page, err := cl.GetSignaturesForAddressWithOpts(ctx, program, &rpc.GetSignaturesForAddressOpts{
+		Before: after.Records[0], Until: l[3], Commitment: rpc.CommitmentConfirmed})
+	if err != nil || len(page) != 2 || page[0].Signature != inserted || page[1].Signature != l[2] {
+		t.Fatalf("page between: %+v %v", page, err)
+	}
+	evs := 0
+	for _, e := range c.Events() {
+		if e.TxSignature == inserted {
+			evs++
+			if e.Slot != early {
+				t.Fatalf("ground truth slot %d", e.Slot)
+			}
+		}
+	}
+	if evs != 3 {
+		t.Fatalf("%d ground-truth events of the inserted transaction", evs)
+	}
+	if _, err := c.InsertTransaction(ctx, 0, 1, c.FinalizedSlot()); err == nil {
+		t.Fatal("inserted into a finalized slot")
+	}
+	if _, err := c.InsertTransaction(ctx, 0, 1, c.Slot()+1); err == nil {
+		t.Fatal("inserted into a future slot")
 	}
 }

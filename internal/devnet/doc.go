@@ -3,8 +3,15 @@
 // executes real signed transactions (the Prova program with its Ed25519
 // precompile, System, SPL Token, associated token accounts, Memo, Compute
 // Budget), produces traffic, and injects scripted faults through its
-// devnet_* methods. Tests read its ground truth to compare with what attestd
-// stored.
+// devnet_* methods (admin.go; each has a Chain method of the same purpose):
+// generate traffic, land a failed transaction or a foreign program's fake
+// event, drop an unfinalized transaction (a fork), drop websocket
+// connections, deliver notifications twice, revoke an agent, advance
+// slots, make getTransaction answer null for a listed transaction for some
+// calls or some time (a lagging node behind a load balancer:
+// devnet_hideTransaction), and add a transaction to an earlier unfinalized
+// slot (a confirmed-level fork: devnet_insertTransaction). Tests read its
+// ground truth to compare with what attestd stored.
 //
 // Deliberate simplifications: one validator, no vote transactions, no
 // address lookup tables, no packet-size limit.

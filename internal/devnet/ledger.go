@@ -144,14 +144,19 @@ func (c *Chain) executeLocked(p *prepared, commit bool) (*exec, txError) {
 
 // land executes and records a prepared transaction in the current slot.
 // The caller holds c.mu for writing.
-func (c *Chain) landLocked(p *prepared) *txRecord {
+func (c *Chain) landLocked(p *prepared) *txRecord { return c.landAtLocked(p, c.slot) }
+
+// landAtLocked executes p against the current state and records it in
+// slot, which may be an earlier, not yet finalized slot (a fork that adds a
+// transaction there). The caller holds c.mu for writing.
+func (c *Chain) landAtLocked(p *prepared, slot uint64) *txRecord {
 	pre := c.balancesLocked(p.keys)
 	preTok := c.tokenBalancesLocked(p.keys)
 	x, txErr := c.executeLocked(p, true)
-	b := c.blocks[c.slot]
+	b := c.blocks[slot]
 	c.seq++
 	r := &txRecord{
-		seq: c.seq, sig: signatureOf(p.tx), slot: c.slot, blockTime: b.time, raw: p.raw, tx: p.tx,
+		seq: c.seq, sig: signatureOf(p.tx), slot: slot, blockTime: b.time, raw: p.raw, tx: p.tx,
 		versioned: p.tx.Message.IsVersioned(), keys: p.keys, undo: x.undo,
 		meta: txMeta{
 			Err: txErr, Fee: uint64(LamportsPerSignature * len(p.tx.Signatures)), PreBalances: pre,
@@ -170,10 +175,31 @@ func (c *Chain) landLocked(p *prepared) *txRecord {
 	c.txs[r.sig] = r
 	b.txs = append(b.txs, r)
 	for _, k := range p.keys {
-		c.byAddr[k] = append(c.byAddr[k], r)
+		c.byAddr[k] = insertOrdered(c.byAddr[k], r)
+	}
+	if n := c.hideNext; n > 0 {
+		c.hideNext--
+		c.hidden[r.sig] = c.hideNextRule.start()
 	}
 	c.ps.enqueue(note{kind: noteTx, rec: r, slot: r.slot})
 	return r
+}
+
+// ledgerOrder is the order of a node's ledger: by slot, then by landing.
+func ledgerOrder(a, b *txRecord) bool {
+	if a.slot != b.slot {
+		return a.slot < b.slot
+	}
+	return a.seq < b.seq
+}
+
+// insertOrdered adds r to a list kept in ledgerOrder (r is usually last).
+func insertOrdered(list []*txRecord, r *txRecord) []*txRecord {
+	i := sort.Search(len(list), func(i int) bool { return ledgerOrder(r, list[i]) })
+	list = append(list, nil)
+	copy(list[i+1:], list[i:])
+	list[i] = r
+	return list
 }
 
 // submit checks, executes and lands a wire transaction, as sendTransaction
@@ -257,8 +283,9 @@ func (c *Chain) balancesLocked(keys []solana.PublicKey) []uint64 {
 	return out
 }
 
-// signaturesFor lists an address's transactions newest first, as
-// getSignaturesForAddress does, visible at the commitment's slot.
+// signaturesFor lists an address's transactions newest first (by slot,
+// then landing order), as getSignaturesForAddress does, visible at the
+// commitment's slot.
 func (c *Chain) signaturesForLocked(addr solana.PublicKey, before, until *solana.Signature, limit int, maxSlot uint64) ([]*txRecord, error) {
 	list := c.byAddr[addr]
 	end := len(list) // exclusive upper bound (newest side)
@@ -267,18 +294,16 @@ func (c *Chain) signaturesForLocked(addr solana.PublicKey, before, until *solana
 		if !ok {
 			return nil, errors.New("before signature not found")
 		}
-		end = sort.Search(len(list), func(i int) bool { return list[i].seq >= r.seq })
+		end = sort.Search(len(list), func(i int) bool { return !ledgerOrder(list[i], r) })
 	}
-	var stopSeq uint64
+	var stop *txRecord
 	if until != nil {
-		if r, ok := c.txs[*until]; ok {
-			stopSeq = r.seq
-		}
+		stop = c.txs[*until]
 	}
 	out := make([]*txRecord, 0, min(limit, end))
 	for i := end - 1; i >= 0 && len(out) < limit; i-- {
 		r := list[i]
-		if stopSeq != 0 && r.seq <= stopSeq {
+		if stop != nil && !ledgerOrder(stop, r) {
 			break
 		}
 		if r.slot > maxSlot {

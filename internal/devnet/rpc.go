@@ -401,10 +401,10 @@ func rpcGetTransaction(c *Chain, params []json.RawMessage) (any, *rpcError) {
 	if cfg.Commitment == "processed" {
 		return nil, invalidParams("Method does not support commitment below `confirmed`")
 	}
-	c.mu.RLock()
+	c.mu.Lock()
 	r, ok := c.txs[sig]
-	visible := ok && r.slot <= c.commitmentSlotLocked(cfg.Commitment)
-	c.mu.RUnlock()
+	visible := ok && r.slot <= c.commitmentSlotLocked(cfg.Commitment) && !c.hiddenLocked(sig, true, false)
+	c.mu.Unlock()
 	if !visible {
 		return nil, nil
 	}
@@ -658,7 +658,7 @@ func rpcGetSignatureStatuses(c *Chain, params []json.RawMessage) (any, *rpcError
 			return nil, err
 		}
 		r, ok := c.txs[sig]
-		if !ok {
+		if !ok || c.hiddenLocked(sig, false, true) {
 			continue
 		}
 		status := map[string]any{"Ok": nil}
