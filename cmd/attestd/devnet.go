@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/attestd/attestd/internal/devnet"
@@ -25,6 +26,9 @@ func runDevnet(ctx context.Context, args []string) error {
 	depth := fs.Uint64("finality", 32, "slots from inclusion to finality")
 	program := fs.String("program", "", "Prova program id (default: ATTESTD_PROGRAM_ID or the mainnet id)")
 	logLimit := fs.Int("log-limit", 10_000, "truncate a transaction's logs past this many bytes, as the runtime does (0: never)")
+	fund := fs.String("fund", "", "comma-separated wallet addresses to give SOL and devnet USDC at start (dev only; the devnet_fund RPC method does it later)")
+	fundSOL := fs.Float64("fund-sol", 1, "SOL per --fund wallet")
+	fundUSDC := fs.Float64("fund-usdc", 100, "USDC per --fund wallet (the simulator's devnet USDC, 6 decimals)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -41,15 +45,46 @@ func runDevnet(ctx context.Context, args []string) error {
 		}
 		cfg.ProgramID = pk
 	}
+	wallets, err := parseWallets(*fund)
+	if err != nil {
+		return err
+	}
+	if *fundSOL < 0 || *fundSOL > 1000 || *fundUSDC < 0 || *fundUSDC > 1_000_000 {
+		return errors.New("--fund-sol must be 0..1000 and --fund-usdc 0..1000000")
+	}
 	chain, err := devnet.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer chain.Close()
+	for _, w := range wallets {
+		f, err := chain.FundWallet(w, uint64(*fundSOL*float64(solana.LAMPORTS_PER_SOL)), uint64(*fundUSDC*1e6))
+		if err != nil {
+			return err
+		}
+		log.Info("funded", "wallet", w.String(), "lamports", f.Lamports, "usdc_account", f.USDCAccount.String(), "usdc_atomic", f.USDC)
+	}
 	log.Info("devnet ready", "ATTESTD_SOLANA_RPC_URL", chain.RPCURL(), "ATTESTD_SOLANA_WS_URL", chain.WSURL(),
 		"transactions", len(chain.Transactions()))
 	<-ctx.Done()
 	return nil
+}
+
+// parseWallets reads --fund: comma-separated base58 addresses.
+func parseWallets(s string) ([]solana.PublicKey, error) {
+	var out []solana.PublicKey
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		pk, err := solana.PublicKeyFromBase58(part)
+		if err != nil {
+			return nil, fmt.Errorf("--fund: %q is not a base58 Solana address", part)
+		}
+		out = append(out, pk)
+	}
+	return out, nil
 }
 
 func firstNonEmpty(vs ...string) string {

@@ -17,6 +17,7 @@ var adminMethods = map[string]handler{
 	"devnet_duplicateDelivery": adminDuplicate,
 	"devnet_revokeAgent":       adminRevoke,
 	"devnet_advanceSlots":      adminAdvance,
+	"devnet_fund":              adminFund,
 }
 
 func adminGenerate(c *Chain, params []json.RawMessage) (any, *rpcError) {
