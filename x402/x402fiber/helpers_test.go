@@ -91,6 +91,12 @@ type paidNode struct {
 
 func (f *fixture) node(t *testing.T, cfg verifier.Config, hc *http.Client) *paidNode {
 	t.Helper()
+	return f.nodeWith(t, cfg, hc, true)
+}
+
+// nodeWith may leave the replay guard out of Redis (the ledger alone guards).
+func (f *fixture) nodeWith(t *testing.T, cfg verifier.Config, hc *http.Client, redisGuard bool) *paidNode {
+	t.Helper()
 	pn := &paidNode{}
 	var deps app.Deps
 	pn.Node = f.env.StartNode(t, apptest.NodeOptions{
@@ -101,8 +107,12 @@ func (f *fixture) node(t *testing.T, cfg verifier.Config, hc *http.Client) *paid
 			testenv.Must(t, err, "key service")
 			t.Cleanup(svc.Close)
 			pn.reg = prometheus.NewRegistry()
-			v, err := verifier.New(context.Background(), verifier.Options{Config: cfg, Redis: apptest.NewRedis(t, f.env.RedisURL),
-				KeyPrefix: f.env.Prefix + "x402:", Ledger: deps.Store, Logger: quiet(), Registerer: pn.reg, HTTPClient: hc})
+			vopt := verifier.Options{Config: cfg, KeyPrefix: f.env.Prefix + "x402:", Ledger: deps.Store, Logger: quiet(),
+				Registerer: pn.reg, HTTPClient: hc}
+			if redisGuard {
+				vopt.Redis = apptest.NewRedis(t, f.env.RedisURL)
+			}
+			v, err := verifier.New(context.Background(), vopt)
 			testenv.Must(t, err, "verifier")
 			t.Cleanup(v.Close)
 			pn.v = v
