@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"sync"
 	"testing"
-
 )
 
 // The same payment sent to two nodes at once buys exactly one answer:

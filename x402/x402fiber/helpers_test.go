@@ -199,7 +199,6 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, labels ...stri
 	return sum
 }
 
-
 func ledger(t *testing.T, st *store.Store, status string) []store.Payment {
 	t.Helper()
 	ps, err := st.ListPayments(context.Background(), store.PaymentFilter{Status: status})

@@ -55,7 +55,9 @@ func TestHostilePayments(t *testing.T) {
 	std := func(transfer solana.Instruction, extra ...solana.Instruction) []solana.Instruction {
 		return append([]solana.Instruction{x402.ComputeUnitLimit(20000), x402.ComputeUnitPrice(1), transfer, memo(fmt.Sprint(time.Now().UnixNano()))}, extra...)
 	}
-	good := func() solana.Instruction { return x402.TransferChecked(solana.TokenProgramID, src, mint, dst, payer.PublicKey(), price, 6) }
+	good := func() solana.Instruction {
+		return x402.TransferChecked(solana.TokenProgramID, src, mint, dst, payer.PublicKey(), price, 6)
+	}
 	wrap := func(t *testing.T, wire []byte) string { return header(t, x402.NewPaymentPayload(pr.Resource, q, wire)) }
 	sign := func(t *testing.T, ixs []solana.Instruction, signers ...solana.PrivateKey) []byte {
 		t.Helper()
