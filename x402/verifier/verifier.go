@@ -99,7 +99,9 @@ func New(ctx context.Context, opt Options) (*Verifier, error) {
 	runCtx, cancel := context.WithCancel(context.Background())
 	v.cancel = cancel
 	if cfg.SelfSettling() {
-		v.s = newSelfSettler(cfg.FeePayer, cfg.RPCURL, cfg.SettleTimeout)
+		s := newSelfSettler(cfg.FeePayer, cfg.RPCURL, cfg.SettleTimeout)
+		s.refreshHint() // the first 402 already carries a blockhash hint
+		v.s = s
 	} else {
 		f := newFacilitator(cfg.FacilitatorURL, opt.HTTPClient, cfg, v.log)
 		v.s = f

@@ -59,7 +59,10 @@ func newFixture(t *testing.T) *fixture {
 	testenv.Must(t, err, "devnet")
 	t.Cleanup(chain.Close)
 	f := &fixture{env: env, chain: chain, feePayer: chain.NewKeypair(), payTo: chain.NewKeypair().PublicKey(),
-		payer: chain.NewKeypair(), agent: env.Seeded.Agents[0].PDA.String()}
+		payer: chain.NewKeypair()}
+	// The agent with the most attestations.
+	testenv.Must(t, env.Store.Pool().QueryRow(context.Background(),
+		"SELECT agent_pda FROM attestations GROUP BY agent_pda ORDER BY count(*) DESC LIMIT 1").Scan(&f.agent), "busiest agent")
 	chain.Fund(f.feePayer.PublicKey(), solana.LAMPORTS_PER_SOL)
 	f.payToATA, err = chain.MintTo(devnet.DevnetUSDCMint, f.payTo, 0)
 	testenv.Must(t, err, "payTo token account")
