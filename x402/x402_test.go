@@ -119,3 +119,26 @@ func TestAmounts(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkVerifyPayment is the in-process part of verifying one payment:
+// header decode, transaction decode and CheckExact (one Ed25519 verify).
+func BenchmarkVerifyPayment(b *testing.B) {
+	wire, terms := payment(b)
+	q := Requirements{Scheme: SchemeExact, Network: Devnet.CAIP2, Amount: "10000", Asset: Devnet.USDC.String(), PayTo: terms.PayTo.String(),
+		MaxTimeoutSeconds: 60, Extra: &Extra{FeePayer: terms.FeePayer.String()}}
+	h, _ := EncodeHeader(NewPaymentPayload(ResourceInfo{URL: "http://127.0.0.1/x"}, q, wire))
+	b.ReportAllocs()
+	for b.Loop() {
+		_, raw, err := DecodePaymentV2(h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tx, err := DecodeTransaction(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, cerr := CheckExact(tx, terms); cerr != nil {
+			b.Fatal(cerr)
+		}
+	}
+}
