@@ -3,12 +3,13 @@
 //  1. local verification per payment: decoding the PAYMENT-SIGNATURE
 //     header, decoding the transaction and CheckExact (what runs before any
 //     network call), p50 and p99 over -n distinct wallet-built payments;
+//
 //  2. paid premium requests per second end to end against the chain
 //     simulator (verify, simulate, claim in Redis and Postgres, handler,
 //     send, confirm, ledger), as a ratio of keyed requests per second on
 //     the same route in the same run.
 //
-//	go run ./bench/x402 [-n 5000] [-duration 5s] [-c 16]
+//     go run ./bench/x402 [-n 5000] [-duration 5s] [-c 16]
 //
 // It starts a throwaway Postgres and Redis (devstack) unless DATABASE_URL
 // (an admin URL) and REDIS_URL are set, a simulator with 400 ms slots, and
