@@ -6,18 +6,20 @@
 #   ratelimit  limiter on vs off, many client IPs through a trusted proxy (wrk)
 #   indexer    backfill throughput and live ingest latency against the chain simulator
 #   premium    bulk verify, full history and forensic report latencies
+#   x402       local payment verification (µs) and paid vs keyed premium requests/s on the simulator
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v wrk >/dev/null || { echo "installing wrk"; apt-get install -y -qq wrk >/dev/null; }
 go build -o bin/attestd ./cmd/attestd
 go build -o bin/baseline ./bench/baseline
-for part in ${BENCH:-api ratelimit indexer premium}; do
+for part in ${BENCH:-api ratelimit indexer premium x402}; do
   echo "== bench: $part" >&2
   case $part in
     api)       ./bin/attestd stores -- bash bench/api.sh ;;
     ratelimit) go run ./bench/ratelimit -duration "${BENCH_DURATION:-8s}" -rounds 1 ;;
     indexer)   go run ./bench/indexer -backfill 50000 -single 10000 -live 300 ;;
     premium)   go run ./bench/premium -n 50 -cold 15 ;;
+    x402)      go run ./bench/x402 -n 5000 -duration 5s -c 16 ;;
     *) echo "unknown bench part $part" >&2; exit 2 ;;
   esac
 done

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/buildinfo"
+	"github.com/attestd/attestd/x402"
 )
 
 // Defaults of a Client.
@@ -36,6 +37,7 @@ type Client struct {
 	http      *http.Client
 	timeout   time.Duration
 	userAgent string
+	payer     *payer
 }
 
 // Option configures a Client.
@@ -101,6 +103,23 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 // BaseURL is the API base every path is appended to (ends in /api/v1).
 func (c *Client) BaseURL() string { return c.base }
 
+// CanPay reports whether the client pays 402 answers (WithPayer, no key).
+func (c *Client) CanPay() bool { return c.payer != nil && c.apiKey == "" }
+
+// receipt records a paid call for RecordPayments.
+func (c *Client) receipt(ctx context.Context, r request, q x402.Requirements, h http.Header) {
+	rec, _ := ctx.Value(receiptsKey{}).(*Receipts)
+	if rec == nil {
+		return
+	}
+	amount, _ := q.AmountUnits()
+	x := Receipt{Method: r.method, Path: r.path, Amount: amount, Asset: q.Asset, Network: q.Network, Payer: c.payer.Key.PublicKey().String()}
+	if sr, err := x402.DecodeSettleResponse(h.Get(x402.HeaderPaymentResponse)); err == nil {
+		x.Transaction = sr.Transaction
+	}
+	rec.add(x)
+}
+
 // HasAPIKey reports whether calls carry an API key.
 func (c *Client) HasAPIKey() bool { return c.apiKey != "" }
 
@@ -110,6 +129,8 @@ type request struct {
 	path   string // below the API base, escaped
 	query  url.Values
 	body   any
+	// payment is a PAYMENT-SIGNATURE to send.
+	payment string
 }
 
 // do sends r and decodes a 2xx body into out. Any other status is an
@@ -120,6 +141,20 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 	status, header, body, err := c.roundTrip(ctx, r)
 	if err != nil {
 		return err
+	}
+	if status == http.StatusPaymentRequired && c.payer != nil && c.apiKey == "" && r.payment == "" {
+		hdr, q, perr := c.payer.pay(ctx, header)
+		if perr != nil {
+			e := newAPIError(r.method, r.path, status, header, body)
+			return fmt.Errorf("%w (%w)", e, perr)
+		}
+		r.payment = hdr
+		if status, header, body, err = c.roundTrip(ctx, r); err != nil {
+			return err
+		}
+		if status >= 200 && status <= 299 {
+			c.receipt(ctx, r, q, header)
+		}
 	}
 	if status < 200 || status > 299 {
 		return newAPIError(r.method, r.path, status, header, body)
@@ -160,6 +195,9 @@ func (c *Client) roundTrip(ctx context.Context, r request) (int, http.Header, []
 	}
 	if c.apiKey != "" {
 		req.Header.Set(APIKeyHeader, c.apiKey)
+	}
+	if r.payment != "" {
+		req.Header.Set(x402.HeaderPaymentSignature, r.payment)
 	}
 	res, err := c.http.Do(req)
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/attestd/attestd/client"
 	"github.com/attestd/attestd/internal/buildinfo"
+	"github.com/attestd/attestd/x402"
+	"github.com/gagliardetto/solana-go"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -22,6 +24,10 @@ const (
 	EnvAPIURL     = "ATTESTD_API_URL"
 	EnvAPIKey     = "ATTESTD_API_KEY"
 	EnvAPITimeout = "ATTESTD_API_TIMEOUT"
+	EnvPayer      = "ATTESTD_MCP_PAYER_KEYPAIR"
+	EnvSpendCap   = "ATTESTD_MCP_SPEND_CAP"
+	EnvMaxPrice   = "ATTESTD_MCP_MAX_PRICE"
+	EnvPayerRPC   = "ATTESTD_MCP_SOLANA_RPC_URL"
 )
 
 // Config configures a Server.
@@ -34,6 +40,14 @@ type Config struct {
 	Timeout time.Duration
 	// HTTPClient replaces the client's HTTP client (nil: a default one).
 	HTTPClient *http.Client
+	// Payer, when set, pays premium calls per request (x402, USDC on
+	// Solana) when there is no APIKey: at most MaxPrice per call and
+	// SpendCap per session, in atomic units of USDC.
+	Payer    solana.PrivateKey
+	SpendCap uint64
+	MaxPrice uint64
+	// PayerRPC is a Solana RPC for blockhashes when the service sends none.
+	PayerRPC string
 	// Logger receives the server's logs; it must not write to stdout when
 	// serving stdio. Nil discards them.
 	Logger *slog.Logger
@@ -44,6 +58,10 @@ var Vars = []config.Var{
 	{Name: EnvAPIURL, Default: client.DefaultBaseURL, Help: "(MCP tool server) the API it calls"},
 	{Name: EnvAPIKey, Default: "(none)", Help: "(MCP tool server) enables the premium tools"},
 	{Name: EnvAPITimeout, Default: "15s", Help: "(MCP tool server) deadline of each API call"},
+	{Name: EnvPayer, Default: "(none)", Help: "(MCP tool server) without an API key, pay premium calls per request from this Solana CLI keypair's USDC"},
+	{Name: EnvSpendCap, Default: "1", Help: "(MCP tool server) most USDC paid in one session"},
+	{Name: EnvMaxPrice, Default: "0.1", Help: "(MCP tool server) most USDC paid for one call"},
+	{Name: EnvPayerRPC, Default: "(none)", Help: "(MCP tool server) Solana RPC for blockhashes when the service gives none"},
 }
 
 // ConfigFromEnv reads Vars with getenv.
@@ -54,14 +72,28 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		APIKey:  e.String(EnvAPIKey, ""),
 		Timeout: e.Duration(EnvAPITimeout, 0, time.Millisecond, time.Hour),
 	}
+	var err error
+	if c.SpendCap, err = x402.ParseAmount(e.String(EnvSpendCap, "1"), x402.USDCDecimals); err != nil {
+		e.Fail(EnvSpendCap, "%v", err)
+	}
+	if c.MaxPrice, err = x402.ParseAmount(e.String(EnvMaxPrice, "0.1"), x402.USDCDecimals); err != nil {
+		e.Fail(EnvMaxPrice, "%v", err)
+	}
+	c.PayerRPC = e.String(EnvPayerRPC, "")
+	if f := e.String(EnvPayer, ""); f != "" {
+		if c.Payer, err = solana.PrivateKeyFromSolanaKeygenFile(f); err != nil {
+			e.Fail(EnvPayer, "%v (want a Solana CLI keypair file: a JSON array of 64 bytes)", err)
+		}
+	}
 	return c, e.Err()
 }
 
 // Server is the MCP tool server over one attestd API.
 type Server struct {
-	mcp *mcpsdk.Server
-	api *client.Client
-	log *slog.Logger
+	mcp    *mcpsdk.Server
+	api    *client.Client
+	log    *slog.Logger
+	budget *budget // nil: the server does not pay
 }
 
 // Instructions tell clients what the server is for.
@@ -69,7 +101,8 @@ const Instructions = `Tools over attestd, a read-only index of AI-agent attestat
 An attestation is a receipt for one agent action: the SHA-256 of the action payload (actionHash), signed with the agent's
 Ed25519 key (agentId), an action type and a timestamp. Agents are identified by their pda (agentPda).
 Use verify_action_hash to check that a payload is the one an attestation commits to.
-Premium tools (get_full_history, get_forensic_report, bulk_verify) need ATTESTD_API_KEY in this server's environment.`
+Premium tools (get_full_history, get_forensic_report, bulk_verify) need ATTESTD_API_KEY in this server's environment,
+or ATTESTD_MCP_PAYER_KEYPAIR to pay per call in USDC (each paid answer says what it cost, within a per-session cap).`
 
 // New builds the server and registers its tools.
 func New(cfg Config) (*Server, error) {
@@ -77,6 +110,11 @@ func New(cfg Config) (*Server, error) {
 		client.WithUserAgent("attestd-mcp/" + buildinfo.Version)}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, client.WithHTTPClient(cfg.HTTPClient))
+	}
+	var b *budget
+	if cfg.Payer != nil && cfg.APIKey == "" {
+		b = &budget{cap: cfg.SpendCap}
+		opts = append(opts, client.WithPayer(client.Payer{Key: cfg.Payer, MaxAmount: cfg.MaxPrice, RPCURL: cfg.PayerRPC, Approve: b.approve}))
 	}
 	api, err := client.New(cfg.APIURL, opts...)
 	if err != nil {
@@ -86,7 +124,7 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{api: api, log: log}
+	s := &Server{api: api, log: log, budget: b}
 	s.mcp = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "attestd", Title: "attestd attestation index",
 		Version: buildinfo.Version}, &mcpsdk.ServerOptions{Instructions: Instructions, Logger: log,
 		Capabilities: &mcpsdk.ServerCapabilities{}})
@@ -104,7 +142,7 @@ func (s *Server) API() *client.Client { return s.api }
 
 // ServeStdio serves one client on stdin/stdout until it disconnects or ctx ends.
 func (s *Server) ServeStdio(ctx context.Context) error {
-	s.log.Info("mcp serving on stdio", "api", s.api.BaseURL(), "premium", s.api.HasAPIKey())
+	s.log.Info("mcp serving on stdio", "api", s.api.BaseURL(), "premium", s.api.HasAPIKey() || s.api.CanPay(), "pays", s.api.CanPay())
 	err := s.mcp.Run(ctx, &mcpsdk.StdioTransport{})
 	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF) || errors.Is(err, mcpsdk.ErrConnectionClosed)) {
 		return nil
@@ -145,7 +183,7 @@ func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.log.Info("mcp serving streamable HTTP", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/mcp",
-		"api", s.api.BaseURL(), "premium", s.api.HasAPIKey())
+		"api", s.api.BaseURL(), "premium", s.api.HasAPIKey() || s.api.CanPay(), "pays", s.api.CanPay())
 	select {
 	case err := <-errc:
 		return fmt.Errorf("mcp: serve HTTP: %w", err)

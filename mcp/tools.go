@@ -259,11 +259,12 @@ func (s *Server) fullHistory(ctx context.Context, in HistoryInput) (client.FullH
 	if p.To, err = parseTime("to", in.To); err != nil {
 		return client.FullHistory{}, "", err
 	}
-	h, err := s.api.FullHistory(ctx, in.AgentPDA, p)
+	var h *client.FullHistory
+	cost, err := s.paying(ctx, func(ctx context.Context) (err error) { h, err = s.api.FullHistory(ctx, in.AgentPDA, p); return err })
 	if err != nil {
 		return client.FullHistory{}, "", s.apiError(err)
 	}
-	return *h, fullHistoryText(in.AgentPDA, h), nil
+	return *h, withCost(fullHistoryText(in.AgentPDA, h), cost), nil
 }
 
 func (s *Server) forensicReport(ctx context.Context, in ReportInput) (ForensicOutput, string, error) {
@@ -278,7 +279,8 @@ func (s *Server) forensicReport(ctx context.Context, in ReportInput) (ForensicOu
 	if p.To, err = parseTime("to", in.To); err != nil {
 		return ForensicOutput{}, "", err
 	}
-	r, err := s.api.ForensicReport(ctx, in.AgentPDA, p)
+	var r *client.ForensicReport
+	cost, err := s.paying(ctx, func(ctx context.Context) (err error) { r, err = s.api.ForensicReport(ctx, in.AgentPDA, p); return err })
 	if err != nil {
 		return ForensicOutput{}, "", s.apiError(err)
 	}
@@ -287,23 +289,24 @@ func (s *Server) forensicReport(ctx context.Context, in ReportInput) (ForensicOu
 		return ForensicOutput{}, "", fmt.Errorf("the forensic report could not be checked: %w", err)
 	}
 	out := ForensicOutput{Report: *r, ReportHashVerified: ok, RecomputedHash: sum}
-	return out, forensicText(in.AgentPDA, &out), nil
+	return out, withCost(forensicText(in.AgentPDA, &out), cost), nil
 }
 
 func (s *Server) bulkVerify(ctx context.Context, in BulkVerifyInput) (client.BulkVerifyResult, string, error) {
 	if err := s.needKey(ToolBulkVerify); err != nil {
 		return client.BulkVerifyResult{}, "", err
 	}
-	res, err := s.api.BulkVerify(ctx, in.IDs)
+	var res *client.BulkVerifyResult
+	cost, err := s.paying(ctx, func(ctx context.Context) (err error) { res, err = s.api.BulkVerify(ctx, in.IDs); return err })
 	if err != nil {
 		return client.BulkVerifyResult{}, "", s.apiError(err)
 	}
-	return *res, bulkText(res), nil
+	return *res, withCost(bulkText(res), cost), nil
 }
 
 // needKey refuses a premium tool without an API key, before any request.
 func (s *Server) needKey(tool string) error {
-	if s.api.HasAPIKey() {
+	if s.api.HasAPIKey() || s.api.CanPay() {
 		return nil
 	}
 	return fmt.Errorf("%s is a premium tool and needs an attestd API key; no request was made. "+
@@ -333,7 +336,13 @@ func (s *Server) apiError(err error) error {
 		}
 		return errors.New(head + ". This call needs an API key in " + EnvAPIKey + ".")
 	case 402:
-		return errors.New(head + ". This call must be paid for; with an API key in " + EnvAPIKey + " it is covered by the key's account.")
+		if errors.Is(err, client.ErrPaymentRefused) {
+			return errors.New(head + ". This tool server did not pay: " + strings.TrimPrefix(refusal(err), "attestd client: payment not made: ") + ".")
+		}
+		if s.api.CanPay() {
+			return errors.New(head + ". The payment was refused or could not be settled, so nothing was charged for an answer; the call may be retried.")
+		}
+		return errors.New(head + ". This call must be paid for: put an API key in " + EnvAPIKey + ", or a USDC wallet's keypair file in " + EnvPayer + " to pay per call.")
 	case 404:
 		return errors.New(head + ".")
 	case 429:
@@ -348,6 +357,23 @@ func (s *Server) apiError(err error) error {
 		head += " (request id " + e.RequestID + ")"
 	}
 	return errors.New(head)
+}
+
+// refusal is why the client did not pay (the error it joined to the 402).
+func refusal(err error) string {
+	if u, ok := err.(interface{ Unwrap() []error }); ok {
+		if errs := u.Unwrap(); len(errs) > 0 {
+			return errs[len(errs)-1].Error()
+		}
+	}
+	return err.Error()
+}
+
+func withCost(text, cost string) string {
+	if cost == "" {
+		return text
+	}
+	return text + "\n\n" + cost
 }
 
 // parseTime accepts what the API accepts: RFC 3339 or YYYY-MM-DD.

@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/attestd/attestd/internal/devnet"
+	"github.com/attestd/attestd/x402"
 	"github.com/gagliardetto/solana-go"
 )
 
@@ -25,6 +29,9 @@ func runDevnet(ctx context.Context, args []string) error {
 	depth := fs.Uint64("finality", 32, "slots from inclusion to finality")
 	program := fs.String("program", "", "Prova program id (default: ATTESTD_PROGRAM_ID or the mainnet id)")
 	logLimit := fs.Int("log-limit", 10_000, "truncate a transaction's logs past this many bytes, as the runtime does (0: never)")
+	fund := fs.String("fund", "", "comma-separated wallet addresses to give SOL and devnet USDC at start (dev only; the devnet_fund RPC method does it later)")
+	fundSOL := fs.Float64("fund-sol", 1, "SOL per --fund wallet")
+	fundUSDC := fs.Float64("fund-usdc", 100, "USDC per --fund wallet (the simulator's devnet USDC, 6 decimals)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -41,15 +48,46 @@ func runDevnet(ctx context.Context, args []string) error {
 		}
 		cfg.ProgramID = pk
 	}
+	wallets, err := parseWallets(*fund)
+	if err != nil {
+		return err
+	}
+	if *fundSOL < 0 || *fundSOL > 1000 || *fundUSDC < 0 || *fundUSDC > 1_000_000 {
+		return errors.New("--fund-sol must be 0..1000 and --fund-usdc 0..1000000")
+	}
 	chain, err := devnet.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer chain.Close()
+	for _, w := range wallets {
+		f, err := chain.FundWallet(w, uint64(*fundSOL*float64(solana.LAMPORTS_PER_SOL)), uint64(*fundUSDC*1e6))
+		if err != nil {
+			return err
+		}
+		log.Info("funded", "wallet", w.String(), "lamports", f.Lamports, "usdc_account", f.USDCAccount.String(), "usdc_atomic", f.USDC)
+	}
 	log.Info("devnet ready", "ATTESTD_SOLANA_RPC_URL", chain.RPCURL(), "ATTESTD_SOLANA_WS_URL", chain.WSURL(),
 		"transactions", len(chain.Transactions()))
 	<-ctx.Done()
 	return nil
+}
+
+// parseWallets reads --fund: comma-separated base58 addresses.
+func parseWallets(s string) ([]solana.PublicKey, error) {
+	var out []solana.PublicKey
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		pk, err := solana.PublicKeyFromBase58(part)
+		if err != nil {
+			return nil, fmt.Errorf("--fund: %q is not a base58 Solana address", part)
+		}
+		out = append(out, pk)
+	}
+	return out, nil
 }
 
 func firstNonEmpty(vs ...string) string {
@@ -64,7 +102,7 @@ func firstNonEmpty(vs ...string) string {
 // startLocalDevnet starts the simulator inside `attestd local` (make run)
 // unless ATTESTD_SOLANA_RPC_URL points at a chain already, and points the
 // indexer and the health probe at it.
-func startLocalDevnet(ctx context.Context, log *slog.Logger) error {
+func startLocalDevnet(ctx context.Context, dir string, log *slog.Logger) error {
 	if os.Getenv("ATTESTD_SOLANA_RPC_URL") != "" {
 		return nil
 	}
@@ -80,5 +118,66 @@ func startLocalDevnet(ctx context.Context, log *slog.Logger) error {
 	go func() { <-ctx.Done(); chain.Close() }()
 	os.Setenv("ATTESTD_SOLANA_RPC_URL", chain.RPCURL())
 	os.Setenv("ATTESTD_SOLANA_WS_URL", chain.WSURL())
+	return localPayments(chain, filepath.Join(dir, "x402"), log)
+}
+
+// localPayments turns pay per request on for make run, on the simulator:
+// a generated fee payer with SOL, a payTo wallet whose devnet USDC account
+// exists, and a demo payer with SOL and 100 USDC, their keypairs kept under
+// dir. Left alone when ATTESTD_X402_PAY_TO is set.
+func localPayments(chain *devnet.Chain, dir string, log *slog.Logger) error {
+	if os.Getenv("ATTESTD_X402_PAY_TO") != "" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("local payments: %w", err)
+	}
+	keys := map[string]solana.PrivateKey{}
+	for _, name := range []string{"fee-payer", "pay-to", "payer"} {
+		file := filepath.Join(dir, name+".json")
+		k, err := solana.PrivateKeyFromSolanaKeygenFile(file)
+		if err != nil {
+			k = solana.NewWallet().PrivateKey
+			if err := writeKeypair(file, k); err != nil {
+				return fmt.Errorf("local payments: %w", err)
+			}
+		}
+		keys[name] = k
+	}
+	if _, err := chain.FundWallet(keys["fee-payer"].PublicKey(), 10*solana.LAMPORTS_PER_SOL, 0); err != nil {
+		return err
+	}
+	if _, err := chain.FundWallet(keys["pay-to"].PublicKey(), 0, 0); err != nil { // its USDC account must exist
+		return err
+	}
+	payer, err := chain.FundWallet(keys["payer"].PublicKey(), solana.LAMPORTS_PER_SOL, 100_000_000)
+	if err != nil {
+		return err
+	}
+	os.Setenv("ATTESTD_X402_PAY_TO", keys["pay-to"].PublicKey().String())
+	os.Setenv("ATTESTD_X402_NETWORK", "solana-devnet")
+	os.Setenv("ATTESTD_X402_FEE_PAYER_KEYPAIR", filepath.Join(dir, "fee-payer.json"))
+	os.Setenv("ATTESTD_X402_RPC_URL", chain.RPCURL())
+	log.Info("pay per request on the local chain", "pay_to", keys["pay-to"].PublicKey().String(),
+		"fee_payer", keys["fee-payer"].PublicKey().String(), "demo_payer_keypair", filepath.Join(dir, "payer.json"),
+		"demo_payer", payer.Wallet.String(), "demo_payer_usdc", x402.FormatAmount(payer.USDC, x402.USDCDecimals),
+		"fund_more", `curl -s `+chain.RPCURL()+` -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"devnet_fund","params":["<address>"]}'`)
 	return nil
+}
+
+// writeKeypair writes a Solana CLI keypair file (a JSON array of 64 bytes).
+func writeKeypair(file string, k solana.PrivateKey) error {
+	b, err := json.Marshal(toInts(k))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, b, 0o600)
+}
+
+func toInts(b []byte) []int {
+	out := make([]int, len(b))
+	for i, c := range b {
+		out[i] = int(c)
+	}
+	return out
 }

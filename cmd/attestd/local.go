@@ -59,7 +59,7 @@ func runLocal(ctx context.Context, args []string) error {
 	if err := runSeed(ctx, []string{"--if-empty", "--agents", strconv.Itoa(*agents), "--attestations", strconv.Itoa(*atts)}); err != nil {
 		return err
 	}
-	if err := startLocalDevnet(ctx, log); err != nil {
+	if err := startLocalDevnet(ctx, abs, log); err != nil {
 		return err
 	}
 	if err := startLocalIndexer(ctx, log); err != nil {

@@ -16,6 +16,9 @@ import (
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/x402"
+	"github.com/attestd/attestd/x402/verifier"
+	"github.com/attestd/attestd/x402/x402fiber"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -62,9 +65,13 @@ func runServe(ctx context.Context, args []string) error {
 		return fmt.Errorf("api keys: %w", err)
 	}
 	keys.Routes(api)
-	// 5. Pay per request for the premium routes: not offered yet, so a
-	//    premium request without a key is 401.
-	var payPerRequest fiber.Handler
+	// 5. Pay per request for the premium routes (x402): on when
+	//    ATTESTD_X402_PAY_TO is set; otherwise a premium request without a
+	//    key is 401.
+	payPerRequest, err := n.payPerRequest(ctx)
+	if err != nil {
+		return fmt.Errorf("pay per request: %w", err)
+	}
 	// 6. The premium routes, behind a key (or a payment).
 	if err := n.premium(api, keys, payPerRequest); err != nil {
 		return fmt.Errorf("premium: %w", err)
@@ -172,6 +179,38 @@ func (n *node) apiKeys(ctx context.Context) (*apikey.Service, error) {
 	}
 	n.closers = append(n.closers, svc.Close)
 	return svc, nil
+}
+
+// payPerRequest builds the x402 verifier and its middleware when payments
+// are configured (nil otherwise): replay claims in Redis, the ledger in
+// Postgres, metrics on the node's registry.
+func (n *node) payPerRequest(ctx context.Context) (fiber.Handler, error) {
+	cfg, err := verifier.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.Enabled() {
+		n.log.Info("pay per request off (set ATTESTD_X402_PAY_TO to turn it on)")
+		return nil, nil
+	}
+	v, err := verifier.New(ctx, verifier.Options{Config: cfg, Redis: n.redis, KeyPrefix: n.cfg.RedisPrefix + "x402:",
+		Ledger: n.store, Logger: n.log, Registerer: n.reg})
+	if err != nil {
+		return nil, err
+	}
+	n.closers = append(n.closers, v.Close)
+	v.Preflight(ctx)
+	settler := "facilitator " + cfg.FacilitatorURL
+	if cfg.SelfSettling() {
+		settler = "self (fee payer " + cfg.FeePayer.PublicKey().String() + ", rpc " + cfg.RPCURL + ")"
+	}
+	prices := map[string]string{}
+	for path, units := range cfg.Prices {
+		prices[path] = x402.FormatAmount(units, cfg.Decimals)
+	}
+	n.log.Info("pay per request on", "network", cfg.Network.CAIP2, "pay_to", cfg.PayTo.String(), "asset", cfg.Asset.String(),
+		"settler", settler, "prices", prices)
+	return x402fiber.New(v), nil
 }
 
 // premium adds the premium routes behind keys; payPerRequest (nil: none)

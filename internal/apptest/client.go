@@ -42,6 +42,15 @@ func (r *Response) ErrorCode() string {
 	return e.Error.Code
 }
 
+// ErrorMessage returns the envelope's message ("" when absent).
+func (r *Response) ErrorMessage() string {
+	var e struct {
+		Error struct{ Message string } `json:"error"`
+	}
+	_ = json.Unmarshal(r.Body, &e)
+	return e.Error.Message
+}
+
 func truncate(b []byte) string {
 	if len(b) > 400 {
 		return string(b[:400]) + "..."

@@ -20,6 +20,7 @@ var adminMethods = map[string]handler{
 	"devnet_advanceSlots":      adminAdvance,
 	"devnet_hideTransaction":   adminHide,
 	"devnet_insertTransaction": adminInsert,
+	"devnet_fund":              adminFund,
 }
 
 // adminHide: [{"signature": "<base58>" | "next": n, "calls": n | "ms": n,

@@ -686,3 +686,42 @@ func TestLaggingNodeAndForkInsert(t *testing.T) {
 		t.Fatal("inserted into a future slot")
 	}
 }
+
+func TestFundWalletRPC(t *testing.T) {
+	c, cl := start(t, Config{})
+	ctx := tctx(t)
+	w := c.NewKeypair().PublicKey()
+	var out struct {
+		Wallet      string `json:"wallet"`
+		Lamports    uint64 `json:"lamports"`
+		USDCAccount string `json:"usdcAccount"`
+		USDC        uint64 `json:"usdc"`
+	}
+	if err := cl.RPCCallForInto(ctx, &out, "devnet_fund", []any{w.String(), map[string]any{"lamports": 5000, "usdc": 2_500_000}}); err != nil {
+		t.Fatal(err)
+	}
+	ata, _, _ := solana.FindAssociatedTokenAddress(w, DevnetUSDCMint)
+	if out.Wallet != w.String() || out.Lamports != 5000 || out.USDCAccount != ata.String() || out.USDC != 2_500_000 {
+		t.Fatalf("fund: %+v", out)
+	}
+	// Again, with the defaults: balances add up.
+	if err := cl.RPCCallForInto(ctx, &out, "devnet_fund", []any{w.String()}); err != nil {
+		t.Fatal(err)
+	}
+	if out.Lamports != 5000+solana.LAMPORTS_PER_SOL || out.USDC != 102_500_000 {
+		t.Fatalf("fund defaults: %+v", out)
+	}
+	if b, err := cl.GetTokenAccountBalance(ctx, ata, rpc.CommitmentConfirmed); err != nil || b.Value.Amount != "102500000" || b.Value.Decimals != 6 {
+		t.Fatalf("balance %+v %v", b, err)
+	}
+	// The mint is what x402 clients read: Token-owned, 82 bytes, 6 decimals.
+	mint, err := cl.GetAccountInfoWithOpts(ctx, DevnetUSDCMint, &rpc.GetAccountInfoOpts{Encoding: solana.EncodingBase64, Commitment: rpc.CommitmentConfirmed})
+	if err != nil || mint.Value.Owner != solana.TokenProgramID || len(mint.Value.Data.GetBinary()) != MintSize || mint.Value.Data.GetBinary()[44] != 6 {
+		t.Fatalf("mint %+v %v", mint, err)
+	}
+	for _, bad := range [][]any{{"not-an-address"}, {w.String(), map[string]any{"usdc": -1}}, {w.String(), map[string]any{"lamports": uint64(1) << 62}}} {
+		if err := cl.RPCCallForInto(ctx, &out, "devnet_fund", bad); err == nil {
+			t.Errorf("devnet_fund %v accepted", bad)
+		}
+	}
+}

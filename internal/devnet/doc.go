@@ -13,6 +13,14 @@
 // slot (a confirmed-level fork: devnet_insertTransaction). Tests read its
 // ground truth to compare with what attestd stored.
 //
+// Funding for local payments (dev only): the simulator holds Circle's
+// devnet USDC mint (4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU, 6
+// decimals), so x402 clients that know solana-devnet pay with it.
+// devnet_fund [address, {"lamports": n, "usdc": n}] sends SOL from the
+// faucet in a real transfer and mints USDC into the address's associated
+// token account, creating it (defaults: 1 SOL, 100 USDC); `attestd devnet
+// --fund ADDRESS` does the same at start.
+//
 // Deliberate simplifications: one validator, no vote transactions, no
 // address lookup tables, no packet-size limit.
 package devnet

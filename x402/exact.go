@@ -1,0 +1,252 @@
+package x402
+
+import (
+	"crypto/ed25519"
+	"encoding/binary"
+	"unicode/utf8"
+
+	"github.com/gagliardetto/solana-go"
+)
+
+// Programs an `exact` payment may call.
+var (
+	ComputeBudgetProgramID = solana.MustPublicKeyFromBase58("ComputeBudget111111111111111111111111111111")
+	// LighthouseProgramID is the assertion program wallets (Phantom,
+	// Solflare) insert as guards; its instructions can only fail a
+	// transaction.
+	LighthouseProgramID = solana.MustPublicKeyFromBase58("L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95")
+)
+
+// Bounds of the compute budget a payment may ask the fee payer to fund.
+const (
+	DefaultMaxComputeUnits     = 400_000
+	DefaultMaxComputeUnitPrice = 50_000 // microlamports per unit
+	maxMemoBytes               = 256
+	maxLighthouse              = 4
+)
+
+// Reasons CheckExact refuses a transaction (x402's SVM error codes).
+const (
+	ReasonInstructionsLength  = "invalid_exact_svm_payload_transaction_instructions_length"
+	ReasonComputeLimit        = "invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction"
+	ReasonComputePrice        = "invalid_exact_svm_payload_transaction_instructions_compute_price_instruction"
+	ReasonComputePriceTooHigh = "invalid_exact_svm_payload_transaction_instructions_compute_price_instruction_too_high"
+	ReasonUnknownInstruction  = "invalid_exact_svm_payload_unknown_instruction"
+	ReasonNoTransfer          = "invalid_exact_svm_payload_no_transfer_instruction"
+	ReasonMintMismatch        = "invalid_exact_svm_payload_mint_mismatch"
+	ReasonRecipientMismatch   = "invalid_exact_svm_payload_recipient_mismatch"
+	ReasonAmountMismatch      = "invalid_exact_svm_payload_amount_mismatch"
+	ReasonDecimalsMismatch    = "invalid_exact_svm_payload_decimals_mismatch"
+	ReasonFeePayerMismatch    = "invalid_exact_svm_payload_fee_payer_mismatch"
+	ReasonFeePayerTransfer    = "invalid_exact_svm_payload_transaction_fee_payer_transferring_funds"
+	ReasonFeePayerInAccounts  = "invalid_exact_svm_payload_transaction_fee_payer_included_in_instruction_accounts"
+	ReasonMemoMismatch        = "invalid_exact_svm_payload_memo_mismatch"
+	ReasonMemoCount           = "invalid_exact_svm_payload_memo_count"
+	ReasonSigners             = "invalid_exact_svm_payload_transaction_signers"
+	ReasonSignature           = "invalid_exact_svm_payload_transaction_signature"
+	ReasonLookupTables        = "invalid_exact_svm_payload_address_lookup_tables"
+)
+
+// ExactTerms are what an `exact` payment must do, as the server built them.
+type ExactTerms struct {
+	FeePayer solana.PublicKey
+	PayTo    solana.PublicKey
+	Asset    solana.PublicKey
+	Amount   uint64
+	// Decimals of Asset; negative when unknown (the chain still checks
+	// TransferChecked's decimals).
+	Decimals int
+	// Memo, when set, must be the data of exactly one Memo instruction.
+	Memo string
+	// MaxComputeUnits and MaxComputeUnitPrice bound the fee the fee payer
+	// funds (zero: the defaults).
+	MaxComputeUnits     uint32
+	MaxComputeUnitPrice uint64
+
+	destToken, destToken2022 solana.PublicKey
+}
+
+// Prepare derives the payTo's token accounts (once: the derivation costs
+// tens of microseconds). Call it after setting the fields.
+func (t *ExactTerms) Prepare() error {
+	var err error
+	if t.destToken, err = AssociatedTokenAccount(t.PayTo, t.Asset, solana.TokenProgramID); err != nil {
+		return err
+	}
+	t.destToken2022, err = AssociatedTokenAccount(t.PayTo, t.Asset, solana.Token2022ProgramID)
+	return err
+}
+
+// Destination is payTo's associated token account under program.
+func (t *ExactTerms) Destination(program solana.PublicKey) solana.PublicKey {
+	if program == solana.Token2022ProgramID {
+		return t.destToken2022
+	}
+	return t.destToken
+}
+
+// AssociatedTokenAccount derives owner's associated token account of mint
+// under a token program (Token or Token-2022).
+func AssociatedTokenAccount(owner, mint, tokenProgram solana.PublicKey) (solana.PublicKey, error) {
+	k, _, err := solana.FindProgramAddress([][]byte{owner[:], tokenProgram[:], mint[:]}, solana.SPLAssociatedTokenAccountProgramID)
+	return k, err
+}
+
+// Checked is what CheckExact learned from a valid payment.
+type Checked struct {
+	Payer        solana.PublicKey // the token authority (the client)
+	Source       solana.PublicKey // its token account
+	TokenProgram solana.PublicKey
+	MessageHash  [32]byte // SHA-256 of the message: the replay key
+}
+
+// CheckExact enforces every MUST of the SVM `exact` scheme that needs no
+// chain state, plus the signature of the payer:
+//
+//   - legacy or v0 message without address lookup tables; exactly two
+//     signers: the configured fee payer first, the token authority second;
+//     the authority's signature valid over the message;
+//   - instructions in order: SetComputeUnitLimit (at most
+//     MaxComputeUnits), SetComputeUnitPrice (at most MaxComputeUnitPrice),
+//     then exactly one TransferChecked of Token or Token-2022, at most one
+//     Memo (exactly one, with that data, when the terms name one) and up to
+//     four Lighthouse guard instructions, and nothing else;
+//   - the transfer moves exactly Amount of Asset (with its decimals) from a
+//     source other than the destination into payTo's associated token
+//     account under that token program;
+//   - the fee payer is in no instruction's accounts, never the program
+//     called, never the authority or the source.
+//
+// What needs the chain (the blockhash still valid, the source funded, the
+// simulation succeeding) is the verifier's part.
+func CheckExact(tx *Transaction, t *ExactTerms) (*Checked, *Error) {
+	if tx.Lookups > 0 {
+		return nil, fail(ReasonLookupTables, "the transaction loads accounts from address lookup tables, which are not accepted")
+	}
+	if len(tx.Keys) == 0 || tx.Keys[0] != t.FeePayer {
+		return nil, fail(ReasonFeePayerMismatch, "the fee payer (first account) must be %s, the extra.feePayer of the requirements", t.FeePayer)
+	}
+	n := len(tx.Instructions)
+	if n < 3 || n > 3+1+maxLighthouse {
+		return nil, fail(ReasonInstructionsLength, "%d instructions; a payment has 3 to %d", n, 4+maxLighthouse)
+	}
+	for i, ix := range tx.Instructions {
+		if ix.Program == 0 {
+			return nil, fail(ReasonFeePayerInAccounts, "instruction %d calls the fee payer as a program", i)
+		}
+		p := tx.Keys[ix.Program]
+		if (p == solana.TokenProgramID || p == solana.Token2022ProgramID) && len(ix.Accounts) >= 4 &&
+			(ix.Accounts[0] == 0 || ix.Accounts[3] == 0) {
+			return nil, fail(ReasonFeePayerTransfer, "instruction %d moves tokens with the fee payer as source or authority", i)
+		}
+		for _, a := range ix.Accounts {
+			if a == 0 {
+				return nil, fail(ReasonFeePayerInAccounts, "instruction %d uses the fee payer as an account; the fee payer may only pay the fee", i)
+			}
+		}
+	}
+	if tx.Header.NumRequiredSignatures != 2 {
+		return nil, fail(ReasonSigners, "the transaction needs %d signatures; a payment has exactly two: the fee payer's and the payer's",
+			tx.Header.NumRequiredSignatures)
+	}
+	maxUnits, maxPrice := t.MaxComputeUnits, t.MaxComputeUnitPrice
+	if maxUnits == 0 {
+		maxUnits = DefaultMaxComputeUnits
+	}
+	if maxPrice == 0 {
+		maxPrice = DefaultMaxComputeUnitPrice
+	}
+	// 1. SetComputeUnitLimit.
+	ix := tx.Instructions[0]
+	if tx.Keys[ix.Program] != ComputeBudgetProgramID || len(ix.Data) != 5 || ix.Data[0] != 2 || len(ix.Accounts) != 0 {
+		return nil, fail(ReasonComputeLimit, "the first instruction must be ComputeBudget SetComputeUnitLimit")
+	}
+	if units := binary.LittleEndian.Uint32(ix.Data[1:]); units > maxUnits {
+		return nil, fail(ReasonComputeLimit, "compute unit limit %d is above %d", units, maxUnits)
+	}
+	// 2. SetComputeUnitPrice.
+	ix = tx.Instructions[1]
+	if tx.Keys[ix.Program] != ComputeBudgetProgramID || len(ix.Data) != 9 || ix.Data[0] != 3 || len(ix.Accounts) != 0 {
+		return nil, fail(ReasonComputePrice, "the second instruction must be ComputeBudget SetComputeUnitPrice")
+	}
+	if price := binary.LittleEndian.Uint64(ix.Data[1:]); price > maxPrice {
+		return nil, fail(ReasonComputePriceTooHigh, "compute unit price %d microlamports is above %d", price, maxPrice)
+	}
+	// 3. The rest: one transfer, at most one memo, a few guards.
+	transfer, memos, guards := -1, 0, 0
+	var memo []byte
+	for i := 2; i < n; i++ {
+		ix := tx.Instructions[i]
+		switch p := tx.Keys[ix.Program]; p {
+		case solana.TokenProgramID, solana.Token2022ProgramID:
+			if len(ix.Data) == 0 || ix.Data[0] != 12 {
+				return nil, fail(ReasonUnknownInstruction, "instruction %d is a token instruction other than TransferChecked", i)
+			}
+			if transfer >= 0 {
+				return nil, fail(ReasonUnknownInstruction, "instruction %d is a second TransferChecked; a payment has one", i)
+			}
+			transfer = i
+		case solana.MemoProgramID:
+			memos++
+			memo = ix.Data
+			if memos > 1 {
+				return nil, fail(ReasonMemoCount, "more than one Memo instruction")
+			}
+			if len(ix.Data) > maxMemoBytes || !utf8.Valid(ix.Data) {
+				return nil, fail(ReasonMemoMismatch, "the memo must be at most %d bytes of UTF-8", maxMemoBytes)
+			}
+		case LighthouseProgramID:
+			guards++
+			if guards > maxLighthouse {
+				return nil, fail(ReasonInstructionsLength, "more than %d Lighthouse instructions", maxLighthouse)
+			}
+		default:
+			return nil, fail(ReasonUnknownInstruction, "instruction %d calls %s, which a payment never needs", i, p)
+		}
+	}
+	if transfer < 0 {
+		return nil, fail(ReasonNoTransfer, "no TransferChecked instruction")
+	}
+	if t.Memo != "" && (memos != 1 || string(memo) != t.Memo) {
+		return nil, fail(ReasonMemoMismatch, "exactly one Memo instruction with the data of extra.memo is required")
+	}
+	// The transfer.
+	ix = tx.Instructions[transfer]
+	program := tx.Keys[ix.Program]
+	if len(ix.Data) != 10 {
+		return nil, fail(ReasonUnknownInstruction, "TransferChecked data is %d bytes, not 10", len(ix.Data))
+	}
+	if len(ix.Accounts) != 4 {
+		return nil, fail(ReasonUnknownInstruction, "TransferChecked has %d accounts; a single-signer transfer has 4", len(ix.Accounts))
+	}
+	src, mint, dst, auth := ix.Accounts[0], ix.Accounts[1], ix.Accounts[2], ix.Accounts[3]
+	if tx.Keys[mint] != t.Asset {
+		return nil, fail(ReasonMintMismatch, "the transfer moves mint %s, not %s", tx.Keys[mint], t.Asset)
+	}
+	if want := t.Destination(program); tx.Keys[dst] != want {
+		return nil, fail(ReasonRecipientMismatch, "the transfer goes to %s, not %s (payTo's associated token account)", tx.Keys[dst], want)
+	}
+	if amount := binary.LittleEndian.Uint64(ix.Data[1:9]); amount != t.Amount {
+		return nil, fail(ReasonAmountMismatch, "the transfer moves %d atomic units; the price is exactly %d", amount, t.Amount)
+	}
+	if t.Decimals >= 0 && int(ix.Data[9]) != t.Decimals {
+		return nil, fail(ReasonDecimalsMismatch, "the transfer states %d decimals; the asset has %d", ix.Data[9], t.Decimals)
+	}
+	if src == 0 || auth == 0 {
+		return nil, fail(ReasonFeePayerTransfer, "the fee payer must not be the transfer's source or authority")
+	}
+	if src == dst {
+		return nil, fail(ReasonRecipientMismatch, "the transfer's source is its destination")
+	}
+	if auth != 1 {
+		return nil, fail(ReasonSigners, "the transfer's authority must be the transaction's second signer")
+	}
+	if !tx.IsWritable(int(src)) || !tx.IsWritable(int(dst)) {
+		return nil, fail(ReasonUnknownInstruction, "the transfer's source and destination must be writable")
+	}
+	// The payer's signature over the message.
+	if !ed25519.Verify(tx.Keys[1][:], tx.Message, tx.Signatures[1][:]) {
+		return nil, fail(ReasonSignature, "the payer's signature does not verify over the message")
+	}
+	return &Checked{Payer: tx.Keys[1], Source: tx.Keys[src], TokenProgram: program, MessageHash: sha256Sum(tx.Message)}, nil
+}

@@ -1,0 +1,188 @@
+package verifier
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/x402"
+	"github.com/gagliardetto/solana-go"
+)
+
+// Route is a payable route and the variable that prices it.
+type Route struct {
+	Method      string
+	Path        string // below /api/v1, as registered (e.g. /premium/full-history/:agentId)
+	Env         string
+	Default     string // price in units of the asset, e.g. "0.01"
+	Description string
+}
+
+// Routes are the premium routes, payable per request.
+var Routes = []Route{
+	{http.MethodGet, "/premium/full-history/:agentId", "ATTESTD_X402_PRICE_FULL_HISTORY", "0.01",
+		"Full attestation history of one agent: up to 1000 receipts, newest first"},
+	{http.MethodGet, "/premium/forensic-report/:agentId", "ATTESTD_X402_PRICE_FORENSIC_REPORT", "0.05",
+		"Forensic audit report of one agent, sealed with a verifiable reportHash"},
+	{http.MethodPost, "/premium/bulk-verify", "ATTESTD_X402_PRICE_BULK_VERIFY", "0.02",
+		"Verification of up to 1000 attestations in one call"},
+}
+
+// Vars lists the variables ConfigFromEnv reads.
+var Vars = func() []config.Var {
+	v := []config.Var{
+		{Name: "ATTESTD_X402_PAY_TO", Default: "(none)", Help: "turns pay per request on: the Solana wallet that receives payments"},
+		{Name: "ATTESTD_X402_NETWORK", Default: "solana", Help: "solana (mainnet) or solana-devnet"},
+		{Name: "ATTESTD_X402_ASSET", Default: "(USDC of the network)", Help: "mint of the token prices are paid in"},
+		{Name: "ATTESTD_X402_ASSET_DECIMALS", Default: "(6 for USDC)", Help: "decimals of ATTESTD_X402_ASSET; required for another mint"},
+		{Name: "ATTESTD_X402_FACILITATOR_URL", Default: "(none)", Help: "settle through this facilitator (its /supported names the fee payer)"},
+		{Name: "ATTESTD_X402_FACILITATOR_TIMEOUT", Default: "10s", Help: "deadline of a facilitator's /supported and /verify"},
+		{Name: "ATTESTD_X402_FEE_PAYER_KEYPAIR", Default: "(none)", Help: "settle ourselves: Solana CLI keypair file of the fee payer"},
+		{Name: "ATTESTD_X402_RPC_URL", Default: "(ATTESTD_SOLANA_RPC_URL)", Help: "Solana RPC used to simulate, send and confirm payments"},
+		{Name: "ATTESTD_X402_SETTLE_TIMEOUT", Default: "20s", Help: "longest wait for a settlement to confirm"},
+	}
+	for _, r := range Routes {
+		v = append(v, config.Var{Name: r.Env, Default: r.Default, Help: "price of " + r.Method + " " + r.Path + " in units of the asset"})
+	}
+	return v
+}()
+
+// Config is the pay-per-request configuration. The zero value is off.
+type Config struct {
+	PayTo    solana.PublicKey
+	Network  x402.Network
+	Asset    solana.PublicKey
+	Decimals int
+	// Prices in atomic units, by route path.
+	Prices map[string]uint64
+	// FacilitatorURL settles through a facilitator; otherwise FeePayer
+	// (with RPCURL) settles here.
+	FacilitatorURL     string
+	FacilitatorTimeout time.Duration
+	FeePayer           solana.PrivateKey
+	FeePayerFile       string
+	RPCURL             string
+	SettleTimeout      time.Duration
+	// FeePayerIsPayTo: the fee payer also receives the payments.
+	FeePayerIsPayTo bool
+}
+
+// Enabled reports whether payments are on.
+func (c Config) Enabled() bool { return !c.PayTo.IsZero() }
+
+// SelfSettling reports whether this node settles with its own fee payer.
+func (c Config) SelfSettling() bool { return c.FacilitatorURL == "" }
+
+// ConfigFromEnv reads Vars with getenv (nil: the process environment). With
+// ATTESTD_X402_PAY_TO unset, payments are off and every other x402
+// variable must be unset too; otherwise exactly one of the facilitator and
+// the fee payer keypair is required. Every problem is reported at once,
+// naming the variable to set.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	e := config.NewEnv(getenv)
+	var c Config
+	payTo := e.String("ATTESTD_X402_PAY_TO", "")
+	if payTo == "" {
+		var set []string
+		for _, v := range Vars {
+			if e.String(v.Name, "") != "" {
+				set = append(set, v.Name)
+			}
+		}
+		if len(set) > 0 {
+			return c, fmt.Errorf("ATTESTD_X402_PAY_TO is not set, but %v are: set ATTESTD_X402_PAY_TO to the wallet that receives payments to turn pay per request on, or unset them", set)
+		}
+		return c, nil
+	}
+	pk, err := solana.PublicKeyFromBase58(payTo)
+	if err != nil {
+		e.Fail("ATTESTD_X402_PAY_TO", "want a base58 Solana address (32 bytes), got %q", payTo)
+	}
+	c.PayTo = pk
+	name := e.OneOf("ATTESTD_X402_NETWORK", x402.Mainnet.Name, x402.Mainnet.Name, x402.Devnet.Name)
+	c.Network, _ = x402.NetworkByName(name)
+	c.Asset, c.Decimals = c.Network.USDC, x402.USDCDecimals
+	if a := e.String("ATTESTD_X402_ASSET", ""); a != "" {
+		mint, err := solana.PublicKeyFromBase58(a)
+		if err != nil {
+			e.Fail("ATTESTD_X402_ASSET", "want a base58 mint address, got %q", a)
+		} else {
+			c.Asset = mint
+		}
+	}
+	if e.String("ATTESTD_X402_ASSET_DECIMALS", "") != "" {
+		c.Decimals = e.Int("ATTESTD_X402_ASSET_DECIMALS", x402.USDCDecimals, 0, 18)
+	} else if c.Asset != x402.Mainnet.USDC && c.Asset != x402.Devnet.USDC {
+		e.Fail("ATTESTD_X402_ASSET_DECIMALS", "is required when ATTESTD_X402_ASSET is not USDC (set the mint's decimals)")
+	}
+	if c.Asset == x402.Mainnet.USDC && c.Network.Name != x402.Mainnet.Name || c.Asset == x402.Devnet.USDC && c.Network.Name != x402.Devnet.Name {
+		e.Fail("ATTESTD_X402_ASSET", "%s is USDC of another network than ATTESTD_X402_NETWORK=%s", c.Asset, c.Network.Name)
+	}
+	c.Prices = map[string]uint64{}
+	for _, r := range Routes {
+		v := e.String(r.Env, r.Default)
+		n, err := x402.ParseAmount(v, c.Decimals)
+		if err != nil {
+			e.Fail(r.Env, "%v", err)
+			continue
+		}
+		if n > 1_000*pow10(c.Decimals) {
+			e.Fail(r.Env, "%s is more than 1000 units of the asset; is it a price in atomic units? write it in units (0.01)", v)
+		}
+		c.Prices[r.Path] = n
+	}
+	c.FacilitatorURL = e.String("ATTESTD_X402_FACILITATOR_URL", "")
+	c.FacilitatorTimeout = e.Duration("ATTESTD_X402_FACILITATOR_TIMEOUT", 10*time.Second, 100*time.Millisecond, 2*time.Minute)
+	c.SettleTimeout = e.Duration("ATTESTD_X402_SETTLE_TIMEOUT", 20*time.Second, time.Second, 5*time.Minute)
+	c.FeePayerFile = e.String("ATTESTD_X402_FEE_PAYER_KEYPAIR", "")
+	c.RPCURL = e.String("ATTESTD_X402_RPC_URL", e.String("ATTESTD_SOLANA_RPC_URL", "http://127.0.0.1:8899"))
+	switch {
+	case c.FacilitatorURL != "" && c.FeePayerFile != "":
+		e.Fail("ATTESTD_X402_FACILITATOR_URL", "and ATTESTD_X402_FEE_PAYER_KEYPAIR are both set: settle through the facilitator or with your own fee payer, not both")
+	case c.FacilitatorURL == "" && c.FeePayerFile == "":
+		e.Fail("ATTESTD_X402_PAY_TO", "is set, so payments need a settler: set ATTESTD_X402_FACILITATOR_URL (a facilitator pays the fees) or ATTESTD_X402_FEE_PAYER_KEYPAIR (a Solana CLI keypair file with SOL for fees, used with ATTESTD_X402_RPC_URL)")
+	case c.FacilitatorURL != "":
+		u, err := url.Parse(c.FacilitatorURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			e.Fail("ATTESTD_X402_FACILITATOR_URL", "want an absolute http(s) URL, got %q", c.FacilitatorURL)
+		}
+	default:
+		k, err := solana.PrivateKeyFromSolanaKeygenFile(c.FeePayerFile)
+		if err != nil {
+			e.Fail("ATTESTD_X402_FEE_PAYER_KEYPAIR", "%v (want a Solana CLI keypair file: a JSON array of 64 bytes)", err)
+		} else {
+			c.FeePayer = k
+			if k.PublicKey() == c.PayTo {
+				// Allowed by the scheme, but then the fee payer's own
+				// token account receives: say so, it is rarely meant.
+				c.FeePayerIsPayTo = true
+			}
+		}
+		u, err := url.Parse(c.RPCURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			e.Fail("ATTESTD_X402_RPC_URL", "want an absolute http(s) URL, got %q", c.RPCURL)
+		}
+	}
+	if err := e.Err(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func pow10(n int) uint64 {
+	p := uint64(1)
+	for i := 0; i < n; i++ {
+		p *= 10
+	}
+	return p
+}
+
+// errOff is returned by New for a configuration that is off.
+var errOff = errors.New("x402: payments are not configured (ATTESTD_X402_PAY_TO is unset)")

@@ -1,0 +1,402 @@
+package verifier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/x402"
+	"github.com/gagliardetto/solana-go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+)
+
+// MaxTimeoutSeconds is the requirements' maxTimeoutSeconds: how long a
+// payer may take; the blockhash bounds it anyway.
+const MaxTimeoutSeconds = 60
+
+// Ledger records payments (store.Store implements it).
+type Ledger interface {
+	ClaimPayment(ctx context.Context, p store.Payment) (int64, error)
+	FinishPayment(ctx context.Context, id int64, status, txSignature, reason string) error
+}
+
+// Options configure a Verifier.
+type Options struct {
+	Config Config
+	// Redis holds the replay guard (nil: the ledger alone guards).
+	Redis redis.UniversalClient
+	// KeyPrefix prefixes the guard's keys (e.g. "attestd:x402:").
+	KeyPrefix string
+	Ledger    Ledger // required
+	Logger    *slog.Logger
+	// Registerer receives the metrics (nil: not registered).
+	Registerer prometheus.Registerer
+	// HTTPClient calls the facilitator (nil: a client that follows no redirects).
+	HTTPClient *http.Client
+	// Node names this process in the ledger (default: the host name).
+	Node string
+}
+
+// settler is how payments are checked against the chain and settled.
+type settler interface {
+	feePayer() (solana.PublicKey, bool)
+	recentBlockhash() (solana.Hash, uint64, bool)
+	verify(ctx context.Context, p *Payment) *Refusal
+	settle(ctx context.Context, p *Payment) (txSig string, r *Refusal)
+}
+
+// Verifier guards payable routes. It is safe for concurrent use.
+type Verifier struct {
+	cfg     Config
+	log     *slog.Logger
+	ledger  Ledger
+	guard   *replayGuard
+	m       *metrics
+	s       settler
+	node    string
+	routes  map[string]route
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closeMu sync.Once
+}
+
+type route struct {
+	Route
+	amount uint64
+	terms  x402.ExactTerms
+}
+
+// New builds a verifier. With a facilitator it reads /supported first
+// (retrying in the background while the facilitator does not answer; until
+// then payable routes answer 503); a facilitator that answers without our
+// network's exact kind is a configuration error.
+func New(ctx context.Context, opt Options) (*Verifier, error) {
+	cfg := opt.Config
+	if !cfg.Enabled() {
+		return nil, errOff
+	}
+	if opt.Ledger == nil {
+		return nil, errors.New("x402 verifier: a ledger is required")
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opt.Node == "" {
+		opt.Node, _ = os.Hostname()
+	}
+	v := &Verifier{cfg: cfg, log: opt.Logger.With("component", "x402"), ledger: opt.Ledger, m: newMetrics(opt.Registerer),
+		node: opt.Node, routes: map[string]route{},
+		guard: &replayGuard{rdb: opt.Redis, prefix: opt.KeyPrefix, timeout: 500 * time.Millisecond}}
+	runCtx, cancel := context.WithCancel(context.Background())
+	v.cancel = cancel
+	if cfg.SelfSettling() {
+		s := newSelfSettler(cfg.FeePayer, cfg.RPCURL, cfg.SettleTimeout)
+		s.refreshHint() // the first 402 already carries a blockhash hint
+		v.s = s
+	} else {
+		f := newFacilitator(cfg.FacilitatorURL, opt.HTTPClient, cfg, v.log)
+		v.s = f
+		if err := f.load(ctx); err != nil {
+			var ns *errNotSupported
+			if errors.As(err, &ns) {
+				cancel()
+				return nil, err
+			}
+			v.log.Warn("facilitator not reachable yet; payable routes answer 503 until it is", "url", cfg.FacilitatorURL, "err", err)
+			v.wg.Add(1)
+			go func() { defer v.wg.Done(); v.retryLoad(runCtx, f) }()
+		}
+	}
+	for _, r := range Routes {
+		amount := cfg.Prices[r.Path]
+		if amount == 0 {
+			continue
+		}
+		rt := route{Route: r, amount: amount, terms: x402.ExactTerms{PayTo: cfg.PayTo, Asset: cfg.Asset, Amount: amount, Decimals: cfg.Decimals}}
+		if err := rt.terms.Prepare(); err != nil {
+			cancel()
+			return nil, fmt.Errorf("x402 verifier: derive payTo's token account: %w", err)
+		}
+		v.routes[r.Path] = rt
+	}
+	return v, nil
+}
+
+func (v *Verifier) retryLoad(ctx context.Context, f *facilitator) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+		err := f.load(ctx)
+		if err == nil {
+			pk, _ := f.feePayer()
+			v.log.Info("facilitator reachable", "url", v.cfg.FacilitatorURL, "fee_payer", pk.String())
+			return
+		}
+		v.log.Warn("facilitator still not reachable", "url", v.cfg.FacilitatorURL, "err", err)
+	}
+}
+
+// Close stops background work.
+func (v *Verifier) Close() {
+	v.closeMu.Do(func() {
+		v.cancel()
+		v.wg.Wait()
+	})
+}
+
+// Config is the configuration in use.
+func (v *Verifier) Config() Config { return v.cfg }
+
+// FeePayer is the fee payer put in requirements (false: not known yet).
+func (v *Verifier) FeePayer() (solana.PublicKey, bool) { return v.s.feePayer() }
+
+// Payable reports whether a route path (below /api/v1, as registered) has
+// a price.
+func (v *Verifier) Payable(path string) bool {
+	_, ok := v.routes[path]
+	return ok
+}
+
+// Price is a route's price in atomic units (0: not payable).
+func (v *Verifier) Price(path string) uint64 { return v.routes[path].amount }
+
+// Requirements are what a request of route must pay, and what it buys.
+// ok is false while the fee payer is unknown (a facilitator not reached
+// yet) or when the route is not payable.
+func (v *Verifier) Requirements(path, resourceURL string) (q x402.Requirements, r x402.ResourceInfo, ok bool) {
+	rt, found := v.routes[path]
+	fp, known := v.s.feePayer()
+	if !found || !known {
+		return q, r, false
+	}
+	extra := &x402.Extra{FeePayer: fp.String()}
+	if h, lv, ok := v.s.recentBlockhash(); ok {
+		extra.RecentBlockhash, extra.LastValidBlockHeight = h.String(), strconv.FormatUint(lv, 10)
+	}
+	q = x402.Requirements{Scheme: x402.SchemeExact, Network: v.cfg.Network.CAIP2, Amount: strconv.FormatUint(rt.amount, 10),
+		Asset: v.cfg.Asset.String(), PayTo: v.cfg.PayTo.String(), MaxTimeoutSeconds: MaxTimeoutSeconds, Extra: extra}
+	r = x402.ResourceInfo{URL: resourceURL, Description: rt.Description, MimeType: "application/json"}
+	return q, r, true
+}
+
+// Request is a payable request as the middleware saw it. The strings must
+// be the caller's own copies.
+type Request struct {
+	Path        string // route path below /api/v1, as registered
+	ResourceURL string
+	PaymentV2   string // PAYMENT-SIGNATURE
+	PaymentV1   string // X-PAYMENT
+}
+
+// Payment is a verified, claimed payment waiting for its answer.
+type Payment struct {
+	Path         string
+	V1           bool
+	Requirements x402.Requirements
+	Resource     x402.ResourceInfo
+	Tx           *x402.Transaction
+	Checked      *x402.Checked
+	Amount       uint64
+
+	signed   []byte // self-settled: the co-signed wire transaction
+	txSig    string
+	ledgerID int64
+	done     bool
+}
+
+// Payer is the paying wallet.
+func (p *Payment) Payer() string { return p.Checked.Payer.String() }
+
+// Begin verifies the payment a request carries and claims it; the
+// request's handler may run when it returns a Payment. A request without a
+// payment is refused with the challenge (ReasonMissing). Every Payment must
+// end with Settle or Release.
+func (v *Verifier) Begin(ctx context.Context, req Request) (*Payment, *Refusal) {
+	r := v.begin(ctx, req)
+	p, ref := r.p, r.ref
+	if ref != nil {
+		v.m.refused.WithLabelValues(ref.Reason).Inc()
+		return nil, ref
+	}
+	v.m.paid.WithLabelValues(req.Path).Inc()
+	return p, nil
+}
+
+type outcome struct {
+	p   *Payment
+	ref *Refusal
+}
+
+func (v *Verifier) begin(ctx context.Context, req Request) outcome {
+	rt, ok := v.routes[req.Path]
+	if !ok {
+		return outcome{ref: unavailable(ReasonNotReady, "this route is not payable")}
+	}
+	q, res, ok := v.Requirements(req.Path, req.ResourceURL)
+	if !ok {
+		return outcome{ref: unavailable(ReasonNotReady, "payments are not available right now (the facilitator has not answered yet); use an API key or try again shortly")}
+	}
+	if req.PaymentV2 == "" && req.PaymentV1 == "" {
+		return outcome{ref: challenge(ReasonMissing, fmt.Sprintf("this route needs an API key in the x-api-key header, or a payment of %s %s (x402: see the PAYMENT-REQUIRED header)",
+			x402.FormatAmount(rt.amount, v.cfg.Decimals), v.assetName()))}
+	}
+	start := time.Now()
+	p := &Payment{Path: req.Path, Requirements: q, Resource: res, Amount: rt.amount}
+	var raw []byte
+	if req.PaymentV2 != "" {
+		payload, tx, err := x402.DecodePaymentV2(req.PaymentV2)
+		if err != nil {
+			return outcome{ref: fromCheck(err)}
+		}
+		if !q.Match(payload.Accepted) {
+			return outcome{ref: challenge(x402.ReasonRequirementsMismatch, "payment refused: its accepted requirements (scheme, network, amount, asset, payTo, feePayer) are not this route's; pay what the PAYMENT-REQUIRED header asks")}
+		}
+		raw = tx
+	} else {
+		p.V1 = true
+		payload, tx, err := x402.DecodePaymentV1(req.PaymentV1)
+		if err != nil {
+			return outcome{ref: fromCheck(err)}
+		}
+		if payload.Network != v.cfg.Network.Name {
+			return outcome{ref: challenge(x402.ReasonInvalidNetwork, fmt.Sprintf("payment refused: network %q is not %q", clip(payload.Network, 40), v.cfg.Network.Name))}
+		}
+		raw = tx
+	}
+	tx, err := x402.DecodeTransaction(raw)
+	if err != nil {
+		return outcome{ref: fromCheck(err)}
+	}
+	terms := rt.terms
+	terms.FeePayer, _ = solana.PublicKeyFromBase58(q.Extra.FeePayer)
+	checked, cerr := x402.CheckExact(tx, &terms)
+	v.m.local.Observe(time.Since(start).Seconds())
+	if cerr != nil {
+		return outcome{ref: fromCheck(cerr)}
+	}
+	p.Tx, p.Checked = tx, checked
+	// One payment, one answer: claim the message in Redis (fast, shared by
+	// the fleet), check it against the chain, then in the ledger (durable).
+	claimed, gerr := v.guard.claim(ctx, checked.MessageHash, v.node)
+	if gerr != nil {
+		v.m.replayRedis.Inc()
+		v.log.Warn("replay guard unavailable; the ledger decides alone", "err", gerr)
+		claimed = true
+	}
+	if !claimed {
+		return outcome{ref: replayed()}
+	}
+	if ref := v.s.verify(ctx, p); ref != nil {
+		v.unclaim(p, false)
+		return outcome{ref: ref}
+	}
+	id, lerr := v.ledger.ClaimPayment(ctx, store.Payment{MessageHash: checked.MessageHash, TxSignature: p.txSig,
+		Network: v.cfg.Network.CAIP2, Asset: q.Asset, PayTo: q.PayTo, Payer: checked.Payer.String(), Amount: rt.amount,
+		Route: req.Path, Node: v.node})
+	if errors.Is(lerr, store.ErrPaymentUsed) {
+		// Another request holds it (Redis forgot, or did not answer).
+		return outcome{ref: replayed()}
+	}
+	if lerr != nil {
+		v.log.Error("payments ledger unavailable", "err", lerr)
+		v.unclaim(p, false)
+		return outcome{ref: unavailable(ReasonLedgerDown, "cannot record the payment now (the database is unavailable); nothing was charged; try again shortly")}
+	}
+	p.ledgerID = id
+	return outcome{p: p}
+}
+
+func (v *Verifier) assetName() string {
+	if v.cfg.Asset == v.cfg.Network.USDC {
+		return "USDC"
+	}
+	return "of token " + v.cfg.Asset.String()
+}
+
+// unclaim gives the Redis claim back and, when the ledger holds the
+// payment, marks it released: nothing was charged.
+func (v *Verifier) unclaim(p *Payment, ledger bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if ledger {
+		if err := v.ledger.FinishPayment(ctx, p.ledgerID, store.PaymentReleased, "", "the answer was an error; not charged"); err != nil {
+			v.log.Error("ledger: release payment", "id", p.ledgerID, "err", err)
+		}
+	}
+	if err := v.guard.release(ctx, p.Checked.MessageHash); err != nil {
+		v.log.Warn("replay guard: release claim", "err", err)
+	}
+}
+
+// Release gives a payment back unsettled: the handler answered an error,
+// so nothing is charged and the same payment may be presented again.
+func (v *Verifier) Release(p *Payment) {
+	if p == nil || p.done {
+		return
+	}
+	p.done = true
+	v.m.released.Inc()
+	v.unclaim(p, true)
+}
+
+// Settle charges the payment. On success the answer may be released with
+// the returned PAYMENT-RESPONSE; on failure it must not be (the claim is
+// kept: the transaction may still land).
+func (v *Verifier) Settle(ctx context.Context, p *Payment) (x402.SettleResponse, *Refusal) {
+	p.done = true
+	start := time.Now()
+	sig, ref := v.s.settle(ctx, p)
+	v.m.settle.Observe(time.Since(start).Seconds())
+	resp := x402.SettleResponse{Network: v.cfg.Network.CAIP2, Payer: p.Payer(), Amount: p.Requirements.Amount}
+	if p.V1 {
+		resp.Network = v.cfg.Network.Name
+	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	if ref != nil {
+		v.m.failed.WithLabelValues(ref.Reason).Inc()
+		v.log.Warn("settlement failed", "route", p.Path, "payer", p.Payer(), "reason", ref.Reason, "err", ref.Message)
+		if err := v.ledger.FinishPayment(lctx, p.ledgerID, store.PaymentFailed, p.txSig, ref.Reason+": "+ref.Message); err != nil {
+			v.log.Error("ledger: record failed settlement", "id", p.ledgerID, "err", err)
+		}
+		resp.ErrorReason = ref.Reason
+		out := challenge(ref.Reason, "the payment could not be settled, so the answer is withheld: "+ref.Message)
+		return resp, out
+	}
+	resp.Success, resp.Transaction = true, sig
+	v.m.settled.WithLabelValues(p.Path).Inc()
+	v.m.settledUnits.Add(float64(p.Amount))
+	if err := v.ledger.FinishPayment(lctx, p.ledgerID, store.PaymentSettled, sig, ""); err != nil {
+		// The money moved: the answer is owed. The row stays pending for
+		// the operator to reconcile with the transaction.
+		v.log.Error("ledger: record settlement", "id", p.ledgerID, "tx", sig, "err", err)
+	}
+	return resp, nil
+}
+
+// Preflight logs what would make every payment fail (self-settling only:
+// payTo's token account missing, no SOL for fees). It never fails.
+func (v *Verifier) Preflight(ctx context.Context) {
+	s, ok := v.s.(*selfSettler)
+	if !ok {
+		return
+	}
+	for _, rt := range v.routes {
+		for _, w := range s.preflight(ctx, rt.terms.Destination(solana.TokenProgramID)) {
+			v.log.Warn("x402 preflight: " + w)
+		}
+		return
+	}
+}

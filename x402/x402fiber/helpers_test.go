@@ -1,0 +1,221 @@
+package x402fiber_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/attestd/attestd/apikey"
+	"github.com/attestd/attestd/app"
+	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/devnet"
+	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/premium"
+	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/x402"
+	"github.com/attestd/attestd/x402/verifier"
+	"github.com/attestd/attestd/x402/x402fiber"
+	"github.com/gagliardetto/solana-go"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+const (
+	historyPath = "/premium/full-history/:agentId"
+	reportPath  = "/premium/forensic-report/:agentId"
+	bulkPath    = "/premium/bulk-verify"
+	price       = 10_000 // 0.01 USDC
+)
+
+// fixture is a seeded database, a chain simulator and the wallets of a
+// payment: the fee payer (ours), payTo (ours) and a funded payer.
+type fixture struct {
+	env      *apptest.Env
+	chain    *devnet.Chain
+	feePayer solana.PrivateKey
+	payTo    solana.PublicKey
+	payToATA solana.PublicKey
+	payer    solana.PrivateKey
+	agent    string
+}
+
+func quiet() *slog.Logger {
+	if os.Getenv("ATTESTD_TEST_LOGS") != "" {
+		return slog.Default()
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	env := apptest.NewEnv(t, apptest.Options{Agents: 2, Attestations: 60})
+	chain, err := devnet.Start(context.Background(), devnet.Config{SlotInterval: -1, Logger: quiet()})
+	testenv.Must(t, err, "devnet")
+	t.Cleanup(chain.Close)
+	f := &fixture{env: env, chain: chain, feePayer: chain.NewKeypair(), payTo: chain.NewKeypair().PublicKey(),
+		payer: chain.NewKeypair()}
+	// The agent with the most attestations.
+	testenv.Must(t, env.Store.Pool().QueryRow(context.Background(),
+		"SELECT agent_pda FROM attestations GROUP BY agent_pda ORDER BY count(*) DESC LIMIT 1").Scan(&f.agent), "busiest agent")
+	chain.Fund(f.feePayer.PublicKey(), solana.LAMPORTS_PER_SOL)
+	f.payToATA, err = chain.MintTo(devnet.DevnetUSDCMint, f.payTo, 0)
+	testenv.Must(t, err, "payTo token account")
+	_, err = chain.FundWallet(f.payer.PublicKey(), 0, 1_000_000)
+	testenv.Must(t, err, "fund payer")
+	return f
+}
+
+// config is a self-settling configuration on the simulator.
+func (f *fixture) config() verifier.Config {
+	return verifier.Config{PayTo: f.payTo, Network: x402.Devnet, Asset: devnet.DevnetUSDCMint, Decimals: 6,
+		Prices:   map[string]uint64{historyPath: price, reportPath: 5 * price, bulkPath: 2 * price},
+		FeePayer: f.feePayer, RPCURL: f.chain.RPCURL(), SettleTimeout: 10 * time.Second, FacilitatorTimeout: 5 * time.Second}
+}
+
+func (f *fixture) balance(t *testing.T) uint64 {
+	t.Helper()
+	b, err := f.chain.TokenBalance(f.payToATA)
+	testenv.Must(t, err, "payTo balance")
+	return b
+}
+
+// paidNode is an API node with keys, premium routes and pay per request.
+type paidNode struct {
+	*apptest.Node
+	v   *verifier.Verifier
+	reg *prometheus.Registry
+}
+
+func (f *fixture) node(t *testing.T, cfg verifier.Config, hc *http.Client) *paidNode {
+	t.Helper()
+	return f.nodeWith(t, cfg, hc, true)
+}
+
+// nodeWith may leave the replay guard out of Redis (the ledger alone guards).
+func (f *fixture) nodeWith(t *testing.T, cfg verifier.Config, hc *http.Client, redisGuard bool) *paidNode {
+	t.Helper()
+	pn := &paidNode{}
+	var deps app.Deps
+	pn.Node = f.env.StartNode(t, apptest.NodeOptions{
+		Configure: func(d *app.Deps) { deps = *d },
+		Routes: func(api *app.API) {
+			svc, err := apikey.New(context.Background(), apikey.Options{Store: deps.Store, Redis: apptest.NewRedis(t, f.env.RedisURL),
+				Channel: f.env.Prefix + apikey.ChannelSuffix, Logger: deps.Logger})
+			testenv.Must(t, err, "key service")
+			t.Cleanup(svc.Close)
+			pn.reg = prometheus.NewRegistry()
+			vopt := verifier.Options{Config: cfg, KeyPrefix: f.env.Prefix + "x402:", Ledger: deps.Store, Logger: quiet(),
+				Registerer: pn.reg, HTTPClient: hc}
+			if redisGuard {
+				vopt.Redis = apptest.NewRedis(t, f.env.RedisURL)
+			}
+			v, err := verifier.New(context.Background(), vopt)
+			testenv.Must(t, err, "verifier")
+			t.Cleanup(v.Close)
+			pn.v = v
+			h, err := premium.New(premium.Options{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
+			testenv.Must(t, err, "premium")
+			h.Routes(api, svc.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v)}))
+		},
+	})
+	return pn
+}
+
+// challenge asks for a route unpaid and decodes the 402's header.
+func (pn *paidNode) challenge(t *testing.T, method, path string, body []byte) *x402.PaymentRequired {
+	t.Helper()
+	r := pn.Do(t, method, path, body, nil)
+	if r.Status != http.StatusPaymentRequired {
+		t.Fatalf("unpaid %s %s: %d %s", method, path, r.Status, r.Body)
+	}
+	pr, err := x402.DecodePaymentRequired(r.Header.Get(x402.HeaderPaymentRequired))
+	testenv.Must(t, err, "decode PAYMENT-REQUIRED")
+	return pr
+}
+
+// wallet builds the payment a wallet would for pr.
+func (f *fixture) wallet(t *testing.T, pr *x402.PaymentRequired) string {
+	t.Helper()
+	q := pr.Accepts[0]
+	wire, err := x402.BuildExact(q, x402.Payment{Payer: f.payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
+	testenv.Must(t, err, "build payment")
+	return header(t, x402.NewPaymentPayload(pr.Resource, q, wire))
+}
+
+func header(t *testing.T, v any) string {
+	t.Helper()
+	h, err := x402.EncodeHeader(v)
+	testenv.Must(t, err, "encode header")
+	return h
+}
+
+func (pn *paidNode) pay(t *testing.T, method, path string, body []byte, payment string) *apptest.Response {
+	t.Helper()
+	return pn.Do(t, method, path, body, map[string]string{x402.HeaderPaymentSignature: payment})
+}
+
+// reason is the refusal's error.reason.
+func reason(t *testing.T, r *apptest.Response) string {
+	t.Helper()
+	var b struct {
+		Error struct{ Reason string } `json:"error"`
+		Data  json.RawMessage         `json:"data"`
+	}
+	r.JSON(t, &b)
+	if b.Data != nil {
+		t.Errorf("a refused payment got content: %s", r.Body)
+	}
+	return b.Error.Reason
+}
+
+func counter(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	testenv.Must(t, err, "gather")
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue next
+				}
+			}
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
+}
+
+func ledger(t *testing.T, st *store.Store, status string) []store.Payment {
+	t.Helper()
+	ps, err := st.ListPayments(context.Background(), store.PaymentFilter{Status: status})
+	testenv.Must(t, err, "list payments")
+	return ps
+}
+
+func hasPrefix(s string, p ...string) bool {
+	for _, x := range p {
+		if strings.HasPrefix(s, x) {
+			return true
+		}
+	}
+	return false
+}
+
+func encode(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

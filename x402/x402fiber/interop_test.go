@@ -1,0 +1,121 @@
+package x402fiber_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/x402"
+)
+
+// tsClient installs the official x402 TypeScript client (testdata/tsclient:
+// package.json and its lock file) with npm ci into a cache directory keyed
+// by the lock file's hash, once per machine, and returns that directory.
+func tsClient(t *testing.T) string {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed: the interoperability test needs Node.js and npm (apt-get install nodejs npm)", tool)
+		}
+	}
+	lock, err := os.ReadFile("testdata/tsclient/package-lock.json")
+	testenv.Must(t, err, "read lock file")
+	pkg, err := os.ReadFile("testdata/tsclient/package.json")
+	testenv.Must(t, err, "read package.json")
+	sum := sha256.Sum256(append(append([]byte(nil), pkg...), lock...))
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	dir := filepath.Join(base, "attestd", "x402-tsclient-"+hex.EncodeToString(sum[:6]))
+	marker := filepath.Join(dir, ".installed")
+	if _, err := os.Stat(marker); err != nil {
+		testenv.Must(t, os.MkdirAll(dir, 0o755), "cache dir")
+		testenv.Must(t, os.WriteFile(filepath.Join(dir, "package.json"), pkg, 0o644), "package.json")
+		testenv.Must(t, os.WriteFile(filepath.Join(dir, "package-lock.json"), lock, 0o644), "lock file")
+		var out []byte
+		for attempt := 1; attempt <= 2; attempt++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+			cmd.Dir = dir
+			out, err = cmd.CombinedOutput()
+			cancel()
+			if err == nil {
+				break
+			}
+			t.Logf("npm ci (attempt %d): %v\n%s", attempt, err, out)
+		}
+		testenv.Must(t, err, "npm ci in %s: %s", dir, out)
+		testenv.Must(t, os.WriteFile(marker, []byte(time.Now().UTC().Format(time.RFC3339)), 0o644), "marker")
+	}
+	script, err := os.ReadFile("testdata/tsclient/pay.mjs")
+	testenv.Must(t, err, "read pay.mjs")
+	testenv.Must(t, os.WriteFile(filepath.Join(dir, "pay.mjs"), script, 0o644), "pay.mjs")
+	return dir
+}
+
+type tsResult struct {
+	Status          int                  `json:"status"`
+	PaymentResponse *x402.SettleResponse `json:"paymentResponse"`
+	HasData         bool                 `json:"hasData"`
+	Body            string               `json:"body"`
+}
+
+// The official x402 TypeScript client (@x402/fetch with @x402/svm's exact
+// scheme) pays attestd on the simulator: whatever it builds from our 402
+// verifies and settles.
+func TestOfficialTypeScriptClientPays(t *testing.T) {
+	t.Parallel()
+	dir := tsClient(t)
+	f := newFixture(t)
+	n := f.node(t, f.config(), nil)
+	keyFile := filepath.Join(t.TempDir(), "payer.json")
+	ints := make([]int, len(f.payer))
+	for i, b := range f.payer {
+		ints[i] = int(b)
+	}
+	kb, _ := json.Marshal(ints)
+	testenv.Must(t, os.WriteFile(keyFile, kb, 0o600), "keypair file")
+	run := func(method, path, body string) tsResult {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		args := []string{"pay.mjs", n.URL + path, f.chain.RPCURL(), keyFile, method}
+		if body != "" {
+			args = append(args, body)
+		}
+		cmd := exec.CommandContext(ctx, "node", args...)
+		cmd.Dir = dir
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		testenv.Must(t, err, "node pay.mjs: %s", stderr.String())
+		var r tsResult
+		testenv.Must(t, json.Unmarshal(out, &r), "decode %s", out)
+		return r
+	}
+	before := f.balance(t)
+	r := run(http.MethodGet, "/premium/full-history/"+f.agent, "")
+	if r.Status != http.StatusOK || !r.HasData || r.PaymentResponse == nil || !r.PaymentResponse.Success || r.PaymentResponse.Transaction == "" {
+		t.Fatalf("TypeScript client, full history: %+v", r)
+	}
+	r = run(http.MethodPost, "/premium/bulk-verify", `{"ids":["`+f.agent+`"]}`)
+	if r.Status != http.StatusOK || !r.HasData || r.PaymentResponse == nil || !r.PaymentResponse.Success {
+		t.Fatalf("TypeScript client, bulk verify: %+v", r)
+	}
+	if got := f.balance(t); got != before+3*price {
+		t.Fatalf("payTo %d -> %d, want +%d", before, got, 3*price)
+	}
+	if rows := ledger(t, n.Store, store.PaymentSettled); len(rows) != 2 || rows[0].Payer != f.payer.PublicKey().String() {
+		t.Fatalf("ledger %+v", rows)
+	}
+}

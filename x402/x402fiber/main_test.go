@@ -1,0 +1,9 @@
+package x402fiber_test
+
+import (
+	"testing"
+
+	"github.com/attestd/attestd/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }

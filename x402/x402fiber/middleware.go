@@ -1,0 +1,142 @@
+package x402fiber
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/x402"
+	"github.com/attestd/attestd/x402/verifier"
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
+)
+
+// Prefix is stripped from a route's registered path to find its price
+// (the API's routes live under /api/v1).
+const Prefix = "/api/v1"
+
+// maxResourceURL bounds the resource URL echoed in a 402.
+const maxResourceURL = 512
+
+// New returns the middleware for the routes v prices. Mount it where a
+// payment is acceptable (as apikey.RequireOptions.OnMissingKey: premium
+// requests that carry no key).
+func New(v *verifier.Verifier) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		path := strings.TrimPrefix(c.Route().Path, Prefix)
+		resource := resourceURL(c)
+		// Header values live in Fiber's buffers: copy them before they are
+		// decoded or kept.
+		req := verifier.Request{Path: path, ResourceURL: resource,
+			PaymentV2: utils.CopyString(c.Get(x402.HeaderPaymentSignature)),
+			PaymentV1: utils.CopyString(c.Get(x402.HeaderPaymentV1))}
+		ctx := context.Background()
+		p, ref := v.Begin(ctx, req)
+		if ref != nil {
+			return refuse(c, v, path, resource, req.PaymentV2 == "" && req.PaymentV1 != "", ref, nil)
+		}
+		settled := false
+		defer func() {
+			// A panic in the handler: nothing was charged, give it back.
+			if !settled {
+				v.Release(p)
+			}
+		}()
+		if err := c.Next(); err != nil {
+			settled = true
+			v.Release(p)
+			return err
+		}
+		if c.Response().StatusCode() >= http.StatusBadRequest {
+			settled = true
+			v.Release(p)
+			return nil
+		}
+		settled = true
+		resp, sref := v.Settle(ctx, p)
+		hdr := x402.HeaderPaymentResponse
+		if p.V1 {
+			hdr = x402.HeaderPaymentResponseV1
+		}
+		enc, err := x402.EncodeHeader(resp)
+		if err != nil {
+			return err
+		}
+		if sref != nil {
+			// Withhold the answer: drop its body and content headers.
+			c.Response().ResetBody()
+			c.Response().Header.Del(fiber.HeaderContentEncoding)
+			c.Response().Header.Del(fiber.HeaderVary)
+			c.Response().Header.Del(fiber.HeaderETag)
+			return refuse(c, v, path, resource, p.V1, sref, map[string]string{hdr: enc})
+		}
+		c.Set(hdr, enc)
+		c.Set(fiber.HeaderCacheControl, "private, no-store")
+		c.Set("Access-Control-Expose-Headers", hdr)
+		return nil
+	}
+}
+
+// resourceURL is the request's URL without its query, bounded.
+func resourceURL(c *fiber.Ctx) string {
+	u := c.BaseURL() + c.Path()
+	if len(u) > maxResourceURL {
+		u = u[:maxResourceURL]
+	}
+	return strings.Clone(u)
+}
+
+// body2 is a v2 refusal: the PaymentRequired fields beside the envelope.
+// PaymentRequired's own error string travels in the header and as
+// error.reason.
+type body2 struct {
+	X402Version int                 `json:"x402Version"`
+	Resource    x402.ResourceInfo   `json:"resource"`
+	Accepts     []x402.Requirements `json:"accepts"`
+	Error       envelope            `json:"error"`
+}
+
+type body1 struct {
+	X402Version int                   `json:"x402Version"`
+	Accepts     []x402.RequirementsV1 `json:"accepts"`
+	Error       envelope              `json:"error"`
+}
+
+type envelope struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// refuse writes a refusal: for those a new payment can fix, the payment
+// instructions in the header (v2) and the body; otherwise the plain
+// envelope. Refusals are never cached.
+func refuse(c *fiber.Ctx, v *verifier.Verifier, path, resource string, v1 bool, r *verifier.Refusal, extra map[string]string) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	for k, val := range extra {
+		c.Set(k, val)
+	}
+	q, res, ok := v.Requirements(path, resource)
+	if !r.Challenge || !ok {
+		return c.Status(r.Status).JSON(apierror.Body(r.Code, r.Message))
+	}
+	env := envelope{Code: r.Code, Message: r.Message}
+	if r.Reason != verifier.ReasonMissing {
+		env.Reason = r.Reason
+	}
+	if v1 {
+		return c.Status(r.Status).JSON(body1{X402Version: 1, Accepts: []x402.RequirementsV1{q.V1(res)}, Error: env})
+	}
+	pr := x402.PaymentRequired{X402Version: 2, Error: r.Message, Resource: res, Accepts: []x402.Requirements{q}}
+	if r.Reason != verifier.ReasonMissing {
+		pr.Error = r.Reason + ": " + r.Message
+	}
+	h, err := x402.EncodeHeader(pr)
+	if err != nil {
+		return err
+	}
+	c.Set(x402.HeaderPaymentRequired, h)
+	c.Set("Access-Control-Expose-Headers", x402.HeaderPaymentRequired)
+	return c.Status(r.Status).JSON(body2{X402Version: 2, Resource: res, Accepts: pr.Accepts, Error: env})
+}

@@ -1,0 +1,153 @@
+package x402fiber_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/x402"
+	"github.com/attestd/attestd/x402/verifier"
+)
+
+// A payment built as a wallet builds it buys the answer: 200, the content,
+// PAYMENT-RESPONSE naming the settled transaction, payTo richer by the
+// price, the ledger settled, and the same payment refused afterwards.
+func TestPaidRequestSettles(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	n := f.node(t, f.config(), nil)
+	path := "/premium/full-history/" + f.agent
+	pr := n.challenge(t, http.MethodGet, path, nil)
+	q := pr.Accepts[0]
+	if pr.X402Version != 2 || q.Network != x402.Devnet.CAIP2 || q.Amount != "10000" || q.Asset != x402.Devnet.USDC.String() ||
+		q.PayTo != f.payTo.String() || q.Extra == nil || q.Extra.FeePayer != f.feePayer.PublicKey().String() ||
+		!strings.HasSuffix(pr.Resource.URL, path) {
+		t.Fatalf("challenge %+v %+v", pr, q)
+	}
+	before := f.balance(t)
+	payment := f.wallet(t, pr)
+	r := n.pay(t, http.MethodGet, path, nil, payment)
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"data"`) {
+		t.Fatalf("paid: %d %s", r.Status, r.Body)
+	}
+	if cc := r.Header.Get("Cache-Control"); cc != "private, no-store" {
+		t.Errorf("paid answer Cache-Control %q", cc)
+	}
+	sr, err := x402.DecodeSettleResponse(r.Header.Get(x402.HeaderPaymentResponse))
+	testenv.Must(t, err, "PAYMENT-RESPONSE")
+	if !sr.Success || sr.Transaction == "" || sr.Network != x402.Devnet.CAIP2 || sr.Payer != f.payer.PublicKey().String() {
+		t.Fatalf("settle response %+v", sr)
+	}
+	if got := f.balance(t); got != before+price {
+		t.Fatalf("payTo balance %d -> %d, want +%d", before, got, price)
+	}
+	settled := ledger(t, n.Store, store.PaymentSettled)
+	if len(settled) != 1 || settled[0].TxSignature != sr.Transaction || settled[0].Amount != price ||
+		settled[0].Route != historyPath || settled[0].Payer != f.payer.PublicKey().String() || settled[0].SettledAt == nil {
+		t.Fatalf("ledger %+v", settled)
+	}
+	// The same payment again: one payment, one answer.
+	r = n.pay(t, http.MethodGet, path, nil, payment)
+	if r.Status != http.StatusConflict || r.ErrorCode() != "PAYMENT_REPLAYED" {
+		t.Fatalf("replay: %d %s", r.Status, r.Body)
+	}
+	if got := f.balance(t); got != before+price {
+		t.Fatalf("replay moved money: %d", got)
+	}
+	if counter(t, n.reg, "attestd_x402_settled_total") != 1 || counter(t, n.reg, "attestd_x402_paid_total") != 1 ||
+		counter(t, n.reg, "attestd_x402_refused_total", "reason", verifier.ReasonReplayed) != 1 ||
+		counter(t, n.reg, "attestd_x402_refused_total", "reason", verifier.ReasonMissing) != 1 {
+		t.Errorf("metrics: settled %v paid %v", counter(t, n.reg, "attestd_x402_settled_total"), counter(t, n.reg, "attestd_x402_paid_total"))
+	}
+}
+
+// The unpaid 402: the header and the body say the same thing, and the
+// answer is never cached; a key still wins over a payment.
+func TestChallengeShape(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	n := f.node(t, f.config(), nil)
+	r := n.Do(t, http.MethodPost, "/premium/bulk-verify", []byte(`{"ids":["x"]}`), nil)
+	if r.Status != http.StatusPaymentRequired || r.ErrorCode() != "PAYMENT_REQUIRED" || r.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("402: %d %v %s", r.Status, r.Header, r.Body)
+	}
+	var body struct {
+		X402Version int                 `json:"x402Version"`
+		Accepts     []x402.Requirements `json:"accepts"`
+		Resource    x402.ResourceInfo   `json:"resource"`
+		Error       struct{ Code, Message, Reason string }
+	}
+	r.JSON(t, &body)
+	pr, err := x402.DecodePaymentRequired(r.Header.Get(x402.HeaderPaymentRequired))
+	testenv.Must(t, err, "header")
+	if body.X402Version != 2 || len(body.Accepts) != 1 || !body.Accepts[0].Match(pr.Accepts[0]) || body.Accepts[0].Amount != "20000" ||
+		body.Resource != pr.Resource || body.Error.Reason != "" || !strings.Contains(body.Error.Message, "0.02 USDC") || pr.Error == "" {
+		t.Fatalf("body %+v header %+v", body, pr)
+	}
+	// A malformed key is 401 as before: payments are for requests without one.
+	r = n.Do(t, http.MethodGet, "/premium/full-history/"+f.agent, nil, map[string]string{"x-api-key": "atst_nope"})
+	if r.Status != http.StatusUnauthorized {
+		t.Fatalf("bad key: %d", r.Status)
+	}
+}
+
+// The handler answers an error: nothing is settled, the payment is given
+// back, and the same payment then buys a successful answer.
+func TestHandlerErrorIsNotSettled(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	n := f.node(t, f.config(), nil)
+	unknown := "/premium/full-history/" + f.chain.NewKeypair().PublicKey().String()
+	pr := n.challenge(t, http.MethodGet, unknown, nil)
+	payment := f.wallet(t, pr)
+	before := f.balance(t)
+	r := n.pay(t, http.MethodGet, unknown, nil, payment)
+	if r.Status != http.StatusNotFound || r.Header.Get(x402.HeaderPaymentResponse) != "" {
+		t.Fatalf("unknown agent: %d %v %s", r.Status, r.Header, r.Body)
+	}
+	if f.balance(t) != before {
+		t.Fatal("a failed answer was charged")
+	}
+	if rel := ledger(t, n.Store, store.PaymentReleased); len(rel) != 1 {
+		t.Fatalf("ledger released rows: %+v", rel)
+	}
+	r = n.pay(t, http.MethodGet, "/premium/full-history/"+f.agent, nil, payment)
+	if r.Status != http.StatusOK || f.balance(t) != before+price {
+		t.Fatalf("reused released payment: %d %s", r.Status, r.Body)
+	}
+	if counter(t, n.reg, "attestd_x402_released_total") != 1 {
+		t.Error("released not counted")
+	}
+}
+
+// A v1 client pays with X-PAYMENT and is answered in v1 terms.
+func TestV1Payment(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	n := f.node(t, f.config(), nil)
+	path := "/premium/forensic-report/" + f.agent
+	pr := n.challenge(t, http.MethodGet, path, nil)
+	wire, err := x402.BuildExact(pr.Accepts[0], x402.Payment{Payer: f.payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
+	testenv.Must(t, err, "build")
+	v1 := x402.PaymentPayloadV1{X402Version: 1, Scheme: "exact", Network: "solana-devnet",
+		Payload: x402.ExactPayload{Transaction: encode(wire)}}
+	before := f.balance(t)
+	r := n.Do(t, http.MethodGet, path, nil, map[string]string{x402.HeaderPaymentV1: header(t, v1)})
+	if r.Status != http.StatusOK || r.Header.Get(x402.HeaderPaymentResponseV1) == "" || f.balance(t) != before+5*price {
+		t.Fatalf("v1 paid: %d %v %s", r.Status, r.Header, r.Body)
+	}
+	// A wrong v1 network is refused in v1 terms.
+	v1.Network = "solana"
+	r = n.Do(t, http.MethodGet, path, nil, map[string]string{x402.HeaderPaymentV1: header(t, v1)})
+	var body struct {
+		X402Version int                   `json:"x402Version"`
+		Accepts     []x402.RequirementsV1 `json:"accepts"`
+	}
+	r.JSON(t, &body)
+	if r.Status != http.StatusPaymentRequired || body.X402Version != 1 || body.Accepts[0].MaxAmountRequired != "50000" ||
+		body.Accepts[0].Network != "solana-devnet" || r.Header.Get(x402.HeaderPaymentRequired) != "" {
+		t.Fatalf("v1 refusal: %d %s", r.Status, r.Body)
+	}
+}
