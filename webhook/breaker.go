@@ -25,21 +25,21 @@ type breaker struct {
 	minCool   time.Duration
 }
 
-// allow reports whether an attempt may go now; when not, until is when to
-// try again.
-func (b *breaker) allow(now time.Time) (ok bool, until time.Time) {
+// allow reports whether an attempt may go now; when not, until is when
+// the circuit half-opens and cooldown its current cooldown.
+func (b *breaker) allow(now time.Time) (ok bool, until time.Time, cooldown time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
 	case b.openUntil.IsZero():
-		return true, time.Time{}
+		return true, time.Time{}, 0
 	case now.Before(b.openUntil):
-		return false, b.openUntil
+		return false, b.openUntil, b.cooldown
 	case b.probing:
-		return false, now.Add(b.cooldown / 2)
+		return false, now.Add(b.cooldown / 2), b.cooldown
 	}
 	b.probing = true
-	return true, time.Time{}
+	return true, time.Time{}, 0
 }
 
 // record notes an attempt's result (ok: the endpoint answered sanely).

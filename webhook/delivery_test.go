@@ -318,3 +318,44 @@ func TestDialTimeGuard(t *testing.T) {
 		t.Fatalf("%d requests reached the loopback receiver", n)
 	}
 }
+
+// TestOutageParksJobsThenDeliversEverything: a receiver that fails every
+// request gets a handful of them, not one per event: its circuit opens and
+// its jobs are parked; when it answers again, every event arrives.
+func TestOutageParksJobsThenDeliversEverything(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpt{})
+	key := h.key(t, "acme")
+	var up atomic.Bool
+	var failed atomic.Int64
+	rc := newReceiver(t, func(int, *http.Request) int {
+		if up.Load() {
+			return http.StatusNoContent
+		}
+		failed.Add(1)
+		return http.StatusServiceUnavailable
+	})
+	h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
+	h.startWorker(t, h.cfg, "w1")
+	const n = 300
+	ids := insertEvents(t, h.env.Store, n, agentA, "ToolCall")
+	waitFor(t, "the receiver's jobs parked", 30*time.Second, func() bool {
+		var parked int64
+		for p := range h.cfg.Partitions {
+			d, err := h.q.Depth(context.Background(), p, time.Now())
+			testenv.Must(t, err, "depth")
+			parked += d.Parked
+		}
+		var pending int
+		testenv.Must(t, h.env.Store.Pool().QueryRow(context.Background(),
+			`SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'`).Scan(&pending), "count")
+		return parked == 1 && pending == n
+	})
+	up.Store(true)
+	waitAll(t, rc, ids, 60*time.Second)
+	if f := failed.Load(); f >= n/4 {
+		t.Fatalf("the failing receiver got %d requests for %d events: its circuit did not hold them back", f, n)
+	} else {
+		t.Logf("%d events; the failing receiver got %d requests before it recovered", n, f)
+	}
+}

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -10,8 +11,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/webhook/queue"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestBodyIsStableAndShaped(t *testing.T) {
@@ -139,4 +142,42 @@ func FuzzParseBody(f *testing.F) {
 			t.Fatalf("accepted filter %+v", r.Filter)
 		}
 	})
+}
+
+// TestThrottleSharesOneRateInRedis: two workers' throttles for one
+// webhook admit one burst together, then make callers wait; the key
+// lives under the deployment's prefix.
+func TestThrottleSharesOneRateInRedis(t *testing.T) {
+	url, prefix := testenv.Redis(t)
+	opt, err := redis.ParseURL(url)
+	testenv.Must(t, err, "redis url")
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	const rate = 40
+	a, b := newThrottle(rdb, prefix, rate), newThrottle(rdb, prefix, rate)
+	ctx := context.Background()
+	admitted, waited := 0, 0
+	for i := range 200 {
+		th := a
+		if i%2 == 1 {
+			th = b
+		}
+		if d := th.wait(ctx, "wh_1"); d == 0 {
+			admitted++
+		} else if d > 0 {
+			waited++
+		}
+	}
+	// The burst (rate), plus what refills during the loop, plus at most
+	// one unspent reservation per worker.
+	if admitted < rate || admitted > rate+rate/2+2*a.take || waited == 0 {
+		t.Fatalf("admitted %d, waited %d", admitted, waited)
+	}
+	keys, err := rdb.Keys(ctx, prefix+"rate:wh:wh_1").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("rate key under the prefix: %v %v", keys, err)
+	}
+	if (*throttle)(nil).wait(ctx, "x") != 0 {
+		t.Fatal("no throttle must not wait")
+	}
 }

@@ -180,6 +180,7 @@ func (w *Worker) sample(ctx context.Context) {
 		w.m.queueDepth.WithLabelValues(label).Set(float64(d.Stream))
 		w.m.retriesDue.WithLabelValues(label).Set(float64(d.Due))
 		w.m.retriesWaiting.WithLabelValues(label).Set(float64(d.Scheduled))
+		w.m.parked.WithLabelValues(label).Set(float64(d.Parked))
 	}
 	if n, err := w.q.EventBacklog(ctx); err == nil {
 		w.m.eventBacklog.Set(float64(n))

@@ -20,6 +20,7 @@ type metrics struct {
 	queueDepth     *prometheus.GaugeVec
 	retriesDue     *prometheus.GaugeVec
 	retriesWaiting *prometheus.GaugeVec
+	parked         *prometheus.GaugeVec
 	eventBacklog   prometheus.Gauge
 	outboxBacklog  prometheus.Gauge
 	outboxLag      prometheus.Gauge
@@ -44,7 +45,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "deliveries_total", Help: "Job outcomes by result: succeeded, retrying (failed, retry scheduled), failed (no retry left), deferred (put off without an attempt), dropped (webhook deleted or deactivated, delivery settled elsewhere)."},
 			[]string{"result"})),
 		deferred: metric.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
-			Name: "deferrals_total", Help: "Jobs put off without an attempt, by reason: circuit_open, throttled, busy (the endpoint's backlog in this worker is full), error."},
+			Name: "deferrals_total", Help: "Jobs put off without an attempt, by reason: circuit_open (parked until the receiver answers again), throttled, busy (the endpoint's backlog in this worker is full), error."},
 			[]string{"reason"})),
 		relayed:     c("events_relayed_total", "Outbox events published to the event stream."),
 		fannedOut:   c("deliveries_queued_total", "Delivery jobs queued by the fan-out."),
@@ -62,6 +63,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		queueDepth:     gp("queue_depth", "Job messages on a partition's stream (waiting or being sent)."),
 		retriesDue:     gp("retries_due", "Retries whose time has come, not yet moved to the stream."),
 		retriesWaiting: gp("retries_scheduled", "Retries and put-off jobs waiting in a partition's retry set."),
+		parked:         gp("webhooks_parked", "Webhooks whose jobs are parked because their receiver keeps failing (probed now and then)."),
 		eventBacklog:   g("event_stream_length", "Events on the event stream not yet fanned out."),
 		outboxBacklog:  g("outbox_pending", "Outbox events not yet fanned out."),
 		outboxLag:      g("outbox_lag_seconds", "Age of the oldest outbox event not yet fanned out (0 when none)."),

@@ -20,6 +20,9 @@ type outcome struct {
 	// releaseOnly names a message to let go of without settling it
 	// (shutdown): another worker takes it over.
 	releaseOnly string
+	// unpark names a webhook whose parked jobs go back onto the stream
+	// (it was deleted or deactivated: they are dropped there).
+	unpark string
 }
 
 // recorder writes outcomes in batches: the attempts to PostgreSQL in one
@@ -153,6 +156,34 @@ func (r *recorder) flush(ctx context.Context, batch []outcome) {
 			wait = backoff(wait, 5*time.Second)
 			w.log.Warn("settling jobs failed; retrying", "partition", p, "jobs", len(ss), "err", err, "retry_in", wait.String())
 			sleep(ctx, wait)
+		}
+	}
+	// Webhooks that answered again (or are gone) get parked jobs back.
+	unpark := map[int]map[string]bool{}
+	for _, o := range batch {
+		w := o.unpark
+		if o.result == "succeeded" {
+			w = o.attempt.WebhookID
+		}
+		if w != "" {
+			if unpark[o.part] == nil {
+				unpark[o.part] = map[string]bool{}
+			}
+			unpark[o.part][w] = true
+		}
+	}
+	for p, set := range unpark {
+		ids := make([]string, 0, len(set))
+		for id := range set {
+			ids = append(ids, id)
+		}
+		uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		n, err := w.q.Unpark(uctx, p, ids, unparkBatch)
+		cancel()
+		if err != nil {
+			w.log.Warn("bringing parked jobs back failed; the next success or probe does", "partition", p, "err", err)
+		} else if n > 0 {
+			w.log.Info("a failing receiver answered again: parked jobs are back on the queue", "webhooks", ids, "jobs", n)
 		}
 	}
 	for _, o := range batch {

@@ -139,7 +139,8 @@ func (w *Worker) keep(ctx, sendCtx context.Context) {
 	}
 }
 
-// schedule moves due retries from the retry sets to the streams.
+// schedule moves due retries from the retry sets to the streams, and
+// sends one parked job of each failing webhook whose probe is due.
 func (w *Worker) schedule(ctx context.Context) {
 	t := time.NewTicker(moveEvery)
 	defer t.Stop()
@@ -150,6 +151,11 @@ func (w *Worker) schedule(ctx context.Context) {
 		case <-t.C:
 		}
 		for p := range w.q.Partitions() {
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			if _, err := w.q.Probe(pctx, p, w.now(), w.probeEvery); err != nil && ctx.Err() == nil {
+				w.log.Warn("probing parked webhooks failed", "partition", p, "err", err)
+			}
+			cancel()
 			for ctx.Err() == nil {
 				mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				n, err := w.q.MoveDue(mctx, p, w.now(), moveBatch)
@@ -208,9 +214,13 @@ type lane struct {
 	latency  time.Duration // moving average of attempts
 }
 
+// newDispatcher: an endpoint's backlog holds up to half the jobs a worker
+// may hold, so a burst to a few webhooks waits in memory (the readers stop
+// when the worker holds its most), while one slow endpoint never takes
+// every place.
 func newDispatcher(w *Worker, total, perEndpoint int) *dispatcher {
-	return &dispatcher{w: w, slots: make(chan struct{}, total), perEndpoint: perEndpoint, backlog: 2 * perEndpoint,
-		lanes: map[string]*lane{}}
+	return &dispatcher{w: w, slots: make(chan struct{}, total), perEndpoint: perEndpoint,
+		backlog: max(4*perEndpoint, heldPerSender*total/2), lanes: map[string]*lane{}}
 }
 
 // submit starts or queues t; false when its webhook's backlog is full.
@@ -319,17 +329,18 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 		w.deferJob(m, deferOnError, "error")
 		return
 	}
-	if !h.found {
-		done("dropped") // deleted with its deliveries
+	if !h.found { // deleted with its deliveries: drop its parked jobs too
+		w.rec.add(outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true},
+			result: "dropped", unpark: job.Webhook})
 		return
 	}
 	if !h.active && job.Type != store.EventWebhookTest {
+		o := outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true},
+			result: "dropped", unpark: job.Webhook}
 		if !job.Manual {
-			w.rec.add(outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true},
-				fail: job.Delivery, result: "dropped"})
-			return
+			o.fail = job.Delivery
 		}
-		done("dropped")
+		w.rec.add(o)
 		return
 	}
 	if job.Attempts > 0 && !job.Manual {
@@ -361,8 +372,13 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 		}
 	}
 	b := w.brk.get(job.Webhook)
-	if ok, until := b.allow(w.now()); !ok {
-		w.deferJob(m, until.Sub(w.now()), "circuit_open")
+	if ok, _, _ := b.allow(w.now()); !ok {
+		// The receiver keeps failing: park the job with the webhook's
+		// others. One of them probes the receiver now and then; the
+		// first success brings them back.
+		w.m.deferred.WithLabelValues("circuit_open").Inc()
+		w.rec.add(outcome{part: m.Part, result: "deferred", settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID,
+			Park: job.Webhook, ProbeAt: w.now().Add(w.probeEvery)}})
 		return
 	}
 	res := w.send(ctx, h, job)

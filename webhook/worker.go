@@ -44,6 +44,11 @@ const (
 	deferOnError    = 5 * time.Second
 	shutdownGrace   = 15 * time.Second
 	defaultReconcil = 30 * time.Second
+	// heldPerSender bounds the jobs a worker holds (being sent, waiting
+	// in an endpoint's backlog, or waiting for their attempt to be
+	// recorded) per sender: 1024 by default, about 1 MiB.
+	heldPerSender = 16
+	unparkBatch   = 1000 // parked jobs a webhook gets back per success
 )
 
 // WorkerOptions configure a Worker.
@@ -90,6 +95,8 @@ type Worker struct {
 	reconcile chan struct{} // ask for a reconciliation now
 	lostAt    atomic.Int64  // last data-loss handling, Unix ns
 	counts    progressCounts
+	// probeEvery is how often a parked webhook's receiver is probed.
+	probeEvery time.Duration
 }
 
 // NewWorker checks the options and builds a worker.
@@ -121,12 +128,16 @@ func NewWorker(opt WorkerOptions) (*Worker, error) {
 	}
 	w := &Worker{opt: opt, cfg: cfg, st: opt.Store, q: opt.Queue, log: opt.Logger.With("worker", opt.Name), now: opt.Now,
 		name: opt.Name, m: newMetrics(opt.Registerer), reconcile: make(chan struct{}, 1),
-		tokens: make(chan struct{}, 2*cfg.Concurrency)}
+		tokens: make(chan struct{}, heldPerSender*cfg.Concurrency)}
 	w.egress = egress.NewClient(egress.Options{Policy: egress.Policy{AllowLoopback: cfg.AllowLoopback}, Timeout: cfg.Timeout,
 		Resolver: opt.Resolver, MaxConnsPerHost: cfg.EndpointConcurrency, TLS: opt.TLS})
 	w.client = newRetryClient(w.egress)
 	w.hooks = &hookCache{st: opt.Store, keys: cfg.Keys, now: opt.Now}
 	w.brk = &breakers{minCool: opt.BreakerCooldown}
+	w.probeEvery = 2 * breakerMinCooldown
+	if opt.BreakerCooldown > 0 {
+		w.probeEvery = 2 * opt.BreakerCooldown
+	}
 	w.thr = newThrottle(opt.Queue.Redis(), opt.Queue.Prefix(), cfg.EndpointRate)
 	w.disp = newDispatcher(w, cfg.Concurrency, cfg.EndpointConcurrency)
 	w.rec = newRecorder(w)

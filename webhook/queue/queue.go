@@ -366,22 +366,27 @@ func (q *Queue) Touch(ctx context.Context, p int, consumer string, streamIDs []s
 }
 
 // Settlement is what becomes of one job message: Done removes the job;
-// otherwise it waits in the retry set until At, with Record replacing its
-// record when not nil.
+// Park puts it aside with the other jobs of its webhook (whose receiver
+// is failing) until a probe succeeds; otherwise it waits in the retry set
+// until At, with Record replacing its record when not nil.
 type Settlement struct {
 	StreamID string // "" when the job was not read from the stream
 	JobID    string
 	Done     bool
+	Park     string    // a webhook id: park the job with that webhook's
+	ProbeAt  time.Time // when Park: first probe, unless one is set already
 	At       time.Time
 	Record   *Job
 }
 
 // settleScript acknowledges and deletes each message, then removes the
-// job's record (done) or puts the job in the retry set, in one step.
+// job's record (d), parks the job (p) or puts it in the retry set (r), in
+// one step. KEYS: stream, records, retry, parked-webhooks registry, then
+// the park sets that ARGV names by index.
 var settleScript = redis.NewScript(`
 local g = ARGV[1]
-for i = 2, #ARGV, 5 do
-  local sid, jid, op, score, data = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3], ARGV[i+4]
+for i = 2, #ARGV, 6 do
+  local sid, jid, op, score, data, park = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3], ARGV[i+4], ARGV[i+5]
   if sid ~= '' then
     redis.call('XACK', KEYS[1], g, sid)
     redis.call('XDEL', KEYS[1], sid)
@@ -389,6 +394,9 @@ for i = 2, #ARGV, 5 do
   if op == 'd' then
     redis.call('HDEL', KEYS[2], jid)
     redis.call('ZREM', KEYS[3], jid)
+  elseif op == 'p' then
+    redis.call('ZADD', KEYS[tonumber(park)], score, jid)
+    redis.call('ZADD', KEYS[4], 'NX', score, data)
   else
     if data ~= '' then redis.call('HSET', KEYS[2], jid, data) end
     redis.call('ZADD', KEYS[3], score, jid)
@@ -401,11 +409,23 @@ func (q *Queue) Settle(ctx context.Context, p int, ss []Settlement) error {
 	if len(ss) == 0 {
 		return nil
 	}
-	args := make([]any, 1, 1+5*len(ss))
+	keys := []string{q.streamKey(p), q.recordsKey(p), q.retryKey(p), q.parkedKey(p)}
+	parkIndex := map[string]int{}
+	args := make([]any, 1, 1+6*len(ss))
 	args[0] = SenderGroup
 	for _, s := range ss {
-		op, score, data := "d", "0", ""
-		if !s.Done {
+		op, score, data, park := "d", "0", "", ""
+		switch {
+		case s.Done:
+		case s.Park != "":
+			k, ok := parkIndex[s.Park]
+			if !ok {
+				keys = append(keys, q.parkKey(p, s.Park))
+				k = len(keys)
+				parkIndex[s.Park] = k
+			}
+			op, score, data, park = "p", strconv.FormatInt(s.ProbeAt.UnixMilli(), 10), s.Park, strconv.Itoa(k)
+		default:
 			op, score = "r", strconv.FormatInt(s.At.UnixMilli(), 10)
 			if s.Record != nil {
 				var err error
@@ -414,13 +434,91 @@ func (q *Queue) Settle(ctx context.Context, p int, ss []Settlement) error {
 				}
 			}
 		}
-		args = append(args, s.StreamID, s.JobID, op, score, data)
+		args = append(args, s.StreamID, s.JobID, op, score, data, park)
 	}
-	err := settleScript.Run(ctx, q.rdb, []string{q.streamKey(p), q.recordsKey(p), q.retryKey(p)}, args...).Err()
-	if err != nil {
+	if err := settleScript.Run(ctx, q.rdb, keys, args...).Err(); err != nil {
 		return fmt.Errorf("settle %d jobs of partition %d: %w", len(ss), p, err)
 	}
 	return nil
+}
+
+func (q *Queue) parkedKey(p int) string { return q.prefix + "{wh:" + strconv.Itoa(p) + "}:parked" }
+
+// parkKeyPrefix + webhook id is the set of the webhook's parked jobs.
+func (q *Queue) parkKeyPrefix(p int) string { return q.prefix + "{wh:" + strconv.Itoa(p) + "}:park:" }
+
+func (q *Queue) parkKey(p int, webhookID string) string { return q.parkKeyPrefix(p) + webhookID }
+
+// probeScript sends one parked job of each webhook whose probe is due
+// onto the stream and sets its next probe ARGV[2] ms later; a webhook
+// with no parked job left leaves the registry. Park sets are named from
+// ARGV[3] and the webhook id: they share the partition's hash tag, so
+// they live on the script's slot.
+var probeScript = redis.NewScript(`
+local ws = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, 100)
+for _, w in ipairs(ws) do
+  local pk = ARGV[3] .. w
+  local j = redis.call('ZRANGE', pk, 0, 0)
+  if #j == 0 then
+    redis.call('ZREM', KEYS[1], w)
+  else
+    redis.call('ZREM', pk, j[1])
+    redis.call('XADD', KEYS[2], '*', 'j', j[1])
+    redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[2]), w)
+  end
+end
+return #ws`)
+
+// Probe sends one parked job of every webhook of partition p whose probe
+// is due at now, and schedules its next probe every later.
+func (q *Queue) Probe(ctx context.Context, p int, now time.Time, every time.Duration) (int, error) {
+	n, err := probeScript.Run(ctx, q.rdb, []string{q.parkedKey(p), q.streamKey(p)}, now.UnixMilli(), every.Milliseconds(),
+		q.parkKeyPrefix(p)).Int()
+	if err != nil {
+		return 0, fmt.Errorf("probe parked webhooks of partition %d: %w", p, err)
+	}
+	return n, nil
+}
+
+// unparkScript moves up to ARGV[1] parked jobs of each webhook named in
+// ARGV[2..] back onto the stream (their receiver answered again); a
+// webhook with none left leaves the registry.
+var unparkScript = redis.NewScript(`
+local moved = 0
+for i = 2, #ARGV do
+  local w = ARGV[i]
+  if redis.call('ZSCORE', KEYS[1], w) then
+    local pk = KEYS[i + 1]
+    local js = redis.call('ZRANGE', pk, 0, tonumber(ARGV[1]) - 1)
+    for _, j in ipairs(js) do
+      redis.call('XADD', KEYS[2], '*', 'j', j)
+      moved = moved + 1
+    end
+    if #js > 0 then redis.call('ZREM', pk, unpack(js)) end
+    if redis.call('ZCARD', pk) == 0 then redis.call('ZREM', KEYS[1], w) end
+  end
+end
+return moved`)
+
+// Unpark moves up to max parked jobs of each webhook (of partition p)
+// back onto the stream, and returns how many it moved. Each success of a
+// webhook calls it again, so a recovered receiver gets its backlog in
+// steps, not all at once.
+func (q *Queue) Unpark(ctx context.Context, p int, webhookIDs []string, max int) (int, error) {
+	if len(webhookIDs) == 0 {
+		return 0, nil
+	}
+	keys := []string{q.parkedKey(p), q.streamKey(p)}
+	args := []any{max}
+	for _, w := range webhookIDs {
+		keys = append(keys, q.parkKey(p, w))
+		args = append(args, w)
+	}
+	n, err := unparkScript.Run(ctx, q.rdb, keys, args...).Int()
+	if err != nil {
+		return 0, fmt.Errorf("unpark jobs of partition %d: %w", p, err)
+	}
+	return n, nil
 }
 
 // moveScript moves up to ARGV[2] jobs due by ARGV[1] from the retry set
@@ -469,6 +567,7 @@ type Depth struct {
 	Stream    int64 // messages waiting or being sent
 	Due       int64 // retries due now
 	Scheduled int64 // retries waiting, due or not
+	Parked    int64 // webhooks whose jobs are parked (their receiver keeps failing)
 }
 
 // Depth reads partition p's queue lengths.
@@ -478,12 +577,14 @@ func (q *Queue) Depth(ctx context.Context, p int, now time.Time) (Depth, error) 
 		pl.XLen(ctx, q.streamKey(p))
 		pl.ZCount(ctx, q.retryKey(p), "-inf", strconv.FormatInt(now.UnixMilli(), 10))
 		pl.ZCard(ctx, q.retryKey(p))
+		pl.ZCard(ctx, q.parkedKey(p))
 		return nil
 	})
 	if err != nil {
 		return d, fmt.Errorf("depth of partition %d: %w", p, err)
 	}
 	d.Stream, d.Due, d.Scheduled = cmds[0].(*redis.IntCmd).Val(), cmds[1].(*redis.IntCmd).Val(), cmds[2].(*redis.IntCmd).Val()
+	d.Parked = cmds[3].(*redis.IntCmd).Val()
 	return d, nil
 }
 
