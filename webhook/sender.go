@@ -543,7 +543,8 @@ func describeError(err error, timeout time.Duration) string {
 	var ue *url.Error
 	switch {
 	case errors.As(err, &be):
-		return cleanText("refused to connect: "+be.Error(), maxErrorLen)
+		// Not the address: the log must not map names to private addresses.
+		return cleanText("refused to connect: the host resolved to "+be.Reason+", which deliveries may not reach", maxErrorLen)
 	case errors.As(err, &ne) && ne.Timeout():
 		return fmt.Sprintf("no answer within %s", timeout)
 	case errors.As(err, &ue):

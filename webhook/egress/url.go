@@ -191,7 +191,9 @@ func (p Policy) CheckHost(ctx context.Context, r Resolver, u *url.URL, timeout t
 	}
 	for _, a := range addrs {
 		if err := p.Check(a); err != nil {
-			return refuse("url host %s resolves to %s", host, strings.TrimSuffix(err.Error(), ": not allowed for webhook deliveries")+": not allowed")
+			// The address itself is not shown: that would let anyone map
+			// names of a private network to its addresses.
+			return refuse("url host %s resolves to %s: not allowed", host, err.(*BlockedError).Reason)
 		}
 	}
 	return nil
