@@ -127,12 +127,7 @@ func viewOf(w store.Webhook) View {
 	v := View{ID: w.ID, URL: w.URL, Events: w.Events, Filter: Filter{Agents: w.Agents, ActionTypes: w.ActionTypes},
 		Description: w.Description, Active: w.Active, DisabledReason: w.DisabledReason,
 		CreatedAt: attestation.At(w.CreatedAt), UpdatedAt: attestation.At(w.UpdatedAt)}
-	if w.DisabledAt != nil {
-		v.DisabledAt = attestation.TimePtr(*w.DisabledAt)
-	}
-	if w.FailingSince != nil {
-		v.FailingSince = attestation.TimePtr(*w.FailingSince)
-	}
+	v.DisabledAt, v.FailingSince = attestation.OptTime(w.DisabledAt), attestation.OptTime(w.FailingSince)
 	if v.Filter.Agents == nil {
 		v.Filter.Agents = []string{}
 	}
@@ -205,7 +200,11 @@ func (a *API) create(c *fiber.Ctx) error {
 	if _, err := app.QueryParams(c); err != nil {
 		return err
 	}
-	req, err := parseBody(c.Get(fiber.HeaderContentType), c.Body(), "url", "events", "filter", "description")
+	body, err := app.Body(c, maxBody)
+	if err != nil {
+		return err
+	}
+	req, err := parseBody(c.Get(fiber.HeaderContentType), body, "url", "events", "filter", "description")
 	if err != nil {
 		return err
 	}
@@ -325,7 +324,11 @@ func (a *API) update(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	req, err := parseBody(c.Get(fiber.HeaderContentType), c.Body(), "url", "events", "filter", "description", "active")
+	body, err := app.Body(c, maxBody)
+	if err != nil {
+		return err
+	}
+	req, err := parseBody(c.Get(fiber.HeaderContentType), body, "url", "events", "filter", "description", "active")
 	if err != nil {
 		return err
 	}
@@ -435,9 +438,7 @@ func (a *API) deliveries(c *fiber.Ctx) error {
 		views[i] = AttemptView{ID: at.ID, DeliveryID: at.DeliveryID, EventID: EventID(at.EventID), EventType: at.EventType,
 			DeliveryStatus: at.DeliveryStatus, Attempt: at.Attempt, Manual: at.Manual, AttemptedAt: attestation.At(at.At),
 			Succeeded: at.Succeeded, StatusCode: at.StatusCode, LatencyMS: at.LatencyMS, Error: at.Error, Response: at.Response}
-		if at.NextAttemptAt != nil {
-			views[i].NextAttemptAt = attestation.TimePtr(*at.NextAttemptAt)
-		}
+		views[i].NextAttemptAt = attestation.OptTime(at.NextAttemptAt)
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.JSON(struct {
@@ -515,7 +516,9 @@ func (a *API) test(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if len(c.Body()) > 0 {
+	if body, err := app.Body(c, maxBody); err != nil {
+		return err
+	} else if len(body) > 0 {
 		return apierror.Invalid("this route takes no body")
 	}
 	d, err := a.opt.Store.InsertTestEvent(c.UserContext(), p.AccountID, id, testPayload(id, a.opt.Now()))
