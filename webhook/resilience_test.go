@@ -70,7 +70,8 @@ func TestRedisFlushLosesNothing(t *testing.T) {
 	t.Parallel()
 	r := testenv.OwnRedis(t)
 	cfg := testConfig(t)
-	cfg.Schedule = []time.Duration{time.Second, time.Second, time.Second}
+	// Retries wait long enough to be in the retry set when it is flushed.
+	cfg.Schedule = []time.Duration{5 * time.Second, 5 * time.Second, 5 * time.Second}
 	h := newHarness(t, harnessOpt{redisURL: r.URL, cfg: &cfg})
 	key := h.key(t, "acme")
 	// The flaky receiver fails its first requests: its circuit opens and
