@@ -69,6 +69,48 @@ func (s *Store) PublishOutbox(ctx context.Context, limit int, republishAfter tim
 	return n, err
 }
 
+// ListenOutbox calls wake (without blocking) whenever a transaction that
+// wrote outbox rows commits, until ctx ends; it holds one connection of
+// the pool and reconnects after errors. Relays still poll: a missed
+// notification only delays them.
+func (s *Store) ListenOutbox(ctx context.Context, wake func()) {
+	wait := time.Duration(0)
+	for ctx.Err() == nil {
+		err := func() error {
+			conn, err := s.pool.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			defer conn.Release()
+			if _, err := conn.Exec(ctx, "LISTEN "+OutboxChannel); err != nil {
+				return err
+			}
+			defer func() {
+				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+				defer cancel()
+				_, _ = conn.Exec(uctx, "UNLISTEN "+OutboxChannel)
+			}()
+			wake() // rows may have been written while not listening
+			wait = 0
+			for {
+				if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+					return err
+				}
+				wake()
+			}
+		}()
+		if ctx.Err() != nil {
+			return
+		}
+		_ = err
+		wait = min(max(2*wait, 100*time.Millisecond), 5*time.Second)
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+}
+
 // ForgetPublished makes every undispatched outbox row publishable again at
 // once: the stream they were published to was lost (Redis restarted
 // without its data, or flushed).
@@ -154,8 +196,12 @@ func (s *Store) InsertTestEvent(ctx context.Context, accountID int64, webhookID 
 			EventWebhookTest, payload, webhookID).Scan(&d.OutboxID); err != nil {
 			return fmt.Errorf("insert test event: %w", err)
 		}
-		return tx.QueryRow(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, outbox_id)
-			VALUES ('msg_' || replace(gen_random_uuid()::text, '-', ''), $1, $2) RETURNING id`, webhookID, d.OutboxID).Scan(&d.ID)
+		if err := tx.QueryRow(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, outbox_id)
+			VALUES ('msg_' || replace(gen_random_uuid()::text, '-', ''), $1, $2) RETURNING id`, webhookID, d.OutboxID).Scan(&d.ID); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `SELECT pg_notify($1, '')`, OutboxChannel)
+		return err
 	})
 	if errors.Is(err, ErrNotFound) {
 		return d, err
