@@ -191,7 +191,7 @@ func (r *recorder) flush(ctx context.Context, batch []outcome) {
 		if o.releaseOnly != "" {
 			id = o.releaseOnly
 		}
-		w.held.remove(id)
+		w.held.remove(o.part, id)
 		w.release(1)
 		if o.result == "" {
 			continue

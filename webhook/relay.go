@@ -8,9 +8,17 @@ import (
 	"github.com/attestd/attestd/webhook/queue"
 )
 
-// relay publishes outbox rows to the event stream, oldest first. Relays
-// of several workers share the work: each locks the rows it publishes.
+// relay publishes outbox rows to the event stream, oldest first, woken by
+// the write path's notification (or its poll interval). Relays of several
+// workers share the work: each locks the rows it publishes.
 func (w *Worker) relay(ctx context.Context) {
+	wake := make(chan struct{}, 1)
+	go w.st.ListenOutbox(ctx, func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})
 	var wait time.Duration
 	for ctx.Err() == nil {
 		n, err := w.st.PublishOutbox(ctx, relayBatch, republishAfter, func(evs []store.OutboxEvent) error {
@@ -37,8 +45,14 @@ func (w *Worker) relay(ctx context.Context) {
 			w.counts.relayed.Add(int64(n))
 			w.log.Debug("relay: published outbox events", "n", n)
 		}
-		if n < relayBatch {
-			sleep(ctx, w.cfg.PollInterval)
+		if n < relayBatch { // wait for a commit's notification, or poll
+			t := time.NewTimer(w.cfg.PollInterval)
+			select {
+			case <-ctx.Done():
+			case <-wake:
+			case <-t.C:
+			}
+			t.Stop()
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,13 +75,15 @@ func TestRedisFlushLosesNothing(t *testing.T) {
 	cfg.Schedule = []time.Duration{5 * time.Second, 5 * time.Second, 5 * time.Second}
 	h := newHarness(t, harnessOpt{redisURL: r.URL, cfg: &cfg})
 	key := h.key(t, "acme")
-	// The flaky receiver fails its first requests: its circuit opens and
-	// its jobs wait in the retry sets, which the flush then loses.
-	flaky := newReceiver(t, func(n int, _ *http.Request) int {
-		if n <= 8 {
-			return http.StatusInternalServerError
+	// The flaky receiver fails until the flush: its first jobs wait in
+	// the retry set, its circuit opens and the others are parked, and the
+	// flush loses all of that.
+	var flushed atomic.Bool
+	flaky := newReceiver(t, func(int, *http.Request) int {
+		if flushed.Load() {
+			return http.StatusNoContent
 		}
-		return http.StatusNoContent
+		return http.StatusInternalServerError
 	})
 	steady := newReceiver(t, nil)
 	h.create(t, key, map[string]any{"url": flaky.URL(), "events": []string{"attestation.created"}})
@@ -97,6 +100,7 @@ func TestRedisFlushLosesNothing(t *testing.T) {
 		return len(flaky.deliveries()) >= 5 && scheduled >= 1 && parked >= 1
 	})
 	testenv.Must(t, h.rdb.FlushAll(context.Background()).Err(), "flushall")
+	flushed.Store(true)
 	ids = append(ids, insertEvents(t, h.env.Store, 100, agentA, "ToolCall")...)
 	waitAll(t, steady, ids, 90*time.Second)
 	waitAll(t, flaky, ids, 90*time.Second)

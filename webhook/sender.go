@@ -30,9 +30,8 @@ type task struct {
 	msg queue.Msg
 }
 
-// acquire takes up to n tokens without waiting, or one waiting, and
-// returns how many it took (0 when ctx ended).
-func (w *Worker) acquire(ctx context.Context, n int) int {
+// tryAcquire takes up to n tokens without waiting and returns how many.
+func (w *Worker) tryAcquire(n int) int {
 	k := 0
 	for k < n {
 		select {
@@ -43,14 +42,16 @@ func (w *Worker) acquire(ctx context.Context, n int) int {
 		}
 		break
 	}
-	if k > 0 {
-		return k
-	}
+	return k
+}
+
+// acquireOne waits for a token; false when ctx ended.
+func (w *Worker) acquireOne(ctx context.Context) bool {
 	select {
 	case w.tokens <- struct{}{}:
-		return 1
+		return true
 	case <-ctx.Done():
-		return 0
+		return false
 	}
 }
 
@@ -60,15 +61,21 @@ func (w *Worker) release(n int) {
 	}
 }
 
-// read takes new jobs of partition p as long as this worker has room.
+// read takes new jobs of partition p as long as this worker has room. It
+// takes what is waiting without blocking, with as many tokens as it can
+// get; when nothing waits, it blocks for one job holding one token, so an
+// idle partition never sits on room the busy ones need.
 func (w *Worker) read(ctx, sendCtx context.Context, p int) {
 	var wait time.Duration
 	for ctx.Err() == nil {
-		k := w.acquire(ctx, readBatch)
+		k, block := w.tryAcquire(readBatch), time.Duration(0)
 		if k == 0 {
-			return
+			if !w.acquireOne(ctx) {
+				return
+			}
+			k, block = 1, readBlock
 		}
-		msgs, err := w.q.Read(ctx, p, w.name, k, readBlock)
+		msgs, err := w.q.Read(ctx, p, w.name, k, block)
 		w.release(k - len(msgs))
 		if err != nil {
 			if ctx.Err() != nil {
@@ -86,6 +93,21 @@ func (w *Worker) read(ctx, sendCtx context.Context, p int) {
 		wait = 0
 		for _, m := range msgs {
 			w.accept(sendCtx, m)
+		}
+		if len(msgs) == 0 && block == 0 {
+			// Nothing waiting: block for the next job with one token.
+			if !w.acquireOne(ctx) {
+				return
+			}
+			msgs, err = w.q.Read(ctx, p, w.name, 1, readBlock)
+			w.release(1 - len(msgs))
+			if err != nil && ctx.Err() == nil && !queue.IsNoGroup(err) {
+				w.log.Warn("reading jobs failed; retrying", "partition", p, "err", err)
+				sleep(ctx, time.Second)
+			}
+			for _, m := range msgs {
+				w.accept(sendCtx, m)
+			}
 		}
 	}
 }
@@ -114,9 +136,9 @@ func (w *Worker) keep(ctx, sendCtx context.Context) {
 			}
 		}
 		for p := range w.q.Partitions() {
-			k := w.acquire(ctx, readBatch)
+			k := w.tryAcquire(readBatch)
 			if k == 0 {
-				return
+				break // no room: the next tick takes them over
 			}
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			msgs, err := w.q.Claim(cctx, p, w.name, w.cfg.ClaimIdle, k)
@@ -133,6 +155,11 @@ func (w *Worker) keep(ctx, sendCtx context.Context) {
 				w.log.Info("took over jobs a stopped worker held", "partition", p, "n", len(msgs))
 			}
 			for _, m := range msgs {
+				if w.held.has(m.Part, m.StreamID) {
+					// Ours already (its heartbeat came late): one task is enough.
+					w.release(1)
+					continue
+				}
 				w.accept(sendCtx, m)
 			}
 		}

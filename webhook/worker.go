@@ -141,7 +141,7 @@ func NewWorker(opt WorkerOptions) (*Worker, error) {
 	w.thr = newThrottle(opt.Queue.Redis(), opt.Queue.Prefix(), cfg.EndpointRate)
 	w.disp = newDispatcher(w, cfg.Concurrency, cfg.EndpointConcurrency)
 	w.rec = newRecorder(w)
-	w.held.m = map[string]int{}
+	w.held.m = map[heldKey]struct{}{}
 	return w, nil
 }
 
@@ -261,21 +261,34 @@ func (w *Worker) recoverLostData(ctx context.Context, why string) {
 }
 
 // heldSet tracks the job messages this worker holds, per partition, for
-// the heartbeat that keeps other workers from taking them over.
+// the heartbeat that keeps other workers from taking them over. Stream
+// ids are unique per stream only: two partitions can hand out the same.
 type heldSet struct {
 	mu sync.Mutex
-	m  map[string]int // stream id -> partition
+	m  map[heldKey]struct{}
+}
+
+type heldKey struct {
+	part int
+	id   string
 }
 
 func (h *heldSet) add(p int, id string) {
 	h.mu.Lock()
-	h.m[id] = p
+	h.m[heldKey{p, id}] = struct{}{}
 	h.mu.Unlock()
 }
 
-func (h *heldSet) remove(id string) {
+func (h *heldSet) has(p int, id string) bool {
 	h.mu.Lock()
-	delete(h.m, id)
+	defer h.mu.Unlock()
+	_, ok := h.m[heldKey{p, id}]
+	return ok
+}
+
+func (h *heldSet) remove(p int, id string) {
+	h.mu.Lock()
+	delete(h.m, heldKey{p, id})
 	h.mu.Unlock()
 }
 
@@ -283,8 +296,8 @@ func (h *heldSet) byPartition(parts int) [][]string {
 	out := make([][]string, parts)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for id, p := range h.m {
-		out[p] = append(out[p], id)
+	for k := range h.m {
+		out[k.part] = append(out[k.part], k.id)
 	}
 	return out
 }

@@ -154,7 +154,7 @@ func (q *Queue) Publish(ctx context.Context, evs []Event) error {
 }
 
 // ReadEvents reads up to count new events for consumer, waiting up to
-// block for some (none: nil, nil).
+// block for some (none: nil, nil; block <= 0: not waiting).
 func (q *Queue) ReadEvents(ctx context.Context, consumer string, count int, block time.Duration) ([]EventMsg, error) {
 	res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: FanOutGroup, Consumer: consumer,
 		Streams: []string{q.eventsKey(), ">"}, Count: int64(count), Block: blockArg(block)}).Result()
@@ -188,11 +188,11 @@ func (q *Queue) ClaimEvents(ctx context.Context, consumer string, minIdle time.D
 	return out, nil
 }
 
-// blockArg is a BLOCK duration for go-redis, where 0 means forever: a
-// non-positive block becomes the shortest real wait.
+// blockArg is a BLOCK duration for go-redis, where 0 means forever and a
+// negative value no BLOCK at all: a non-positive block means do not wait.
 func blockArg(d time.Duration) time.Duration {
 	if d <= 0 {
-		return time.Millisecond
+		return -1
 	}
 	return d
 }
@@ -295,7 +295,7 @@ func (q *Queue) put(ctx context.Context, jobs []Job, at []time.Time) error {
 }
 
 // Read reads up to count new job messages of partition p for consumer,
-// waiting up to block for some.
+// waiting up to block for some (block <= 0: not waiting).
 func (q *Queue) Read(ctx context.Context, p int, consumer string, count int, block time.Duration) ([]Msg, error) {
 	res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: SenderGroup, Consumer: consumer,
 		Streams: []string{q.streamKey(p), ">"}, Count: int64(count), Block: blockArg(block)}).Result()
