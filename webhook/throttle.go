@@ -23,7 +23,11 @@ type throttle struct {
 	local map[string]*reservation
 }
 
+// reservation is one webhook's budget in this worker; its mutex is held
+// across the Redis call, so concurrent senders to one webhook make one
+// call and share what it brings.
 type reservation struct {
+	mu   sync.Mutex
 	left int
 	at   time.Time
 }
@@ -45,18 +49,23 @@ func (t *throttle) wait(ctx context.Context, id string) time.Duration {
 	if t == nil {
 		return 0
 	}
-	now := time.Now()
 	t.mu.Lock()
-	if r := t.local[id]; r != nil && r.left > 0 && now.Sub(r.at) < reserveFor {
-		r.left--
-		t.mu.Unlock()
-		return 0
-	}
-	delete(t.local, id)
-	if len(t.local) > 10_000 {
-		clear(t.local)
+	r := t.local[id]
+	if r == nil {
+		if len(t.local) > 10_000 {
+			clear(t.local)
+		}
+		r = &reservation{}
+		t.local[id] = r
 	}
 	t.mu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if r.left > 0 && now.Sub(r.at) < reserveFor {
+		r.left--
+		return 0
+	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	res, err := t.lim.AllowAtMost(ctx, "wh:"+id, t.limit, t.take)
@@ -64,13 +73,10 @@ func (t *throttle) wait(ctx context.Context, id string) time.Duration {
 		return 0
 	}
 	if res.Allowed == 0 {
+		r.left = 0
 		return max(res.RetryAfter, time.Millisecond)
 	}
-	if res.Allowed > 1 {
-		t.mu.Lock()
-		t.local[id] = &reservation{left: res.Allowed - 1, at: now}
-		t.mu.Unlock()
-	}
+	r.left, r.at = res.Allowed-1, now
 	return 0
 }
 
