@@ -59,8 +59,8 @@ func (r *recorder) add(o outcome) {
 func (r *recorder) close() { r.once.Do(func() { close(r.closed) }) }
 
 // run flushes until close (writing what is left) or until ctx ends
-// (giving up on it). work is the worker's context, for log levels.
-func (r *recorder) run(ctx, work context.Context) {
+// (giving up on it).
+func (r *recorder) run(ctx context.Context) {
 	t := time.NewTicker(flushEvery)
 	defer t.Stop()
 	for {

@@ -304,10 +304,22 @@ func (d *dispatcher) run(ctx context.Context, id string, l *lane, t *task) {
 			continue
 		}
 		start := time.Now()
-		d.w.deliver(ctx, t)
+		d.deliver(ctx, t)
 		<-d.slots
 		t = d.next(id, l, time.Since(start))
 	}
+}
+
+// deliver runs one task; a job whose delivery panics is put off for a
+// minute (and logged) rather than taking the worker down on every try.
+func (d *dispatcher) deliver(ctx context.Context, t *task) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.w.log.Error("a delivery panicked; its job waits a minute", "delivery", t.msg.Job.Delivery, "panic", fmt.Sprint(r))
+			d.w.deferJob(t.msg, time.Minute, "error")
+		}
+	}()
+	d.w.deliver(ctx, t)
 }
 
 // next pops the lane's next task, or retires the sender (nil).

@@ -163,19 +163,26 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer stopSends()
 	recCtx, stopRec := context.WithCancel(context.WithoutCancel(ctx))
 	recDone := make(chan struct{})
-	go func() { defer close(recDone); w.rec.run(recCtx, ctx) }()
+	go func() { defer close(recDone); w.rec.run(recCtx) }()
 
 	var wg sync.WaitGroup
+	// Each loop runs until ctx ends; one that panics is logged and
+	// started again a second later.
 	spawn := func(name string, f func(context.Context)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() {
-				if r := recover(); r != nil {
-					w.log.Error("webhook worker loop panicked", "loop", name, "panic", fmt.Sprint(r))
-				}
-			}()
-			f(ctx)
+			for ctx.Err() == nil {
+				func() {
+					defer func() {
+						if r := recover(); r != nil {
+							w.log.Error("webhook worker loop panicked; restarting it", "loop", name, "panic", fmt.Sprint(r))
+						}
+					}()
+					f(ctx)
+				}()
+				sleep(ctx, time.Second)
+			}
 		}()
 	}
 	spawn("relay", w.relay)
