@@ -27,6 +27,7 @@ import (
 const (
 	CodeWebhookLimitReached = "WEBHOOK_LIMIT_REACHED"
 	CodeDeliveryNotFound    = "DELIVERY_NOT_FOUND"
+	CodeWebhookInactive     = "WEBHOOK_INACTIVE"
 )
 
 // Paging of the routes.
@@ -472,10 +473,13 @@ func (a *API) retry(c *fiber.Ctx) error {
 		return apierror.Invalid("delivery id must be msg_ followed by 32 hexadecimal digits, got %q", truncate(did, 64))
 	}
 	did = strings.Clone(did)
-	if _, err := a.opt.Store.WebhookOf(c.UserContext(), p.AccountID, id); errors.Is(err, store.ErrNotFound) {
+	if w, err := a.opt.Store.WebhookOf(c.UserContext(), p.AccountID, id); errors.Is(err, store.ErrNotFound) {
 		return notFound(id)
 	} else if err != nil {
 		return app.StoreError(err)
+	} else if !w.Active {
+		return apierror.New(http.StatusConflict, CodeWebhookInactive,
+			"webhook %s is inactive; turn it back on with PATCH {\"active\": true} first", id)
 	}
 	d, err := a.opt.Store.DeliveryOf(c.UserContext(), p.AccountID, id, did)
 	if errors.Is(err, store.ErrNotFound) {

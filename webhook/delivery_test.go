@@ -188,8 +188,12 @@ func TestFailedDeliveryManualRetryAndTestEvent(t *testing.T) {
 	}
 	checkSignatures(t, w.Secret, last)
 
-	// A test event, even to a deactivated webhook.
+	// A test event, even to a deactivated webhook; but no retry to one.
 	h.do(t, http.MethodPatch, "/webhooks/"+w.ID, key, map[string]any{"active": false})
+	if r := h.do(t, http.MethodPost, "/webhooks/"+w.ID+"/deliveries/"+did+"/retry", key, nil); r.Status != http.StatusConflict ||
+		r.ErrorCode() != webhook.CodeWebhookInactive {
+		t.Fatalf("retry to an inactive webhook: %d %s", r.Status, r.Body)
+	}
 	r = h.do(t, http.MethodPost, "/webhooks/"+w.ID+"/test", key, nil)
 	var q struct{ Data webhook.QueuedView }
 	r.JSON(t, &q)
