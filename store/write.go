@@ -21,6 +21,10 @@ const (
 	globalCounter           = "" // attestation_counts row for all agents
 )
 
+// OutboxChannel is the PostgreSQL notification channel on which every
+// transaction that writes outbox rows announces them at commit.
+const OutboxChannel = "attestd_outbox"
+
 // TxRef names a transaction and the slot it landed in.
 type TxRef struct {
 	Signature string
@@ -55,6 +59,11 @@ func (s *Store) Apply(ctx context.Context, b *Batch) (Applied, error) {
 		if b.Checkpoint != nil {
 			if err := saveCheckpoint(ctx, tx, *b.Checkpoint); err != nil {
 				return err
+			}
+		}
+		if res.Changed() { // new outbox rows: wake the webhook relays at commit
+			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, OutboxChannel); err != nil {
+				return fmt.Errorf("notify outbox: %w", err)
 			}
 		}
 		return nil

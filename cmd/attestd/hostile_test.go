@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/attestd/attestd/internal/hostile"
 	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/webhook/keyring"
 )
 
 // TestHostileMatrix runs the hostile matrix against a real `attestd serve`
@@ -27,6 +30,7 @@ func TestHostileMatrix(t *testing.T) {
 		// Limited like production, but high enough that the matrix is
 		// judged on its own answers rather than on 429s.
 		"ATTESTD_RATE_LIMIT=1000000",
+		"ATTESTD_WEBHOOK_SECRET_KEYS=" + webhookKeys(t),
 	}
 	runCmd(t, bin, env, "migrate")
 	runCmd(t, bin, env, "seed", "--agents", "3", "--attestations", "300")
@@ -39,7 +43,8 @@ func TestHostileMatrix(t *testing.T) {
 	if len(page.Data) != 1 {
 		t.Fatal("no attestation to aim at")
 	}
-	target := hostile.Target{Base: base, APIKey: key, Agent: page.Data[0].AgentPDA, PDA: page.Data[0].PDA}
+	target := hostile.Target{Base: base, APIKey: key, Agent: page.Data[0].AgentPDA, PDA: page.Data[0].PDA,
+		Webhook: createWebhook(t, base, key)}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res := hostile.Run(ctx, target, 8)
@@ -72,4 +77,29 @@ func peakRSS(t *testing.T, pid int) int64 {
 	}
 	t.Fatal("no VmHWM in process status")
 	return 0
+}
+
+// webhookKeys is a fresh ATTESTD_WEBHOOK_SECRET_KEYS value.
+func webhookKeys(t *testing.T) string {
+	spec, err := keyring.Generate("k1")
+	testenv.Must(t, err, "webhook key")
+	return spec
+}
+
+// createWebhook makes a webhook of the key's account and returns its id.
+func createWebhook(t *testing.T, base, key string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/webhooks",
+		strings.NewReader(`{"url":"https://93.184.216.34/hooks","events":["attestation.created"]}`))
+	testenv.Must(t, err, "request")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-api-key", key)
+	res, err := http.DefaultClient.Do(req)
+	testenv.Must(t, err, "create webhook")
+	defer res.Body.Close()
+	var out struct{ Data struct{ ID string } }
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != http.StatusCreated || out.Data.ID == "" {
+		t.Fatalf("create webhook: %d %v", res.StatusCode, err)
+	}
+	return out.Data.ID
 }

@@ -2,16 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/devstack"
+	"github.com/attestd/attestd/webhook"
+	"github.com/attestd/attestd/webhook/keyring"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -65,7 +69,50 @@ func runLocal(ctx context.Context, args []string) error {
 	if err := startLocalIndexer(ctx, log); err != nil {
 		return err
 	}
+	if err := startLocalWorker(ctx, log, abs); err != nil {
+		return err
+	}
 	return runServe(ctx, nil)
+}
+
+// startLocalWorker runs a webhook worker in the background. Unless the
+// environment names them, the secret key comes from dir/webhook-keys
+// (made on first run, readable by its owner only) and loopback receivers
+// are allowed, so a receiver on this machine can be tried.
+func startLocalWorker(ctx context.Context, log *slog.Logger, dir string) error {
+	if os.Getenv("ATTESTD_WEBHOOK_SECRET_KEYS") == "" {
+		path := filepath.Join(dir, "webhook-keys")
+		b, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			spec, gerr := keyring.Generate("local1")
+			if gerr != nil {
+				return gerr
+			}
+			b, err = []byte(spec), os.WriteFile(path, []byte(spec), 0o600)
+		}
+		if err != nil {
+			return fmt.Errorf("local webhook key %s: %w", path, err)
+		}
+		os.Setenv("ATTESTD_WEBHOOK_SECRET_KEYS", strings.TrimSpace(string(b)))
+	}
+	if os.Getenv("ATTESTD_WEBHOOK_ALLOW_LOOPBACK") == "" {
+		os.Setenv("ATTESTD_WEBHOOK_ALLOW_LOOPBACK", "1")
+		log.Info("webhooks may deliver to loopback and http:// receivers (local development)")
+	}
+	cfg, err := config.FromEnv(nil)
+	if err != nil {
+		return err
+	}
+	wcfg, err := webhook.ConfigFromEnv(nil)
+	if err != nil {
+		return err
+	}
+	go func() {
+		if err := startWorker(ctx, cfg, wcfg, log, prometheus.NewRegistry()); err != nil && ctx.Err() == nil {
+			log.Error("local webhook worker stopped", "err", err)
+		}
+	}()
+	return nil
 }
 
 // startLocalIndexer runs the indexer in the background, against the chain

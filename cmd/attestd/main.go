@@ -24,6 +24,7 @@ type command struct {
 var commands = []command{
 	{"serve", "serve the public API (and /metrics on the internal listener)", runServe},
 	{"index", "index the Prova program from Solana into Postgres (one writer among any number of index processes)", runIndex},
+	{"worker", "deliver webhooks: relay the outbox to Redis, fan out, send, retry (any number of workers); -reseal re-seals secrets and exits", runWorker},
 	{"migrate", "apply database migrations (idempotent)", runMigrate},
 	{"seed", "write realistic demo data through the write path", runSeed},
 	{"keys", "manage API keys: keys create --account NAME [--label L] | keys list --account NAME | keys revoke PREFIX", runKeys},

@@ -16,6 +16,8 @@ import (
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/webhook"
+	"github.com/attestd/attestd/webhook/queue"
 	"github.com/attestd/attestd/x402"
 	"github.com/attestd/attestd/x402/verifier"
 	"github.com/attestd/attestd/x402/x402fiber"
@@ -75,6 +77,12 @@ func runServe(ctx context.Context, args []string) error {
 	// 6. The premium routes, behind a key (or a payment).
 	if err := n.premium(api, keys, payPerRequest); err != nil {
 		return fmt.Errorf("premium: %w", err)
+	}
+
+	// 7. Webhooks: account holders manage theirs at /webhooks (workers
+	//    deliver them: attestd worker).
+	if err := n.webhooks(api, keys); err != nil {
+		return fmt.Errorf("webhooks: %w", err)
 	}
 
 	serveMetrics(ctx, cfg.MetricsAddr, n.reg, log, cfg.Pprof)
@@ -228,5 +236,26 @@ func (n *node) premium(api *app.API, keys *apikey.Service, payPerRequest fiber.H
 	h.Routes(api, keys.Require(apikey.RequireOptions{OnMissingKey: payPerRequest}))
 	n.log.Info("api keys and premium routes enabled", "key_cache_ttl", keys.CacheTTL().String(),
 		"pay_per_request", payPerRequest != nil, "report_rules", fmt.Sprintf("%+v", h.Rules()))
+	return nil
+}
+
+// webhooks adds the /webhooks routes behind keys.
+func (n *node) webhooks(api *app.API, keys *apikey.Service) error {
+	wcfg, err := webhook.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	h, err := webhook.NewAPI(webhook.APIOptions{Store: n.store, Queue: queue.New(n.redis, n.cfg.RedisPrefix, wcfg.Partitions),
+		Config: wcfg, Logger: n.log})
+	if err != nil {
+		return err
+	}
+	h.Routes(api, keys.Require(apikey.RequireOptions{}))
+	if !wcfg.Enabled() {
+		n.log.Warn("webhooks disabled: set ATTESTD_WEBHOOK_SECRET_KEYS (the /webhooks routes answer 503)")
+		return nil
+	}
+	n.log.Info("webhook routes enabled", "max_per_account", wcfg.MaxPerAccount, "allow_loopback", wcfg.AllowLoopback,
+		"secret_keys", fmt.Sprint(wcfg.Keys.IDs()))
 	return nil
 }

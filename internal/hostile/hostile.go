@@ -22,6 +22,9 @@ type Target struct {
 	APIKey string // a valid key, for the keyed routes
 	Agent  string // an agent pda that exists
 	PDA    string // an attestation pda that exists
+	// Webhook is a webhook id of the key's account ("" leaves the
+	// webhook routes out: the node under test has webhooks off).
+	Webhook string
 }
 
 // Case is one request of the matrix.

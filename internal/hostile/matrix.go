@@ -2,7 +2,6 @@ package hostile
 
 import (
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -13,14 +12,27 @@ import (
 // route is one route of the API as the matrix attacks it.
 type route struct {
 	method string
-	path   string // {agent}, {pda} and {prefix} are replaced
+	path   string // {agent}, {pda}, {prefix}, {webhook} and {delivery} are replaced
 	query  []string
 	keyed  bool
 	body   bool
 }
 
-func routes() []route {
-	return []route{
+func routes(t Target) []route {
+	var webhooks []route
+	if t.Webhook != "" {
+		webhooks = []route{
+			{method: "POST", path: "/webhooks", keyed: true, body: true},
+			{method: "GET", path: "/webhooks", query: []string{"limit", "offset"}, keyed: true},
+			{method: "GET", path: "/webhooks/{webhook}", keyed: true},
+			{method: "PATCH", path: "/webhooks/{webhook}", keyed: true, body: true},
+			{method: "GET", path: "/webhooks/{webhook}/deliveries", query: []string{"limit", "offset", "deliveryId"}, keyed: true},
+			{method: "POST", path: "/webhooks/{webhook}/deliveries/{delivery}/retry", keyed: true},
+			{method: "POST", path: "/webhooks/{webhook}/test", keyed: true},
+			{method: "DELETE", path: "/webhooks/{webhook}", keyed: true}, // last: it deletes the webhook
+		}
+	}
+	return append([]route{
 		{method: "GET", path: "/health"},
 		{method: "GET", path: "/stats"},
 		{method: "GET", path: "/attestations", query: []string{"limit", "offset", "cursor", "agentPda", "actionType", "from", "to"}},
@@ -34,7 +46,7 @@ func routes() []route {
 		{method: "GET", path: "/premium/full-history/{agent}", query: []string{"limit", "offset", "cursor", "from", "to"}, keyed: true},
 		{method: "GET", path: "/premium/forensic-report/{agent}", query: []string{"from", "to"}, keyed: true},
 		{method: "POST", path: "/premium/bulk-verify", keyed: true, body: true},
-	}
+	}, webhooks...)
 }
 
 // hostileValues are tried for every query parameter and path parameter.
@@ -55,12 +67,13 @@ func Matrix(t Target) []Case {
 	var cs []Case
 	key := map[string]string{"x-api-key": t.APIKey}
 	fill := func(p string) string {
-		return strings.NewReplacer("{agent}", t.Agent, "{pda}", t.PDA, "{prefix}", "zzzzzzzz").Replace(p)
+		return strings.NewReplacer("{agent}", t.Agent, "{pda}", t.PDA, "{prefix}", "zzzzzzzz", "{webhook}", t.Webhook,
+			"{delivery}", "msg_00000000000000000000000000000000").Replace(p)
 	}
 	add := func(name, method, path string, header map[string]string, body []byte) {
 		cs = append(cs, Case{Name: name, Method: method, Path: path, Header: header, Body: body})
 	}
-	for _, r := range routes() {
+	for _, r := range routes(t) {
 		var h map[string]string
 		if r.keyed {
 			h = key
@@ -79,7 +92,8 @@ func Matrix(t Target) []Case {
 		// Path parameters.
 		if strings.Contains(r.path, "{") {
 			for i, v := range hostileValues {
-				p := strings.NewReplacer("{agent}", url.PathEscape(v), "{pda}", url.PathEscape(v), "{prefix}", url.PathEscape(v)).Replace(r.path)
+				p := strings.NewReplacer("{agent}", url.PathEscape(v), "{pda}", url.PathEscape(v), "{prefix}", url.PathEscape(v),
+					"{webhook}", url.PathEscape(v), "{delivery}", url.PathEscape(v)).Replace(r.path)
 				add(fmt.Sprintf("%s %s path value#%d", r.method, r.path, i), r.method, p, h, nil)
 			}
 			for _, suffix := range []string{"/", "//", "/..", "/%2e%2e", "%2F..%2F..", "/extra", "?", "#frag"} {
@@ -116,15 +130,16 @@ func Matrix(t Target) []Case {
 			add(fmt.Sprintf("%s %s header#%d", r.method, r.path, i), r.method, base, hh, nil)
 		}
 		if r.body {
-			cs = append(cs, bodyCases(r.method+" "+r.path, base, key)...)
+			cs = append(cs, bodyCases(r.method, r.path, base, key)...)
 		}
 	}
 	return append(cs, rawCases()...)
 }
 
 // bodyCases attack a route that reads a JSON body.
-func bodyCases(name, path string, key map[string]string) []Case {
+func bodyCases(method, route, path string, key map[string]string) []Case {
 	var cs []Case
+	name := method + " " + route
 	with := func(extra map[string]string) map[string]string {
 		h := map[string]string{"Content-Type": "application/json"}
 		for k, v := range key {
@@ -154,9 +169,18 @@ func bodyCases(name, path string, key map[string]string) []Case {
 		[]byte(`{"label":1}`), []byte("{\"ids\":[\"\xff\"]}"), ids(1001, "x"), ids(1000, "11111111111111111111111111111111"),
 		[]byte(strings.Repeat("[", 100_000)), []byte(`{"ids":["` + strings.Repeat("a", 200<<10) + `"]}`),
 		[]byte(strings.Repeat(" ", 300<<10)),
+		[]byte(`{"url":"https://169.254.169.254/latest/meta-data","events":["attestation.created"]}`),
+		[]byte(`{"url":"http://[::ffff:127.0.0.1]:8080/","events":["attestation.created"]}`),
+		[]byte(`{"url":"https://2130706433/","events":["attestation.created"]}`),
+		[]byte(`{"url":"https://user:pw@93.184.216.34/","events":["attestation.created"]}`),
+		[]byte(`{"url":"https://93.184.216.34/","events":["attestation.created","attestation.created"]}`),
+		[]byte(`{"url":"https://93.184.216.34/","events":["attestation.created"],"filter":{"agents":["x"]}}`),
+		[]byte(`{"url":"https://93.184.216.34/","events":["attestation.created"],"secret":"whsec_mine"}`),
+		[]byte(`{"url":"` + strings.Repeat("h", 4000) + `","events":["attestation.created"]}`),
+		[]byte(`{"active":"yes"}`), []byte(`{"events":[]}`),
 	}
 	for i, b := range bodies {
-		cs = append(cs, Case{Name: fmt.Sprintf("%s body#%d", name, i), Method: http.MethodPost, Path: path, Header: with(nil), Body: b})
+		cs = append(cs, Case{Name: fmt.Sprintf("%s body#%d", name, i), Method: method, Path: path, Header: with(nil), Body: b})
 	}
 	bombsOnce.Do(makeBombs)
 	for i, c := range []struct {
@@ -167,11 +191,11 @@ func bodyCases(name, path string, key map[string]string) []Case {
 		{"deflate", []byte("not deflate")}, {"gzip", []byte("not gzip")}, {"identity, identity", []byte(`{"ids":["x"]}`)},
 		{"compress", []byte("{}")}, {strings.Repeat("gzip,", 100), []byte("{}")},
 	} {
-		cs = append(cs, Case{Name: fmt.Sprintf("%s encoding#%d", name, i), Method: http.MethodPost, Path: path,
+		cs = append(cs, Case{Name: fmt.Sprintf("%s encoding#%d", name, i), Method: method, Path: path,
 			Header: with(map[string]string{"Content-Encoding": c.enc}), Body: c.body})
 	}
 	for i, ct := range []string{"", "text/plain", "application/json;;", "multipart/form-data; boundary=x", "application/x-www-form-urlencoded", "application/jsonx"} {
-		cs = append(cs, Case{Name: fmt.Sprintf("%s content-type#%d", name, i), Method: http.MethodPost, Path: path,
+		cs = append(cs, Case{Name: fmt.Sprintf("%s content-type#%d", name, i), Method: method, Path: path,
 			Header: with(map[string]string{"Content-Type": ct}), Body: []byte(`{"ids":["x"]}`)})
 	}
 	return cs

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+
+	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/webhook"
+	"github.com/attestd/attestd/webhook/queue"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// runWorker delivers webhooks until it is stopped: the outbox relay, the
+// fan-out and the senders. Run as many as you like.
+func runWorker(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	reseal := fs.Bool("reseal", false, "re-seal every webhook secret under the first key of ATTESTD_WEBHOOK_SECRET_KEYS, then exit")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, log, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	wcfg, err := webhook.ConfigFromEnv(nil)
+	if err != nil {
+		return err
+	}
+	if *reseal {
+		return resealSecrets(ctx, cfg, wcfg, log)
+	}
+	reg := newRegistry()
+	serveMetrics(ctx, wcfg.MetricsAddr, reg, log, cfg.Pprof)
+	return startWorker(ctx, cfg, wcfg, log, reg)
+}
+
+// startWorker opens the stores (migrating the schema, as the indexer
+// does) and runs a webhook worker until ctx ends.
+func startWorker(ctx context.Context, cfg config.Config, wcfg webhook.Config, log *slog.Logger, reg prometheus.Registerer) error {
+	if err := cfg.RequireStores(); err != nil {
+		return err
+	}
+	if !wcfg.Enabled() {
+		return errors.New("ATTESTD_WEBHOOK_SECRET_KEYS is not set: the worker cannot open webhook secrets (see README.md, Webhooks)")
+	}
+	st, err := openStore(ctx, cfg, false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	rdb, err := openRedis(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	w, err := webhook.NewWorker(webhook.WorkerOptions{Store: st, Queue: queue.New(rdb, cfg.RedisPrefix, wcfg.Partitions),
+		Config: wcfg, Logger: log, Registerer: reg})
+	if err != nil {
+		return err
+	}
+	return w.Run(ctx)
+}
+
+func resealSecrets(ctx context.Context, cfg config.Config, wcfg webhook.Config, log *slog.Logger) error {
+	if !wcfg.Enabled() {
+		return errors.New("ATTESTD_WEBHOOK_SECRET_KEYS is not set")
+	}
+	st, err := openStore(ctx, cfg, false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	n, err := webhook.Reseal(ctx, st, wcfg.Keys, log)
+	if err != nil {
+		return err
+	}
+	log.Info("re-sealed webhook secrets", "n", n, "key", wcfg.Keys.Primary())
+	return nil
+}

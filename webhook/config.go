@@ -1,0 +1,123 @@
+package webhook
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/webhook/keyring"
+)
+
+// Vars lists the variables ConfigFromEnv reads.
+var Vars = []config.Var{
+	{Name: "ATTESTD_WEBHOOK_SECRET_KEYS", Default: "(none: webhooks off)", Help: "comma-separated id:base64 AES-256 keys that seal webhook secrets, newest first (it seals; all open)"},
+	{Name: "ATTESTD_WEBHOOK_ALLOW_LOOPBACK", Default: "0", Help: "1 allows http:// and loopback receivers (local development only)"},
+	{Name: "ATTESTD_WEBHOOK_MAX_PER_ACCOUNT", Default: "25", Help: "webhooks per account"},
+	{Name: "ATTESTD_WEBHOOK_TIMEOUT", Default: "10s", Help: "one delivery attempt, connect to last byte"},
+	{Name: "ATTESTD_WEBHOOK_RETRY_SCHEDULE", Default: "30s,2m,10m,1h,6h,24h", Help: "waits before each retry; a delivery failing them all is failed"},
+	{Name: "ATTESTD_WEBHOOK_DISABLE_AFTER", Default: "72h", Help: "a webhook whose deliveries all fail this long is deactivated"},
+	{Name: "ATTESTD_WEBHOOK_CONCURRENCY", Default: "64", Help: "deliveries in flight per worker"},
+	{Name: "ATTESTD_WEBHOOK_ENDPOINT_CONCURRENCY", Default: "8", Help: "deliveries in flight per worker to one webhook"},
+	{Name: "ATTESTD_WEBHOOK_ENDPOINT_RATE", Default: "500", Help: "deliveries per second to one webhook, all workers together; 0: no limit"},
+	{Name: "ATTESTD_WEBHOOK_PARTITIONS", Default: "4", Help: "job streams; the same on every process of a deployment"},
+	{Name: "ATTESTD_WEBHOOK_CLAIM_IDLE", Default: "30s", Help: "a job held this long by a worker that stopped is taken over"},
+	{Name: "ATTESTD_WEBHOOK_LOG_RETENTION", Default: "720h", Help: "events, deliveries and attempts older than this are pruned"},
+	{Name: "ATTESTD_WEBHOOK_POLL_INTERVAL", Default: "200ms", Help: "how often an idle relay looks for new outbox rows"},
+	{Name: "ATTESTD_WORKER_METRICS_ADDR", Default: "127.0.0.1:9092", Help: "the worker's /metrics; empty disables it"},
+}
+
+// Config is the webhook configuration shared by API nodes and workers.
+type Config struct {
+	// Keys seal and open secrets; nil means webhooks are off (the routes
+	// answer 503 and a worker refuses to start).
+	Keys                *keyring.Keyring
+	AllowLoopback       bool
+	MaxPerAccount       int
+	Timeout             time.Duration
+	Schedule            []time.Duration
+	DisableAfter        time.Duration
+	Concurrency         int
+	EndpointConcurrency int
+	EndpointRate        int
+	Partitions          int
+	ClaimIdle           time.Duration
+	Retention           time.Duration
+	PollInterval        time.Duration
+	MetricsAddr         string
+}
+
+// DefaultSchedule is CONTRACT.md's retry schedule.
+var DefaultSchedule = []time.Duration{30 * time.Second, 2 * time.Minute, 10 * time.Minute, time.Hour, 6 * time.Hour, 24 * time.Hour}
+
+// DefaultConfig is the configuration with every default (and no keys).
+func DefaultConfig() Config {
+	return Config{
+		MaxPerAccount: 25, Timeout: 10 * time.Second, Schedule: DefaultSchedule, DisableAfter: 72 * time.Hour,
+		Concurrency: 64, EndpointConcurrency: 8, EndpointRate: 500, Partitions: 4, ClaimIdle: 30 * time.Second,
+		Retention: 720 * time.Hour, PollInterval: 200 * time.Millisecond, MetricsAddr: "127.0.0.1:9092",
+	}
+}
+
+// ConfigFromEnv reads Vars with getenv (nil: the process environment).
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	e := config.NewEnv(getenv)
+	d := DefaultConfig()
+	c := Config{
+		AllowLoopback:       e.Switch("ATTESTD_WEBHOOK_ALLOW_LOOPBACK", "0", "1"),
+		MaxPerAccount:       e.Int("ATTESTD_WEBHOOK_MAX_PER_ACCOUNT", d.MaxPerAccount, 1, 10_000),
+		Timeout:             e.Duration("ATTESTD_WEBHOOK_TIMEOUT", d.Timeout, 100*time.Millisecond, time.Minute),
+		DisableAfter:        e.Duration("ATTESTD_WEBHOOK_DISABLE_AFTER", d.DisableAfter, time.Second, 90*24*time.Hour),
+		Concurrency:         e.Int("ATTESTD_WEBHOOK_CONCURRENCY", d.Concurrency, 1, 10_000),
+		EndpointConcurrency: e.Int("ATTESTD_WEBHOOK_ENDPOINT_CONCURRENCY", d.EndpointConcurrency, 1, 1000),
+		EndpointRate:        e.Int("ATTESTD_WEBHOOK_ENDPOINT_RATE", d.EndpointRate, 0, 1_000_000),
+		Partitions:          e.Int("ATTESTD_WEBHOOK_PARTITIONS", d.Partitions, 1, 1024),
+		ClaimIdle:           e.Duration("ATTESTD_WEBHOOK_CLAIM_IDLE", d.ClaimIdle, 500*time.Millisecond, time.Hour),
+		Retention:           e.Duration("ATTESTD_WEBHOOK_LOG_RETENTION", d.Retention, time.Hour, 10*365*24*time.Hour),
+		PollInterval:        e.Duration("ATTESTD_WEBHOOK_POLL_INTERVAL", d.PollInterval, 10*time.Millisecond, time.Minute),
+		MetricsAddr:         d.MetricsAddr,
+	}
+	if v, set := e.Lookup("ATTESTD_WORKER_METRICS_ADDR"); set {
+		c.MetricsAddr = v
+	}
+	if c.EndpointConcurrency > c.Concurrency {
+		c.EndpointConcurrency = c.Concurrency
+	}
+	sched, err := ParseSchedule(e.String("ATTESTD_WEBHOOK_RETRY_SCHEDULE", ""))
+	if err != nil {
+		e.Fail("ATTESTD_WEBHOOK_RETRY_SCHEDULE", "%v", err)
+	}
+	c.Schedule = sched
+	if spec := e.String("ATTESTD_WEBHOOK_SECRET_KEYS", ""); spec != "" {
+		k, err := keyring.Parse(spec)
+		if err != nil {
+			e.Fail("ATTESTD_WEBHOOK_SECRET_KEYS", "%v", err)
+		}
+		c.Keys = k
+	}
+	return c, e.Err()
+}
+
+// ParseSchedule reads a retry schedule: comma-separated Go durations from
+// 10ms to 7 days, at most 20 ("": the default schedule).
+func ParseSchedule(s string) ([]time.Duration, error) {
+	if strings.TrimSpace(s) == "" {
+		return DefaultSchedule, nil
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > 20 {
+		return DefaultSchedule, fmt.Errorf("at most 20 retries, got %d", len(parts))
+	}
+	out := make([]time.Duration, 0, len(parts))
+	for _, p := range parts {
+		d, err := time.ParseDuration(strings.TrimSpace(p))
+		if err != nil || d < 10*time.Millisecond || d > 7*24*time.Hour {
+			return DefaultSchedule, fmt.Errorf("want comma-separated Go durations from 10ms to 168h (such as 30s,2m,10m), got %q", p)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// Enabled reports whether webhooks can run (a secret key is configured).
+func (c Config) Enabled() bool { return c.Keys != nil }

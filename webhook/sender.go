@@ -1,0 +1,630 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/attestd/attestd/internal/buildinfo"
+	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/webhook/egress"
+	"github.com/attestd/attestd/webhook/queue"
+	"github.com/attestd/attestd/webhook/signature"
+	"github.com/hashicorp/go-retryablehttp"
+)
+
+// task is one job message this worker holds.
+type task struct {
+	msg queue.Msg
+}
+
+// tryAcquire takes up to n tokens without waiting and returns how many.
+func (w *Worker) tryAcquire(n int) int {
+	k := 0
+	for k < n {
+		select {
+		case w.tokens <- struct{}{}:
+			k++
+			continue
+		default:
+		}
+		break
+	}
+	return k
+}
+
+// acquireOne waits for a token; false when ctx ended.
+func (w *Worker) acquireOne(ctx context.Context) bool {
+	select {
+	case w.tokens <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (w *Worker) release(n int) {
+	for range n {
+		<-w.tokens
+	}
+}
+
+// read takes new jobs of partition p as long as this worker has room. It
+// takes what is waiting without blocking, with as many tokens as it can
+// get; when nothing waits, it blocks for one job holding one token, so an
+// idle partition never sits on room the busy ones need.
+func (w *Worker) read(ctx, sendCtx context.Context, p int) {
+	var wait time.Duration
+	for ctx.Err() == nil {
+		k, block := w.tryAcquire(readBatch), time.Duration(0)
+		if k == 0 {
+			if !w.acquireOne(ctx) {
+				return
+			}
+			k, block = 1, readBlock
+		}
+		msgs, err := w.q.Read(ctx, p, w.name, k, block)
+		w.release(k - len(msgs))
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if queue.IsNoGroup(err) {
+				w.recoverLostData(ctx, "a job stream's consumer group is gone")
+				continue
+			}
+			wait = backoff(wait, 5*time.Second)
+			w.log.Warn("reading jobs failed; retrying", "partition", p, "err", err, "retry_in", wait.String())
+			sleep(ctx, wait)
+			continue
+		}
+		wait = 0
+		for _, m := range msgs {
+			w.accept(sendCtx, m)
+		}
+		if len(msgs) == 0 && block == 0 {
+			// Nothing waiting: block for the next job with one token.
+			if !w.acquireOne(ctx) {
+				return
+			}
+			msgs, err = w.q.Read(ctx, p, w.name, 1, readBlock)
+			w.release(1 - len(msgs))
+			if err != nil && ctx.Err() == nil && !queue.IsNoGroup(err) {
+				w.log.Warn("reading jobs failed; retrying", "partition", p, "err", err)
+				sleep(ctx, time.Second)
+			}
+			for _, m := range msgs {
+				w.accept(sendCtx, m)
+			}
+		}
+	}
+}
+
+// keep runs the heartbeat over the jobs this worker holds and takes over
+// jobs other workers left (they stopped without settling them).
+func (w *Worker) keep(ctx, sendCtx context.Context) {
+	every := max(w.cfg.ClaimIdle/4, 100*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for p, ids := range w.held.byPartition(w.q.Partitions()) {
+			for len(ids) > 0 {
+				n := min(len(ids), 500)
+				tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				if err := w.q.Touch(tctx, p, w.name, ids[:n]); err != nil && ctx.Err() == nil {
+					w.log.Warn("heartbeat over held jobs failed", "partition", p, "err", err)
+				}
+				cancel()
+				ids = ids[n:]
+			}
+		}
+		for p := range w.q.Partitions() {
+			k := w.tryAcquire(readBatch)
+			if k == 0 {
+				break // no room: the next tick takes them over
+			}
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			msgs, err := w.q.Claim(cctx, p, w.name, w.cfg.ClaimIdle, k)
+			cancel()
+			w.release(k - len(msgs))
+			if err != nil {
+				if ctx.Err() == nil && !queue.IsNoGroup(err) {
+					w.log.Warn("taking over abandoned jobs failed", "partition", p, "err", err)
+				}
+				continue
+			}
+			if len(msgs) > 0 {
+				w.m.claimed.Add(float64(len(msgs)))
+				w.log.Info("took over jobs a stopped worker held", "partition", p, "n", len(msgs))
+			}
+			for _, m := range msgs {
+				if w.held.has(m.Part, m.StreamID) {
+					// Ours already (its heartbeat came late): one task is enough.
+					w.release(1)
+					continue
+				}
+				w.accept(sendCtx, m)
+			}
+		}
+	}
+}
+
+// schedule moves due retries from the retry sets to the streams, and
+// sends one parked job of each failing webhook whose probe is due.
+func (w *Worker) schedule(ctx context.Context) {
+	t := time.NewTicker(moveEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for p := range w.q.Partitions() {
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			if _, err := w.q.Probe(pctx, p, w.now(), w.probeEvery); err != nil && ctx.Err() == nil {
+				w.log.Warn("probing parked webhooks failed", "partition", p, "err", err)
+			}
+			cancel()
+			for ctx.Err() == nil {
+				mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				n, err := w.q.MoveDue(mctx, p, w.now(), moveBatch)
+				cancel()
+				if err != nil {
+					if ctx.Err() == nil {
+						w.log.Warn("moving due retries failed", "partition", p, "err", err)
+					}
+					break
+				}
+				if n < moveBatch {
+					break
+				}
+			}
+		}
+	}
+}
+
+// accept takes a job message this worker now holds (one token).
+func (w *Worker) accept(sendCtx context.Context, m queue.Msg) {
+	w.held.add(m.Part, m.StreamID)
+	if m.Job == nil { // settled by a duplicate, or a stray message
+		w.rec.add(outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true}, result: "dropped"})
+		return
+	}
+	if !w.disp.submit(sendCtx, &task{msg: m}) {
+		w.deferJob(m, w.disp.busyFor(m.Job.Webhook), "busy")
+	}
+}
+
+// deferJob puts a job back in the retry set without an attempt.
+func (w *Worker) deferJob(m queue.Msg, d time.Duration, reason string) {
+	at := w.now().Add(d + time.Duration(rand.Int64N(int64(d/4)+1)))
+	w.m.deferred.WithLabelValues(reason).Inc()
+	w.rec.add(outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, At: at}, result: "deferred"})
+}
+
+// dispatcher runs sends: at most total at once, at most perEndpoint to one
+// webhook, each webhook's further jobs waiting in a short backlog of its
+// own, so a slow or dead receiver holds a few senders and never delays
+// the others.
+type dispatcher struct {
+	w           *Worker
+	slots       chan struct{}
+	perEndpoint int
+	backlog     int
+	mu          sync.Mutex
+	lanes       map[string]*lane
+	wg          sync.WaitGroup
+	stopping    atomic.Bool
+}
+
+type lane struct {
+	inflight int
+	queue    []*task
+	latency  time.Duration // moving average of attempts
+}
+
+// newDispatcher: an endpoint's backlog holds up to half the jobs a worker
+// may hold, so a burst to a few webhooks waits in memory (the readers stop
+// when the worker holds its most), while one slow endpoint never takes
+// every place.
+func newDispatcher(w *Worker, total, perEndpoint int) *dispatcher {
+	return &dispatcher{w: w, slots: make(chan struct{}, total), perEndpoint: perEndpoint,
+		backlog: max(4*perEndpoint, heldPerSender*total/2), lanes: map[string]*lane{}}
+}
+
+// submit starts or queues t; false when its webhook's backlog is full.
+func (d *dispatcher) submit(ctx context.Context, t *task) bool {
+	id := t.msg.Job.Webhook
+	d.mu.Lock()
+	l := d.lanes[id]
+	if l == nil {
+		l = &lane{}
+		d.lanes[id] = l
+	}
+	switch {
+	case l.inflight < d.perEndpoint:
+		l.inflight++
+		d.wg.Add(1)
+		d.mu.Unlock()
+		go d.run(ctx, id, l, t)
+		return true
+	case len(l.queue) < d.backlog:
+		l.queue = append(l.queue, t)
+		d.mu.Unlock()
+		return true
+	}
+	d.mu.Unlock()
+	return false
+}
+
+// busyFor estimates when a webhook whose backlog is full has room again.
+func (d *dispatcher) busyFor(id string) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	est := time.Second
+	if l := d.lanes[id]; l != nil && l.latency > 0 {
+		est = l.latency * time.Duration(len(l.queue)+l.inflight) / time.Duration(d.perEndpoint)
+	}
+	return min(max(est, time.Second), 30*time.Second)
+}
+
+func (d *dispatcher) run(ctx context.Context, id string, l *lane, t *task) {
+	defer d.wg.Done()
+	for t != nil {
+		if d.stopping.Load() {
+			// Shutting down: leave queued jobs unsettled; they are taken over.
+			d.w.rec.add(outcome{part: t.msg.Part, releaseOnly: t.msg.StreamID})
+			t = d.next(id, l, 0)
+			continue
+		}
+		select {
+		case d.slots <- struct{}{}:
+		case <-ctx.Done():
+			// Shutting down: leave the job unsettled; it is taken over.
+			d.w.rec.add(outcome{part: t.msg.Part, releaseOnly: t.msg.StreamID})
+			t = d.next(id, l, 0)
+			continue
+		}
+		start := time.Now()
+		d.deliver(ctx, t)
+		<-d.slots
+		t = d.next(id, l, time.Since(start))
+	}
+}
+
+// deliver runs one task; a job whose delivery panics is put off for a
+// minute (and logged) rather than taking the worker down on every try.
+func (d *dispatcher) deliver(ctx context.Context, t *task) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.w.log.Error("a delivery panicked; its job waits a minute", "delivery", t.msg.Job.Delivery, "panic", fmt.Sprint(r))
+			d.w.deferJob(t.msg, time.Minute, "error")
+		}
+	}()
+	d.w.deliver(ctx, t)
+}
+
+// next pops the lane's next task, or retires the sender (nil).
+func (d *dispatcher) next(id string, l *lane, took time.Duration) *task {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if took > 0 {
+		l.latency = (3*l.latency + took) / 4
+	}
+	if len(l.queue) > 0 {
+		t := l.queue[0]
+		l.queue[0] = nil
+		l.queue = l.queue[1:]
+		return t
+	}
+	l.inflight--
+	if l.inflight == 0 {
+		delete(d.lanes, id)
+	}
+	return nil
+}
+
+// wait blocks until every started send is over.
+func (d *dispatcher) wait() { d.wg.Wait() }
+
+// inflight is how many tasks the dispatcher holds.
+func (d *dispatcher) size() (inflight, queued int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, l := range d.lanes {
+		inflight += l.inflight
+		queued += len(l.queue)
+	}
+	return inflight, queued
+}
+
+// deliver makes one attempt of t's job, or puts the job off.
+func (w *Worker) deliver(ctx context.Context, t *task) {
+	m, job := t.msg, t.msg.Job
+	done := func(result string) {
+		w.rec.add(outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true}, result: result})
+	}
+	h, err := w.hooks.get(ctx, job.Webhook)
+	if err != nil {
+		w.log.Error("cannot load a webhook to deliver to; the job waits", "webhook", job.Webhook, "err", err)
+		w.deferJob(m, deferOnError, "error")
+		return
+	}
+	if !h.found { // deleted with its deliveries: drop its parked jobs too
+		w.rec.add(outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true},
+			result: "dropped", unpark: job.Webhook})
+		return
+	}
+	if !h.active && job.Type != store.EventWebhookTest {
+		o := outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true},
+			result: "dropped", unpark: job.Webhook}
+		if !job.Manual {
+			o.fail = job.Delivery
+		}
+		w.rec.add(o)
+		return
+	}
+	if job.Attempts > 0 && !job.Manual {
+		// A retry: the delivery may have succeeded since (a manual retry).
+		st, err := w.st.DeliveryStatus(ctx, job.Delivery)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			done("dropped")
+			return
+		case err != nil:
+			w.deferJob(m, deferOnError, "error")
+			return
+		case st != store.DeliveryPending:
+			done("dropped")
+			return
+		}
+	}
+	for range 3 {
+		wait := w.thr.wait(ctx, job.Webhook)
+		if wait == 0 {
+			break
+		}
+		if wait > time.Second {
+			w.deferJob(m, wait, "throttled")
+			return
+		}
+		if !sleep(ctx, wait) {
+			break
+		}
+	}
+	b := w.brk.get(job.Webhook)
+	if ok, _, _ := b.allow(w.now()); !ok {
+		// The receiver keeps failing: park the job with the webhook's
+		// others. One of them probes the receiver now and then; the
+		// first success brings them back.
+		w.m.deferred.WithLabelValues("circuit_open").Inc()
+		w.rec.add(outcome{part: m.Part, result: "deferred", settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID,
+			Park: job.Webhook, ProbeAt: w.now().Add(w.probeEvery)}})
+		return
+	}
+	res := w.send(ctx, h, job)
+	if ctx.Err() != nil { // stopped mid-attempt: not the receiver's failure
+		w.rec.add(outcome{part: m.Part, releaseOnly: m.StreamID})
+		return
+	}
+	b.record(!res.breakerFailure(), w.now())
+	w.m.attemptSeconds.Observe(res.latency.Seconds())
+	w.rec.add(w.outcomeOf(m, job, res))
+}
+
+// result is what one attempt got.
+type result struct {
+	at         time.Time
+	status     int // 0: no response
+	latency    time.Duration
+	err        string
+	snippet    string
+	retryAfter time.Duration
+}
+
+func (r result) ok() bool { return r.err == "" && r.status >= 200 && r.status < 300 }
+
+// breakerFailure: the endpoint did not answer sanely (no answer, 5xx, 429).
+func (r result) breakerFailure() bool {
+	return r.status == 0 || r.status >= 500 || r.status == http.StatusTooManyRequests
+}
+
+// outcomeOf decides what follows an attempt: done, a retry per the
+// schedule (never sooner than the receiver's Retry-After), or failed.
+func (w *Worker) outcomeOf(m queue.Msg, job *queue.Job, r result) outcome {
+	n := job.Attempts + 1
+	rec := &store.AttemptRecord{DeliveryID: job.Delivery, WebhookID: job.Webhook, Attempt: n, Manual: job.Manual, At: r.at,
+		Succeeded: r.ok(), StatusCode: r.status, Latency: r.latency, Error: r.err, Response: r.snippet,
+		Gone: r.status == http.StatusGone && !job.Manual}
+	o := outcome{part: m.Part, attempt: rec, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true}}
+	switch {
+	case r.ok():
+		o.result = "succeeded"
+		o.lag = w.now().Sub(time.UnixMilli(job.Created))
+	case job.Manual || rec.Gone || n > len(w.cfg.Schedule):
+		o.result = "failed"
+	default:
+		wait := w.cfg.Schedule[n-1]
+		wait += time.Duration(rand.Int64N(int64(wait/10) + 1)) // spread retries of a burst
+		if r.retryAfter > wait {
+			wait = min(r.retryAfter, maxRetryAfter)
+		}
+		next := r.at.Add(wait)
+		rec.NextAttemptAt = &next
+		retry := *job
+		retry.Attempts = n
+		o.settle = queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, At: next, Record: &retry}
+		o.result = "retrying"
+	}
+	return o
+}
+
+// signing is what PrepareRetry needs to sign a retried request afresh.
+type signing struct {
+	signer *signature.Signer
+	id     string
+	body   []byte
+}
+
+type signingKey struct{}
+
+// newRetryClient wraps the guarded client in go-retryablehttp: one quick
+// retry of a request whose connection broke before an answer (a stale
+// keep-alive connection), signed with a fresh timestamp; every other
+// outcome, answer or not, is the attempt's and the schedule decides.
+func newRetryClient(c *egress.Client) *retryablehttp.Client {
+	rc := retryablehttp.NewClient()
+	rc.HTTPClient = c.HTTP
+	rc.Logger = nil
+	rc.RetryMax = 1
+	rc.RetryWaitMin, rc.RetryWaitMax = 50*time.Millisecond, 250*time.Millisecond
+	rc.CheckRetry = func(ctx context.Context, resp *http.Response, err error) (bool, error) {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		if err == nil {
+			return false, nil
+		}
+		return brokenConnection(err), err
+	}
+	rc.Backoff = func(min, max time.Duration, attempt int, _ *http.Response) time.Duration {
+		return retryablehttp.LinearJitterBackoff(min, max, attempt, nil) // never a receiver's Retry-After here
+	}
+	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
+	rc.PrepareRetry = func(req *http.Request) error {
+		if s, ok := req.Context().Value(signingKey{}).(signing); ok {
+			s.signer.Set(req.Header, s.id, time.Now(), s.body)
+		}
+		return nil
+	}
+	return rc
+}
+
+// brokenConnection: the connection was reset or closed under the request.
+func brokenConnection(err error) bool {
+	if errors.Is(err, egress.ErrBlocked) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+var userAgent = "attestd-webhooks/" + buildinfo.Version
+
+// send makes the attempt: POST the body, signed, within the timeout;
+// read at most a snippet of the answer.
+func (w *Worker) send(ctx context.Context, h *hook, job *queue.Job) result {
+	body := []byte(job.Body)
+	r := result{at: w.now()}
+	ctx, cancel := context.WithTimeout(ctx, 2*w.cfg.Timeout+time.Second) // the client bounds each try
+	defer cancel()
+	ctx = context.WithValue(ctx, signingKey{}, signing{signer: h.signer, id: job.Delivery, body: body})
+	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, h.url, body)
+	if err != nil {
+		r.err = "invalid request: " + err.Error()
+		return r
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", userAgent)
+	h.signer.Set(req.Header, job.Delivery, time.Now(), body)
+	start := time.Now()
+	resp, err := w.client.Do(req)
+	if err != nil {
+		r.latency = time.Since(start)
+		r.err = describeError(err, w.cfg.Timeout)
+		if resp != nil {
+			resp.Body.Close()
+		}
+		return r
+	}
+	r.status = resp.StatusCode
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, snippetBytes))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes)) // reuse the connection when the rest is short
+	resp.Body.Close()
+	r.latency = time.Since(start)
+	r.snippet = cleanSnippet(snippet)
+	if !r.ok() {
+		r.err = fmt.Sprintf("the receiver answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+			r.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), r.at)
+		}
+	}
+	return r
+}
+
+// describeError says why an attempt got no answer, without the URL (the
+// log already names the webhook).
+func describeError(err error, timeout time.Duration) string {
+	var be *egress.BlockedError
+	var ne net.Error
+	var ue *url.Error
+	switch {
+	case errors.As(err, &be):
+		// Not the address: the log must not map names to private addresses.
+		return cleanText("refused to connect: the host resolved to "+be.Reason+", which deliveries may not reach", maxErrorLen)
+	case errors.As(err, &ne) && ne.Timeout():
+		return fmt.Sprintf("no answer within %s", timeout)
+	case errors.As(err, &ue):
+		err = ue.Err
+	}
+	return cleanText(err.Error(), maxErrorLen)
+}
+
+// cleanSnippet keeps the printable, valid UTF-8 start of a response.
+func cleanSnippet(b []byte) string { return cleanText(string(b), snippetBytes) }
+
+// cleanText makes s storable and readable: valid UTF-8, no control
+// characters but newlines and tabs, at most max bytes.
+func cleanText(s string, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) > max {
+		s = s[:max]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+	}
+	return s
+}
+
+// parseRetryAfter reads Retry-After (seconds or an HTTP date), 0 when
+// absent or invalid.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return min(time.Duration(n)*time.Second, maxRetryAfter)
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return min(t.Sub(now), maxRetryAfter)
+	}
+	return 0
+}
