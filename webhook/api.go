@@ -95,12 +95,7 @@ func (a *API) Routes(api *app.API, auth fiber.Handler) {
 
 // onlyAdmins is the one place the key-role rule of CONTRACT.md applies to
 // webhooks: only admin keys manage them, read keys get 403 FORBIDDEN.
-// apikey.Principal carries no role yet; when it does, this becomes
-//
-//	if p, _ := apikey.PrincipalFrom(c); p.Role != apikey.RoleAdmin { return 403 FORBIDDEN }
-//
-// Until then every key of an account manages the account's webhooks.
-func onlyAdmins(c *fiber.Ctx) error { return c.Next() }
+var onlyAdmins = apikey.RequireRole(apikey.RoleAdmin)
 
 func (a *API) enabled(c *fiber.Ctx) error {
 	if !a.opt.Config.Enabled() {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/webhook"
 )
@@ -297,5 +298,43 @@ func TestRoutesAnswer503WithoutKeys(t *testing.T) {
 	r := h.do(t, http.MethodGet, "/webhooks", key, nil)
 	if r.Status != http.StatusServiceUnavailable || !strings.Contains(string(r.Body), "ATTESTD_WEBHOOK_SECRET_KEYS") {
 		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+}
+
+// TestReadKeysCannotManageWebhooks: webhooks belong to the account's
+// management, so every route answers 403 FORBIDDEN to a read key, and
+// the key's account gains no webhook.
+func TestReadKeysCannotManageWebhooks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpt{})
+	admin := h.key(t, "roles")
+	acc, _, err := h.keys.Store().EnsureAccount(context.Background(), "roles")
+	testenv.Must(t, err, "account")
+	rk, err := h.keys.CreateWithRole(context.Background(), acc.ID, "reader", apikey.RoleRead)
+	testenv.Must(t, err, "read key")
+	rc := newReceiver(t, nil)
+	w := h.create(t, admin, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
+	body := map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}}
+	for _, tc := range []struct {
+		method, path string
+		body         any
+	}{
+		{http.MethodPost, "/webhooks", body},
+		{http.MethodGet, "/webhooks", nil},
+		{http.MethodGet, "/webhooks/" + w.ID, nil},
+		{http.MethodPatch, "/webhooks/" + w.ID, map[string]any{"active": false}},
+		{http.MethodDelete, "/webhooks/" + w.ID, nil},
+		{http.MethodGet, "/webhooks/" + w.ID + "/deliveries", nil},
+		{http.MethodPost, "/webhooks/" + w.ID + "/deliveries/msg_00000000000000000000000000000000/retry", nil},
+		{http.MethodPost, "/webhooks/" + w.ID + "/test", nil},
+	} {
+		if r := h.do(t, tc.method, tc.path, rk.Secret, tc.body); r.Status != http.StatusForbidden || r.ErrorCode() != "FORBIDDEN" {
+			t.Errorf("%s %s with a read key: %d %s", tc.method, tc.path, r.Status, r.Body)
+		}
+	}
+	var list struct{ Data []webhook.View }
+	h.do(t, http.MethodGet, "/webhooks", admin, nil).JSON(t, &list)
+	if len(list.Data) != 1 || !list.Data[0].Active {
+		t.Fatalf("the read key changed the account's webhooks: %+v", list.Data)
 	}
 }
