@@ -51,17 +51,34 @@ const attestationColumns = `pda, agent_pda, agent_id, action_type, action_hash, 
 // exactly what runs).
 const (
 	getAttestationSQL = `SELECT ` + attestationColumns + ` FROM attestations WHERE pda = $1`
-	statsSQL          = `SELECT (SELECT count(*) FROM agents),
-			(SELECT count(*) FROM attestations WHERE ts >= $1 AND ts < $2),
-			COALESCE((SELECT max(slot) FROM checkpoints), (SELECT max(slot) FROM attestations), 0)`
-	summariseSQL = `SELECT
-			(SELECT ts FROM attestations WHERE agent_pda = $1 ORDER BY ts ASC, slot ASC, pda ASC LIMIT 1),
-			(SELECT ts FROM attestations WHERE agent_pda = $1 ORDER BY ts DESC, slot DESC, pda DESC LIMIT 1),
-			(SELECT count(*) FROM attestations WHERE agent_pda = $1 AND ts >= $2 AND ts < $4),
-			(SELECT count(*) FROM attestations WHERE agent_pda = $1 AND ts >= $3 AND ts < $4)`
-	recentSQL = `SELECT ` + attestationColumns + ` FROM attestations WHERE agent_pda = $1
+	recentSQL         = `SELECT ` + attestationColumns + ` FROM attestations WHERE agent_pda = $1
 		ORDER BY ts DESC, slot DESC, pda DESC LIMIT 10`
 )
+
+// statsSQL reads the agent count, the attestations of the last 24 hours
+// (from the hourly counters) and the indexed slot.
+func statsSQL(now time.Time) (string, []any) {
+	var a args
+	from, to := now.Add(-24*time.Hour), now.Add(time.Second)
+	last24h := countExpr(globalCounter, nil, Range{From: &from, To: &to}, &a)
+	return `SELECT (SELECT count(*) FROM agents), ` + last24h + `,
+			COALESCE((SELECT max(slot) FROM checkpoints), (SELECT max(slot) FROM attestations), 0)`, a
+}
+
+// summariseSQL reads an agent's first and last attestation times (on the
+// index) and its counts of the last 24 hours and 7 days (from the hourly
+// counters).
+func summariseSQL(pda string, now time.Time) (string, []any) {
+	var a args
+	p := a.add(pda)
+	to, day, week := now.Add(time.Second), now.Add(-24*time.Hour), now.Add(-7*24*time.Hour)
+	last24h := countExpr(pda, nil, Range{From: &day, To: &to}, &a)
+	last7d := countExpr(pda, nil, Range{From: &week, To: &to}, &a)
+	return `SELECT
+			(SELECT ts FROM attestations WHERE agent_pda = ` + p + ` ORDER BY ts ASC, slot ASC, pda ASC LIMIT 1),
+			(SELECT ts FROM attestations WHERE agent_pda = ` + p + ` ORDER BY ts DESC, slot DESC, pda DESC LIMIT 1),
+			` + last24h + `, ` + last7d, a
+}
 
 func scanAttestation(row pgx.Row) (attestation.Attestation, error) {
 	var a attestation.Attestation
@@ -163,23 +180,12 @@ func (s *Store) ListAttestations(ctx context.Context, f Filter) (Page, error) {
 	return p, nil
 }
 
-// countSQL is the statement count runs for f: without a time range it
-// reads the maintained counters; with one it counts the range on the
-// matching index.
+// countSQL is the statement count runs for f: it reads the maintained
+// counters, and counts on the index only the partial hours at the edges
+// of a time range (see countExpr).
 func countSQL(f Filter) (string, []any) {
-	if f.Range.Open() {
-		agent := globalCounter
-		if f.AgentPDA != "" {
-			agent = f.AgentPDA
-		}
-		if f.ActionType != nil {
-			return `SELECT COALESCE(sum(n), 0) FROM attestation_counts WHERE agent_pda = $1 AND action_type = $2`,
-				[]any{agent, int16(*f.ActionType)}
-		}
-		return `SELECT COALESCE(sum(n), 0) FROM attestation_counts WHERE agent_pda = $1`, []any{agent}
-	}
-	where, args := f.where(false)
-	return `SELECT count(*) FROM attestations` + where, args
+	var a args
+	return `SELECT ` + countExpr(f.AgentPDA, f.ActionType, f.Range, &a), a
 }
 
 // count returns how many attestations match f (ignoring paging).
@@ -222,8 +228,8 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (Stats, error) {
 		return st, err
 	}
 	var slot int64
-	err := s.pool.QueryRow(ctx, statsSQL,
-		now.Add(-24*time.Hour), now.Add(time.Second)).Scan(&st.Agents, &st.Last24h, &slot)
+	q, args := statsSQL(now)
+	err := s.pool.QueryRow(ctx, q, args...).Scan(&st.Agents, &st.Last24h, &slot)
 	if err != nil {
 		return st, fmt.Errorf("read stats: %w", err)
 	}
@@ -262,8 +268,8 @@ func (s *Store) summarise(ctx context.Context, pda string, now time.Time) (agent
 		return sum, err
 	}
 	var first, last *time.Time
-	err := s.pool.QueryRow(ctx, summariseSQL,
-		pda, now.Add(-24*time.Hour), now.Add(-7*24*time.Hour), now.Add(time.Second)).Scan(&first, &last, &sum.last24h, &sum.last7d)
+	q, args := summariseSQL(pda, now)
+	err := s.pool.QueryRow(ctx, q, args...).Scan(&first, &last, &sum.last24h, &sum.last7d)
 	if err != nil {
 		return sum, fmt.Errorf("summarise agent: %w", err)
 	}
