@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"time"
 
@@ -41,6 +42,16 @@ type Health struct {
 	Redis         string        `json:"redis"`
 	Indexer       IndexerStatus `json:"indexer"`
 	Chain         ChainStatus   `json:"chain"`
+	Replicas      []Replica     `json:"replicas"`
+}
+
+// Replica is one read replica as /health reports it: by its position in
+// DATABASE_READ_URLS, never by its address (that is for /metrics, on the
+// internal listener).
+type Replica struct {
+	Index      int      `json:"index"`
+	Status     string   `json:"status"`
+	LagSeconds *float64 `json:"lagSeconds"`
 }
 
 // IndexerCheckpoint is the checkpoint name the indexer writes.
@@ -89,6 +100,16 @@ func (a *API) health(c *fiber.Ctx) error {
 	}
 	if a.deps.Chain != nil {
 		h.Chain = a.deps.Chain(ctx)
+	}
+	h.Replicas = []Replica{}
+	for i, r := range a.deps.Store.Replicas() {
+		rep := Replica{Index: i + 1, Status: r.Status}
+		if r.LagSeconds >= 0 {
+			lag := math.Round(r.LagSeconds*1000) / 1000
+			rep.LagSeconds = &lag
+		}
+		degraded = degraded || r.Status != "ok"
+		h.Replicas = append(h.Replicas, rep)
 	}
 	status := http.StatusOK
 	switch {

@@ -108,7 +108,7 @@ func checkCounters(t *testing.T, st *Store, rng *rand.Rand, now time.Time, agent
 			to := from.Add(time.Duration(rng.IntN(7200)) * time.Second)
 			f.Range = Range{From: &from, To: &to}
 		}
-		got, err := st.count(ctx, f)
+		got, err := count(ctx, st.pool, f)
 		testenv.Must(t, err, "count")
 		where, args := f.where(false)
 		want := scalar(t, st, "SELECT count(*) FROM attestations"+where, args...)
@@ -128,7 +128,7 @@ func checkCounters(t *testing.T, st *Store, rng *rand.Rand, now time.Time, agent
 		t.Fatalf("stats attestations %d, rows %d", stats.Attestations, want)
 	}
 	for _, agent := range agents {
-		sum, err := st.summarise(ctx, agent, at)
+		sum, err := summarise(ctx, st.pool, agent, at)
 		testenv.Must(t, err, "summarise")
 		q := "SELECT count(*) FROM attestations WHERE agent_pda = $1 AND ts >= $2 AND ts < $3"
 		if want := scalar(t, st, q, agent, at.Add(-24*time.Hour), at.Add(time.Second)); sum.last24h != want {

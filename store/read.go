@@ -10,6 +10,7 @@ import (
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/mr-tron/base58"
 )
 
@@ -105,16 +106,18 @@ func scanAttestation(row pgx.Row) (attestation.Attestation, error) {
 
 // GetAttestation reads one attestation by pda.
 func (s *Store) GetAttestation(ctx context.Context, pda string) (attestation.Attestation, error) {
-	ctx, cancel := s.ctx(ctx)
-	defer cancel()
-	a, err := scanAttestation(s.pool.QueryRow(ctx, getAttestationSQL, pda))
-	if err == pgx.ErrNoRows {
-		return a, ErrNotFound
-	}
-	if err != nil {
-		return a, fmt.Errorf("read attestation: %w", err)
-	}
-	return a, nil
+	return onReader(ctx, s, func(db *pgxpool.Pool) (attestation.Attestation, error) {
+		ctx, cancel := s.ctx(ctx)
+		defer cancel()
+		a, err := scanAttestation(db.QueryRow(ctx, getAttestationSQL, pda))
+		if err == pgx.ErrNoRows {
+			return a, ErrNotFound
+		}
+		if err != nil {
+			return a, fmt.Errorf("read attestation: %w", err)
+		}
+		return a, nil
+	})
 }
 
 // where builds the WHERE clause and arguments of a filter.
@@ -157,10 +160,14 @@ func listSQL(f Filter) (string, []any) {
 
 // ListAttestations returns one page, newest first: ts desc, slot desc, pda desc.
 func (s *Store) ListAttestations(ctx context.Context, f Filter) (Page, error) {
+	return onReader(ctx, s, func(db *pgxpool.Pool) (Page, error) { return s.listAttestations(ctx, db, f) })
+}
+
+func (s *Store) listAttestations(ctx context.Context, db *pgxpool.Pool, f Filter) (Page, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	q, args := listSQL(f)
-	rows, err := s.pool.Query(ctx, q, args...)
+	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
 		return Page{}, fmt.Errorf("list attestations: %w", err)
 	}
@@ -168,7 +175,7 @@ func (s *Store) ListAttestations(ctx context.Context, f Filter) (Page, error) {
 	if err != nil {
 		return Page{}, fmt.Errorf("list attestations: %w", err)
 	}
-	total, err := s.count(ctx, f)
+	total, err := count(ctx, db, f)
 	if err != nil {
 		return Page{}, err
 	}
@@ -189,10 +196,10 @@ func countSQL(f Filter) (string, []any) {
 }
 
 // count returns how many attestations match f (ignoring paging).
-func (s *Store) count(ctx context.Context, f Filter) (int64, error) {
+func count(ctx context.Context, db *pgxpool.Pool, f Filter) (int64, error) {
 	var n int64
 	q, args := countSQL(f)
-	if err := s.pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
+	if err := db.QueryRow(ctx, q, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count attestations: %w", err)
 	}
 	return n, nil
@@ -221,15 +228,19 @@ type Stats struct {
 
 // Stats computes the global counts.
 func (s *Store) Stats(ctx context.Context, now time.Time) (Stats, error) {
+	return onReader(ctx, s, func(db *pgxpool.Pool) (Stats, error) { return s.stats(ctx, db, now) })
+}
+
+func (s *Store) stats(ctx context.Context, db *pgxpool.Pool, now time.Time) (Stats, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	st := Stats{ByType: NewByType()}
-	if err := s.byType(ctx, globalCounter, st.ByType, &st.Attestations); err != nil {
+	if err := byType(ctx, db, globalCounter, st.ByType, &st.Attestations); err != nil {
 		return st, err
 	}
 	var slot int64
 	q, args := statsSQL(now)
-	err := s.pool.QueryRow(ctx, q, args...).Scan(&st.Agents, &st.Last24h, &slot)
+	err := db.QueryRow(ctx, q, args...).Scan(&st.Agents, &st.Last24h, &slot)
 	if err != nil {
 		return st, fmt.Errorf("read stats: %w", err)
 	}
@@ -237,8 +248,8 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (Stats, error) {
 	return st, nil
 }
 
-func (s *Store) byType(ctx context.Context, agent string, m ByType, total *int64) error {
-	rows, err := s.pool.Query(ctx, `SELECT action_type, n FROM attestation_counts WHERE agent_pda = $1`, agent)
+func byType(ctx context.Context, db *pgxpool.Pool, agent string, m ByType, total *int64) error {
+	rows, err := db.Query(ctx, `SELECT action_type, n FROM attestation_counts WHERE agent_pda = $1`, agent)
 	if err != nil {
 		return fmt.Errorf("read counts: %w", err)
 	}
@@ -262,14 +273,14 @@ type agentSummary struct {
 	byType                 ByType
 }
 
-func (s *Store) summarise(ctx context.Context, pda string, now time.Time) (agentSummary, error) {
+func summarise(ctx context.Context, db *pgxpool.Pool, pda string, now time.Time) (agentSummary, error) {
 	sum := agentSummary{byType: NewByType()}
-	if err := s.byType(ctx, pda, sum.byType, &sum.total); err != nil {
+	if err := byType(ctx, db, pda, sum.byType, &sum.total); err != nil {
 		return sum, err
 	}
 	var first, last *time.Time
 	q, args := summariseSQL(pda, now)
-	err := s.pool.QueryRow(ctx, q, args...).Scan(&first, &last, &sum.last24h, &sum.last7d)
+	err := db.QueryRow(ctx, q, args...).Scan(&first, &last, &sum.last24h, &sum.last7d)
 	if err != nil {
 		return sum, fmt.Errorf("summarise agent: %w", err)
 	}
@@ -284,6 +295,10 @@ func (s *Store) summarise(ctx context.Context, pda string, now time.Time) (agent
 
 // GetAgent reads an agent with its metrics and policy history.
 func (s *Store) GetAgent(ctx context.Context, pda string, now time.Time) (attestation.Agent, error) {
+	return onReader(ctx, s, func(db *pgxpool.Pool) (attestation.Agent, error) { return s.getAgent(ctx, db, pda, now) })
+}
+
+func (s *Store) getAgent(ctx context.Context, db *pgxpool.Pool, pda string, now time.Time) (attestation.Agent, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	var a attestation.Agent
@@ -292,7 +307,7 @@ func (s *Store) GetAgent(ctx context.Context, pda string, now time.Time) (attest
 	var revokedAt *time.Time
 	var regTx string
 	var regSlot int64
-	err := s.pool.QueryRow(ctx, `SELECT pda, operator, agent_id, policy_root, initial_policy_root, registered_at, revoked,
+	err := db.QueryRow(ctx, `SELECT pda, operator, agent_id, policy_root, initial_policy_root, registered_at, revoked,
 			revoked_at, updated_at, tx_signature, slot FROM agents WHERE pda = $1`, pda).
 		Scan(&a.PDA, &a.Operator, &agentID, &root, &initialRoot, &registered, &a.Revoked, &revokedAt, &updated, &regTx, &regSlot)
 	if err == pgx.ErrNoRows {
@@ -309,7 +324,7 @@ func (s *Store) GetAgent(ctx context.Context, pda string, now time.Time) (attest
 		a.RevokedAt = attestation.OptTime(revokedAt)
 	}
 	history := []attestation.PolicyChange{{PolicyRoot: hex.EncodeToString(initialRoot), UpdatedAt: a.RegisteredAt, TxSignature: regTx, Slot: uint64(regSlot)}}
-	rows, err := s.pool.Query(ctx, `SELECT policy_root, at, tx_signature, slot FROM agent_events
+	rows, err := db.Query(ctx, `SELECT policy_root, at, tx_signature, slot FROM agent_events
 		WHERE agent_pda = $1 AND kind = 'policy_updated' ORDER BY at, slot, tx_signature, event_index`, pda)
 	if err != nil {
 		return a, fmt.Errorf("read policy history: %w", err)
@@ -332,7 +347,7 @@ func (s *Store) GetAgent(ctx context.Context, pda string, now time.Time) (attest
 	}
 	last := history[len(history)-1]
 	a.Policies = attestation.AgentPolicies{PolicyRoot: a.PolicyRoot, UpdatedAt: last.UpdatedAt, History: history}
-	sum, err := s.summarise(ctx, pda, now)
+	sum, err := summarise(ctx, db, pda, now)
 	if err != nil {
 		return a, err
 	}
@@ -356,20 +371,24 @@ type AgentStats struct {
 // GetAgentStats computes an agent's statistics; ErrNotFound when the agent
 // is unknown.
 func (s *Store) GetAgentStats(ctx context.Context, pda string, now time.Time) (AgentStats, error) {
+	return onReader(ctx, s, func(db *pgxpool.Pool) (AgentStats, error) { return s.getAgentStats(ctx, db, pda, now) })
+}
+
+func (s *Store) getAgentStats(ctx context.Context, db *pgxpool.Pool, pda string, now time.Time) (AgentStats, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE pda = $1)`, pda).Scan(&exists); err != nil {
+	if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE pda = $1)`, pda).Scan(&exists); err != nil {
 		return AgentStats{}, fmt.Errorf("read agent: %w", err)
 	}
 	if !exists {
 		return AgentStats{}, ErrNotFound
 	}
-	sum, err := s.summarise(ctx, pda, now)
+	sum, err := summarise(ctx, db, pda, now)
 	if err != nil {
 		return AgentStats{}, err
 	}
-	rows, err := s.pool.Query(ctx, recentSQL, pda)
+	rows, err := db.Query(ctx, recentSQL, pda)
 	if err != nil {
 		return AgentStats{}, fmt.Errorf("read recent attestations: %w", err)
 	}

@@ -13,11 +13,12 @@ import (
 	"github.com/attestd/attestd/mcp"
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/ratelimit"
+	"github.com/attestd/attestd/store"
 )
 
 // everyVar is every package's list of the variables it reads.
 var everyVar = [][]config.Var{
-	config.Vars, ratelimit.Vars, apikey.Vars, premium.Vars, indexer.Vars, mcp.Vars, testenv.Vars,
+	config.Vars, store.Vars, ratelimit.Vars, apikey.Vars, premium.Vars, indexer.Vars, mcp.Vars, testenv.Vars,
 }
 
 // TestReadmeDocumentsEveryVariable keeps the README's configuration tables

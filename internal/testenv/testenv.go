@@ -195,6 +195,40 @@ func OwnPostgres(tb testing.TB) *devstack.Postgres {
 	return pg
 }
 
+// Replicated is a primary and its streaming replica, started for one test.
+type Replicated struct {
+	Primary, Replica *devstack.Postgres
+	// PrimaryURL and ReplicaURL name one database, made on the primary
+	// and replayed by the replica.
+	PrimaryURL, ReplicaURL string
+}
+
+// OwnReplicated starts a primary for this test alone, makes a database on
+// it, and starts a streaming replica of it (pg_basebackup -R); both stop
+// when the test ends.
+func OwnReplicated(tb testing.TB) Replicated {
+	tb.Helper()
+	pg := OwnPostgres(tb)
+	name := Name("r_")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pg.URL)
+	if err != nil {
+		tb.Fatalf("connect postgres: %v", err)
+	}
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
+	conn.Close(ctx)
+	if err != nil {
+		tb.Fatalf("create database: %v", err)
+	}
+	r, err := devstack.StartReplica(ctx, pg, TempDir(tb, "attestd-replica-")+"/data")
+	if err != nil {
+		tb.Fatalf("start replica: %v", err)
+	}
+	tb.Cleanup(r.Stop)
+	return Replicated{Primary: pg, Replica: r, PrimaryURL: pg.DatabaseURL(name), ReplicaURL: r.DatabaseURL(name)}
+}
+
 // OwnRedis starts a Redis server for this test alone (to stop or kill it).
 func OwnRedis(tb testing.TB) *devstack.Redis {
 	tb.Helper()
