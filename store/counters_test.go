@@ -81,9 +81,13 @@ func checkCounters(t *testing.T, st *Store, rng *rand.Rand, now time.Time, agent
 	}
 	bound := func() *time.Time {
 		var t time.Time
-		switch rng.IntN(5) {
+		switch rng.IntN(7) {
 		case 0:
 			return nil
+		case 5: // the smallest and largest bounds the API accepts
+			t = time.Time{}
+		case 6:
+			t = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 		case 1: // a whole hour
 			t = now.Add(-time.Duration(rng.IntN(80)) * time.Hour).Truncate(time.Hour)
 		case 2: // far outside the data

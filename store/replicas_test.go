@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,6 +190,28 @@ func TestReadsContinueWhenTheReplicaDies(t *testing.T) {
 	}
 }
 
+// TestAServerNotInRecoveryIsNeverRead: a URL in DATABASE_READ_URLS that
+// names a server replaying no WAL (a promoted replica, or a primary by
+// mistake) is reported and never read.
+func TestAServerNotInRecoveryIsNeverRead(t *testing.T) {
+	t.Parallel()
+	url := testenv.Database(t)
+	st, err := Open(context.Background(), url, Options{MaxConns: 4, Replicas: ReplicaOptions{URLs: []string{url}, PollInterval: 10 * time.Millisecond}})
+	testenv.Must(t, err, "open")
+	t.Cleanup(st.Close)
+	_, err = st.Migrate(context.Background())
+	testenv.Must(t, err, "migrate")
+	waitFor(t, 30*time.Second, "the server reported", func() bool { return replicaStatus(st) == "not_replica" })
+	for i := 0; i < 10; i++ {
+		if _, err := st.Stats(AtLeast(context.Background(), 0), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if replicaReads(st) != 0 {
+		t.Fatal("read a server that is not a replica")
+	}
+}
+
 func TestReplicasFromEnv(t *testing.T) {
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	o, err := ReplicasFromEnv(env(nil))
@@ -209,5 +232,10 @@ func TestReplicasFromEnv(t *testing.T) {
 		if _, err := ReplicasFromEnv(env(m)); err == nil {
 			t.Errorf("%v: want an error", m)
 		}
+	}
+	// A bad URL is named by its position, never echoed with its password.
+	_, err = ReplicasFromEnv(env(map[string]string{"DATABASE_READ_URLS": "postgres://u@h/db,postgres://u:s3cret@h:99999/db"}))
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "replica 2") {
+		t.Fatalf("error %v: want replica 2 named, no password", err)
 	}
 }
