@@ -90,6 +90,7 @@ type replica struct {
 	replay atomic.Uint64 // pg_last_wal_replay_lsn()
 	state  atomic.Int32  // replicaDown, replicaUp, replicaNotReplica
 	lag    atomic.Int64  // nanoseconds; -1 unknown
+	failed atomic.Int64  // when a read last failed on it (unix ns)
 	reads  prometheus.Counter
 }
 
@@ -298,6 +299,7 @@ func (rs *replicaSet) lagOf(pos uint64, now time.Time) time.Duration {
 func (rs *replicaSet) pollReplica(ctx context.Context, kick <-chan struct{}, r *replica, lagGauge, upGauge prometheus.Gauge) {
 	defer rs.wg.Done()
 	for {
+		started := time.Now().UnixNano()
 		qctx, cancel := context.WithTimeout(ctx, time.Second)
 		var inRecovery bool
 		var replay *int64
@@ -307,6 +309,9 @@ func (rs *replicaSet) pollReplica(ctx context.Context, kick <-chan struct{}, r *
 		switch {
 		case ctx.Err() != nil:
 			return
+		case r.failed.Load() >= started:
+			// A read failed on it while this poll was in flight: the poll's
+			// answer may predate the failure, so it cannot clear it.
 		case err != nil:
 			if r.state.Swap(replicaDown) != replicaDown {
 				rs.log.Warn("read replica unreachable: reads go elsewhere", "replica", r.name, "err", err)
@@ -443,6 +448,7 @@ func (rs *replicaSet) failed(r *replica, err error) {
 	if errors.As(err, &pgErr) && pgErr.Code == "40001" {
 		return // a query cancelled by a recovery conflict: the replica is fine
 	}
+	r.failed.Store(time.Now().UnixNano())
 	if r.state.CompareAndSwap(replicaUp, replicaDown) {
 		rs.log.Warn("read on replica failed: taking it out of use until it answers", "replica", r.name, "err", err)
 		rs.broadcast()
