@@ -10,7 +10,6 @@ import (
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/store"
-	"github.com/jackc/pgx/v5"
 )
 
 // TestNoStaleValueUnderANewEpoch is the epoch race with read replicas:
@@ -73,7 +72,7 @@ func TestNoStaleValueUnderANewEpoch(t *testing.T) {
 	if n := total(node1); n != 1 {
 		t.Fatalf("node 1 sees %d attestations, want 1", n)
 	}
-	pause(t, rp.ReplicaURL, true)
+	rp.PauseReplay(t)
 	for i := 2; i <= 4; i++ {
 		e = write(i)
 		if replayed(e) {
@@ -87,26 +86,12 @@ func TestNoStaleValueUnderANewEpoch(t *testing.T) {
 			}
 		}
 	}
-	pause(t, rp.ReplicaURL, false)
+	rp.ResumeReplay(t)
 	e = write(5)
 	waitUntil(t, func() bool { return replayed(e) }, "replay after resume")
 	if got := total(node2); got != 5 {
 		t.Fatalf("after resume: %d attestations, want 5", got)
 	}
-}
-
-func pause(t *testing.T, url string, on bool) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	testenv.Must(t, err, "connect replica")
-	defer conn.Close(ctx)
-	q := "SELECT pg_wal_replay_resume()"
-	if on {
-		q = "SELECT pg_wal_replay_pause()"
-	}
-	_, err = conn.Exec(ctx, q)
-	testenv.Must(t, err, "%s", q)
 }
 
 func waitUntil(t *testing.T, cond func() bool, what string) {

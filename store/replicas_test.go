@@ -41,15 +41,6 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 	}
 }
 
-func execOn(t *testing.T, url, q string) {
-	t.Helper()
-	st, err := Open(context.Background(), url, Options{MaxConns: 1})
-	testenv.Must(t, err, "connect %s", url)
-	defer st.Close()
-	_, err = st.Pool().Exec(context.Background(), q)
-	testenv.Must(t, err, "%s", q)
-}
-
 // insert applies one attestation and returns the WAL position after it,
 // as the write path announces it.
 func insert(t *testing.T, st *Store, tx string) uint64 {
@@ -87,7 +78,7 @@ func TestReplicaReadsWaitForTheirPosition(t *testing.T) {
 		t.Fatalf("a read without a position used the replica (err %v)", err)
 	}
 
-	execOn(t, rp.ReplicaURL, "SELECT pg_wal_replay_pause()")
+	rp.PauseReplay(t)
 	pos2 := insert(t, st, "tx2")
 	start := time.Now()
 	a, err = st.GetAttestation(AtLeast(ctx, pos2), "pda-tx2-0")
@@ -115,7 +106,7 @@ func TestReplicaReadsWaitForTheirPosition(t *testing.T) {
 		_, err := st.GetAttestation(AtLeast(ctx, pos3), "pda-tx3-0")
 		done <- err
 	}()
-	execOn(t, rp.ReplicaURL, "SELECT pg_wal_replay_resume()")
+	rp.ResumeReplay(t)
 	testenv.Must(t, <-done, "read while the replica resumes")
 	waitFor(t, 30*time.Second, "replay of tx3", func() bool { return st.Replicas()[0].ReplayLSN >= pos3 })
 	n := replicaReads(st)
@@ -133,7 +124,7 @@ func TestLaggingReplicaIsSkipped(t *testing.T) {
 	t.Parallel()
 	st, rp := openReplicated(t, ReplicaOptions{MaxLag: 300 * time.Millisecond, Wait: 50 * time.Millisecond, PollInterval: 20 * time.Millisecond})
 	ctx := context.Background()
-	execOn(t, rp.ReplicaURL, "SELECT pg_wal_replay_pause()")
+	rp.PauseReplay(t)
 	replayed := st.Replicas()[0].ReplayLSN
 	insert(t, st, "lag1")
 	waitFor(t, 30*time.Second, "the replica reported lagging", func() bool { return replicaStatus(st) == "lagging" })
@@ -145,7 +136,7 @@ func TestLaggingReplicaIsSkipped(t *testing.T) {
 	if _, err := st.Stats(AtLeast(ctx, replayed), time.Now()); err != nil || replicaReads(st) != before {
 		t.Fatalf("read a lagging replica (err %v)", err)
 	}
-	execOn(t, rp.ReplicaURL, "SELECT pg_wal_replay_resume()")
+	rp.ResumeReplay(t)
 	waitFor(t, 30*time.Second, "the replica back in use", func() bool { return replicaStatus(st) == "ok" })
 	if lag := st.Replicas()[0].LagSeconds; lag > 0.3 {
 		t.Fatalf("ok with lag %v s", lag)

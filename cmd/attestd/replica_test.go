@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/testenv"
-	"github.com/jackc/pgx/v5"
 )
 
 // TestServeWithReadReplica runs the binary as an operator with a streaming
@@ -77,19 +75,13 @@ func TestServeWithReadReplica(t *testing.T) {
 		t.Fatalf("/health names the replica's address: %s", hb)
 	}
 
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, rp.ReplicaURL)
-	testenv.Must(t, err, "connect replica")
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "SELECT pg_wal_replay_pause()")
-	testenv.Must(t, err, "pause replay")
+	rp.PauseReplay(t)
 	runCmd(t, bin, env, "seed", "--agents", "2", "--attestations", "45", "--seed", "2")
 	waitHealth("the replica lagging", func(h app.Health) bool { return h.Replicas[0].Status == "lagging" && h.Status == "degraded" })
 	var stats struct{ Attestations int }
 	if s := get(t, node+"/stats", "127.0.0.1", "", &stats); s != http.StatusOK || stats.Attestations != 75 {
 		t.Fatalf("stats while the replica lags: %d, %d attestations (want 75)", s, stats.Attestations)
 	}
-	_, err = conn.Exec(ctx, "SELECT pg_wal_replay_resume()")
-	testenv.Must(t, err, "resume replay")
+	rp.ResumeReplay(t)
 	waitHealth("the replica ok again", func(h app.Health) bool { return h.Replicas[0].Status == "ok" && h.Status == "ok" })
 }
