@@ -2,7 +2,10 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/attestd/attestd/attestation"
@@ -46,7 +49,8 @@ type Health struct {
 	Chain         ChainStatus   `json:"chain"`
 	// Reasons says, one sentence each, why the status is not ok (empty
 	// when it is): a store down, the chain unreachable, the indexer behind.
-	Reasons []string `json:"reasons"`
+	Reasons  []string  `json:"reasons"`
+	Replicas []Replica `json:"replicas"`
 }
 
 // Degradation is a feature that can run in a fallback mode, and the reason
@@ -54,6 +58,15 @@ type Health struct {
 type Degradation struct {
 	Reason string      // e.g. "rate limit: decided on each node alone while Redis is slow"
 	Active func() bool // reports whether the fallback is in use now
+}
+
+// Replica is one read replica as /health reports it: by its position in
+// DATABASE_READ_URLS, never by its address (that is for /metrics, on the
+// internal listener).
+type Replica struct {
+	Index      int      `json:"index"`
+	Status     string   `json:"status"`
+	LagSeconds *float64 `json:"lagSeconds"`
 }
 
 // IndexerCheckpoint is the checkpoint name the indexer writes.
@@ -125,6 +138,18 @@ func (a *API) health(c *fiber.Ctx) error {
 			}
 			h.Reasons = append(h.Reasons, "chain: "+rpc+" does not answer getHealth with ok; new attestations are not indexed")
 		}
+	}
+	h.Replicas = []Replica{}
+	for i, r := range a.deps.Store.Replicas() {
+		rep := Replica{Index: i + 1, Status: r.Status}
+		if r.LagSeconds >= 0 {
+			lag := math.Round(r.LagSeconds*1000) / 1000
+			rep.LagSeconds = &lag
+		}
+		if r.Status != "ok" {
+			h.Reasons = append(h.Reasons, fmt.Sprintf("replica %d: %s; its reads go to the primary", i+1, strings.ReplaceAll(r.Status, "_", " ")))
+		}
+		h.Replicas = append(h.Replicas, rep)
 	}
 	status := http.StatusOK
 	switch {

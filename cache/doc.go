@@ -7,4 +7,9 @@
 // fresh keys, so a write is visible everywhere without a Redis round trip
 // per read. Concurrent misses of a key make one load per node. When Redis
 // fails, reads go to PostgreSQL and Degraded reports it.
+//
+// The epoch is at least the WAL position of the commits it announces, and
+// a load for an epoch carries it (store.AtLeast), so no read replica that
+// lacks those commits answers it: nothing older than the commit that made
+// an epoch is cached under it.
 package cache

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/attestd/attestd/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -41,7 +42,7 @@ func (c *Cache) Get(ctx context.Context, key string, load Loader) ([]byte, Sourc
 // slices must not be modified.
 func (c *Cache) GetValue(ctx context.Context, key string, load Loader) (Value, Source, error) {
 	if c.opt.Disabled {
-		v, _, err := c.runLoad(ctx, load)
+		v, _, err := c.runLoad(ctx, load, c.gen.Load().epoch)
 		if err != nil {
 			return Value{}, FromLoader, err
 		}
@@ -76,7 +77,7 @@ func (c *Cache) GetValue(ctx context.Context, key string, load Loader) (Value, S
 			}
 		}
 		c.m.misses.Inc()
-		v, imm, err := c.runLoad(ctx, load)
+		v, imm, err := c.runLoad(ctx, load, epoch)
 		var b []byte
 		switch {
 		case errors.Is(err, ErrNotFound):
@@ -102,10 +103,15 @@ func (c *Cache) GetValue(ctx context.Context, key string, load Loader) (Value, S
 	return v, res.src, err
 }
 
-func (c *Cache) runLoad(ctx context.Context, load Loader) ([]byte, bool, error) {
+// runLoad loads a value for epoch. The epoch is at least the WAL position
+// of every commit announced up to it, so the load's reads must reflect
+// that position (store.AtLeast): a read replica that has not replayed the
+// commit behind the epoch is not read, and stale data is never cached
+// under the new epoch.
+func (c *Cache) runLoad(ctx context.Context, load Loader, epoch uint64) ([]byte, bool, error) {
 	// The load is shared by every waiter: give it its own deadline rather
 	// than the first caller's.
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opt.LoadTimeout)
+	lctx, cancel := context.WithTimeout(store.AtLeast(context.WithoutCancel(ctx), epoch), c.opt.LoadTimeout)
 	defer cancel()
 	start := time.Now()
 	v, imm, err := load(lctx)

@@ -62,7 +62,15 @@ type Health struct {
 	Indexer       IndexerStatus `json:"indexer"`
 	Chain         ChainStatus   `json:"chain"`
 	// Reasons says why the status is not ok (empty when it is).
-	Reasons []string `json:"reasons"`
+	Reasons  []string  `json:"reasons"`
+	Replicas []Replica `json:"replicas"`
+}
+
+// Replica is a read replica of the node as /health reports it.
+type Replica struct {
+	Index      int      `json:"index"`  // position in the node's DATABASE_READ_URLS, from 1
+	Status     string   `json:"status"` // ok, lagging, down or not_replica
+	LagSeconds *float64 `json:"lagSeconds"`
 }
 
 // IndexerStatus is the indexer's progress as /health reports it.

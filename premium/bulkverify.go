@@ -149,6 +149,9 @@ func (h *Handler) verify(ctx context.Context, ids []string) (verifyBody, error) 
 			lookup = append(lookup, id)
 		}
 	}
+	// Not cached, but as fresh as what this node serves: a read replica is
+	// used only once it has replayed the node's current epoch.
+	ctx = store.AtLeast(ctx, h.cache.Epoch())
 	found, sigOK, err := h.verifier.stream(func(emit func(store.VerifyRow)) error {
 		return h.store.EachVerifyRow(ctx, lookup, emit)
 	})

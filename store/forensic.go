@@ -10,6 +10,7 @@ import (
 	"github.com/attestd/attestd/attestation"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -171,8 +172,8 @@ func bound(t *time.Time, inf pgtype.InfinityModifier) pgtype.Timestamptz {
 // heavy runs fn in a transaction tuned for one large aggregate: no JIT
 // (compiling costs more than it saves at this size) and enough memory to
 // hash an agent's rows without spilling.
-func (s *Store) heavy(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+func heavy(ctx context.Context, db *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, db, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT set_config('jit', 'off', true), set_config('work_mem', '64MB', true)`); err != nil {
 			return fmt.Errorf("tune transaction: %w", err)
 		}
@@ -185,6 +186,10 @@ func (s *Store) heavy(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // the duplicate-hash check, the after-revocation read), so the wall time is
 // about that of the slowest.
 func (s *Store) Forensic(ctx context.Context, q ForensicQuery) (ForensicData, error) {
+	return onReader(ctx, s, func(db *pgxpool.Pool) (ForensicData, error) { return s.forensic(ctx, db, q) })
+}
+
+func (s *Store) forensic(ctx context.Context, db *pgxpool.Pool, q ForensicQuery) (ForensicData, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	from, to := bound(q.Range.From, pgtype.NegativeInfinity), bound(q.Range.To, pgtype.Infinity)
@@ -193,15 +198,15 @@ func (s *Store) Forensic(ctx context.Context, q ForensicQuery) (ForensicData, er
 	var dups ForensicData // filled by its own goroutine, merged after
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return s.heavy(gctx, func(tx pgx.Tx) error { return forensicAggregates(gctx, tx, q, from, to, limit, &d) })
+		return heavy(gctx, db, func(tx pgx.Tx) error { return forensicAggregates(gctx, tx, q, from, to, limit, &d) })
 	})
 	g.Go(func() error {
-		return s.heavy(gctx, func(tx pgx.Tx) error { return forensicDuplicates(gctx, tx, q, from, to, limit, &dups) })
+		return heavy(gctx, db, func(tx pgx.Tx) error { return forensicDuplicates(gctx, tx, q, from, to, limit, &dups) })
 	})
 	var after []Point
 	var afterTotal int64
 	g.Go(func() error {
-		rows, err := s.pool.Query(gctx, forensicAfterRevocationSQL, q.AgentPDA, from, to, limit)
+		rows, err := db.Query(gctx, forensicAfterRevocationSQL, q.AgentPDA, from, to, limit)
 		if err != nil {
 			return fmt.Errorf("after-revocation attestations: %w", err)
 		}
@@ -216,7 +221,7 @@ func (s *Store) Forensic(ctx context.Context, q ForensicQuery) (ForensicData, er
 	d.Duplicates, d.TotalDuplicates = dups.Duplicates, dups.TotalDuplicates
 	d.AfterRevocation, d.TotalAfterRevocation = after, afterTotal
 	if d.SignatureFailed > 0 && limit > 0 {
-		rows, err := s.pool.Query(ctx, forensicInvalidSQL, q.AgentPDA, from, to, limit)
+		rows, err := db.Query(ctx, forensicInvalidSQL, q.AgentPDA, from, to, limit)
 		if err != nil {
 			return ForensicData{}, fmt.Errorf("forensic report of %s: invalid signatures: %w", q.AgentPDA, err)
 		}
@@ -234,17 +239,19 @@ func (s *Store) NewestForRecheck(ctx context.Context, agentPDA string, r Range, 
 	if n <= 0 {
 		return nil, nil
 	}
-	ctx, cancel := s.ctx(ctx)
-	defer cancel()
-	rows, err := s.pool.Query(ctx, forensicNewestSQL, agentPDA, bound(r.From, pgtype.NegativeInfinity), bound(r.To, pgtype.Infinity), n)
-	if err != nil {
-		return nil, fmt.Errorf("newest attestations of %s: %w", agentPDA, err)
-	}
-	out, err := pgx.CollectRows(rows, scanVerifyRow)
-	if err != nil {
-		return nil, fmt.Errorf("newest attestations of %s: %w", agentPDA, err)
-	}
-	return out, nil
+	return onReader(ctx, s, func(db *pgxpool.Pool) ([]VerifyRow, error) {
+		ctx, cancel := s.ctx(ctx)
+		defer cancel()
+		rows, err := db.Query(ctx, forensicNewestSQL, agentPDA, bound(r.From, pgtype.NegativeInfinity), bound(r.To, pgtype.Infinity), n)
+		if err != nil {
+			return nil, fmt.Errorf("newest attestations of %s: %w", agentPDA, err)
+		}
+		out, err := pgx.CollectRows(rows, scanVerifyRow)
+		if err != nil {
+			return nil, fmt.Errorf("newest attestations of %s: %w", agentPDA, err)
+		}
+		return out, nil
+	})
 }
 
 // collectPoints reads (pda, ts[, total]) rows.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/mr-tron/base58"
 )
 
@@ -51,17 +52,34 @@ const attestationColumns = `pda, agent_pda, agent_id, action_type, action_hash, 
 // exactly what runs).
 const (
 	getAttestationSQL = `SELECT ` + attestationColumns + ` FROM attestations WHERE pda = $1`
-	statsSQL          = `SELECT (SELECT count(*) FROM agents),
-			(SELECT count(*) FROM attestations WHERE ts >= $1 AND ts < $2),
-			COALESCE((SELECT max(slot) FROM checkpoints), (SELECT max(slot) FROM attestations), 0)`
-	summariseSQL = `SELECT
-			(SELECT ts FROM attestations WHERE agent_pda = $1 ORDER BY ts ASC, slot ASC, pda ASC LIMIT 1),
-			(SELECT ts FROM attestations WHERE agent_pda = $1 ORDER BY ts DESC, slot DESC, pda DESC LIMIT 1),
-			(SELECT count(*) FROM attestations WHERE agent_pda = $1 AND ts >= $2 AND ts < $4),
-			(SELECT count(*) FROM attestations WHERE agent_pda = $1 AND ts >= $3 AND ts < $4)`
-	recentSQL = `SELECT ` + attestationColumns + ` FROM attestations WHERE agent_pda = $1
+	recentSQL         = `SELECT ` + attestationColumns + ` FROM attestations WHERE agent_pda = $1
 		ORDER BY ts DESC, slot DESC, pda DESC LIMIT 10`
 )
+
+// statsSQL reads the agent count, the attestations of the last 24 hours
+// (from the hourly counters) and the indexed slot.
+func statsSQL(now time.Time) (string, []any) {
+	var a args
+	from, to := now.Add(-24*time.Hour), now.Add(time.Second)
+	last24h := countExpr(globalCounter, nil, Range{From: &from, To: &to}, &a)
+	return `SELECT (SELECT count(*) FROM agents), ` + last24h + `,
+			COALESCE((SELECT max(slot) FROM checkpoints), (SELECT max(slot) FROM attestations), 0)`, a
+}
+
+// summariseSQL reads an agent's first and last attestation times (on the
+// index) and its counts of the last 24 hours and 7 days (from the hourly
+// counters).
+func summariseSQL(pda string, now time.Time) (string, []any) {
+	var a args
+	p := a.add(pda)
+	to, day, week := now.Add(time.Second), now.Add(-24*time.Hour), now.Add(-7*24*time.Hour)
+	last24h := countExpr(pda, nil, Range{From: &day, To: &to}, &a)
+	last7d := countExpr(pda, nil, Range{From: &week, To: &to}, &a)
+	return `SELECT
+			(SELECT ts FROM attestations WHERE agent_pda = ` + p + ` ORDER BY ts ASC, slot ASC, pda ASC LIMIT 1),
+			(SELECT ts FROM attestations WHERE agent_pda = ` + p + ` ORDER BY ts DESC, slot DESC, pda DESC LIMIT 1),
+			` + last24h + `, ` + last7d, a
+}
 
 func scanAttestation(row pgx.Row) (attestation.Attestation, error) {
 	var a attestation.Attestation
@@ -88,16 +106,18 @@ func scanAttestation(row pgx.Row) (attestation.Attestation, error) {
 
 // GetAttestation reads one attestation by pda.
 func (s *Store) GetAttestation(ctx context.Context, pda string) (attestation.Attestation, error) {
-	ctx, cancel := s.ctx(ctx)
-	defer cancel()
-	a, err := scanAttestation(s.pool.QueryRow(ctx, getAttestationSQL, pda))
-	if err == pgx.ErrNoRows {
-		return a, ErrNotFound
-	}
-	if err != nil {
-		return a, fmt.Errorf("read attestation: %w", err)
-	}
-	return a, nil
+	return onReader(ctx, s, func(db *pgxpool.Pool) (attestation.Attestation, error) {
+		ctx, cancel := s.ctx(ctx)
+		defer cancel()
+		a, err := scanAttestation(db.QueryRow(ctx, getAttestationSQL, pda))
+		if err == pgx.ErrNoRows {
+			return a, ErrNotFound
+		}
+		if err != nil {
+			return a, fmt.Errorf("read attestation: %w", err)
+		}
+		return a, nil
+	})
 }
 
 // where builds the WHERE clause and arguments of a filter.
@@ -140,10 +160,14 @@ func listSQL(f Filter) (string, []any) {
 
 // ListAttestations returns one page, newest first: ts desc, slot desc, pda desc.
 func (s *Store) ListAttestations(ctx context.Context, f Filter) (Page, error) {
+	return onReader(ctx, s, func(db *pgxpool.Pool) (Page, error) { return s.listAttestations(ctx, db, f) })
+}
+
+func (s *Store) listAttestations(ctx context.Context, db *pgxpool.Pool, f Filter) (Page, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	q, args := listSQL(f)
-	rows, err := s.pool.Query(ctx, q, args...)
+	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
 		return Page{}, fmt.Errorf("list attestations: %w", err)
 	}
@@ -151,7 +175,7 @@ func (s *Store) ListAttestations(ctx context.Context, f Filter) (Page, error) {
 	if err != nil {
 		return Page{}, fmt.Errorf("list attestations: %w", err)
 	}
-	total, err := s.count(ctx, f)
+	total, err := count(ctx, db, f)
 	if err != nil {
 		return Page{}, err
 	}
@@ -163,30 +187,19 @@ func (s *Store) ListAttestations(ctx context.Context, f Filter) (Page, error) {
 	return p, nil
 }
 
-// countSQL is the statement count runs for f: without a time range it
-// reads the maintained counters; with one it counts the range on the
-// matching index.
+// countSQL is the statement count runs for f: it reads the maintained
+// counters, and counts on the index only the partial hours at the edges
+// of a time range (see countExpr).
 func countSQL(f Filter) (string, []any) {
-	if f.Range.Open() {
-		agent := globalCounter
-		if f.AgentPDA != "" {
-			agent = f.AgentPDA
-		}
-		if f.ActionType != nil {
-			return `SELECT COALESCE(sum(n), 0) FROM attestation_counts WHERE agent_pda = $1 AND action_type = $2`,
-				[]any{agent, int16(*f.ActionType)}
-		}
-		return `SELECT COALESCE(sum(n), 0) FROM attestation_counts WHERE agent_pda = $1`, []any{agent}
-	}
-	where, args := f.where(false)
-	return `SELECT count(*) FROM attestations` + where, args
+	var a args
+	return `SELECT ` + countExpr(f.AgentPDA, f.ActionType, f.Range, &a), a
 }
 
 // count returns how many attestations match f (ignoring paging).
-func (s *Store) count(ctx context.Context, f Filter) (int64, error) {
+func count(ctx context.Context, db *pgxpool.Pool, f Filter) (int64, error) {
 	var n int64
 	q, args := countSQL(f)
-	if err := s.pool.QueryRow(ctx, q, args...).Scan(&n); err != nil {
+	if err := db.QueryRow(ctx, q, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count attestations: %w", err)
 	}
 	return n, nil
@@ -215,15 +228,19 @@ type Stats struct {
 
 // Stats computes the global counts.
 func (s *Store) Stats(ctx context.Context, now time.Time) (Stats, error) {
+	return onReader(ctx, s, func(db *pgxpool.Pool) (Stats, error) { return s.stats(ctx, db, now) })
+}
+
+func (s *Store) stats(ctx context.Context, db *pgxpool.Pool, now time.Time) (Stats, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	st := Stats{ByType: NewByType()}
-	if err := s.byType(ctx, globalCounter, st.ByType, &st.Attestations); err != nil {
+	if err := byType(ctx, db, globalCounter, st.ByType, &st.Attestations); err != nil {
 		return st, err
 	}
 	var slot int64
-	err := s.pool.QueryRow(ctx, statsSQL,
-		now.Add(-24*time.Hour), now.Add(time.Second)).Scan(&st.Agents, &st.Last24h, &slot)
+	q, args := statsSQL(now)
+	err := db.QueryRow(ctx, q, args...).Scan(&st.Agents, &st.Last24h, &slot)
 	if err != nil {
 		return st, fmt.Errorf("read stats: %w", err)
 	}
@@ -231,8 +248,8 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (Stats, error) {
 	return st, nil
 }
 
-func (s *Store) byType(ctx context.Context, agent string, m ByType, total *int64) error {
-	rows, err := s.pool.Query(ctx, `SELECT action_type, n FROM attestation_counts WHERE agent_pda = $1`, agent)
+func byType(ctx context.Context, db *pgxpool.Pool, agent string, m ByType, total *int64) error {
+	rows, err := db.Query(ctx, `SELECT action_type, n FROM attestation_counts WHERE agent_pda = $1`, agent)
 	if err != nil {
 		return fmt.Errorf("read counts: %w", err)
 	}
@@ -256,14 +273,14 @@ type agentSummary struct {
 	byType                 ByType
 }
 
-func (s *Store) summarise(ctx context.Context, pda string, now time.Time) (agentSummary, error) {
+func summarise(ctx context.Context, db *pgxpool.Pool, pda string, now time.Time) (agentSummary, error) {
 	sum := agentSummary{byType: NewByType()}
-	if err := s.byType(ctx, pda, sum.byType, &sum.total); err != nil {
+	if err := byType(ctx, db, pda, sum.byType, &sum.total); err != nil {
 		return sum, err
 	}
 	var first, last *time.Time
-	err := s.pool.QueryRow(ctx, summariseSQL,
-		pda, now.Add(-24*time.Hour), now.Add(-7*24*time.Hour), now.Add(time.Second)).Scan(&first, &last, &sum.last24h, &sum.last7d)
+	q, args := summariseSQL(pda, now)
+	err := db.QueryRow(ctx, q, args...).Scan(&first, &last, &sum.last24h, &sum.last7d)
 	if err != nil {
 		return sum, fmt.Errorf("summarise agent: %w", err)
 	}
@@ -278,6 +295,10 @@ func (s *Store) summarise(ctx context.Context, pda string, now time.Time) (agent
 
 // GetAgent reads an agent with its metrics and policy history.
 func (s *Store) GetAgent(ctx context.Context, pda string, now time.Time) (attestation.Agent, error) {
+	return onReader(ctx, s, func(db *pgxpool.Pool) (attestation.Agent, error) { return s.getAgent(ctx, db, pda, now) })
+}
+
+func (s *Store) getAgent(ctx context.Context, db *pgxpool.Pool, pda string, now time.Time) (attestation.Agent, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	var a attestation.Agent
@@ -286,7 +307,7 @@ func (s *Store) GetAgent(ctx context.Context, pda string, now time.Time) (attest
 	var revokedAt *time.Time
 	var regTx string
 	var regSlot int64
-	err := s.pool.QueryRow(ctx, `SELECT pda, operator, agent_id, policy_root, initial_policy_root, registered_at, revoked,
+	err := db.QueryRow(ctx, `SELECT pda, operator, agent_id, policy_root, initial_policy_root, registered_at, revoked,
 			revoked_at, updated_at, tx_signature, slot FROM agents WHERE pda = $1`, pda).
 		Scan(&a.PDA, &a.Operator, &agentID, &root, &initialRoot, &registered, &a.Revoked, &revokedAt, &updated, &regTx, &regSlot)
 	if err == pgx.ErrNoRows {
@@ -303,7 +324,7 @@ func (s *Store) GetAgent(ctx context.Context, pda string, now time.Time) (attest
 		a.RevokedAt = attestation.OptTime(revokedAt)
 	}
 	history := []attestation.PolicyChange{{PolicyRoot: hex.EncodeToString(initialRoot), UpdatedAt: a.RegisteredAt, TxSignature: regTx, Slot: uint64(regSlot)}}
-	rows, err := s.pool.Query(ctx, `SELECT policy_root, at, tx_signature, slot FROM agent_events
+	rows, err := db.Query(ctx, `SELECT policy_root, at, tx_signature, slot FROM agent_events
 		WHERE agent_pda = $1 AND kind = 'policy_updated' ORDER BY at, slot, tx_signature, event_index`, pda)
 	if err != nil {
 		return a, fmt.Errorf("read policy history: %w", err)
@@ -326,7 +347,7 @@ func (s *Store) GetAgent(ctx context.Context, pda string, now time.Time) (attest
 	}
 	last := history[len(history)-1]
 	a.Policies = attestation.AgentPolicies{PolicyRoot: a.PolicyRoot, UpdatedAt: last.UpdatedAt, History: history}
-	sum, err := s.summarise(ctx, pda, now)
+	sum, err := summarise(ctx, db, pda, now)
 	if err != nil {
 		return a, err
 	}
@@ -350,20 +371,24 @@ type AgentStats struct {
 // GetAgentStats computes an agent's statistics; ErrNotFound when the agent
 // is unknown.
 func (s *Store) GetAgentStats(ctx context.Context, pda string, now time.Time) (AgentStats, error) {
+	return onReader(ctx, s, func(db *pgxpool.Pool) (AgentStats, error) { return s.getAgentStats(ctx, db, pda, now) })
+}
+
+func (s *Store) getAgentStats(ctx context.Context, db *pgxpool.Pool, pda string, now time.Time) (AgentStats, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE pda = $1)`, pda).Scan(&exists); err != nil {
+	if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE pda = $1)`, pda).Scan(&exists); err != nil {
 		return AgentStats{}, fmt.Errorf("read agent: %w", err)
 	}
 	if !exists {
 		return AgentStats{}, ErrNotFound
 	}
-	sum, err := s.summarise(ctx, pda, now)
+	sum, err := summarise(ctx, db, pda, now)
 	if err != nil {
 		return AgentStats{}, err
 	}
-	rows, err := s.pool.Query(ctx, recentSQL, pda)
+	rows, err := db.Query(ctx, recentSQL, pda)
 	if err != nil {
 		return AgentStats{}, fmt.Errorf("read recent attestations: %w", err)
 	}

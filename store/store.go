@@ -49,11 +49,15 @@ type Options struct {
 	// Lazy opens the pool even when the database does not answer yet, so
 	// a serving node can start and answer cached reads while it is down.
 	Lazy bool
+	// Replicas are read replicas for reads that carry a position
+	// (AtLeast); none by default.
+	Replicas ReplicaOptions
 }
 
 // Store is the Postgres layer. It is safe for concurrent use.
 type Store struct {
 	pool     *pgxpool.Pool
+	replicas *replicaSet // nil without read replicas
 	notifier Notifier
 	timeout  time.Duration
 }
@@ -92,6 +96,12 @@ func Open(ctx context.Context, databaseURL string, opt Options) (*Store, error) 
 		pool.Close()
 		return nil, fmt.Errorf("connect postgres: %w", err)
 	}
+	if len(opt.Replicas.URLs) > 0 {
+		if s.replicas, err = openReplicas(ctx, pool, opt.Replicas, cfg.MaxConns); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -102,8 +112,13 @@ func (s *Store) SetNotifier(n Notifier) { s.notifier = n }
 // connection (the indexer's advisory lock) or raw queries in tests.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Close closes the pool.
-func (s *Store) Close() { s.pool.Close() }
+// Close stops the replica tracking and closes the pools.
+func (s *Store) Close() {
+	if s.replicas != nil {
+		s.replicas.close()
+	}
+	s.pool.Close()
+}
 
 // Migrate applies pending migrations.
 func (s *Store) Migrate(ctx context.Context) ([]string, error) { return Migrate(ctx, s.pool) }
@@ -130,10 +145,13 @@ func (s *Store) notify(ctx context.Context) {
 }
 
 // walPosition is the current WAL insert position as a number (0 if it
-// cannot be read): after a commit, past that commit's record. The write
-// position (pg_current_wal_lsn) is not: with synchronous_commit=off it
-// lags behind commits, and a floor taken from it could be below the epoch
-// nodes already hold.
+// cannot be read): after a commit, at or past the end of that commit's
+// record. (The write position is not: with asynchronous commit it can
+// still be short of the commit, and a replica that replayed up to it
+// would not have the commit.) Replicas reach it once the WAL is written
+// and streamed; when the last record ended exactly on a page boundary it
+// lies a page header past anything a replica replays, which is why reads
+// wait for a replica only for a bounded time.
 func (s *Store) walPosition(ctx context.Context) uint64 {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()

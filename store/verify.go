@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/attestd/attestd/attestation"
 	"github.com/jackc/pgx/v5"
 )
@@ -65,22 +67,31 @@ func (s *Store) EachVerifyRow(ctx context.Context, pdas []string, fn func(Verify
 	if len(pdas) == 0 {
 		return nil
 	}
-	ctx, cancel := s.ctx(ctx)
-	defer cancel()
-	rows, err := s.pool.Query(ctx, bulkVerifySQL, pdas)
-	if err != nil {
-		return fmt.Errorf("read attestations to verify: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		v, err := scanVerifyRow(rows)
+	_, err := onReader(ctx, s, func(db *pgxpool.Pool) (struct{}, error) {
+		ctx, cancel := s.ctx(ctx)
+		defer cancel()
+		rows, err := db.Query(ctx, bulkVerifySQL, pdas)
 		if err != nil {
-			return fmt.Errorf("read attestations to verify: %w", err)
+			return struct{}{}, fmt.Errorf("read attestations to verify: %w", err)
 		}
-		fn(v)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read attestations to verify: %w", err)
-	}
-	return nil
+		defer rows.Close()
+		emitted := false
+		for rows.Next() {
+			v, err := scanVerifyRow(rows)
+			if err != nil {
+				return struct{}{}, noRetry{fmt.Errorf("read attestations to verify: %w", err)}
+			}
+			fn(v)
+			emitted = true
+		}
+		if err := rows.Err(); err != nil {
+			err = fmt.Errorf("read attestations to verify: %w", err)
+			if emitted { // fn saw rows: running it again would repeat them
+				err = noRetry{err}
+			}
+			return struct{}{}, err
+		}
+		return struct{}{}, nil
+	})
+	return err
 }

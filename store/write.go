@@ -164,6 +164,40 @@ type counterKey struct {
 	typ   attestation.ActionType
 }
 
+// allTypes is the action_type of attestation_hours rows that count every type.
+const allTypes = -1
+
+// hourKey names one attestation_hours row.
+type hourKey struct {
+	agent string
+	typ   int16 // allTypes for all
+	hour  time.Time
+}
+
+// counters are the changes one transaction makes to the maintained
+// counters: totals per (agent, type) and per hour.
+type counters struct {
+	totals map[counterKey]int64
+	hours  map[hourKey]int64
+}
+
+func newCounters() counters {
+	return counters{totals: map[counterKey]int64{}, hours: map[hourKey]int64{}}
+}
+
+// add counts d attestations of agent and type at ts in every counter that
+// covers them: the agent's and the global total of the type, and the four
+// hourly rows (agent or all agents, type or all types).
+func (c counters) add(agent string, typ attestation.ActionType, ts time.Time, d int64) {
+	c.totals[counterKey{agent, typ}] += d
+	c.totals[counterKey{globalCounter, typ}] += d
+	h := ts.UTC().Truncate(time.Hour)
+	for _, a := range [2]string{agent, globalCounter} {
+		c.hours[hourKey{a, int16(typ), h}] += d
+		c.hours[hourKey{a, allTypes, h}] += d
+	}
+}
+
 func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord) (int, error) {
 	if len(recs) == 0 {
 		return 0, nil
@@ -216,12 +250,11 @@ func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord)
 	if len(inserted) == 0 {
 		return 0, nil
 	}
-	counts := map[counterKey]int64{}
+	counts := newCounters()
 	types, payloads := make([]string, 0, len(inserted)), make([][]byte, 0, len(inserted))
 	for _, pda := range inserted {
 		r := byPDA[pda]
-		counts[counterKey{r.AgentPDA, r.ActionType}]++
-		counts[counterKey{globalCounter, r.ActionType}]++
+		counts.add(r.AgentPDA, r.ActionType, r.Timestamp, 1)
 		b, err := json.Marshal(r.API())
 		if err != nil {
 			return 0, fmt.Errorf("encode outbox payload: %w", err)
@@ -239,12 +272,14 @@ func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord)
 	return len(inserted), nil
 }
 
-func addCounts(ctx context.Context, tx pgx.Tx, counts map[counterKey]int64) error {
-	if len(counts) == 0 {
+// addCounts applies counter changes. Rows are upserted in key order, so
+// concurrent writers cannot deadlock on them.
+func addCounts(ctx context.Context, tx pgx.Tx, c counters) error {
+	if len(c.totals) == 0 {
 		return nil
 	}
-	agents, types, ns := make([]string, 0, len(counts)), make([]int16, 0, len(counts)), make([]int64, 0, len(counts))
-	for k, n := range counts {
+	agents, types, ns := make([]string, 0, len(c.totals)), make([]int16, 0, len(c.totals)), make([]int64, 0, len(c.totals))
+	for k, n := range c.totals {
 		agents, types, ns = append(agents, k.agent), append(types, int16(k.typ)), append(ns, n)
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO attestation_counts (agent_pda, action_type, n)
@@ -252,6 +287,17 @@ func addCounts(ctx context.Context, tx pgx.Tx, counts map[counterKey]int64) erro
 		ON CONFLICT (agent_pda, action_type) DO UPDATE SET n = attestation_counts.n + EXCLUDED.n`, agents, types, ns)
 	if err != nil {
 		return fmt.Errorf("update attestation counts: %w", err)
+	}
+	agents, types, ns = agents[:0], types[:0], ns[:0]
+	hours := make([]time.Time, 0, len(c.hours))
+	for k, n := range c.hours {
+		agents, types, hours, ns = append(agents, k.agent), append(types, k.typ), append(hours, k.hour), append(ns, n)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO attestation_hours (agent_pda, action_type, hour, n)
+		SELECT * FROM unnest($1::text[], $2::smallint[], $3::timestamptz[], $4::bigint[]) ORDER BY 1, 2, 3
+		ON CONFLICT (agent_pda, action_type, hour) DO UPDATE SET n = attestation_hours.n + EXCLUDED.n`, agents, types, hours, ns)
+	if err != nil {
+		return fmt.Errorf("update hourly attestation counts: %w", err)
 	}
 	return nil
 }
@@ -362,20 +408,20 @@ func (s *Store) RemoveTransactions(ctx context.Context, txSignatures []string) (
 	var total int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `DELETE FROM attestations WHERE tx_signature = ANY($1) AND NOT finalized
-			RETURNING agent_pda, action_type`, txSignatures)
+			RETURNING agent_pda, action_type, ts`, txSignatures)
 		if err != nil {
 			return fmt.Errorf("remove attestations: %w", err)
 		}
-		counts := map[counterKey]int64{}
+		counts := newCounters()
 		for rows.Next() {
 			var agent string
 			var typ int16
-			if err := rows.Scan(&agent, &typ); err != nil {
+			var ts time.Time
+			if err := rows.Scan(&agent, &typ, &ts); err != nil {
 				rows.Close()
 				return fmt.Errorf("remove attestations: %w", err)
 			}
-			counts[counterKey{agent, attestation.ActionType(typ)}]--
-			counts[counterKey{globalCounter, attestation.ActionType(typ)}]--
+			counts.add(agent, attestation.ActionType(typ), ts, -1)
 			total++
 		}
 		rows.Close()

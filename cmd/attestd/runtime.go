@@ -39,12 +39,17 @@ func loadConfig() (config.Config, *slog.Logger, error) {
 	return cfg, newLogger(cfg.LogLevel), nil
 }
 
-// openStore connects to Postgres.
-func openStore(ctx context.Context, cfg config.Config, lazy bool) (*store.Store, error) {
+// openStore connects to Postgres (writes, and the indexer, always use
+// DATABASE_URL; replicas, when given, serve reads that can use them).
+func openStore(ctx context.Context, cfg config.Config, lazy bool, replicas ...store.ReplicaOptions) (*store.Store, error) {
 	if cfg.DatabaseURL == "" {
 		return nil, errors.New("DATABASE_URL not set (make run starts a local server for you)")
 	}
-	return store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: cfg.DBMaxConns, Lazy: lazy})
+	opt := store.Options{MaxConns: cfg.DBMaxConns, Lazy: lazy}
+	if len(replicas) > 0 {
+		opt.Replicas = replicas[0]
+	}
+	return store.Open(ctx, cfg.DatabaseURL, opt)
 }
 
 // openRedis makes a client with explicit timeouts (go-redis defaults moved

@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"time"
 
 	"github.com/attestd/attestd/internal/seed"
@@ -15,11 +17,12 @@ func runSeed(ctx context.Context, args []string) error {
 	atts := fs.Int("attestations", 100_000, "attestations to write")
 	seedN := fs.Uint64("seed", 1, "random seed (same seed, same data)")
 	ifEmpty := fs.Bool("if-empty", false, "do nothing when the database already holds attestations")
+	batch := fs.Int("batch", 2000, "attestations per write transaction")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *agents < 1 || *atts < 0 {
-		return fmt.Errorf("--agents must be >= 1 and --attestations >= 0")
+	if *agents < 1 || *atts < 0 || *batch < 1 || *batch > 50_000 {
+		return fmt.Errorf("--agents must be >= 1, --attestations >= 0 and --batch from 1 to 50000")
 	}
 	cfg, log, err := loadConfig()
 	if err != nil {
@@ -55,10 +58,54 @@ func runSeed(ctx context.Context, args []string) error {
 		}
 		defer c.Close()
 	}
-	res, err := seed.Run(ctx, st, seed.Options{Agents: *agents, Attestations: *atts, Seed: *seedN, Logger: log})
+	bar := newProgressLine(os.Stderr)
+	res, err := seed.Run(ctx, st, seed.Options{Agents: *agents, Attestations: *atts, Seed: *seedN, Logger: log,
+		BatchSize: *batch, Progress: bar.show})
+	bar.done()
 	if err != nil {
 		return err
 	}
 	log.Info("seeded", "agents", len(res.Agents), "attestations", res.Attestations, "duration", res.Duration.String())
 	return nil
+}
+
+// progressLine shows a long run's progress on w: one line rewritten in
+// place on a terminal, a new line every 10 s otherwise (logs, CI).
+type progressLine struct {
+	w        io.Writer
+	terminal bool
+	last     time.Time
+	shown    bool
+}
+
+func newProgressLine(f *os.File) *progressLine {
+	st, err := f.Stat()
+	return &progressLine{w: f, terminal: err == nil && st.Mode()&os.ModeCharDevice != 0}
+}
+
+func (p *progressLine) show(pr seed.Progress) {
+	every := 10 * time.Second
+	if p.terminal {
+		every = 250 * time.Millisecond
+	}
+	if time.Since(p.last) < every && pr.Done < pr.Total {
+		return
+	}
+	p.last = time.Now()
+	line := fmt.Sprintf("seeding: %d / %d attestations (%.1f%%), %.0f/s, elapsed %s, ETA %s",
+		pr.Done, pr.Total, 100*float64(pr.Done)/float64(max(pr.Total, 1)), pr.Rate,
+		pr.Elapsed.Round(time.Second), pr.ETA)
+	if p.terminal {
+		fmt.Fprintf(p.w, "\r\033[K%s", line)
+	} else {
+		fmt.Fprintln(p.w, line)
+	}
+	p.shown = true
+}
+
+// done ends the rewritten line.
+func (p *progressLine) done() {
+	if p.terminal && p.shown {
+		fmt.Fprintln(p.w)
+	}
 }

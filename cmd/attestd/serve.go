@@ -106,9 +106,18 @@ type node struct {
 // Postgres is down), Redis and the cache.
 func openNode(ctx context.Context, cfg config.Config, log *slog.Logger) (*node, error) {
 	n := &node{cfg: cfg, log: log, reg: newRegistry()}
-	st, err := openStore(ctx, cfg, true)
+	// Reads that carry a cache epoch may use read replicas (see store.AtLeast).
+	replicas, err := store.ReplicasFromEnv(os.Getenv)
 	if err != nil {
 		return nil, err
+	}
+	replicas.Registerer, replicas.Logger = n.reg, log
+	st, err := openStore(ctx, cfg, true, replicas)
+	if err != nil {
+		return nil, err
+	}
+	if len(replicas.URLs) > 0 {
+		log.Info("read replicas", "count", len(replicas.URLs), "max_lag", replicas.MaxLag.String(), "wait", replicas.Wait.String())
 	}
 	n.store = st
 	n.closers = append(n.closers, st.Close)

@@ -13,13 +13,14 @@ import (
 	"github.com/attestd/attestd/mcp"
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/ratelimit"
+	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/x402/verifier"
 )
 
 // everyVar is every package's list of the variables it reads.
 var everyVar = [][]config.Var{
-	config.Vars, ratelimit.Vars, apikey.Vars, premium.Vars, indexer.Vars, mcp.Vars, testenv.Vars, verifier.Vars, webhook.Vars,
+	config.Vars, store.Vars, ratelimit.Vars, apikey.Vars, premium.Vars, indexer.Vars, mcp.Vars, testenv.Vars, verifier.Vars, webhook.Vars,
 }
 
 // TestReadmeDocumentsEveryVariable keeps the README's configuration tables

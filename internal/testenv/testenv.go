@@ -198,6 +198,89 @@ func OwnPostgres(tb testing.TB) *devstack.Postgres {
 	return pg
 }
 
+// Replicated is a primary and its streaming replica, started for one test.
+type Replicated struct {
+	Primary, Replica *devstack.Postgres
+	// PrimaryURL and ReplicaURL name one database, made on the primary
+	// and replayed by the replica.
+	PrimaryURL, ReplicaURL string
+}
+
+// OwnReplicated starts a primary for this test alone, makes a database on
+// it, and starts a streaming replica of it (pg_basebackup -R); both stop
+// when the test ends.
+func OwnReplicated(tb testing.TB) Replicated {
+	tb.Helper()
+	pg := OwnPostgres(tb)
+	name := Name("r_")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pg.URL)
+	if err != nil {
+		tb.Fatalf("connect postgres: %v", err)
+	}
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
+	conn.Close(ctx)
+	if err != nil {
+		tb.Fatalf("create database: %v", err)
+	}
+	r, err := devstack.StartReplica(ctx, pg, TempDir(tb, "attestd-replica-")+"/data")
+	if err != nil {
+		tb.Fatalf("start replica: %v", err)
+	}
+	tb.Cleanup(r.Stop)
+	return Replicated{Primary: pg, Replica: r, PrimaryURL: pg.DatabaseURL(name), ReplicaURL: r.DatabaseURL(name)}
+}
+
+// PauseReplay pauses WAL replay on the replica and waits until it has
+// stopped: pg_wal_replay_pause only asks, and replay can apply more WAL
+// before it stops.
+func (r Replicated) PauseReplay(tb testing.TB) {
+	tb.Helper()
+	r.replay(tb, "SELECT pg_wal_replay_pause()")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, r.ReplicaURL)
+	if err != nil {
+		tb.Fatalf("connect replica: %v", err)
+	}
+	defer conn.Close(ctx)
+	for {
+		var state string
+		if err := conn.QueryRow(ctx, "SELECT pg_get_wal_replay_pause_state()").Scan(&state); err != nil {
+			tb.Fatalf("replay pause state: %v", err)
+		}
+		if state == "paused" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			tb.Fatalf("replay not paused within 30 s (state %s)", state)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// ResumeReplay resumes WAL replay on the replica.
+func (r Replicated) ResumeReplay(tb testing.TB) {
+	tb.Helper()
+	r.replay(tb, "SELECT pg_wal_replay_resume()")
+}
+
+func (r Replicated) replay(tb testing.TB, q string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, r.ReplicaURL)
+	if err != nil {
+		tb.Fatalf("connect replica: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, q); err != nil {
+		tb.Fatalf("%s: %v", q, err)
+	}
+}
+
 // OwnRedis starts a Redis server for this test alone (to stop or kill it).
 func OwnRedis(tb testing.TB) *devstack.Redis {
 	tb.Helper()
