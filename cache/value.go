@@ -69,6 +69,14 @@ func appendETag(dst, b []byte, suffix string) []byte {
 // that is not cached), in the same form as cached values'.
 func ETagOf(b []byte) []byte { return appendETag(make([]byte, 0, etagLen), b, "") }
 
+// MakeValue is the value a cache would hold for v: its gzip form when v is
+// large, and the tags of both. For answers built once per process (the
+// OpenAPI document).
+func MakeValue(v []byte, immutable bool) Value {
+	val, _ := decode(encode(v, immutable)) // decoding what encode made cannot fail
+	return val
+}
+
 var gzipWriters = sync.Pool{New: func() any { w, _ := gzip.NewWriterLevel(nil, gzip.DefaultCompression); return w }}
 
 // encode makes the stored form of v.

@@ -13,6 +13,7 @@ import (
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/buildinfo"
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/store"
@@ -38,6 +39,10 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	defer n.close()
 	deps := app.Deps{Store: n.store, Cache: n.cache, Logger: log, Registerer: n.reg, AccessLogAll: cfg.AccessLogAll}
+	// What public answers say to browsers, CDNs and the edge.
+	if deps.HTTPCache, err = httpcache.ConfigFromEnv(os.Getenv); err != nil {
+		return fmt.Errorf("http caching: %w", err)
+	}
 	rcfg, err := ratelimit.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return fmt.Errorf("rate limit: %w", err)

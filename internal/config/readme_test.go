@@ -9,6 +9,7 @@ import (
 	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/mcp"
 	"github.com/attestd/attestd/premium"
@@ -17,7 +18,7 @@ import (
 
 // everyVar is every package's list of the variables it reads.
 var everyVar = [][]config.Var{
-	config.Vars, ratelimit.Vars, apikey.Vars, premium.Vars, indexer.Vars, mcp.Vars, testenv.Vars,
+	config.Vars, httpcache.Vars, ratelimit.Vars, apikey.Vars, premium.Vars, indexer.Vars, mcp.Vars, testenv.Vars,
 }
 
 // TestReadmeDocumentsEveryVariable keeps the README's configuration tables
