@@ -110,7 +110,7 @@ func openNode(ctx context.Context, cfg config.Config, log *slog.Logger) (*node, 
 		return nil, err
 	}
 	n.closers = append(n.closers, func() { n.redis.Close() })
-	if n.cache, err = openCache(ctx, cfg, n.redis, st, n.reg, log, true); err != nil {
+	if n.cache, err = openCache(ctx, cfg, n.redis, st, n.reg, log, true, nil); err != nil {
 		n.close()
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/httpcache"
+	"github.com/attestd/attestd/internal/purge"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/mcp"
 	"github.com/attestd/attestd/premium"
@@ -18,7 +19,7 @@ import (
 
 // everyVar is every package's list of the variables it reads.
 var everyVar = [][]config.Var{
-	config.Vars, httpcache.Vars, ratelimit.Vars, apikey.Vars, premium.Vars, indexer.Vars, mcp.Vars, testenv.Vars,
+	config.Vars, httpcache.Vars, purge.Vars, ratelimit.Vars, apikey.Vars, premium.Vars, indexer.Vars, mcp.Vars, testenv.Vars,
 }
 
 // TestReadmeDocumentsEveryVariable keeps the README's configuration tables
