@@ -7,4 +7,10 @@
 // fresh keys, so a write is visible everywhere without a Redis round trip
 // per read. Concurrent misses of a key make one load per node. When Redis
 // fails, reads go to PostgreSQL and Degraded reports it.
+//
+// A cached value holds its JSON, its gzip form when large, the strong
+// entity tag of each (computed once, when cached) and whether it can never
+// change, so nodes answer conditional requests without touching the body.
+// Writers can hear each epoch they set (Options.Bumped: the edge purge
+// hook).
 package cache
