@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/attestd/attestd/internal/buildinfo.Version=$(VERSION)
 # Packages whose tests run goroutines get the race detector; every other
 # package runs without it. This is the one list to keep.
-RACE_PKGS := ./app/... ./cache/... ./store/... ./internal/pubsub/... ./ratelimit/... ./indexer/... ./internal/devnet/... \
+RACE_PKGS := ./app/... ./cache/... ./store/... ./internal/pubsub/... ./internal/purge/... ./ratelimit/... ./indexer/... ./internal/devnet/... \
              ./apikey/... ./premium/... ./mcp/... ./client/... ./x402/... ./webhook/...
 TEST_TIMEOUT ?= 8m
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 )
@@ -58,8 +59,13 @@ func unauthorized(c *fiber.Ctx, msg string) error {
 // stores their Principal. A malformed key is refused without any lookup;
 // a well-formed one is looked up by prefix (cached per node for at most
 // CacheTTL) and its SHA-256 compared in constant time.
+//
+// Every answer of a route behind it is private, no-store (whoever answers:
+// the route, the pay-per-request seam, or an error): it depends on who
+// asks, so no shared cache may keep it and no cache may store it.
 func (s *Service) Require(opt RequireOptions) fiber.Handler {
 	return func(c *fiber.Ctx) error {
+		httpcache.Private(c)
 		if c.Get(Header) == "" && opt.OnMissingKey != nil {
 			s.m.auth.WithLabelValues("missing_delegated").Inc()
 			return opt.OnMissingKey(c)
@@ -74,6 +80,7 @@ func (s *Service) Require(opt RequireOptions) fiber.Handler {
 // admit checks the request's key and stores its Principal; an error is the
 // answer to send (401, or 503 when the check cannot be made).
 func (s *Service) admit(c *fiber.Ctx) error {
+	httpcache.Private(c)
 	raw := c.Get(Header)
 	if raw == "" {
 		s.m.auth.WithLabelValues("missing").Inc()

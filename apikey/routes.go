@@ -95,7 +95,6 @@ func (s *Service) createKey(c *fiber.Ctx) error {
 	case err != nil:
 		return app.StoreError(err)
 	}
-	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Status(http.StatusCreated).JSON(struct {
 		Data CreatedView `json:"data"`
 	}{CreatedView{KeyView: View(created.Key), Key: created.Secret}})
@@ -185,7 +184,6 @@ func (s *Service) listKeys(c *fiber.Ctx) error {
 	for i, k := range keys {
 		views[i] = View(k)
 	}
-	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.JSON(struct {
 		Data       []KeyView      `json:"data"`
 		Pagination app.Pagination `json:"pagination"`

@@ -16,6 +16,8 @@ import (
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/buildinfo"
+	"github.com/attestd/attestd/internal/httpcache"
+	"github.com/attestd/attestd/openapi"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,6 +49,9 @@ type Deps struct {
 	ConnLimit ConnLimit
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// HTTPCache is how long caches may reuse public answers (zero: the
+	// defaults).
+	HTTPCache httpcache.Policy
 }
 
 // API is the HTTP application.
@@ -56,6 +61,9 @@ type API struct {
 	started time.Time
 	m       *httpMetrics
 	fiber   *fiber.App
+	cc      httpcache.Headers
+	doc     cache.Value // the OpenAPI document, with its tags
+	docErr  error
 }
 
 // New builds the Fiber application with every route.
@@ -66,7 +74,12 @@ func New(d Deps) *API {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	a := &API{deps: d, log: d.Logger, started: time.Now(), m: newHTTPMetrics(d.Registerer)}
+	a := &API{deps: d, log: d.Logger, started: time.Now(), m: newHTTPMetrics(d.Registerer), cc: d.HTTPCache.Headers()}
+	if b, err := openapi.JSON(); err != nil {
+		a.docErr = err
+	} else {
+		a.doc = cache.MakeValue(b, true)
+	}
 	a.fiber = fiber.New(fiber.Config{
 		// Requests of other methods are answered by this app too (see
 		// below), so that limits, request ids and the envelope apply.
@@ -158,6 +171,7 @@ func (a *API) handleError(c *fiber.Ctx, err error) error {
 	if requestIDOf(c) == "" {
 		a.setRequestID(c, newRequestID())
 	}
+	uncacheable(c)
 	if e, ok := apierror.As(err); ok {
 		return apierror.Write(c, e.Status, e.Code, e.Message)
 	}
@@ -189,6 +203,21 @@ func (a *API) handleError(c *fiber.Ctx, err error) error {
 	}
 	a.log.Error("request failed", "request_id", requestIDOf(c), "method", methodOf(c), "path", c.Path(), "err", err)
 	return apierror.Write(c, http.StatusInternalServerError, apierror.CodeInternal, "internal error; quote request id "+requestIDOf(c))
+}
+
+// uncacheable makes an error answer one no cache keeps: Cache-Control
+// no-store, and none of the validators or surrogate keys a handler may
+// have set before it failed. Errors are never cached, not even the ones
+// RFC 9111 would let a cache reuse heuristically (404, 405, 414, 501): a
+// 404 for an attestation id turns into its answer as soon as that
+// attestation is indexed, and its agent, who can compute the id before,
+// polls for exactly that.
+func uncacheable(c *fiber.Ctx) {
+	h := &c.Response().Header
+	h.Set(fiber.HeaderCacheControl, httpcache.NoStore)
+	h.Del(fiber.HeaderETag)
+	h.Del(httpcache.HeaderSurrogateKey)
+	h.Del(httpcache.HeaderCacheTag)
 }
 
 // unknownMethod stands for every method outside the standard ones (see

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -41,6 +42,7 @@ const refusedBody = `{"error":{"code":"RATE_LIMITED","message":"too many open co
 
 func refusedAnswer() []byte {
 	return []byte("HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nConnection: close\r\n" +
+		"Cache-Control: " + httpcache.NoStore + "\r\n" +
 		requestIDHeader + ": " + newRequestID() + "\r\nRetry-After: 1\r\nContent-Length: " +
 		strconv.Itoa(len(refusedBody)) + "\r\n\r\n" + refusedBody)
 }

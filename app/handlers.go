@@ -7,12 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"net/http"
 	"sync"
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -70,7 +71,9 @@ func SendJSON(c *fiber.Ctx, b []byte) error {
 }
 
 // SendValue writes a cached value, gzip-compressed (compressed once, when
-// it was cached) when the client accepts gzip.
+// it was cached) when the client accepts gzip. It sets no validator and no
+// Cache-Control: premium routes use it for private answers. Public answers
+// go through sendCacheable.
 func SendValue(c *fiber.Ctx, v cache.Value) error {
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 	if v.Gzip == nil {
@@ -84,35 +87,80 @@ func SendValue(c *fiber.Ctx, v cache.Value) error {
 	return c.Send(v.JSON)
 }
 
+// cacheable says how a public answer may be cached: its Cache-Control, and
+// its surrogate keys (a general key, and prefix+id when id is set).
+type cacheable struct {
+	control string
+	general string
+	prefix  string
+	id      string
+}
+
+// sendCacheable writes a public answer with its caching headers, or 304
+// Not Modified when the request's If-None-Match names the representation
+// it would get. The representation (identity or gzip) is chosen first,
+// from Accept-Encoding, and its own strong tag, made when the value was
+// cached, is the ETag; no body is built or hashed here. Every answer of
+// these routes says Vary: Accept-Encoding, small ones included: whether an
+// answer is compressed depends on its size, which a cache cannot know
+// beforehand. The 304 carries the headers its 200 would (RFC 9110 15.4.5).
+func sendCacheable(c *fiber.Ctx, v cache.Value, how cacheable) error {
+	gz := v.Gzip != nil && acceptsGzip(c)
+	etag := v.ETag
+	if gz {
+		etag = v.GzipETag
+	}
+	h := &c.Response().Header
+	h.Set(fiber.HeaderCacheControl, how.control)
+	h.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
+	if len(etag) > 0 {
+		h.SetBytesV(fiber.HeaderETag, etag)
+	}
+	httpcache.SetKeys(c, how.general, how.prefix, how.id)
+	if len(etag) > 0 && httpcache.NoneMatch(c.Request().Header.PeekAll(fiber.HeaderIfNoneMatch), etag) {
+		c.Status(http.StatusNotModified)
+		return nil
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+	if gz {
+		c.Set(fiber.HeaderContentEncoding, "gzip")
+		return c.Send(v.Gzip)
+	}
+	return c.Send(v.JSON)
+}
+
 // acceptsGzip reports whether the request's Accept-Encoding (every line
 // of it) makes gzip acceptable: listed with a q above 0, or not listed and
 // "*" listed with a q above 0. The q parameter's name is case-insensitive;
-// a malformed q counts as 0.
+// a malformed q counts as 0. It reads the request's buffers without
+// copying or allocating.
 func acceptsGzip(c *fiber.Ctx) bool {
-	var lines []string
-	c.Request().Header.VisitAll(func(k, v []byte) {
-		if strings.EqualFold(string(k), fiber.HeaderAcceptEncoding) {
-			lines = append(lines, string(v))
-		}
-	})
-	return gzipAcceptable(strings.Join(lines, ","))
+	return gzipAcceptableLines(c.Request().Header.PeekAll(fiber.HeaderAcceptEncoding))
 }
 
-func gzipAcceptable(h string) bool {
+func gzipAcceptable(h string) bool { return gzipAcceptableLines([][]byte{[]byte(h)}) }
+
+func gzipAcceptableLines(lines [][]byte) bool {
 	gzipQ, starQ := -1, -1 // thousandths; -1: not listed
-	for _, part := range strings.Split(h, ",") {
-		name, params, _ := strings.Cut(part, ";")
-		q := 1000
-		for _, p := range strings.Split(params, ";") {
-			if k, v, ok := strings.Cut(p, "="); ok && strings.EqualFold(strings.TrimSpace(k), "q") {
-				q = parseQValue(strings.TrimSpace(v))
+	for _, line := range lines {
+		for more := true; more; {
+			var part []byte
+			part, line, more = bytes.Cut(line, comma)
+			name, params, _ := bytes.Cut(part, semicolon)
+			q := 1000
+			for len(params) > 0 {
+				var p []byte
+				p, params, _ = bytes.Cut(params, semicolon)
+				if k, v, ok := bytes.Cut(p, equals); ok && bytes.EqualFold(bytes.TrimSpace(k), qName) {
+					q = parseQValue(bytes.TrimSpace(v))
+				}
 			}
-		}
-		switch strings.ToLower(strings.TrimSpace(name)) {
-		case "gzip", "x-gzip":
-			gzipQ = max(gzipQ, q)
-		case "*":
-			starQ = max(starQ, q)
+			switch name = bytes.TrimSpace(name); {
+			case bytes.EqualFold(name, gzipName), bytes.EqualFold(name, xGzipName):
+				gzipQ = max(gzipQ, q)
+			case len(name) == 1 && name[0] == '*':
+				starQ = max(starQ, q)
+			}
 		}
 	}
 	if gzipQ >= 0 {
@@ -121,11 +169,17 @@ func gzipAcceptable(h string) bool {
 	return starQ > 0
 }
 
+var (
+	comma, semicolon, equals = []byte{','}, []byte{';'}, []byte{'='}
+	qName, gzipName          = []byte("q"), []byte("gzip")
+	xGzipName                = []byte("x-gzip")
+)
+
 // parseQValue reads an RFC 9110 qvalue ("0", "0.5", "1.000") in
 // thousandths; anything else is 0.
-func parseQValue(v string) int {
-	whole, frac, _ := strings.Cut(v, ".")
-	if (whole != "0" && whole != "1") || len(frac) > 3 {
+func parseQValue(v []byte) int {
+	whole, frac, _ := bytes.Cut(v, []byte{'.'})
+	if len(whole) != 1 || (whole[0] != '0' && whole[0] != '1') || len(frac) > 3 {
 		return 0
 	}
 	n := int(whole[0]-'0') * 1000
@@ -149,10 +203,12 @@ func marshal(v any) ([]byte, error) {
 	return b, nil
 }
 
-// cached answers a read from the cache, loading it with load on a miss.
-// load returns the response body and whether it can never change; a
-// store.ErrNotFound from it becomes notFound.
-func (a *API) cached(c *fiber.Ctx, key string, notFound *apierror.Error, load func(ctx context.Context) (any, bool, error)) error {
+// cached answers a public read from the cache, loading it with load on a
+// miss, with the caching headers of how (see sendCacheable). load returns
+// the response body and whether it can never change; a store.ErrNotFound
+// from it becomes notFound. When final is set and the value can never
+// change (a finalized attestation), final replaces how.
+func (a *API) cached(c *fiber.Ctx, key string, notFound *apierror.Error, how cacheable, final *cacheable, load func(ctx context.Context) (any, bool, error)) error {
 	v, _, err := a.deps.Cache.GetValue(c.UserContext(), key, func(ctx context.Context) ([]byte, bool, error) {
 		body, immutable, err := load(ctx)
 		if err != nil {
@@ -167,7 +223,10 @@ func (a *API) cached(c *fiber.Ctx, key string, notFound *apierror.Error, load fu
 	if err != nil {
 		return err
 	}
-	return SendValue(c, v)
+	if final != nil && v.Immutable {
+		how = *final
+	}
+	return sendCacheable(c, v, how)
 }
 
 // pathAddress validates the only-path-parameter routes: no query
@@ -183,7 +242,8 @@ func (a *API) stats(c *fiber.Ctx) error {
 	if _, err := QueryParams(c); err != nil {
 		return err
 	}
-	return a.cached(c, cache.NewKey("stats").Key(), nil, func(ctx context.Context) (any, bool, error) {
+	how := cacheable{control: a.cc.Index, general: httpcache.KeyStats}
+	return a.cached(c, cache.NewKey("stats").Key(), nil, how, nil, func(ctx context.Context) (any, bool, error) {
 		st, err := a.deps.Store.Stats(ctx, a.deps.Now())
 		return st, false, err
 	})
@@ -194,7 +254,8 @@ func (a *API) listAttestations(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return a.cached(c, q.cacheKey(), nil, func(ctx context.Context) (any, bool, error) {
+	how := cacheable{control: a.cc.Index, general: httpcache.KeyLists, prefix: httpcache.PrefixAgent, id: q.filter.AgentPDA}
+	return a.cached(c, q.cacheKey(), nil, how, nil, func(ctx context.Context) (any, bool, error) {
 		page, err := a.deps.Store.ListAttestations(ctx, q.filter)
 		if err != nil {
 			return nil, false, err
@@ -216,7 +277,11 @@ func (a *API) getAttestation(c *fiber.Ctx) error {
 		return err
 	}
 	notFound := apierror.NotFound(apierror.CodeAttestationNotFound, "no attestation with pda %s", id)
-	return a.cached(c, cache.NewKey("attestation").String(id).Key(), notFound, func(ctx context.Context) (any, bool, error) {
+	// Confirmed, a fork can still drop it: short. Finalized, it never
+	// changes: immutable.
+	how := cacheable{control: a.cc.Confirmed, general: httpcache.KeyConfirmed, prefix: httpcache.PrefixAttestation, id: id}
+	final := cacheable{control: a.cc.Finalized, prefix: httpcache.PrefixAttestation, id: id}
+	return a.cached(c, cache.NewKey("attestation").String(id).Key(), notFound, how, &final, func(ctx context.Context) (any, bool, error) {
 		at, err := a.deps.Store.GetAttestation(ctx, id)
 		return dataBody{Data: at}, at.Commitment == attestation.Finalized, err
 	})
@@ -228,7 +293,8 @@ func (a *API) getAgent(c *fiber.Ctx) error {
 		return err
 	}
 	notFound := apierror.NotFound(apierror.CodeAgentNotFound, "no agent with pda %s", id)
-	return a.cached(c, cache.NewKey("agent").String(id).Key(), notFound, func(ctx context.Context) (any, bool, error) {
+	how := cacheable{control: a.cc.Index, general: httpcache.KeyAgents, prefix: httpcache.PrefixAgent, id: id}
+	return a.cached(c, cache.NewKey("agent").String(id).Key(), notFound, how, nil, func(ctx context.Context) (any, bool, error) {
 		ag, err := a.deps.Store.GetAgent(ctx, id, a.deps.Now())
 		return dataBody{Data: ag}, false, err
 	})
@@ -240,7 +306,8 @@ func (a *API) getAgentStats(c *fiber.Ctx) error {
 		return err
 	}
 	notFound := apierror.NotFound(apierror.CodeAgentNotFound, "no agent with pda %s", id)
-	return a.cached(c, cache.NewKey("agent-stats").String(id).Key(), notFound, func(ctx context.Context) (any, bool, error) {
+	how := cacheable{control: a.cc.Index, general: httpcache.KeyAgents, prefix: httpcache.PrefixAgent, id: id}
+	return a.cached(c, cache.NewKey("agent-stats").String(id).Key(), notFound, how, nil, func(ctx context.Context) (any, bool, error) {
 		st, err := a.deps.Store.GetAgentStats(ctx, id, a.deps.Now())
 		if st.RecentAttestations == nil {
 			st.RecentAttestations = []attestation.Attestation{}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/buildinfo"
-	"github.com/attestd/attestd/openapi"
+	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -158,15 +158,16 @@ func (a *API) health(c *fiber.Ctx) error {
 	case len(h.Reasons) > 0:
 		h.Status = "degraded"
 	}
-	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Set(fiber.HeaderCacheControl, httpcache.NoStore)
 	return c.Status(status).JSON(h)
 }
 
+// openAPIControl: the document changes only with a release.
+const openAPIControl = "public, max-age=300"
+
 func (a *API) openAPI(c *fiber.Ctx) error {
-	b, err := openapi.JSON()
-	if err != nil {
-		return err
+	if a.docErr != nil {
+		return a.docErr
 	}
-	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
-	return SendJSON(c, b)
+	return sendCacheable(c, a.doc, cacheable{control: openAPIControl, general: httpcache.KeyOpenAPI})
 }

@@ -121,6 +121,9 @@ func (a *API) observe(c *fiber.Ctx) error {
 	a.m.inflight.Dec()
 	el := time.Since(start)
 	status := c.Response().StatusCode()
+	if status >= http.StatusBadRequest {
+		uncacheable(c) // middleware answers too (429)
+	}
 	route := c.Route().Path // from the route table: safe to keep
 	if route == "/" {       // only the middleware matched
 		route = "unmatched"

@@ -30,9 +30,13 @@ type listQuery struct {
 // QueryParams returns the query parameters, rejecting unknown names and
 // repeated ones so a typo is a clear 400 rather than a silently wider answer.
 func QueryParams(c *fiber.Ctx, allowed ...string) (map[string]string, error) {
-	out := map[string]string{}
+	args := c.Context().QueryArgs()
+	if args.Len() == 0 {
+		return nil, nil // reads of a nil map find nothing; no allocation on the hot path
+	}
+	out := make(map[string]string, args.Len())
 	var err error
-	c.Context().QueryArgs().VisitAll(func(k, v []byte) {
+	args.VisitAll(func(k, v []byte) {
 		if err != nil {
 			return
 		}

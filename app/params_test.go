@@ -109,3 +109,63 @@ func TestAcceptsGzip(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAcceptsGzip holds the allocation-free Accept-Encoding reading to
+// the straightforward one it replaced, on one line and split over two.
+func FuzzAcceptsGzip(f *testing.F) {
+	for _, s := range []string{"", "gzip", "gzip;q=0", "*;q=0.5, gzip;q=0", "br, x-gzip;Q=1.000", "gzip;level=1;q=0.001", ",,;=,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		want := referenceGzipAcceptable(h)
+		if got := gzipAcceptable(h); got != want {
+			t.Fatalf("%q: %v, reference %v", h, got, want)
+		}
+		if i := strings.IndexByte(h, ','); i >= 0 {
+			if got := gzipAcceptableLines([][]byte{[]byte(h[:i]), []byte(h[i+1:])}); got != want {
+				t.Fatalf("%q over two lines: %v, reference %v", h, got, want)
+			}
+		}
+	})
+}
+
+func referenceGzipAcceptable(h string) bool {
+	gzipQ, starQ := -1, -1
+	for _, part := range strings.Split(h, ",") {
+		name, params, _ := strings.Cut(part, ";")
+		q := 1000
+		for _, p := range strings.Split(params, ";") {
+			if k, v, ok := strings.Cut(p, "="); ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+				q = referenceQValue(strings.TrimSpace(v))
+			}
+		}
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "gzip", "x-gzip":
+			gzipQ = max(gzipQ, q)
+		case "*":
+			starQ = max(starQ, q)
+		}
+	}
+	if gzipQ >= 0 {
+		return gzipQ > 0
+	}
+	return starQ > 0
+}
+
+func referenceQValue(v string) int {
+	whole, frac, _ := strings.Cut(v, ".")
+	if (whole != "0" && whole != "1") || len(frac) > 3 {
+		return 0
+	}
+	n := int(whole[0]-'0') * 1000
+	for i, scale := 0, 100; i < len(frac); i, scale = i+1, scale/10 {
+		if frac[i] < '0' || frac[i] > '9' {
+			return 0
+		}
+		n += int(frac[i]-'0') * scale
+	}
+	if n > 1000 {
+		return 0
+	}
+	return n
+}

@@ -35,6 +35,10 @@ type Options struct {
 	Registerer     prometheus.Registerer
 	NowForTesting  func() time.Time
 	SkipSubscriber bool // writers that never read (seed, the indexer) need no subscription or epoch polling
+	// Bumped, when set, hears every epoch this process moved the index to
+	// (after the bump reached Redis, retries included). It must not block:
+	// the edge purge hook queues its call there.
+	Bumped func(epoch uint64)
 }
 
 // generation is the epoch a node is at and the in-process layer of values
@@ -226,6 +230,9 @@ func (c *Cache) BumpEpoch(ctx context.Context, floor uint64) error {
 	c.pending.Store(0)
 	c.setEpoch(v)
 	c.m.bumps.Inc()
+	if c.opt.Bumped != nil {
+		c.opt.Bumped(v)
+	}
 	return nil
 }
 

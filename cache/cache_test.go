@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -217,10 +219,100 @@ func TestLargeValuesAreStoredCompressed(t *testing.T) {
 	if small.Gzip != nil || string(small.JSON) != `{}` {
 		t.Fatalf("small value %+v", small)
 	}
-	for _, bad := range [][]byte{nil, {'x'}, {tagGzip, 0, 0, 1}, {tagGzip, 0, 0, 0, 9, 'a'}} {
+	good := encode(big, false)
+	for _, bad := range [][]byte{nil, {'x'}, {'v', 'a'}, {tagValue, 0, 0, 1}, {tagValue, 0, 0, 0, 0, 9, 'a'},
+		good[:valueHeader+3], append([]byte{tagValue, flagGzip}, good[2:valueHeader]...), encode([]byte("{}"), false)[:valueHeader+1]} {
 		if _, err := decode(bad); err == nil {
-			t.Errorf("decode(%v) accepted", bad)
+			t.Errorf("decode(%q) accepted", bad)
 		}
+	}
+}
+
+// TestValuesCarryTheirETags: each representation has a strong entity tag
+// computed when the value was cached, the same on every node, different
+// for the identity and gzip forms and for different bytes; immutability
+// travels with the value.
+func TestValuesCarryTheirETags(t *testing.T) {
+	t.Parallel()
+	url, prefix := testenv.Redis(t)
+	c := newCache(t, url, prefix, Options{})
+	other := newCache(t, url, prefix, Options{})
+	big := []byte(`{"data":"` + strings.Repeat("receipt ", 400) + `"}`)
+	loads := 0
+	load := func(imm bool, b []byte) Loader {
+		return func(context.Context) ([]byte, bool, error) { loads++; return b, imm, nil }
+	}
+	first, _, err := c.GetValue(context.Background(), "final", load(true, big))
+	testenv.Must(t, err, "get")
+	sum := sha256.Sum256(big)
+	wantTag := `"` + base64.RawURLEncoding.EncodeToString(sum[:15]) + `"`
+	zsum := sha256.Sum256(first.Gzip)
+	wantGzipTag := `"` + base64.RawURLEncoding.EncodeToString(zsum[:15]) + `-gz"`
+	if string(first.ETag) != wantTag || string(first.GzipETag) != wantGzipTag || !first.Immutable {
+		t.Fatalf("tags %s %s immutable %v; want %s %s true", first.ETag, first.GzipETag, first.Immutable, wantTag, wantGzipTag)
+	}
+	for _, n := range []*Cache{c, other} { // the local layer, then Redis on another node
+		v, src, err := n.GetValue(context.Background(), "final", load(true, big))
+		testenv.Must(t, err, "get")
+		if src == FromLoader || !bytes.Equal(v.ETag, first.ETag) || !bytes.Equal(v.GzipETag, first.GzipETag) || !v.Immutable {
+			t.Fatalf("from %v: tags %s %s immutable %v", src, v.ETag, v.GzipETag, v.Immutable)
+		}
+	}
+	if loads != 1 {
+		t.Fatalf("%d loads, want 1", loads)
+	}
+	small, _, err := c.GetValue(context.Background(), "small", load(false, []byte(`{"n":1}`)))
+	testenv.Must(t, err, "get")
+	small2, _, err := c.GetValue(context.Background(), "small2", load(false, []byte(`{"n":2}`)))
+	testenv.Must(t, err, "get")
+	if small.GzipETag != nil || small.Immutable || len(small.ETag) != etagLen || bytes.Equal(small.ETag, small2.ETag) {
+		t.Fatalf("small values: %s / %s, gzip tag %q, immutable %v", small.ETag, small2.ETag, small.GzipETag, small.Immutable)
+	}
+	// Uncached answers carry the same tag, made per request.
+	off := newCache(t, url, prefix, Options{Disabled: true})
+	v, _, err := off.GetValue(context.Background(), "final", load(true, big))
+	testenv.Must(t, err, "get")
+	if string(v.ETag) != wantTag || v.Gzip != nil || !v.Immutable {
+		t.Fatalf("uncached: tag %s gzip %d bytes immutable %v", v.ETag, len(v.Gzip), v.Immutable)
+	}
+}
+
+// TestBumpedHearsEveryBump: the hook hears each epoch this process set,
+// including a bump retried after Redis came back.
+func TestBumpedHearsEveryBump(t *testing.T) {
+	t.Parallel()
+	r := testenv.OwnRedis(t)
+	var mu sync.Mutex
+	var heard []uint64
+	writer := newCache(t, r.URL, "b:", Options{SkipSubscriber: true, Bumped: func(e uint64) {
+		mu.Lock()
+		heard = append(heard, e)
+		mu.Unlock()
+	}})
+	testenv.Must(t, writer.BumpEpoch(context.Background(), 0), "bump")
+	testenv.Must(t, writer.BumpEpoch(context.Background(), 1000), "bump")
+	port := r.Port()
+	r.Stop()
+	if err := writer.BumpEpoch(context.Background(), 5000); err == nil {
+		t.Fatal("bump with Redis stopped succeeded")
+	}
+	_, err := startRedisOn(t, port)
+	testenv.Must(t, err, "restart redis")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		got := append([]uint64(nil), heard...)
+		mu.Unlock()
+		if len(got) == 3 {
+			if got[0] != 1 || got[1] != 1000 || got[2] != 5000 {
+				t.Fatalf("heard %v, want [1 1000 5000]", got)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("heard %v within 5 s, want three bumps", got)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -12,4 +12,10 @@
 // a load for an epoch carries it (store.AtLeast), so no read replica that
 // lacks those commits answers it: nothing older than the commit that made
 // an epoch is cached under it.
+//
+// A cached value holds its JSON, its gzip form when large, the strong
+// entity tag of each (computed once, when cached) and whether it can never
+// change, so nodes answer conditional requests without touching the body.
+// Writers can hear each epoch they set (Options.Bumped: the edge purge
+// hook).
 package cache

@@ -25,10 +25,15 @@ const (
 	FromLoader
 )
 
-func (c *Cache) immutableKey(key string) string { return c.opt.Prefix + "i:" + key }
+// entryFormat names the layout of stored entries (see encode). It is part
+// of every Redis key, so nodes of two releases that share a Redis during a
+// rolling deploy never read each other's entries.
+const entryFormat = "2"
+
+func (c *Cache) immutableKey(key string) string { return c.opt.Prefix + "i" + entryFormat + ":" + key }
 
 func (c *Cache) indexedKey(key string, epoch uint64) string {
-	return c.opt.Prefix + "e" + strconv.FormatUint(epoch, 10) + ":" + key
+	return c.opt.Prefix + "e" + strconv.FormatUint(epoch, 10) + "." + entryFormat + ":" + key
 }
 
 // Get returns the JSON of key; see GetValue.
@@ -42,11 +47,12 @@ func (c *Cache) Get(ctx context.Context, key string, load Loader) ([]byte, Sourc
 // slices must not be modified.
 func (c *Cache) GetValue(ctx context.Context, key string, load Loader) (Value, Source, error) {
 	if c.opt.Disabled {
-		v, _, err := c.runLoad(ctx, load, c.gen.Load().epoch)
+		v, imm, err := c.runLoad(ctx, load, c.gen.Load().epoch)
 		if err != nil {
 			return Value{}, FromLoader, err
 		}
-		return Value{JSON: v}, FromLoader, nil
+		// Nothing is kept: no compressed form, and the tag is made now.
+		return Value{JSON: v, ETag: ETagOf(v), Immutable: imm}, FromLoader, nil
 	}
 	now := c.opt.NowForTesting()
 	if b, ok := c.immutable.get(key, now); ok {
@@ -85,7 +91,7 @@ func (c *Cache) GetValue(ctx context.Context, key string, load Loader) (Value, S
 		case err != nil:
 			return nil, err
 		default:
-			b = encode(v)
+			b = encode(v, imm)
 		}
 		if redisUp || imm {
 			c.keepLocal(key, b, imm, idx, now)

@@ -16,6 +16,7 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/webhook/egress"
 	"github.com/attestd/attestd/webhook/queue"
@@ -242,7 +243,7 @@ func (a *API) create(c *fiber.Ctx) error {
 	}
 	v := viewOf(stored)
 	a.log.Info("webhook created", "account", p.AccountID, "webhook", id, "url", url, "filter", describe(v.Events, v.Filter))
-	c.Set(fiber.HeaderCacheControl, "no-store")
+	httpcache.Private(c)
 	c.Set(fiber.HeaderLocation, app.Prefix+"/webhooks/"+id)
 	return c.Status(http.StatusCreated).JSON(struct {
 		Data CreatedView `json:"data"`
@@ -276,7 +277,7 @@ func (a *API) list(c *fiber.Ctx) error {
 	for i, w := range hooks {
 		views[i] = viewOf(w)
 	}
-	c.Set(fiber.HeaderCacheControl, "no-store")
+	httpcache.Private(c)
 	return c.JSON(struct {
 		Data       []View         `json:"data"`
 		Pagination app.Pagination `json:"pagination"`
@@ -302,7 +303,7 @@ func (a *API) get(c *fiber.Ctx) error {
 	if err != nil {
 		return app.StoreError(err)
 	}
-	c.Set(fiber.HeaderCacheControl, "no-store")
+	httpcache.Private(c)
 	return c.JSON(struct {
 		Data View `json:"data"`
 	}{viewOf(w)})
@@ -348,7 +349,7 @@ func (a *API) update(c *fiber.Ctx) error {
 		return app.StoreError(err)
 	}
 	a.log.Info("webhook updated", "account", p.AccountID, "webhook", id, "active", w.Active)
-	c.Set(fiber.HeaderCacheControl, "no-store")
+	httpcache.Private(c)
 	return c.JSON(struct {
 		Data View `json:"data"`
 	}{viewOf(w)})
@@ -436,7 +437,7 @@ func (a *API) deliveries(c *fiber.Ctx) error {
 			Succeeded: at.Succeeded, StatusCode: at.StatusCode, LatencyMS: at.LatencyMS, Error: at.Error, Response: at.Response}
 		views[i].NextAttemptAt = attestation.OptTime(at.NextAttemptAt)
 	}
-	c.Set(fiber.HeaderCacheControl, "no-store")
+	httpcache.Private(c)
 	return c.JSON(struct {
 		Data       []AttemptView  `json:"data"`
 		Pagination app.Pagination `json:"pagination"`

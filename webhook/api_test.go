@@ -23,7 +23,7 @@ func TestWebhookRoutes(t *testing.T) {
 
 	r := h.do(t, http.MethodPost, "/webhooks", key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"},
 		"filter": map[string]any{"agents": []string{agentA}, "actionTypes": []string{"ToolCall"}}, "description": "audit feed"})
-	if r.Status != http.StatusCreated || r.Header.Get("Cache-Control") != "no-store" || !strings.HasPrefix(r.Header.Get("Location"), "/api/v1/webhooks/wh_") {
+	if r.Status != http.StatusCreated || r.Header.Get("Cache-Control") != "private, no-store" || !strings.HasPrefix(r.Header.Get("Location"), "/api/v1/webhooks/wh_") {
 		t.Fatalf("create: %d %v %s", r.Status, r.Header, r.Body)
 	}
 	var c struct {

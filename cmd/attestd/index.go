@@ -48,11 +48,11 @@ func startIndexer(ctx context.Context, cfg config.Config, icfg indexer.Config, l
 			return err
 		}
 		defer rdb.Close()
-		c, err := openCache(ctx, cfg, rdb, st, reg, log, false)
+		closeCache, err := openWriterCache(ctx, cfg, rdb, st, reg, log)
 		if err != nil {
 			return err
 		}
-		defer c.Close()
+		defer closeCache()
 	} else {
 		log.Warn("REDIS_URL not set: API caches will not learn of newly indexed rows until they expire")
 	}

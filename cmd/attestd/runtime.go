@@ -15,6 +15,8 @@ import (
 
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/httpcache"
+	"github.com/attestd/attestd/internal/purge"
 	"github.com/attestd/attestd/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -138,16 +140,52 @@ func newRedisClient(cfg config.Config) (redis.UniversalClient, error) {
 }
 
 // openCache starts the cache over rdb, wired as the store's notifier.
-func openCache(ctx context.Context, cfg config.Config, rdb redis.UniversalClient, st *store.Store, reg prometheus.Registerer, log *slog.Logger, readers bool) (*cache.Cache, error) {
+// bumped (nil: none) hears each epoch this process moves the index to.
+func openCache(ctx context.Context, cfg config.Config, rdb redis.UniversalClient, st *store.Store, reg prometheus.Registerer, log *slog.Logger, readers bool, bumped func(uint64)) (*cache.Cache, error) {
 	c, err := cache.New(ctx, rdb, cache.Options{
 		Prefix: cfg.RedisPrefix, LocalBytes: cfg.LocalBytes, Disabled: cfg.CacheDisabled,
-		Logger: log, Registerer: reg, SkipSubscriber: !readers,
+		Logger: log, Registerer: reg, SkipSubscriber: !readers, Bumped: bumped,
 	})
 	if err != nil {
 		return nil, err
 	}
 	st.SetNotifier(c)
 	return c, nil
+}
+
+// openWriterCache is openCache for a process that writes the index (the
+// indexer, seed): when ATTESTD_PURGE_URL is set, each epoch it moves the
+// index to also purges the CDN (once per change, from this one process,
+// never from the serving nodes). close stops both, sending a purge still
+// pending.
+func openWriterCache(ctx context.Context, cfg config.Config, rdb redis.UniversalClient, st *store.Store, reg prometheus.Registerer, log *slog.Logger) (closeAll func(), err error) {
+	pcfg, err := purge.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("purge hook: %w", err)
+	}
+	var p *purge.Purger
+	var bumped func(uint64)
+	if pcfg.Enabled() {
+		pcfg.Logger, pcfg.Registerer = log, reg
+		if p, err = purge.New(pcfg); err != nil {
+			return nil, err
+		}
+		bumped = p.Epoch
+		log.Info("edge purge hook on", "keys", strings.Join(httpcache.EpochKeys, " "), "timeout", pcfg.Timeout.String())
+	}
+	c, err := openCache(ctx, cfg, rdb, st, reg, log, false, bumped)
+	if err != nil {
+		if p != nil {
+			p.Close()
+		}
+		return nil, err
+	}
+	return func() {
+		c.Close()
+		if p != nil {
+			p.Close()
+		}
+	}, nil
 }
 
 // newRegistry is a Prometheus registry with process and Go collectors.

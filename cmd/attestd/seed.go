@@ -52,11 +52,11 @@ func runSeed(ctx context.Context, args []string) error {
 			return err
 		}
 		defer rdb.Close()
-		c, err := openCache(ctx, cfg, rdb, st, nil, log, false)
+		closeCache, err := openWriterCache(ctx, cfg, rdb, st, nil, log)
 		if err != nil {
 			return err
 		}
-		defer c.Close()
+		defer closeCache()
 	}
 	bar := newProgressLine(os.Stderr)
 	res, err := seed.Run(ctx, st, seed.Options{Agents: *agents, Attestations: *atts, Seed: *seedN, Logger: log,

@@ -13,6 +13,7 @@ import (
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/buildinfo"
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/store"
@@ -43,6 +44,10 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	defer n.close()
 	deps := app.Deps{Store: n.store, Cache: n.cache, Logger: log, Registerer: n.reg, AccessLogAll: cfg.AccessLogAll}
+	// What public answers say to browsers, CDNs and the edge.
+	if deps.HTTPCache, err = httpcache.ConfigFromEnv(os.Getenv); err != nil {
+		return fmt.Errorf("http caching: %w", err)
+	}
 	rcfg, err := ratelimit.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return fmt.Errorf("rate limit: %w", err)
@@ -129,7 +134,7 @@ func openNode(ctx context.Context, cfg config.Config, log *slog.Logger) (*node, 
 		return nil, err
 	}
 	n.closers = append(n.closers, func() { n.redis.Close() })
-	if n.cache, err = openCache(ctx, cfg, n.redis, st, n.reg, log, true); err != nil {
+	if n.cache, err = openCache(ctx, cfg, n.redis, st, n.reg, log, true, nil); err != nil {
 		n.close()
 		return nil, err
 	}

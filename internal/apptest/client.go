@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/attestd/attestd/openapi"
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
@@ -86,6 +87,10 @@ func openapiRouter(t testing.TB) routers.Router {
 	return router
 }
 
+// BuildRouter builds the validating router now (tests that run before
+// the parallel ones call it, so it is built once, up front).
+func BuildRouter(t testing.TB) { openapiRouter(t) }
+
 // Do sends a request to the node and validates the response against the
 // OpenAPI document: a documented route must answer a documented status
 // with a body matching its schema; any non-2xx must be the error envelope.
@@ -147,6 +152,7 @@ func Validate(t testing.TB, req *http.Request, r *Response) {
 		validateUnknownRoute(t, req, r, err)
 		return
 	}
+	validateCachingHeaders(t, req, r, route.Operation.Responses)
 	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
 		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
 	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: r.Status, Header: r.Header,
@@ -154,6 +160,30 @@ func Validate(t testing.TB, req *http.Request, r *Response) {
 	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
 		t.Errorf("%s %s: response %d does not match openapi.yaml: %v\nbody: %s", req.Method, req.URL.String(), r.Status,
 			firstLines(err.Error(), 12), truncate(r.Body))
+	}
+}
+
+// validateCachingHeaders holds what the validator skips to the document:
+// a 304 only where the route lists it, without a body; and the caching
+// headers a listed answer declares (ETag, Cache-Control, Vary) present.
+func validateCachingHeaders(t testing.TB, req *http.Request, r *Response, responses *openapi3.Responses) {
+	t.Helper()
+	doc := responses.Status(r.Status)
+	if r.Status == http.StatusNotModified {
+		if doc == nil {
+			t.Errorf("%s %s answered 304, which openapi.yaml does not list for it", req.Method, req.URL.Path)
+		}
+		if len(r.Body) != 0 {
+			t.Errorf("%s %s: 304 with a body of %d bytes", req.Method, req.URL.Path, len(r.Body))
+		}
+	}
+	if doc == nil || doc.Value == nil {
+		return
+	}
+	for _, h := range []string{"ETag", "Cache-Control", "Vary"} {
+		if _, declared := doc.Value.Headers[h]; declared && r.Header.Get(h) == "" {
+			t.Errorf("%s %s: %d without the %s header openapi.yaml declares", req.Method, req.URL.Path, r.Status, h)
+		}
 	}
 }
 

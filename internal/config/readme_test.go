@@ -9,6 +9,8 @@ import (
 	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/httpcache"
+	"github.com/attestd/attestd/internal/purge"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/mcp"
 	"github.com/attestd/attestd/premium"
@@ -20,7 +22,7 @@ import (
 
 // everyVar is every package's list of the variables it reads.
 var everyVar = [][]config.Var{
-	config.Vars, store.Vars, ratelimit.Vars, apikey.Vars, premium.Vars, indexer.Vars, mcp.Vars, testenv.Vars, verifier.Vars, webhook.Vars,
+	config.Vars, store.Vars, httpcache.Vars, purge.Vars, ratelimit.Vars, apikey.Vars, premium.Vars, indexer.Vars, mcp.Vars, testenv.Vars, verifier.Vars, webhook.Vars,
 }
 
 // TestReadmeDocumentsEveryVariable keeps the README's configuration tables

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,6 +26,9 @@ type Target struct {
 	// Webhook is a webhook id of the key's account ("" leaves the
 	// webhook routes out: the node under test has webhooks off).
 	Webhook string
+	// ETags of the cacheable routes' plain and gzip answers, by route
+	// pattern ("/attestations/{pda}"); Run fills them.
+	ETags, GzipETags map[string]string
 }
 
 // Case is one request of the matrix.
@@ -35,6 +39,12 @@ type Case struct {
 	Header map[string]string
 	Body   []byte
 	Raw    string // when set, sent as it is on a fresh connection instead
+	// Private: the route answers per caller (keyed); no answer may say a
+	// shared cache can keep it.
+	Private bool
+	// Expect is the status the case must get (0: any that keeps the
+	// promises).
+	Expect int
 }
 
 // Failure is an answer that breaks a promise.
@@ -66,14 +76,23 @@ func (r Result) String() string {
 	return b.String()
 }
 
-// Run sends every case of Matrix(t) with the given concurrency.
+// Run sends every case of Matrix(t) with the given concurrency, after
+// reading the cacheable routes' current ETags; it then checks that the
+// matrix changed none of the answers others get.
 func Run(ctx context.Context, t Target, concurrency int) Result {
-	cases := Matrix(t)
-	res := Result{Statuses: map[int]int{}}
-	var mu sync.Mutex
-	work := make(chan Case)
 	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
 		MaxIdleConnsPerHost: concurrency, DisableCompression: true}}
+	res := Result{Statuses: map[int]int{}}
+	before := snapshot(ctx, client, t)
+	t.ETags, t.GzipETags = map[string]string{}, map[string]string{}
+	for _, r := range routes(t) {
+		if r.cacheable {
+			t.ETags[r.path], t.GzipETags[r.path] = before[r.path+" plain"].etag, before[r.path+" gzip"].etag
+		}
+	}
+	cases := Matrix(t)
+	var mu sync.Mutex
+	work := make(chan Case)
 	var wg sync.WaitGroup
 	for i := 0; i < concurrency; i++ {
 		wg.Add(1)
@@ -103,7 +122,48 @@ func Run(ctx context.Context, t Target, concurrency int) Result {
 	}
 	close(work)
 	wg.Wait()
+	after := snapshot(ctx, client, t)
+	for k, b := range before {
+		if strings.HasPrefix(k, "/stats") || strings.HasPrefix(k, "/agents/") {
+			continue // their last24h moves with the clock
+		}
+		if a := after[k]; a != b {
+			res.Failures = append(res.Failures, Failure{Case: "after the matrix: " + k, Status: a.status,
+				Why: fmt.Sprintf("changed for everyone: ETag %s -> %s, body sha256 %x -> %x", b.etag, a.etag, b.sum[:6], a.sum[:6])})
+		}
+	}
 	return res
+}
+
+// seen is what a plain client gets from a route.
+type seen struct {
+	status int
+	etag   string
+	sum    [32]byte
+}
+
+// snapshot reads the answers the matrix must not change: the cacheable
+// routes whose answers do not depend on the clock, plain and gzip.
+func snapshot(ctx context.Context, client *http.Client, t Target) map[string]seen {
+	out := map[string]seen{}
+	for _, r := range routes(t) {
+		if !r.cacheable {
+			continue
+		}
+		path := strings.NewReplacer("{agent}", t.Agent, "{pda}", t.PDA).Replace(r.path)
+		for _, enc := range []string{"plain", "gzip"} {
+			c := Case{Method: http.MethodGet, Path: path, Header: map[string]string{}}
+			if enc == "gzip" {
+				c.Header["Accept-Encoding"] = "gzip"
+			}
+			status, header, body, err := send(ctx, client, t.Base, c)
+			if err != nil {
+				continue
+			}
+			out[r.path+" "+enc] = seen{status: status, etag: header.Get("ETag"), sum: sha256.Sum256(body)}
+		}
+	}
+	return out
 }
 
 func clip(s string, n int) string {
@@ -115,6 +175,12 @@ func clip(s string, n int) string {
 
 // judge says what is wrong with an answer, or "".
 func judge(c Case, status int, header http.Header, body []byte) string {
+	if c.Expect != 0 && status != c.Expect {
+		return fmt.Sprintf("status %d, want %d", status, c.Expect)
+	}
+	if why := judgeCaching(c, status, header, body); why != "" {
+		return why
+	}
 	switch {
 	case status >= 500:
 		return "5xx"
@@ -132,6 +198,28 @@ func judge(c Case, status int, header http.Header, body []byte) string {
 	}
 	if header.Get("X-Request-ID") == "" {
 		return "non-2xx without X-Request-ID"
+	}
+	return ""
+}
+
+// judgeCaching holds an answer to what it may say to caches: an error is
+// no-store without a validator; a 304 answers a conditional GET or HEAD,
+// with its ETag and no body; an answer a shared cache may keep is a
+// public GET answer with its ETag and Vary; a keyed route's answer is
+// never kept by anyone.
+func judgeCaching(c Case, status int, header http.Header, body []byte) string {
+	cc := header.Get("Cache-Control")
+	switch {
+	case status >= 400 && (cc != "no-store" || header.Get("ETag") != "" || header.Get("Surrogate-Key") != ""):
+		return fmt.Sprintf("error with Cache-Control %q, ETag %q, Surrogate-Key %q", cc, header.Get("ETag"), header.Get("Surrogate-Key"))
+	case status == http.StatusNotModified && (header.Get("ETag") == "" || len(body) != 0):
+		return "304 without its ETag, or with a body"
+	case status == http.StatusNotModified && c.Raw == "" && (c.Header["If-None-Match"] == "" || (c.Method != http.MethodGet && c.Method != http.MethodHead)):
+		return "304 to a request that was not a conditional GET or HEAD"
+	case c.Private && (!strings.Contains(cc, "no-store") || header.Get("ETag") != "" || strings.Contains(cc, "public")):
+		return fmt.Sprintf("a keyed route answered with Cache-Control %q, ETag %q", cc, header.Get("ETag"))
+	case strings.Contains(cc, "public") && (header.Get("ETag") == "" || header.Get("Vary") != "Accept-Encoding"):
+		return fmt.Sprintf("a cacheable answer without its ETag (%q) or Vary (%q)", header.Get("ETag"), header.Get("Vary"))
 	}
 	return ""
 }

@@ -2,6 +2,7 @@ package hostile
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -16,6 +17,8 @@ type route struct {
 	query  []string
 	keyed  bool
 	body   bool
+	// cacheable: a public GET whose answers carry ETags (304 on a match).
+	cacheable bool
 }
 
 func routes(t Target) []route {
@@ -34,12 +37,12 @@ func routes(t Target) []route {
 	}
 	return append([]route{
 		{method: "GET", path: "/health"},
-		{method: "GET", path: "/stats"},
-		{method: "GET", path: "/attestations", query: []string{"limit", "offset", "cursor", "agentPda", "actionType", "from", "to"}},
-		{method: "GET", path: "/attestations/{pda}"},
-		{method: "GET", path: "/agents/{agent}"},
-		{method: "GET", path: "/agents/{agent}/stats"},
-		{method: "GET", path: "/openapi.json"},
+		{method: "GET", path: "/stats", cacheable: true},
+		{method: "GET", path: "/attestations", query: []string{"limit", "offset", "cursor", "agentPda", "actionType", "from", "to"}, cacheable: true},
+		{method: "GET", path: "/attestations/{pda}", cacheable: true},
+		{method: "GET", path: "/agents/{agent}", cacheable: true},
+		{method: "GET", path: "/agents/{agent}/stats", cacheable: true},
+		{method: "GET", path: "/openapi.json", cacheable: true},
 		{method: "GET", path: "/keys", query: []string{"limit", "offset"}, keyed: true},
 		{method: "POST", path: "/keys", keyed: true, body: true},
 		{method: "DELETE", path: "/keys/{prefix}", keyed: true},
@@ -74,11 +77,15 @@ func Matrix(t Target) []Case {
 		cs = append(cs, Case{Name: name, Method: method, Path: path, Header: header, Body: body})
 	}
 	for _, r := range routes(t) {
+		first := len(cs)
 		var h map[string]string
 		if r.keyed {
 			h = key
 		}
 		base := fill(r.path)
+		if r.method == http.MethodGet {
+			cs = append(cs, cachingCases(r, base, h, t.ETags[r.path], t.GzipETags[r.path])...)
+		}
 		// Parameters, one hostile value at a time, and their abuse.
 		for _, q := range r.query {
 			for i, v := range hostileValues {
@@ -132,8 +139,67 @@ func Matrix(t Target) []Case {
 		if r.body {
 			cs = append(cs, bodyCases(r.method, r.path, base, key)...)
 		}
+		for i := first; i < len(cs); i++ {
+			cs[i].Private = r.keyed
+		}
 	}
 	return append(cs, rawCases()...)
+}
+
+// cachingCases attack conditional requests and caching headers on a GET
+// route. etag and gzipETag are the route's current tags (plain and gzip
+// answers), when known.
+func cachingCases(r route, path string, key map[string]string, etag, gzipETag string) []Case {
+	with := func(extra map[string]string) map[string]string {
+		h := map[string]string{}
+		for k, v := range key {
+			h[k] = v
+		}
+		for k, v := range extra {
+			h[k] = v
+		}
+		return h
+	}
+	var cs []Case
+	add := func(name string, expect int, extra map[string]string) {
+		cs = append(cs, Case{Name: "GET " + r.path + " caching: " + name, Method: http.MethodGet, Path: path, Header: with(extra), Expect: expect})
+	}
+	// What must be a 304 on a cacheable route, and never on another.
+	notModified := 0
+	if r.cacheable {
+		notModified = http.StatusNotModified
+	} else if r.keyed {
+		notModified = http.StatusOK // a keyed answer is never validated
+	}
+	add("If-None-Match *", notModified, map[string]string{"If-None-Match": "*"})
+	add("If-None-Match * with Accept-Encoding", notModified, map[string]string{"If-None-Match": " * ", "Accept-Encoding": "gzip;q=0.5, identity;q=0"})
+	if etag != "" {
+		add("If-None-Match its ETag", http.StatusNotModified, map[string]string{"If-None-Match": etag})
+		add("If-None-Match its weak ETag in a list", http.StatusNotModified, map[string]string{"If-None-Match": `"a", W/` + etag + `, "b"`})
+		add("If-None-Match its ETag past the bound", http.StatusOK, map[string]string{"If-None-Match": strings.Repeat(`"pad",`, 1400) + etag})
+		add("If-None-Match its ETag beside *", http.StatusOK, map[string]string{"If-None-Match": "*, " + etag})
+		add("If-None-Match its ETag unquoted", http.StatusOK, map[string]string{"If-None-Match": strings.Trim(etag, `"`)})
+	}
+	if gzipETag != "" && gzipETag != etag { // two representations
+		add("If-None-Match its gzip ETag, gzip", http.StatusNotModified, map[string]string{"If-None-Match": gzipETag, "Accept-Encoding": "gzip"})
+		add("If-None-Match its gzip ETag, plain", http.StatusOK, map[string]string{"If-None-Match": gzipETag})
+		add("If-None-Match its plain ETag, gzip", http.StatusOK, map[string]string{"If-None-Match": etag, "Accept-Encoding": "x-gzip, br"})
+	}
+	for i, v := range []string{
+		`W/"x"`, `"unterminated`, `W/`, `"x" "y"`, `"x",,,,,"y"`, strings.Repeat(",", 8000), `*, "x"`, `"` + strings.Repeat("é", 3000) + `"`,
+		strings.Repeat(`W/"`+strings.Repeat("t", 60)+`", `, 130), `"` + strings.Repeat(`\`, 100) + `"`,
+	} {
+		add(fmt.Sprintf("If-None-Match hostile#%d", i), 0, map[string]string{"If-None-Match": v})
+	}
+	for i, extra := range []map[string]string{
+		{"If-Match": `"x"`}, {"If-Match": "*"}, {"If-Modified-Since": "garbage"}, {"If-Modified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"},
+		{"If-Unmodified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"}, {"If-Range": `"x"`, "Range": "bytes=0-10"},
+		{"Cache-Control": "no-cache"}, {"Cache-Control": "only-if-cached"}, {"Cache-Control": "max-age=0, no-store, private"},
+		{"Pragma": "no-cache"}, {"Cache-Control": strings.Repeat("max-age=1, ", 700)},
+	} {
+		add(fmt.Sprintf("request caching header#%d", i), 0, extra)
+	}
+	return cs
 }
 
 // bodyCases attack a route that reads a JSON body.
@@ -231,6 +297,12 @@ func rawCases() []Case {
 		"GET {prefix}/stats?" + strings.Repeat("q", 32<<10) + " HTTP/1.1\r\nHost: x\r\n\r\n",
 		"GET {prefix}/stats HTTP/1.1\r\nHost: x\r\nX-Request-ID: a\x01b\r\n\r\n",
 		"GET {prefix}/stats HTTP/1.1\r\n" + strings.Repeat("H: v\r\n", 3000) + "\r\n",
+		// If-None-Match over several lines: "*" beside a tag is malformed,
+		// lines add up past the bound, control characters inside a tag.
+		"GET {prefix}/stats HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"a\"\r\nIf-None-Match: *\r\n\r\n",
+		"GET {prefix}/stats HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("If-None-Match: \"abcdefghijklmnopqrstuvwxyz\"\r\n", 300) + "\r\n",
+		"GET {prefix}/attestations HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"a\x01b\", *\r\n\r\n",
+		"GET {prefix}/attestations HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"a\xffb\"\r\nAccept-Encoding: gzip\r\nAccept-Encoding: identity;q=0\r\n\r\n",
 		// Bodies over the node's limit (1 MiB), announced and partly sent:
 		// the node must answer without reading them.
 		"POST {prefix}/keys HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2097152\r\n\r\n{\"label\":\"",

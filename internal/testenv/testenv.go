@@ -305,6 +305,24 @@ func OwnRedisCluster(tb testing.TB, masters int) *devstack.RedisCluster {
 	return c
 }
 
+// Nginx starts nginx for this test alone from the site configuration at
+// conf (deploy/nginx.conf), proxying to upstreams; it stops when the test
+// ends, and its error log is shown if the test failed.
+func Nginx(tb testing.TB, conf string, upstreams ...string) *devstack.Nginx {
+	tb.Helper()
+	n, err := devstack.StartNginx(context.Background(), TempDir(tb, "attestd-nginx-"), devstack.NginxOptions{Config: conf, Upstreams: upstreams})
+	if err != nil {
+		tb.Fatalf("start nginx: %v", err)
+	}
+	tb.Cleanup(func() {
+		if log := n.ErrorLog(); tb.Failed() && log != "" {
+			tb.Logf("nginx error log:\n%s", log)
+		}
+		n.Stop()
+	})
+	return n
+}
+
 var (
 	buildOnce sync.Once
 	builtBin  string

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/x402"
 	"github.com/attestd/attestd/x402/verifier"
 	"github.com/gofiber/fiber/v2"
@@ -72,7 +73,7 @@ func New(v *verifier.Verifier) fiber.Handler {
 			return refuse(c, v, path, resource, p.V1, sref, map[string]string{hdr: enc})
 		}
 		c.Set(hdr, enc)
-		c.Set(fiber.HeaderCacheControl, "private, no-store")
+		httpcache.Private(c)
 		c.Set("Access-Control-Expose-Headers", hdr)
 		return nil
 	}
@@ -113,7 +114,7 @@ type envelope struct {
 // instructions in the header (v2) and the body; otherwise the plain
 // envelope. Refusals are never cached.
 func refuse(c *fiber.Ctx, v *verifier.Verifier, path, resource string, v1 bool, r *verifier.Refusal, extra map[string]string) error {
-	c.Set(fiber.HeaderCacheControl, "no-store")
+	httpcache.Private(c)
 	for k, val := range extra {
 		c.Set(k, val)
 	}

@@ -1,0 +1,381 @@
+// Command edge-bench measures HTTP caching on loopback with wrk: 304 Not
+// Modified answers of a node against the bare Fiber baseline, and a hot
+// list through the nginx edge (deploy/nginx.conf) against one node
+// without it.
+//
+//	go run ./bench/edge [-duration 10s] [-connections 64] [-threads 2]
+//
+// Run from the repository root after `make build` (it runs bin/attestd and
+// bin/baseline, as production would). It uses ATTESTD_TEST_POSTGRES_URL
+// and ATTESTD_TEST_REDIS_URL when set (`attestd stores` sets them) and
+// otherwise starts its own throwaway servers; nginx comes from devstack,
+// installed with apt-get when missing. Every server binds 127.0.0.1 and
+// stops when it ends. It prints a Markdown table and the machine's load.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/attestd/attestd/internal/devstack"
+	"github.com/attestd/attestd/internal/seed"
+	"github.com/attestd/attestd/store"
+	"github.com/jackc/pgx/v5"
+)
+
+func main() {
+	dur := flag.Duration("duration", 10*time.Second, "length of each wrk run")
+	conns := flag.Int("connections", 64, "wrk connections")
+	threads := flag.Int("threads", 2, "wrk threads")
+	atts := flag.Int("attestations", 100_000, "attestations to seed")
+	flag.Parse()
+	if err := run(context.Background(), *dur, *conns, *threads, *atts); err != nil {
+		fmt.Fprintln(os.Stderr, "edge-bench:", err)
+		os.Exit(1)
+	}
+}
+
+type result struct {
+	name, what string
+	rps        float64
+	p50, p99   string
+	non2xx     bool
+}
+
+func run(ctx context.Context, dur time.Duration, conns, threads, atts int) error {
+	for _, bin := range []string{"bin/attestd", "bin/baseline"} {
+		if _, err := os.Stat(bin); err != nil {
+			return fmt.Errorf("%s: run make build (and go build -o bin/baseline ./bench/baseline) first", bin)
+		}
+	}
+	if _, err := exec.LookPath("wrk"); err != nil {
+		return fmt.Errorf("wrk not found (make bench installs it)")
+	}
+	tmp, err := os.MkdirTemp("", "attestd-edge-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	adminURL, redisURL := os.Getenv(devstack.EnvTestPostgres), os.Getenv(devstack.EnvTestRedis)
+	if adminURL == "" {
+		pg, err := devstack.StartPostgres(ctx, tmp+"/pg")
+		if err != nil {
+			return fmt.Errorf("start postgres: %w", err)
+		}
+		defer pg.Stop()
+		adminURL = pg.URL
+	}
+	if redisURL == "" {
+		r, err := devstack.StartRedis(ctx, tmp+"/redis", 0)
+		if err != nil {
+			return fmt.Errorf("start redis: %w", err)
+		}
+		defer r.Stop()
+		redisURL = r.URL
+	}
+	dbURL, drop, err := createDatabase(ctx, adminURL)
+	if err != nil {
+		return err
+	}
+	defer drop()
+	st, err := store.Open(ctx, dbURL, store.Options{MaxConns: 8})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "seeding 50 agents, %d attestations...\n", atts)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if _, err := seed.Run(ctx, st, seed.Options{Agents: 50, Attestations: atts, Seed: 1, Logger: quiet}); err != nil {
+		return err
+	}
+	if _, err := st.Pool().Exec(ctx, "VACUUM ANALYZE"); err != nil {
+		return err
+	}
+	var pfx [4]byte
+	_, _ = rand.Read(pfx[:])
+	env := append(os.Environ(), "DATABASE_URL="+dbURL, "REDIS_URL="+redisURL, "ATTESTD_REDIS_PREFIX=bench"+hex.EncodeToString(pfx[:])+":",
+		"ATTESTD_LOG_LEVEL=warn", "ATTESTD_RATE_LIMIT=0", "ATTESTD_METRICS_ADDR=", "ATTESTD_MAX_CONNS_PER_IP=0")
+
+	nodePort, err := devstack.FreePort()
+	if err != nil {
+		return err
+	}
+	node := "127.0.0.1:" + strconv.Itoa(nodePort)
+	stopNode, err := start(ctx, append(env, "ATTESTD_HTTP_ADDR="+node), "bin/attestd", "http://"+node+"/api/v1/health", "serve")
+	if err != nil {
+		return err
+	}
+	defer stopNode()
+	basePort, err := devstack.FreePort()
+	if err != nil {
+		return err
+	}
+	base := "127.0.0.1:" + strconv.Itoa(basePort)
+	stopBase, err := start(ctx, env, "bin/baseline", "http://"+base+"/json", "-addr", base)
+	if err != nil {
+		return err
+	}
+	defer stopBase()
+	edge, err := devstack.StartNginx(ctx, filepath.Join(tmp, "nginx"), devstack.NginxOptions{
+		Config: "deploy/nginx.conf", Upstreams: []string{node}, Workers: runtime.NumCPU()})
+	if err != nil {
+		return fmt.Errorf("start nginx: %w", err)
+	}
+	defer edge.Stop()
+
+	nodeURL, edgeURL := "http://"+node+"/api/v1", edge.URL+"/api/v1"
+	var page struct {
+		Data []struct{ PDA string } `json:"data"`
+	}
+	if _, err := getJSON(nodeURL+"/attestations?limit=1&offset=500", nil, &page); err != nil || len(page.Data) == 0 {
+		return fmt.Errorf("no attestation to aim at: %v", err)
+	}
+	detail := "/attestations/" + page.Data[0].PDA
+	list := "/attestations?limit=20"
+	tag := func(url string, gz bool) (string, error) {
+		h := map[string]string{}
+		if gz {
+			h["Accept-Encoding"] = "gzip"
+		}
+		res, err := getJSON(url, h, nil)
+		if err != nil {
+			return "", err
+		}
+		return res.Header.Get("ETag"), nil
+	}
+	detailTag, err := tag(nodeURL+detail, false)
+	if err != nil {
+		return err
+	}
+	listTag, err := tag(nodeURL+list, false)
+	if err != nil {
+		return err
+	}
+	listGzipTag, err := tag(nodeURL+list, true)
+	if err != nil {
+		return err
+	}
+	// Warm the edge until it answers the list from its cache.
+	for i := 0; ; i++ {
+		res, err := getJSON(edgeURL+list, nil, nil)
+		if err != nil {
+			return err
+		}
+		if res.Header.Get("X-Cache-Status") == "HIT" {
+			break
+		}
+		if i == 200 {
+			return fmt.Errorf("the edge never answered the list from its cache")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	load := func() string {
+		b, _ := os.ReadFile("/proc/loadavg")
+		f := strings.Fields(string(b))
+		if len(f) < 3 {
+			return "?"
+		}
+		return strings.Join(f[:3], " ")
+	}
+	loadStart := load()
+	wrkArgs := []string{"-t" + strconv.Itoa(threads), "-c" + strconv.Itoa(conns), "-d" + dur.String(), "--latency"}
+	scenarios := []struct {
+		name, what, url string
+		header          []string
+	}{
+		{"baseline", "bare Fiber JSON handler", "http://" + base + "/json", nil},
+		{"304 attestation", "GET /attestations/:id, If-None-Match its ETag (finalized)", nodeURL + detail, []string{"If-None-Match: " + detailTag}},
+		{"304 list", "GET /attestations?limit=20, If-None-Match its ETag", nodeURL + list, []string{"If-None-Match: " + listTag}},
+		{"304 list gzip", "the same, Accept-Encoding: gzip and the gzip ETag", nodeURL + list, []string{"If-None-Match: " + listGzipTag, "Accept-Encoding: gzip"}},
+		{"200 list, node", "GET /attestations?limit=20 from one node (hot in its cache)", nodeURL + list, nil},
+		{"200 list, edge", "the same through nginx (a HIT)", edgeURL + list, nil},
+		{"200 list gzip, node", "GET /attestations?limit=20, Accept-Encoding: gzip, one node", nodeURL + list, []string{"Accept-Encoding: gzip"}},
+		{"200 list gzip, edge", "the same through nginx (a HIT)", edgeURL + list, []string{"Accept-Encoding: gzip"}},
+		{"304 list, edge", "If-None-Match its ETag through nginx", edgeURL + list, []string{"If-None-Match: " + listTag}},
+	}
+	var results []result
+	for _, s := range scenarios {
+		args := append([]string{}, wrkArgs...)
+		for _, h := range s.header {
+			args = append(args, "-H", h)
+		}
+		args = append(args, s.url)
+		out, err := exec.CommandContext(ctx, "wrk", args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("wrk %s: %w\n%s", s.name, err, out)
+		}
+		r := parseWrk(string(out))
+		r.name, r.what = s.name, s.what
+		fmt.Fprintf(os.Stderr, "[%s] %.0f req/s p50 %s p99 %s%s\n", s.name, r.rps, r.p50, r.p99, map[bool]string{true: " (non-2xx/3xx answers!)"}[r.non2xx])
+		results = append(results, r)
+	}
+	loadEnd := load()
+
+	by := map[string]result{}
+	for _, r := range results {
+		by[r.name] = r
+	}
+	basel := by["baseline"].rps
+	fmt.Printf("# Edge benchmark: %s\n\n", time.Now().UTC().Format("2006-01-02T15:04Z"))
+	fmt.Printf("Machine: %d cores (shared with other work), GOMAXPROCS %d. Load average (1, 5, 15 min) %s at the start, %s at the end.\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), loadStart, loadEnd)
+	fmt.Printf("wrk -t%d -c%d -d%s on loopback; one `attestd serve` (rate limit off), nginx from deploy/nginx.conf with %d workers in front of it; 50 agents, %d attestations.\n\n",
+		threads, conns, dur, runtime.NumCPU(), atts)
+	fmt.Println("| scenario | what | requests/s | vs baseline | p50 | p99 |")
+	fmt.Println("|---|---|---:|---:|---:|---:|")
+	for _, r := range results {
+		warn := ""
+		if r.non2xx {
+			warn = " (errors!)"
+		}
+		fmt.Printf("| %s | %s | %.0f%s | %.0f%% | %s | %s |\n", r.name, r.what, r.rps, warn, 100*r.rps/basel, r.p50, r.p99)
+	}
+	fmt.Println()
+	fmt.Printf("304 answers/s as a share of the baseline: attestation %.0f%%, list %.0f%%, list gzip %.0f%% (target >= 90%%).\n",
+		100*by["304 attestation"].rps/basel, 100*by["304 list"].rps/basel, 100*by["304 list gzip"].rps/basel)
+	fmt.Printf("Hot list through the edge as a multiple of one node: %.2fx plain, %.2fx gzip.\n",
+		by["200 list, edge"].rps/by["200 list, node"].rps, by["200 list gzip, edge"].rps/by["200 list gzip, node"].rps)
+	return nil
+}
+
+var (
+	reRPS     = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	reLatency = regexp.MustCompile(`(?m)^\s+(50|99)%\s+(\S+)`)
+)
+
+// parseWrk reads requests/s and the 50th and 99th percentile latencies.
+func parseWrk(out string) result {
+	var r result
+	if m := reRPS.FindStringSubmatch(out); m != nil {
+		r.rps, _ = strconv.ParseFloat(m[1], 64)
+	}
+	for _, m := range reLatency.FindAllStringSubmatch(out, -1) {
+		if m[1] == "50" {
+			r.p50 = m[2]
+		} else {
+			r.p99 = m[2]
+		}
+	}
+	r.non2xx = strings.Contains(out, "Non-2xx or 3xx responses")
+	return r
+}
+
+// start runs a server binary with env and argv until the returned stop,
+// once readyURL answers 200.
+func start(ctx context.Context, env []string, bin, readyURL string, argv ...string) (func(), error) {
+	cmd := exec.Command(bin, argv...)
+	cmd.Env = env
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if res, err := http.Get(readyURL); err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return stop, nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			stop()
+			return nil, fmt.Errorf("%s not ready at %s within 30 s", bin, readyURL)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+var plain = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableCompression: true}}
+
+func getJSON(url string, header map[string]string, out any) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := plain.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, err
+	}
+	if res.StatusCode != 200 {
+		return nil, fmt.Errorf("GET %s: %d", url, res.StatusCode)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// createDatabase makes a fresh database on the server of adminURL.
+func createDatabase(ctx context.Context, adminURL string) (string, func(), error) {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return "", nil, fmt.Errorf("connect postgres: %w", err)
+	}
+	defer conn.Close(ctx)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := "edge_bench_" + hex.EncodeToString(b[:])
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", nil, fmt.Errorf("create database: %w", err)
+	}
+	u := adminURL
+	q := ""
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		u, q = u[:i], u[i:]
+	}
+	u = u[:strings.LastIndexByte(u, '/')+1] + name + q
+	drop := func() {
+		c, err := pgx.Connect(context.Background(), adminURL)
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	}
+	return u, drop, nil
+}
