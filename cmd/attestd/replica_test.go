@@ -79,13 +79,17 @@ func TestServeWithReadReplica(t *testing.T) {
 
 	rp.PauseReplay(t)
 	runCmd(t, bin, env, "seed", "--agents", "2", "--attestations", "45", "--seed", "2")
-	waitHealth("the replica lagging", func(h app.Health) bool { return h.Replicas[0].Status == "lagging" && h.Status == "degraded" && reasonAbout(h, "replica 1: lagging") })
+	waitHealth("the replica lagging", func(h app.Health) bool {
+		return h.Replicas[0].Status == "lagging" && h.Status == "degraded" && reasonAbout(h, "replica 1: lagging")
+	})
 	var stats struct{ Attestations int }
 	if s := get(t, node+"/stats", "127.0.0.1", "", &stats); s != http.StatusOK || stats.Attestations != 75 {
 		t.Fatalf("stats while the replica lags: %d, %d attestations (want 75)", s, stats.Attestations)
 	}
 	rp.ResumeReplay(t)
-	waitHealth("the replica ok again", func(h app.Health) bool { return h.Replicas[0].Status == "ok" && h.Status != "down" && !reasonAbout(h, "replica") })
+	waitHealth("the replica ok again", func(h app.Health) bool {
+		return h.Replicas[0].Status == "ok" && h.Status != "down" && !reasonAbout(h, "replica")
+	})
 }
 
 // reasonAbout reports whether one of h's reasons concerns part.
