@@ -33,6 +33,7 @@ var commands = []command{
 	{"local", "run everything locally (make run): throwaway Postgres and Redis under .run/, demo data, the API", runLocal},
 	{"devnet", "run the local Solana chain simulator (JSON-RPC on --addr, websocket on port+1)", runDevnet},
 	{"stores", "run a command with throwaway Postgres and Redis for tests (make test)", runStores},
+	{"healthcheck", "GET a node's /api/v1/health (-addr, -url): exit 0 on 200 within -timeout (a container's health check)", runHealthcheck},
 	{"version", "print the version", runVersion},
 }
 
