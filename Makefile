@@ -27,6 +27,10 @@ image:
 	cp /etc/ssl/certs/ca-certificates.crt bin/image/
 	$(ENGINE) $(ENGINE_FLAGS) build $(if $(findstring podman,$(ENGINE)),$(BUILD_FLAGS),) -f deploy/Containerfile -t $(IMAGE) bin/image
 
+## cluster: the fleet on this machine (nginx, 3 serve, 2 index, 2 worker, Redis or CLUSTER=redis-cluster, Postgres + replica); Ctrl-C stops it
+cluster: build
+	./$(BIN) cluster $(if $(filter redis-cluster,$(CLUSTER)),-redis-cluster,)
+
 ## run: Postgres and Redis under .run/ (Postgres data in /var/tmp when its account cannot reach .run/), demo data, the API on 127.0.0.1:8080 (Ctrl-C stops all)
 run: build
 	./$(BIN) local
