@@ -55,6 +55,9 @@ type Fleet struct {
 	// Env is the environment every attestd process shares (without its
 	// own listeners).
 	Env []string
+	// WebhookKeys is ATTESTD_WEBHOOK_SECRET_KEYS of every process (made
+	// for this fleet), to seal the secrets of webhooks made directly.
+	WebhookKeys string
 
 	opt     Options
 	closers []func()
@@ -150,6 +153,7 @@ func Start(ctx context.Context, opt Options) (_ *Fleet, err error) {
 	if err != nil {
 		return nil, err
 	}
+	f.WebhookKeys = keys
 	f.Env = []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(),
 		"DATABASE_URL=" + pg.URL, "REDIS_URL=" + redisURL, "ATTESTD_REDIS_CLUSTER=" + clusterMode,
