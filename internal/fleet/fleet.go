@@ -36,6 +36,8 @@ type Options struct {
 	// SlotInterval and FinalityDepth of the chain (default 400 ms, 32).
 	SlotInterval  time.Duration
 	FinalityDepth uint64
+	// NginxWorkers is nginx's worker_processes (default 1).
+	NginxWorkers int
 	// Env is added to every attestd process's environment (last wins).
 	Env []string
 	// Log receives progress lines (default: discarded).
@@ -222,7 +224,8 @@ func Start(ctx context.Context, opt Options) (_ *Fleet, err error) {
 		}
 	}
 	log.Info("attestd processes up", "serve", len(f.Serve), "index", len(f.Index), "worker", len(f.Worker))
-	n, err := devstack.StartNginx(ctx, filepath.Join(opt.Dir, "nginx"), devstack.NginxOptions{Config: opt.NginxConf, Upstreams: upstreams})
+	n, err := devstack.StartNginx(ctx, filepath.Join(opt.Dir, "nginx"), devstack.NginxOptions{Config: opt.NginxConf, Upstreams: upstreams,
+		Workers: opt.NginxWorkers})
 	if err != nil {
 		return nil, fmt.Errorf("nginx: %w", err)
 	}
