@@ -193,6 +193,12 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 		return rows, distinct
 	}
 	waitFor(t, "initial traffic indexed", 60*time.Second, func() bool { r, _ := stored(); return r == chainAttestations(f.Chain) })
+	var s Status
+	waitFor(t, "the status line sees the whole fleet", 30*time.Second, func() bool {
+		s = f.Status(ctx)
+		return s.Edge && s.API == 3 && s.IndexerUp == 2 && s.Leader != "" && s.WorkersUp == 2 && s.Attestations == int64(chainAttestations(f.Chain))
+	})
+	t.Logf("status: %s", s)
 
 	t.Run("per-IP limit holds exactly through nginx across nodes", func(t *testing.T) {
 		before := served(t, f)
@@ -244,12 +250,13 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 		}
 		gen := make(chan error, 1)
 		go func() { _, err := f.Chain.Generate(ctx, 5, 400, 20); gen <- err }()
-		leader.Kill()
 		killed := time.Now()
-		takeover := waitFor(t, "the other indexer leads", 10*time.Second, func() bool {
+		leader.Kill()
+		waitFor(t, "the other indexer leads", 10*time.Second, func() bool {
 			v, err := other.Metric(ctx, "attestd_indexer_leader")
 			return err == nil && v == 1
 		})
+		takeover := time.Since(killed) // from the kill -9 to the other's leader gauge, polled every 20 ms
 		testenv.Must(t, <-gen, "generate attestations")
 		want := chainAttestations(f.Chain)
 		waitFor(t, "every attestation indexed", 60*time.Second, func() bool { r, _ := stored(); return r >= want })

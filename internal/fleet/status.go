@@ -3,6 +3,7 @@ package fleet
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,6 +23,7 @@ type Status struct {
 	Workers, WorkersUp  int
 	Delivered, Retrying int64 // deliveries all workers count as succeeded, retrying
 	ChainSlot           uint64
+	Attestations        int64 // what /stats through nginx counts (-1: no answer)
 }
 
 // String is the one-line summary `attestd cluster` prints.
@@ -34,15 +36,15 @@ func (s Status) String() string {
 	if !s.Edge {
 		edge = "DOWN"
 	}
-	return fmt.Sprintf("nginx %s | api %d/%d up | index %d/%d, leader %s, lag %d slots | workers %d/%d, delivered %d, retrying %d | chain slot %d",
-		edge, s.API, s.APITotal, s.IndexerUp, s.Indexers, leader, s.LagSlots, s.WorkersUp, s.Workers, s.Delivered, s.Retrying, s.ChainSlot)
+	return fmt.Sprintf("nginx %s | api %d/%d up | index %d/%d, leader %s, lag %d slots | workers %d/%d, delivered %d, retrying %d | chain slot %d, %d attestations served",
+		edge, s.API, s.APITotal, s.IndexerUp, s.Indexers, leader, s.LagSlots, s.WorkersUp, s.Workers, s.Delivered, s.Retrying, s.ChainSlot, s.Attestations)
 }
 
 // Status asks every part, in parallel, within 2 s.
 func (f *Fleet) Status(ctx context.Context) Status {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	s := Status{APITotal: len(f.Serve), Indexers: len(f.Index), Workers: len(f.Worker), ChainSlot: f.Chain.Slot()}
+	s := Status{APITotal: len(f.Serve), Indexers: len(f.Index), Workers: len(f.Worker), ChainSlot: f.Chain.Slot(), Attestations: -1}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	do := func(fn func()) { wg.Add(1); go func() { defer wg.Done(); fn() }() }
@@ -51,6 +53,16 @@ func (f *Fleet) Status(ctx context.Context) Status {
 		mu.Lock()
 		s.Edge = ok
 		mu.Unlock()
+	})
+	do(func() {
+		var stats struct {
+			Attestations int64 `json:"attestations"`
+		}
+		if getJSON(ctx, f.URL()+"/stats", &stats) == nil {
+			mu.Lock()
+			s.Attestations = stats.Attestations
+			mu.Unlock()
+		}
 	})
 	for _, p := range f.Serve {
 		do(func() {
@@ -89,6 +101,22 @@ func (f *Fleet) Status(ctx context.Context) Status {
 	}
 	wg.Wait()
 	return s
+}
+
+func getJSON(ctx context.Context, url string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out)
 }
 
 func get(ctx context.Context, url string) error {
