@@ -339,6 +339,13 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("Secret attestd lacks %s", s)
 		}
 	}
+	// Credentials belong in the Secret, never in the ConfigMap.
+	for _, s := range []string{"DATABASE_URL", "DATABASE_READ_URLS", "REDIS_URL", "ATTESTD_WEBHOOK_SECRET_KEYS", "ATTESTD_PURGE_HEADER",
+		"ATTESTD_X402_FEE_PAYER_KEYPAIR", "ATTESTD_API_KEY"} {
+		if _, ok := cm.Data[s]; ok {
+			t.Errorf("ConfigMap attestd sets %s, a credential: put it in the Secret", s)
+		}
+	}
 	probeVar := map[string]string{"serve": "ATTESTD_HTTP_ADDR", "index": "ATTESTD_INDEXER_METRICS_ADDR", "worker": "ATTESTD_WORKER_METRICS_ADDR"}
 	probePath := map[string]string{"serve": "/api/v1/health", "index": "/metrics", "worker": "/metrics"}
 	for _, role := range []string{"serve", "index", "worker"} {
