@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # make bench: every bounded load benchmark, on loopback only. Each part
 # starts its own throwaway Postgres and Redis. Choose parts with
-# BENCH="api ratelimit indexer premium x402 webhook scale edge" (default: all).
+# BENCH="api ratelimit indexer premium x402 webhook scale edge fleet" (default: all).
+# It prints every part's figures and writes them, with the machine described,
+# to bench/RESULTS.md (BENCH_OUT=path to write elsewhere). A part that fails
+# is marked failed there and the others still run; the exit status says so.
 #   api        bare Fiber baseline vs hot, cold and uncached API reads (wrk, 64 connections)
 #   ratelimit  limiter on vs off, many client IPs through a trusted proxy (wrk)
 #   indexer    backfill throughput and live ingest latency against the chain simulator
@@ -11,13 +14,30 @@
 #   scale      uncached reads at 10M attestations against 100k (the data is
 #              seeded once, with attestd seed, and kept under .run/bench-scale)
 #   edge       304 answers vs the bare Fiber baseline; a hot list through the nginx edge vs one node
-set -euo pipefail
+#   fleet      lists through nginx over 3 nodes (make cluster's fleet) vs one node without nginx,
+#              with the CPU each process used (what saturates)
+set -uo pipefail
 cd "$(dirname "$0")/.."
 command -v wrk >/dev/null || { echo "installing wrk"; apt-get install -y -qq wrk >/dev/null; }
-go build -o bin/attestd ./cmd/attestd
-go build -o bin/baseline ./bench/baseline
-for part in ${BENCH:-api ratelimit indexer premium x402 webhook scale edge}; do
+go build -o bin/attestd ./cmd/attestd || exit 1
+go build -o bin/baseline ./bench/baseline || exit 1
+PARTS=${BENCH:-api ratelimit indexer premium x402 webhook scale edge fleet}
+OUT=${BENCH_OUT:-bench/RESULTS.md}
+TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
+{
+  echo "# attestd benchmarks: $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo
+  echo "Written by \`make bench\` (bench/run.sh) in one run; parts: $PARTS."
+  echo
+  echo "Machine: $(nproc) cores ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), $(awk '/MemTotal/ {printf "%.1f", $2/1048576}' /proc/meminfo) GiB,"
+  echo "$(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r), $(go version | awk '{print $3}'), commit $(git describe --always --dirty 2>/dev/null || echo unknown)."
+  echo "Load average (1, 5, 15 min) at the start: $(cut -d' ' -f1-3 /proc/loadavg). Everything runs on loopback on this machine, load generator included."
+  echo
+} > "$TMP/head.md"
+failed=()
+for part in $PARTS; do
   echo "== bench: $part" >&2
+  start=$(date +%s)
   case $part in
     api)       ./bin/attestd stores -- bash bench/api.sh ;;
     ratelimit) go run ./bench/ratelimit -duration "${BENCH_DURATION:-8s}" -rounds 1 ;;
@@ -27,6 +47,24 @@ for part in ${BENCH:-api ratelimit indexer premium x402 webhook scale edge}; do
     webhook)   go run ./bench/webhook -events 10000 -webhooks 10 -rate 250 ;;
     scale)     go run ./bench/scale -n "${BENCH_SCALE_N:-400}" -out bench/scale/latest.md ;;
     edge)      ./bin/attestd stores -- go run ./bench/edge -duration "${BENCH_DURATION:-10s}" | tee bench/edge/latest.md ;;
+    fleet)     go run ./bench/fleet -duration "${BENCH_FLEET_DURATION:-5s}" ;;
     *) echo "unknown bench part $part" >&2; exit 2 ;;
-  esac
+  esac > >(tee "$TMP/$part.md")
+  rc=$?
+  wait # the tee
+  {
+    echo "## part: $part ($(( $(date +%s) - start )) s)"
+    echo
+    if [ $rc -ne 0 ]; then echo "**This part failed (exit status $rc); its output so far:**"; echo; failed+=("$part"); fi
+    sed 's/^# /### /; s/^## /### /' "$TMP/$part.md"
+    echo
+  } >> "$TMP/body.md"
 done
+{
+  cat "$TMP/head.md"
+  echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
+  echo
+  cat "$TMP/body.md"
+} > "$OUT"
+echo "wrote $OUT" >&2
+if [ ${#failed[@]} -gt 0 ]; then echo "failed parts: ${failed[*]}" >&2; exit 1; fi

@@ -31,8 +31,10 @@ var commands = []command{
 	{"payments", "the x402 payments ledger: payments list [--status S] [--since 24h] [--limit N]", runPayments},
 	{"mcp", "serve the MCP tool server over the API (stdio; --http ADDR for streamable HTTP)", runMCP},
 	{"local", "run everything locally (make run): throwaway Postgres and Redis under .run/, demo data, the API", runLocal},
+	{"cluster", "run the whole fleet here (make cluster): nginx, 3 serve, 2 index, 2 worker, the chain simulator, Redis, Postgres and a read replica", runCluster},
 	{"devnet", "run the local Solana chain simulator (JSON-RPC on --addr, websocket on port+1)", runDevnet},
 	{"stores", "run a command with throwaway Postgres and Redis for tests (make test)", runStores},
+	{"healthcheck", "GET a node's /api/v1/health (-addr, -url): exit 0 on 200 within -timeout (a container's health check)", runHealthcheck},
 	{"version", "print the version", runVersion},
 }
 

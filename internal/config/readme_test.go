@@ -6,24 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/attestd/attestd/apikey"
-	"github.com/attestd/attestd/indexer"
-	"github.com/attestd/attestd/internal/config"
-	"github.com/attestd/attestd/internal/httpcache"
-	"github.com/attestd/attestd/internal/purge"
-	"github.com/attestd/attestd/internal/testenv"
-	"github.com/attestd/attestd/mcp"
-	"github.com/attestd/attestd/premium"
-	"github.com/attestd/attestd/ratelimit"
-	"github.com/attestd/attestd/store"
-	"github.com/attestd/attestd/webhook"
-	"github.com/attestd/attestd/x402/verifier"
+	"github.com/attestd/attestd/internal/config/allvars"
 )
 
 // everyVar is every package's list of the variables it reads.
-var everyVar = [][]config.Var{
-	config.Vars, store.Vars, httpcache.Vars, purge.Vars, ratelimit.Vars, apikey.Vars, premium.Vars, indexer.Vars, mcp.Vars, testenv.Vars, verifier.Vars, webhook.Vars,
-}
+var everyVar = allvars.Lists()
 
 // TestReadmeDocumentsEveryVariable keeps the README's configuration tables
 // true: every listed variable has a row whose default is the listed one,

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/attestd/attestd/internal/fleet"
+)
+
+// runCluster runs the whole fleet on this machine (make cluster) and
+// prints a status line every few seconds until it is stopped.
+func runCluster(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
+	dir := fs.String("dir", ".run/cluster", "where the fleet keeps data and logs (wiped at start)")
+	nginxConf := fs.String("nginx", "deploy/nginx.conf", "the nginx site to run in front of the API nodes")
+	serve := fs.Int("serve", 3, "API nodes")
+	index := fs.Int("index", 2, "indexers (one leads)")
+	worker := fs.Int("worker", 2, "webhook workers")
+	redisCluster := fs.Bool("redis-cluster", false, "a three-master Redis Cluster instead of one Redis")
+	noReplica := fs.Bool("no-replica", false, "PostgreSQL without a streaming read replica")
+	rate := fs.Float64("rate", 20, "attestations per second the chain simulator keeps producing")
+	every := fs.Duration("status", 5*time.Second, "how often to print the status line")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := newLogger(slog.LevelInfo)
+	bin, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(abs); err != nil {
+		return fmt.Errorf("clear %s: %w", abs, err)
+	}
+	conf, err := filepath.Abs(*nginxConf)
+	if err != nil {
+		return err
+	}
+	f, err := fleet.Start(ctx, fleet.Options{Bin: bin, Dir: abs, NginxConf: conf, Serve: *serve, Index: *index, Worker: *worker,
+		RedisCluster: *redisCluster, NoReplica: *noReplica, Rate: *rate, Log: log})
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fmt.Printf("\nfleet up: %s (logs in %s)\n", f.URL(), abs)
+	for _, p := range f.Procs() {
+		fmt.Printf("  %-9s pid %-7d api %-21s metrics %s\n", p.Name, p.Pid(), p.Addr, p.MetricsAddr)
+	}
+	fmt.Printf("  postgres %s", f.Primary.URL)
+	if f.Replica != nil {
+		fmt.Printf(" (replica %s)", f.Replica.URL)
+	}
+	fmt.Printf("\n  chain    %s\nCtrl-C stops everything.\n\n", f.Chain.RPCURL())
+	t := time.NewTicker(*every)
+	defer t.Stop()
+	for {
+		fmt.Printf("%s  %s\n", time.Now().UTC().Format("15:04:05"), f.Status(ctx))
+		select {
+		case <-ctx.Done():
+			fmt.Println("stopping the fleet")
+			return nil
+		case <-t.C:
+		}
+	}
+}
