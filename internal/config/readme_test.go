@@ -16,13 +16,14 @@ import (
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/web"
 	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/x402/verifier"
 )
 
 // everyVar is every package's list of the variables it reads.
 var everyVar = [][]config.Var{
-	config.Vars, store.Vars, httpcache.Vars, purge.Vars, ratelimit.Vars, apikey.Vars, premium.Vars, indexer.Vars, mcp.Vars, testenv.Vars, verifier.Vars, webhook.Vars,
+	config.Vars, store.Vars, httpcache.Vars, purge.Vars, ratelimit.Vars, apikey.Vars, premium.Vars, indexer.Vars, mcp.Vars, testenv.Vars, verifier.Vars, webhook.Vars, web.Vars,
 }
 
 // TestReadmeDocumentsEveryVariable keeps the README's configuration tables
