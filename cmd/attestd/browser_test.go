@@ -337,7 +337,9 @@ func TestBrowserConsole(t *testing.T) {
 	if s := n.apiGet(t, "/premium/full-history/"+agent, key, nil); s != http.StatusOK {
 		t.Fatalf("premium route with the console's key: %d", s)
 	}
-	var keys struct{ Data []struct{ Prefix, Role, Label string } }
+	var keys struct {
+		Data []struct{ Prefix, Role, Label string }
+	}
 	n.apiGet(t, "/keys", key, &keys)
 	if len(keys.Data) != 1 || keys.Data[0].Role != "admin" || keys.Data[0].Label != "browser test" {
 		t.Errorf("the account's keys: %+v", keys.Data)
