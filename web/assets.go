@@ -108,12 +108,12 @@ func (a *asset) send(c *fiber.Ctx) error {
 	return c.Send(body)
 }
 
-// acceptsGzip reports whether Accept-Encoding lists gzip with a non-zero
-// weight.
+// acceptsGzip reports whether Accept-Encoding lists gzip (or x-gzip) with
+// a non-zero weight.
 func acceptsGzip(c *fiber.Ctx) bool {
 	for _, part := range strings.Split(c.Get(fiber.HeaderAcceptEncoding), ",") {
 		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if strings.EqualFold(strings.TrimSpace(name), "gzip") {
+		if n := strings.TrimSpace(name); strings.EqualFold(n, "gzip") || strings.EqualFold(n, "x-gzip") {
 			q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
 			return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
 		}
