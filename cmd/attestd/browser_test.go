@@ -54,6 +54,8 @@ const walletScript = `(() => {
     },
   };
   window.confirm = () => true;
+  window.__cspViolations = [];
+  document.addEventListener("securitypolicyviolation", (e) => window.__cspViolations.push(e.violatedDirective + " " + e.blockedURI));
 })();`
 
 func startBrowser(t *testing.T) *browser {
@@ -112,6 +114,22 @@ func (b *browser) waitFor(t *testing.T, what, expr string, within time.Duration)
 		chromedp.WithPollingTimeout(within))); err != nil {
 		body, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector("main").innerText`))
 		t.Fatalf("%s: not within %s (%v); the page says:\n%s", what, within, err, body)
+	}
+}
+
+// checkPage holds the page shown to what every page promises: nothing
+// refused by the Content-Security-Policy, every form field labelled, every
+// button named.
+func (b *browser) checkPage(t *testing.T, what string) {
+	t.Helper()
+	if v := eval[[]string](t, b, `window.__cspViolations`); len(v) > 0 {
+		t.Errorf("%s: Content-Security-Policy violations %q", what, v)
+	}
+	if v := eval[[]string](t, b, `[...document.querySelectorAll("input,select,textarea")].filter((e) => !e.labels || !e.labels.length).map((e) => e.outerHTML)`); len(v) > 0 {
+		t.Errorf("%s: fields without a label: %q", what, v)
+	}
+	if v := eval[[]string](t, b, `[...document.querySelectorAll("button,a")].filter((e) => !(e.innerText.trim() || e.getAttribute("aria-label"))).map((e) => e.outerHTML)`); len(v) > 0 {
+		t.Errorf("%s: buttons or links without a name: %q", what, v)
 	}
 }
 
@@ -186,6 +204,7 @@ func TestBrowserExplorer(t *testing.T) {
 	rendered := eval[float64](t, b, `performance.getEntriesByName("attestd:list-rendered")[0].startTime`)
 	bytes := eval[float64](t, b, `performance.getEntriesByType("navigation").concat(performance.getEntriesByType("resource")).reduce((s, e) => s + e.transferSize, 0)`)
 	requests := eval[int](t, b, `performance.getEntriesByType("resource").length + 1`)
+	b.checkPage(t, "explorer")
 	t.Logf("explorer first page: %d requests, %.0f bytes transferred, list rendered %.0f ms after navigation start", requests, bytes, rendered)
 
 	// The list is the API's newest page.
@@ -262,6 +281,7 @@ func TestBrowserExplorer(t *testing.T) {
 	b.waitFor(t, "match", `document.querySelector("#verify-result [data-result=match]")`, 5*time.Second)
 	b.do(t, "verify another payload", chromedp.SendKeys(chromedp.ID("payload"), " "), chromedp.Click(chromedp.CSS("#verify-form button")))
 	b.waitFor(t, "mismatch", `document.querySelector("#verify-result [data-result=mismatch]")`, 5*time.Second)
+	b.checkPage(t, "attestation page")
 
 	// The agent page and the global stats show the API's figures.
 	var stats struct {
@@ -300,6 +320,7 @@ func TestBrowserExplorer(t *testing.T) {
 			t.Errorf("stats page %s: %q, API %q", k, got[k], v)
 		}
 	}
+	b.checkPage(t, "stats page")
 }
 
 // TestBrowserConsole signs in with the test wallet, creates a key in the
@@ -311,7 +332,16 @@ func TestBrowserConsole(t *testing.T) {
 	n := startWebNode(t)
 
 	b.do(t, "open the console", chromedp.Navigate(n.root+"/#/console"))
-	b.do(t, "sign in", chromedp.WaitVisible(chromedp.ID("sign-in")), chromedp.Click(chromedp.ID("sign-in")))
+	b.do(t, "wait for the sign-in button", chromedp.WaitVisible(chromedp.ID("sign-in")))
+	b.checkPage(t, "sign-in page")
+	// Keyboard only: Tab from the top of the page reaches the button.
+	for i := 0; i < 12 && !eval[bool](t, b, `document.activeElement && document.activeElement.id === "sign-in"`); i++ {
+		b.do(t, "tab", chromedp.KeyEvent("\t"))
+	}
+	if !eval[bool](t, b, `document.activeElement.id === "sign-in"`) {
+		t.Fatal("the sign-in button is not reachable with Tab")
+	}
+	b.do(t, "sign in with Enter", chromedp.KeyEvent("\r"))
 	b.waitFor(t, "signed in", `document.getElementById("account-name")`, 15*time.Second)
 	if acct := eval[string](t, b, `document.getElementById("account-name").innerText`); acct != "wallet."+b.addr {
 		t.Errorf("signed in as %q", acct)
@@ -360,6 +390,8 @@ func TestBrowserConsole(t *testing.T) {
 	b.waitFor(t, "the new webhook", `document.querySelector("#hook-rows tr[data-hook]") && document.getElementById("new-hook-secret")`, 10*time.Second)
 	hook := eval[string](t, b, `document.querySelector("#hook-rows tr[data-hook]").dataset.hook`)
 	b.do(t, "send a test event", chromedp.Click(chromedp.CSS(fmt.Sprintf("button[data-test=%q]", hook))))
+	// The console says so once the table is drawn again.
+	b.waitFor(t, "the test event queued", `document.getElementById("console-status").innerText === "Test event queued."`, 10*time.Second)
 	select {
 	case body := <-n.received:
 		if !strings.Contains(body, `"webhook.test"`) {
@@ -369,14 +401,17 @@ func TestBrowserConsole(t *testing.T) {
 		t.Fatal("no delivery reached the receiver within 30 s")
 	}
 	b.do(t, "open the delivery log", chromedp.Click(chromedp.CSS(fmt.Sprintf("button[data-log=%q]", hook))))
+	b.waitFor(t, "the delivery log", `document.getElementById("delivery-rows")`, 10*time.Second)
 	deadline = time.Now().Add(15 * time.Second)
 	for !eval[bool](t, b, `!!document.querySelector("#delivery-rows tr[data-delivery] td[data-outcome=ok]")`) {
 		if time.Now().After(deadline) {
 			t.Fatal("the delivery log shows no delivered attempt within 15 s")
 		}
-		b.do(t, "refresh the log", chromedp.Click(chromedp.ID("refresh-log")))
+		// (a click from the page: the log redraws itself, button included)
+		eval[chromedp.Void](t, b, `document.getElementById("refresh-log").click()`)
 		time.Sleep(100 * time.Millisecond)
 	}
+	b.checkPage(t, "console")
 	// Pause it.
 	b.do(t, "pause the webhook", chromedp.Click(chromedp.CSS(fmt.Sprintf("button[data-toggle=%q]", hook))))
 	b.waitFor(t, "paused", fmt.Sprintf(`document.querySelector('#hook-rows tr[data-hook=%q] td[data-state=paused]')`, hook), 10*time.Second)

@@ -132,7 +132,8 @@ async function webhooksSection(sec, say) {
     el("div", {}, el("label", { for: "hook-desc" }, "Description"), desc),
     el("p", {}, el("button", { type: "submit" }, "Create webhook")));
   async function act(fn, ok) {
-    try { await fn(); if (ok) say(ok); await load(); } catch (e) { say(e.message, true); }
+    // The message comes once the table shows the change.
+    try { await fn(); await load(); if (ok) say(ok); } catch (e) { say(e.message, true); }
   }
   async function showLog(id) {
     const page = await api(`/webhooks/${id}/deliveries?limit=50`);
