@@ -64,7 +64,9 @@ export async function listView(main, params) {
       status.textContent = `${page.pagination.total} attestations; updated ${new Date().toISOString().slice(11, 19)} UTC`;
       status.classList.remove("error");
     } catch (e) {
-      status.textContent = e instanceof APIError && e.status < 500 ? "The filters are not valid: " + e.message : "Cannot reach the API: " + e.message;
+      status.textContent = !(e instanceof APIError) || e.status >= 500 ? "Cannot reach the API (retrying): " + e.message
+        : e.status === 429 ? "Too many requests from your address; the list resumes within a minute."
+        : e.status === 400 ? "The filters are not valid: " + e.message : e.message;
       status.classList.add("error");
       if (e instanceof APIError && e.status === 400) { clearInterval(timer); timer = null; }
     } finally {
