@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -316,4 +317,52 @@ func (w *Web) signOut(c *fiber.Ctx) error {
 	c.Cookie(&fiber.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, Expires: time.Unix(0, 0), HTTPOnly: true,
 		Secure: !loopback(string(c.Request().Header.Host())), SameSite: fiber.CookieSameSiteStrictMode})
 	return c.SendStatus(http.StatusNoContent)
+}
+
+// PaymentView is one x402 payment of the signed-in wallet.
+type PaymentView struct {
+	CreatedAt   attestation.Time  `json:"createdAt"`
+	Route       string            `json:"route"`
+	Amount      string            `json:"amount"`
+	Asset       string            `json:"asset"`
+	Network     string            `json:"network"`
+	Status      string            `json:"status"`
+	TxSignature *string           `json:"txSignature"`
+	SettledAt   *attestation.Time `json:"settledAt"`
+}
+
+// payments lists the x402 payments the session's wallet made (the
+// ledger's payer), newest first.
+func (w *Web) payments(c *fiber.Ctx) error {
+	httpcache.Private(c)
+	q, err := app.QueryParams(c, "limit")
+	if err != nil {
+		return err
+	}
+	v, present := q["limit"]
+	limit, err := app.ParseLimit(v, present, 50, 100)
+	if err != nil {
+		return err
+	}
+	rec, _, ok, err := w.lookup(c)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return refused("not signed in")
+	}
+	ps, err := w.opt.Store.ListPayments(c.UserContext(), store.PaymentFilter{Payer: rec.Wallet, Limit: limit})
+	if err != nil {
+		return app.StoreError(err)
+	}
+	out := make([]PaymentView, len(ps))
+	for i, p := range ps {
+		out[i] = PaymentView{CreatedAt: attestation.At(p.CreatedAt), Route: p.Route, Amount: strconv.FormatUint(p.Amount, 10),
+			Asset: p.Asset, Network: p.Network, Status: p.Status, SettledAt: attestation.OptTime(p.SettledAt)}
+		if p.TxSignature != "" {
+			sig := p.TxSignature
+			out[i].TxSignature = &sig
+		}
+	}
+	return c.JSON(fiber.Map{"data": out})
 }

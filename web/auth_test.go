@@ -249,3 +249,40 @@ func TestLinkedAccount(t *testing.T) {
 		t.Errorf("signed in to %q, want %q", s.account, acc.Name)
 	}
 }
+
+// TestSessionPayments: the console lists the x402 payments whose payer is
+// the signed-in wallet, and no one else's.
+func TestSessionPayments(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpt{})
+	w, other := newWallet(t), newWallet(t)
+	ctx := context.Background()
+	const usdc = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"
+	for i, payer := range []string{w.address, other.address, w.address} {
+		p := store.Payment{Network: "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", Asset: usdc, PayTo: other.address, Payer: payer,
+			Amount: uint64(10_000 * (i + 1)), Route: "/premium/full-history", Node: "n1"}
+		p.MessageHash[0], p.MessageHash[1] = byte(i+1), 9
+		id, err := h.env.Store.ClaimPayment(ctx, p)
+		testenv.Must(t, err, "claim payment")
+		if i == 0 {
+			testenv.Must(t, h.env.Store.FinishPayment(ctx, id, "settled", strings.Repeat("5", 88), ""), "settle")
+		}
+	}
+	if r := h.node.Get(t, "/auth/payments"); r.Status != http.StatusUnauthorized {
+		t.Errorf("payments without a session: %d", r.Status)
+	}
+	s := h.login(t, w)
+	r := h.do(t, s, false, http.MethodGet, "/auth/payments", nil)
+	var out struct{ Data []web.PaymentView }
+	r.JSON(t, &out)
+	if r.Status != 200 || len(out.Data) != 2 || out.Data[0].Amount != "30000" || out.Data[1].Amount != "10000" ||
+		out.Data[1].Status != "settled" || out.Data[1].TxSignature == nil || out.Data[0].TxSignature != nil {
+		t.Errorf("payments: %d %s", r.Status, r.Body)
+	}
+	if r := h.do(t, s, false, http.MethodGet, "/auth/payments?limit=1", nil); !strings.Contains(string(r.Body), `"30000"`) || strings.Contains(string(r.Body), `"10000"`) {
+		t.Errorf("limit=1: %s", r.Body)
+	}
+	if r := h.do(t, s, false, http.MethodGet, "/auth/payments?payer="+other.address, nil); r.Status != http.StatusBadRequest {
+		t.Errorf("an unknown parameter: %d", r.Status)
+	}
+}

@@ -77,6 +77,7 @@ func (w *Web) Routes(api *app.API) {
 	api.Route(http.MethodPost, "/auth/signin", w.signIn)
 	api.Route(http.MethodGet, "/auth/session", w.session)
 	api.Route(http.MethodPost, "/auth/signout", w.signOut)
+	api.Route(http.MethodGet, "/auth/payments", w.payments)
 }
 
 // securityHeaders sets what every page and asset says to the browser,

@@ -411,6 +411,9 @@ func TestBrowserConsole(t *testing.T) {
 		eval[chromedp.Void](t, b, `document.getElementById("refresh-log").click()`)
 		time.Sleep(100 * time.Millisecond)
 	}
+	if !eval[bool](t, b, `!!document.querySelector("#payment-rows")`) {
+		t.Error("the console shows no payments table")
+	}
 	b.checkPage(t, "console")
 	// Pause it.
 	b.do(t, "pause the webhook", chromedp.Click(chromedp.CSS(fmt.Sprintf("button[data-toggle=%q]", hook))))

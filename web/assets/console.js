@@ -29,8 +29,9 @@ export async function consoleView(main) {
   const say = (msg, bad) => { status.textContent = msg; status.classList.toggle("error", !!bad); };
   const keys = el("section", { "aria-labelledby": "keys-h" });
   const hooks = el("section", { "aria-labelledby": "hooks-h" });
-  main.append(keys, hooks);
-  await Promise.all([keysSection(keys, say), webhooksSection(hooks, say)]);
+  const pays = el("section", { "aria-labelledby": "pays-h" });
+  main.append(keys, hooks, pays);
+  await Promise.all([keysSection(keys, say), webhooksSection(hooks, say), paymentsSection(pays)]);
   return null;
 }
 
@@ -182,4 +183,19 @@ async function webhooksSection(sec, say) {
   try { await load(); } catch (e) {
     if (e instanceof APIError && e.status === 503) tbody.replaceChildren(el("tr", {}, el("td", { colspan: 5 }, e.message))); else throw e;
   }
+}
+
+// USDC mints (6 decimals): their amounts are shown in USDC.
+const usdc = new Set(["EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU"]);
+
+async function paymentsSection(sec) {
+  const page = await api("/auth/payments?limit=50");
+  const rows = page.data.map((p) => el("tr", {}, el("td", {}, p.createdAt), el("td", {}, p.route),
+    el("td", { "data-amount": p.amount }, usdc.has(p.asset) ? (Number(p.amount) / 1e6).toFixed(6).replace(/0+$/, "").replace(/\.$/, "") + " USDC" : p.amount + " of " + p.asset),
+    el("td", {}, p.status), el("td", { class: "mono" }, p.txSignature || "")));
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 5 }, "No payment from this wallet.")));
+  sec.append(el("h2", { id: "pays-h" }, "Pay-per-request payments from this wallet"),
+    el("p", { class: "muted" }, "Premium calls paid with x402 from this wallet; calls made with keys show as each key's last use above."),
+    el("table", {}, el("thead", {}, el("tr", {}, ["Time", "Route", "Amount", "Status", "Transaction"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", { id: "payment-rows" }, rows)));
 }
