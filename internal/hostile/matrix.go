@@ -48,6 +48,7 @@ func routes(t Target) []route {
 		{method: "POST", path: "/auth/signin", private: true, body: true},
 		{method: "GET", path: "/auth/session", private: true, session: true},
 		{method: "POST", path: "/auth/signout", private: true, session: true},
+		{method: "GET", path: "/auth/payments", query: []string{"limit"}, private: true, session: true},
 		{method: "GET", path: "/health"},
 		{method: "GET", path: "/stats", cacheable: true},
 		{method: "GET", path: "/attestations", query: []string{"limit", "offset", "cursor", "agentPda", "actionType", "from", "to"}, cacheable: true},
