@@ -42,6 +42,23 @@ type RequireOptions struct {
 	OnMissingKey fiber.Handler
 }
 
+// Sessions authenticates a request by something other than a key: the
+// web application's signed-in session cookie.
+type Sessions interface {
+	// Principal reports the request's session principal. ok is false when
+	// the request carries no session at all; err is the answer to send
+	// when it carries one that does not admit it (401 for an unknown or
+	// expired session, 403 for a state-changing call without the session's
+	// CSRF token, 503 when it cannot be checked).
+	Principal(c *fiber.Ctx) (p Principal, ok bool, err error)
+}
+
+// SessionPrincipal is the principal of a signed-in session: an admin of
+// its account, with no key (KeyID 0, KeyPrefix "").
+func SessionPrincipal(accountID int64, accountName string) Principal {
+	return Principal{AccountID: accountID, AccountName: accountName, Role: RoleAdmin}
+}
+
 // Messages of the 401 answers.
 const (
 	msgMissing   = "this route needs an API key in the x-api-key header"
@@ -82,6 +99,18 @@ func (s *Service) Require(opt RequireOptions) fiber.Handler {
 func (s *Service) admit(c *fiber.Ctx) error {
 	httpcache.Private(c)
 	raw := c.Get(Header)
+	if raw == "" && s.opt.Sessions != nil {
+		p, ok, err := s.opt.Sessions.Principal(c)
+		if err != nil {
+			s.m.auth.WithLabelValues("session_refused").Inc()
+			return err
+		}
+		if ok {
+			s.m.auth.WithLabelValues("session").Inc()
+			c.Locals(principalKey{}, p)
+			return nil
+		}
+	}
 	if raw == "" {
 		s.m.auth.WithLabelValues("missing").Inc()
 		return unauthorized(c, msgMissing)

@@ -55,7 +55,11 @@ type Options struct {
 	MaxActiveKeys int
 	// Passive services (the CLI) neither subscribe to invalidations nor
 	// record last use: they only manage keys and announce revocations.
-	Passive    bool
+	Passive bool
+	// Sessions, when set, authenticates the requests to the account routes
+	// (Require without OnMissingKey, RequireAdmin) that carry no key but a
+	// signed-in session of the web application (package web).
+	Sessions   Sessions
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 	Now        func() time.Time

@@ -164,6 +164,12 @@ func (a *API) Route(method, path string, handlers ...fiber.Handler) {
 	a.fiber.Add(method, Prefix+path, handlers...)
 }
 
+// Page adds a route outside the API prefix (the web application's pages
+// and assets): the same middleware (request ids, limits, metrics) applies.
+func (a *API) Page(method, path string, handlers ...fiber.Handler) {
+	a.fiber.Add(method, path, handlers...)
+}
+
 // handleError turns every error into the envelope. Internal errors are
 // logged with the request id and answered without detail. It also answers
 // what fasthttp refuses before any handler runs (malformed requests,

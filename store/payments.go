@@ -99,6 +99,7 @@ func (s *Store) FinishPayment(ctx context.Context, id int64, status, txSignature
 // PaymentFilter selects ledger rows, newest first.
 type PaymentFilter struct {
 	Status string    // "" for all
+	Payer  string    // "" for all; else only this payer's (a wallet address)
 	Since  time.Time // zero: no bound
 	Limit  int       // default 100, at most 10,000
 }
@@ -113,8 +114,8 @@ func (s *Store) ListPayments(ctx context.Context, f PaymentFilter) ([]Payment, e
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT id, message_hash, COALESCE(tx_signature, ''), network, asset, pay_to, payer, amount,
 			route, status, reason, node, created_at, updated_at, settled_at
-		FROM payments WHERE ($1 = '' OR status = $1) AND ($2::timestamptz IS NULL OR created_at >= $2)
-		ORDER BY created_at DESC, id DESC LIMIT $3`, f.Status, nullTime(f.Since), f.Limit)
+		FROM payments WHERE ($1 = '' OR status = $1) AND ($2::timestamptz IS NULL OR created_at >= $2) AND ($4 = '' OR payer = $4)
+		ORDER BY created_at DESC, id DESC LIMIT $3`, f.Status, nullTime(f.Since), f.Limit, f.Payer)
 	if err != nil {
 		return nil, fmt.Errorf("list payments: %w", err)
 	}

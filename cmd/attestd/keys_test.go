@@ -52,3 +52,27 @@ func TestKeysCLIRoles(t *testing.T) {
 		t.Fatalf("--role owner: err %v, output %s", err, out)
 	}
 }
+
+// TestAccountsLinkWallet: `attestd accounts link-wallet` links a wallet to
+// an existing account and refuses a missing account or a bad address.
+func TestAccountsLinkWallet(t *testing.T) {
+	bin := testenv.BuildAttestd(t)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "DATABASE_URL=" + testenv.Database(t), "ATTESTD_LOG_LEVEL=warn"}
+	runCmd(t, bin, env, "migrate")
+	runCmd(t, bin, env, "keys", "create", "--account", "acme")
+	const wallet = "9Z1YShWGG6hAh87VubvUojcrQsgJTZZ6FNRtt7ZvxD4a"
+	if out := runCmd(t, bin, env, "accounts", "link-wallet", "--account", "acme", "--wallet", wallet); !strings.Contains(out, "acme") {
+		t.Errorf("link: %s", out)
+	}
+	for _, args := range [][]string{
+		{"--account", "nobody", "--wallet", wallet},
+		{"--account", "acme", "--wallet", "not-an-address"},
+		{"--account", "acme"},
+	} {
+		cmd := exec.Command(bin, append([]string{"accounts", "link-wallet"}, args...)...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err == nil {
+			t.Errorf("%v: succeeded: %s", args, out)
+		}
+	}
+}

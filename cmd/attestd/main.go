@@ -28,6 +28,7 @@ var commands = []command{
 	{"migrate", "apply database migrations (idempotent)", runMigrate},
 	{"seed", "write realistic demo data through the write path", runSeed},
 	{"keys", "manage API keys: keys create --account NAME [--label L] | keys list --account NAME | keys revoke PREFIX", runKeys},
+	{"accounts", "manage accounts: accounts link-wallet --account NAME --wallet ADDRESS (sign in to the web console with that wallet)", runAccounts},
 	{"payments", "the x402 payments ledger: payments list [--status S] [--since 24h] [--limit N]", runPayments},
 	{"mcp", "serve the MCP tool server over the API (stdio; --http ADDR for streamable HTTP)", runMCP},
 	{"local", "run everything locally (make run): throwaway Postgres and Redis under .run/, demo data, the API", runLocal},

@@ -17,6 +17,7 @@ import (
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/web"
 	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/webhook/queue"
 	"github.com/attestd/attestd/x402"
@@ -66,25 +67,34 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	// 3. The public read API.
 	api := app.New(deps)
-	// 4. API keys: account holders manage theirs at /keys.
-	keys, err := n.apiKeys(ctx)
+	// 4. The web application at / (explorer, console) and its Sign-In-With-
+	//    Solana sessions, which act as admins of their account on the
+	//    /keys and /webhooks routes.
+	site, err := n.web()
+	if err != nil {
+		return fmt.Errorf("web application: %w", err)
+	}
+	site.Routes(api)
+	// 5. API keys: account holders manage theirs at /keys (with a key, or
+	//    signed in to the console).
+	keys, err := n.apiKeys(ctx, site)
 	if err != nil {
 		return fmt.Errorf("api keys: %w", err)
 	}
 	keys.Routes(api)
-	// 5. Pay per request for the premium routes (x402): on when
+	// 6. Pay per request for the premium routes (x402): on when
 	//    ATTESTD_X402_PAY_TO is set; otherwise a premium request without a
 	//    key is 401.
 	payPerRequest, err := n.payPerRequest(ctx)
 	if err != nil {
 		return fmt.Errorf("pay per request: %w", err)
 	}
-	// 6. The premium routes, behind a key (or a payment).
+	// 7. The premium routes, behind a key (or a payment).
 	if err := n.premium(api, keys, payPerRequest); err != nil {
 		return fmt.Errorf("premium: %w", err)
 	}
 
-	// 7. Webhooks: account holders manage theirs at /webhooks (workers
+	// 8. Webhooks: account holders manage theirs at /webhooks (workers
 	//    deliver them: attestd worker).
 	if err := n.webhooks(api, keys); err != nil {
 		return fmt.Errorf("webhooks: %w", err)
@@ -188,12 +198,13 @@ func (n *node) indexerHealth(deps *app.Deps) error {
 
 // apiKeys starts the key service: lookups cached per node, revocations
 // heard over Redis pub/sub.
-func (n *node) apiKeys(ctx context.Context) (*apikey.Service, error) {
+func (n *node) apiKeys(ctx context.Context, sessions apikey.Sessions) (*apikey.Service, error) {
 	kopt, err := apikey.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return nil, err
 	}
 	kopt.Store, kopt.Redis, kopt.Logger, kopt.Registerer = n.store, n.redis, n.log, n.reg
+	kopt.Sessions = sessions
 	kopt.Channel = n.cfg.RedisPrefix + apikey.ChannelSuffix
 	svc, err := apikey.New(ctx, kopt)
 	if err != nil {
@@ -201,6 +212,21 @@ func (n *node) apiKeys(ctx context.Context) (*apikey.Service, error) {
 	}
 	n.closers = append(n.closers, svc.Close)
 	return svc, nil
+}
+
+// web builds the web application: embedded pages and assets, sign-in
+// nonces and sessions in Redis.
+func (n *node) web() (*web.Web, error) {
+	cfg, err := web.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	w, err := web.New(web.Options{Store: n.store, Redis: n.redis, Prefix: n.cfg.RedisPrefix + "web:", Config: cfg, Logger: n.log})
+	if err != nil {
+		return nil, err
+	}
+	n.log.Info("web application at /", "domain", cfg.Domain, "session_ttl", cfg.SessionTTL.String())
+	return w, nil
 }
 
 // payPerRequest builds the x402 verifier and its middleware when payments

@@ -45,6 +45,9 @@ type Case struct {
 	// Expect is the status the case must get (0: any that keeps the
 	// promises).
 	Expect int
+	// Page: Path is a web application page, under the server's root
+	// rather than Base.
+	Page bool
 }
 
 // Failure is an answer that breaks a promise.
@@ -150,9 +153,9 @@ func snapshot(ctx context.Context, client *http.Client, t Target) map[string]see
 		if !r.cacheable {
 			continue
 		}
-		path := strings.NewReplacer("{agent}", t.Agent, "{pda}", t.PDA).Replace(r.path)
+		path := strings.NewReplacer("{asset}", "app.js", "{agent}", t.Agent, "{pda}", t.PDA).Replace(r.path)
 		for _, enc := range []string{"plain", "gzip"} {
-			c := Case{Method: http.MethodGet, Path: path, Header: map[string]string{}}
+			c := Case{Method: http.MethodGet, Path: path, Header: map[string]string{}, Page: r.page}
 			if enc == "gzip" {
 				c.Header["Accept-Encoding"] = "gzip"
 			}
@@ -227,6 +230,9 @@ func judgeCaching(c Case, status int, header http.Header, body []byte) string {
 func send(ctx context.Context, client *http.Client, base string, c Case) (int, http.Header, []byte, error) {
 	if c.Raw != "" {
 		return sendRaw(ctx, base, c.Raw)
+	}
+	if c.Page {
+		base = strings.TrimSuffix(base, "/api/v1")
 	}
 	req, err := http.NewRequestWithContext(ctx, c.Method, base+c.Path, bytes.NewReader(c.Body))
 	if err != nil {

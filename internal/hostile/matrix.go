@@ -19,6 +19,12 @@ type route struct {
 	body   bool
 	// cacheable: a public GET whose answers carry ETags (304 on a match).
 	cacheable bool
+	// private: answers per caller without a key (the sign-in routes).
+	private bool
+	// page: a route of the web application, outside the API prefix.
+	page bool
+	// session: the route reads the web console's session cookie.
+	session bool
 }
 
 func routes(t Target) []route {
@@ -36,6 +42,13 @@ func routes(t Target) []route {
 		}
 	}
 	return append([]route{
+		{method: "GET", path: "/", query: []string{"agent", "type"}, cacheable: true, page: true},
+		{method: "GET", path: "/assets/{asset}", cacheable: true, page: true},
+		{method: "GET", path: "/auth/nonce", private: true},
+		{method: "POST", path: "/auth/signin", private: true, body: true},
+		{method: "GET", path: "/auth/session", private: true, session: true},
+		{method: "POST", path: "/auth/signout", private: true, session: true},
+		{method: "GET", path: "/auth/payments", query: []string{"limit"}, private: true, session: true},
 		{method: "GET", path: "/health"},
 		{method: "GET", path: "/stats", cacheable: true},
 		{method: "GET", path: "/attestations", query: []string{"limit", "offset", "cursor", "agentPda", "actionType", "from", "to"}, cacheable: true},
@@ -43,9 +56,9 @@ func routes(t Target) []route {
 		{method: "GET", path: "/agents/{agent}", cacheable: true},
 		{method: "GET", path: "/agents/{agent}/stats", cacheable: true},
 		{method: "GET", path: "/openapi.json", cacheable: true},
-		{method: "GET", path: "/keys", query: []string{"limit", "offset"}, keyed: true},
-		{method: "POST", path: "/keys", keyed: true, body: true},
-		{method: "DELETE", path: "/keys/{prefix}", keyed: true},
+		{method: "GET", path: "/keys", query: []string{"limit", "offset"}, keyed: true, session: true},
+		{method: "POST", path: "/keys", keyed: true, body: true, session: true},
+		{method: "DELETE", path: "/keys/{prefix}", keyed: true, session: true},
 		{method: "GET", path: "/premium/full-history/{agent}", query: []string{"limit", "offset", "cursor", "from", "to"}, keyed: true},
 		{method: "GET", path: "/premium/forensic-report/{agent}", query: []string{"from", "to"}, keyed: true},
 		{method: "POST", path: "/premium/bulk-verify", keyed: true, body: true},
@@ -70,7 +83,7 @@ func Matrix(t Target) []Case {
 	var cs []Case
 	key := map[string]string{"x-api-key": t.APIKey}
 	fill := func(p string) string {
-		return strings.NewReplacer("{agent}", t.Agent, "{pda}", t.PDA, "{prefix}", "zzzzzzzz", "{webhook}", t.Webhook,
+		return strings.NewReplacer("{asset}", "app.js", "{agent}", t.Agent, "{pda}", t.PDA, "{prefix}", "zzzzzzzz", "{webhook}", t.Webhook,
 			"{delivery}", "msg_00000000000000000000000000000000").Replace(p)
 	}
 	add := func(name, method, path string, header map[string]string, body []byte) {
@@ -106,7 +119,7 @@ func Matrix(t Target) []Case {
 		// Path parameters.
 		if strings.Contains(r.path, "{") {
 			for i, v := range hostileValues {
-				p := strings.NewReplacer("{agent}", url.PathEscape(v), "{pda}", url.PathEscape(v), "{prefix}", url.PathEscape(v),
+				p := strings.NewReplacer("{asset}", url.PathEscape(v), "{agent}", url.PathEscape(v), "{pda}", url.PathEscape(v), "{prefix}", url.PathEscape(v),
 					"{webhook}", url.PathEscape(v), "{delivery}", url.PathEscape(v)).Replace(r.path)
 				add(fmt.Sprintf("%s %s path value#%d", r.method, r.path, i), r.method, p, h, nil)
 			}
@@ -126,6 +139,14 @@ func Matrix(t Target) []Case {
 			for i, k := range []string{"", "atst_", "atst_" + strings.Repeat("z", 43), "atst_" + strings.Repeat("1", 44),
 				"atst_" + strings.Repeat("z", 4000), "Bearer x", "atst_\u00e9\u00e9\u00e9", t.APIKey + " ", " " + t.APIKey, strings.ToUpper(t.APIKey)} {
 				add(fmt.Sprintf("%s %s key#%d", r.method, r.path, i), r.method, base, map[string]string{"x-api-key": k}, nil)
+			}
+		}
+		// Session cookies (no key: the session decides).
+		if r.session {
+			for i, c := range []string{"attestd_session=", "attestd_session=" + strings.Repeat("A", 43), "attestd_session=" + strings.Repeat("A", 44),
+				"attestd_session=" + strings.Repeat("/", 43), "attestd_session=a; attestd_session=b",
+				"attestd_session=" + strings.Repeat("z", 6000), "attestd_session=%41%41"} {
+				add(fmt.Sprintf("%s %s cookie#%d", r.method, r.path, i), r.method, base, map[string]string{"Cookie": c, "X-CSRF-Token": "x"}, nil)
 			}
 		}
 		// Headers.
@@ -150,7 +171,8 @@ func Matrix(t Target) []Case {
 			cs = append(cs, bodyCases(r.method, r.path, base, key)...)
 		}
 		for i := first; i < len(cs); i++ {
-			cs[i].Private = r.keyed
+			cs[i].Private = r.keyed || r.private
+			cs[i].Page = r.page
 		}
 	}
 	return append(cs, rawCases()...)
@@ -254,6 +276,10 @@ func bodyCases(method, route, path string, key map[string]string) []Case {
 		[]byte(`{"url":"https://93.184.216.34/","events":["attestation.created"],"secret":"whsec_mine"}`),
 		[]byte(`{"url":"` + strings.Repeat("h", 4000) + `","events":["attestation.created"]}`),
 		[]byte(`{"active":"yes"}`), []byte(`{"events":[]}`),
+		[]byte(`{"message":"x wants you to sign in with your Solana account:\n11111111111111111111111111111111\n\nURI: http://x\nVersion: 1\nChain ID: mainnet\nNonce: 00000000000000000000000000000000\nIssued At: 2026-01-01T00:00:00Z\nExpiration Time: 2026-01-01T00:05:00Z","signature":"` + strings.Repeat("A", 86) + `=="}`),
+		[]byte(`{"message":"` + strings.Repeat(`\n`, 3000) + `","signature":""}`), []byte(`{"message":"\u0000","signature":"\u0000"}`),
+		[]byte("{\"message\":\"\xff\xfe\",\"signature\":\"AAAA\"}"), []byte(`{"message":null,"signature":null}`),
+		[]byte(`{"message":"a","signature":"a","message":"b"}`),
 	}
 	for i, b := range bodies {
 		cs = append(cs, Case{Name: fmt.Sprintf("%s body#%d", name, i), Method: method, Path: path, Header: with(nil), Body: b})

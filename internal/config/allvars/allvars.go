@@ -11,6 +11,7 @@ import (
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/web"
 	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/x402/verifier"
 )
@@ -21,7 +22,7 @@ import (
 func Lists() [][]config.Var {
 	return [][]config.Var{
 		config.Vars, store.Vars, httpcache.Vars, purge.Vars, ratelimit.Vars, apikey.Vars, premium.Vars, indexer.Vars,
-		mcp.Vars, testenv.Vars, verifier.Vars, webhook.Vars,
+		mcp.Vars, testenv.Vars, verifier.Vars, webhook.Vars, web.Vars,
 	}
 }
 

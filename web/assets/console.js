@@ -1,0 +1,201 @@
+// The console: sign in with a Solana wallet (Sign-In-With-Solana), then
+// manage the account's API keys and webhooks through the API's own routes,
+// with the session as an admin of the account. Every call that changes
+// something carries the session's CSRF token.
+import { el, api, APIError } from "./util.js";
+
+let session = null; // {account, wallet, csrfToken, expiresAt}
+
+export async function consoleView(main) {
+  try {
+    session = (await api("/auth/session")).data;
+  } catch (e) {
+    if (!(e instanceof APIError && e.status === 401)) throw e;
+    session = null;
+  }
+  if (!session) return signInView(main);
+  const status = el("p", { id: "console-status", class: "status", role: "status", "aria-live": "polite" });
+  const signOut = el("button", { type: "button", class: "secondary", id: "sign-out" }, "Sign out");
+  signOut.addEventListener("click", async () => {
+    await api("/auth/signout", { method: "POST", csrf: session.csrfToken });
+    session = null;
+    main.replaceChildren();
+    signInView(main);
+  });
+  main.append(el("h1", {}, "Console"),
+    el("p", {}, "Signed in as ", el("code", { id: "account-name" }, session.account), " with wallet ", el("code", {}, session.wallet),
+      " until " + session.expiresAt.replace("T", " ").replace("Z", " UTC") + ". ", signOut),
+    status);
+  const say = (msg, bad) => { status.textContent = msg; status.classList.toggle("error", !!bad); };
+  const keys = el("section", { "aria-labelledby": "keys-h" });
+  const hooks = el("section", { "aria-labelledby": "hooks-h" });
+  const pays = el("section", { "aria-labelledby": "pays-h" });
+  main.append(keys, hooks, pays);
+  await Promise.all([keysSection(keys, say), webhooksSection(hooks, say), paymentsSection(pays)]);
+  return null;
+}
+
+function signInView(main) {
+  const status = el("p", { id: "signin-status", class: "status", role: "status", "aria-live": "polite" });
+  const button = el("button", { type: "button", id: "sign-in" }, "Sign in with Solana");
+  button.addEventListener("click", async () => {
+    status.textContent = "Waiting for your wallet…";
+    status.classList.remove("error");
+    try {
+      await signIn();
+      main.replaceChildren();
+      await consoleView(main);
+    } catch (e) {
+      status.textContent = "Sign-in failed: " + e.message;
+      status.classList.add("error");
+    }
+  });
+  main.append(el("h1", {}, "Console"),
+    el("p", {}, "Your account is your Solana wallet. Sign in to create and revoke API keys and manage webhooks. ",
+      "Your wallet shows the message it signs: check that it names this site."),
+    el("p", {}, button), status);
+  return null;
+}
+
+// signIn asks the wallet to sign a Sign-In-With-Solana message built from
+// a fresh server nonce, and starts a session with it.
+async function signIn() {
+  const provider = window.solana;
+  if (!provider || typeof provider.signMessage !== "function") throw new Error("no Solana wallet found in this browser");
+  const conn = await provider.connect();
+  const pk = (conn && conn.publicKey) || provider.publicKey;
+  if (!pk) throw new Error("the wallet did not share its address");
+  const address = typeof pk === "string" ? pk : (pk.toBase58 ? pk.toBase58() : pk.toString());
+  const n = (await api("/auth/nonce")).data;
+  const message = `${n.domain} wants you to sign in with your Solana account:\n${address}\n\n${n.statement}\n\n` +
+    `URI: ${n.uri}\nVersion: ${n.version}\nChain ID: ${n.chainId}\nNonce: ${n.nonce}\nIssued At: ${n.issuedAt}\nExpiration Time: ${n.expirationTime}`;
+  const signed = await provider.signMessage(new TextEncoder().encode(message), "utf8");
+  const sig = signed && signed.signature ? signed.signature : signed;
+  const bytes = sig instanceof Uint8Array ? sig : new Uint8Array(sig);
+  let bin = "";
+  for (const b of bytes) bin += String.fromCharCode(b);
+  session = (await api("/auth/signin", { method: "POST", body: { message, signature: btoa(bin) } })).data;
+}
+
+function csrf() { return session ? session.csrfToken : ""; }
+
+async function keysSection(sec, say) {
+  const tbody = el("tbody", { id: "key-rows" });
+  const label = el("input", { id: "key-label", maxlength: 100 });
+  const secret = el("div", { id: "new-key", "aria-live": "polite" });
+  const form = el("form", { id: "key-form" }, el("label", { for: "key-label" }, "Label of a new key"), label, " ",
+    el("button", { type: "submit" }, "Create key"));
+  async function load() {
+    const page = await api("/keys?limit=100");
+    tbody.replaceChildren(...page.data.map((k) => {
+      const revoke = el("button", { type: "button", class: "danger", "data-revoke": k.prefix, "aria-label": "Revoke key " + k.prefix }, "Revoke");
+      revoke.addEventListener("click", async () => {
+        if (!confirm(`Revoke key atst_${k.prefix}…? Calls made with it will be refused.`)) return;
+        try { await api("/keys/" + k.prefix, { method: "DELETE", csrf: csrf() }); say(`Key ${k.prefix} revoked.`); await load(); }
+        catch (e) { say("Could not revoke: " + e.message, true); }
+      });
+      return el("tr", { "data-key": k.prefix }, el("td", { class: "mono" }, "atst_" + k.prefix + "…"), el("td", {}, k.label),
+        el("td", {}, k.role), el("td", {}, k.createdAt), el("td", {}, k.lastUsedAt || "never"),
+        el("td", { "data-state": k.revoked ? "revoked" : "active" }, k.revoked ? "revoked " + k.revokedAt : "active"),
+        el("td", {}, k.revoked ? "" : revoke));
+    }));
+    if (!page.data.length) tbody.append(el("tr", {}, el("td", { colspan: 7 }, "No keys yet.")));
+  }
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      const k = (await api("/keys", { method: "POST", csrf: csrf(), body: { label: label.value, role: "admin" } })).data;
+      const copy = el("button", { type: "button", class: "secondary", id: "copy-key" }, "Copy");
+      copy.addEventListener("click", async () => {
+        try { await navigator.clipboard.writeText(k.key); copy.textContent = "Copied"; } catch { copy.textContent = "Select and copy by hand"; }
+      });
+      secret.replaceChildren(el("div", { class: "secret" },
+        el("p", {}, el("strong", {}, "Your new key, shown this once. "), "Store it now: it cannot be shown again."),
+        el("p", {}, el("code", { id: "new-key-secret" }, k.key), " ", copy)));
+      label.value = "";
+      say(`Key ${k.prefix} created.`);
+      await load();
+    } catch (err) { say("Could not create the key: " + err.message, true); }
+  });
+  sec.append(el("h2", { id: "keys-h" }, "API keys"), form, secret,
+    el("table", {}, el("thead", {}, el("tr", {}, ["Key", "Label", "Role", "Created", "Last used", "State", ""].map((h) => el("th", { scope: "col" }, h)))), tbody));
+  await load();
+}
+
+async function webhooksSection(sec, say) {
+  const tbody = el("tbody", { id: "hook-rows" });
+  const url = el("input", { id: "hook-url", type: "url", size: 50, required: true, placeholder: "https://example.com/hooks/attestd" });
+  const desc = el("input", { id: "hook-desc", maxlength: 200 });
+  const created = el("div", { id: "new-hook", "aria-live": "polite" });
+  const log = el("div", { id: "delivery-log" });
+  const form = el("form", { id: "hook-form" },
+    el("div", {}, el("label", { for: "hook-url" }, "URL of a new webhook (receives attestation.created)"), url),
+    el("div", {}, el("label", { for: "hook-desc" }, "Description"), desc),
+    el("p", {}, el("button", { type: "submit" }, "Create webhook")));
+  async function act(fn, ok) {
+    // The message comes once the table shows the change.
+    try { await fn(); await load(); if (ok) say(ok); } catch (e) { say(e.message, true); }
+  }
+  async function showLog(id) {
+    const page = await api(`/webhooks/${id}/deliveries?limit=50`);
+    const rows = page.data.map((d) => {
+      const retry = el("button", { type: "button", class: "secondary", "data-retry": d.deliveryId }, "Retry");
+      retry.addEventListener("click", () => act(() => api(`/webhooks/${id}/deliveries/${d.deliveryId}/retry`, { method: "POST", csrf: csrf() })
+        .then(() => showLog(id)), "Retry queued."));
+      return el("tr", { "data-delivery": d.deliveryId }, el("td", {}, d.attemptedAt), el("td", {}, d.eventType), el("td", {}, String(d.attempt) + (d.manual ? " (manual)" : "")),
+        el("td", { "data-outcome": d.succeeded ? "ok" : "failed" }, d.succeeded ? "delivered" : "failed"), el("td", {}, d.statusCode == null ? "no answer" : String(d.statusCode)),
+        el("td", {}, d.latencyMs + " ms"), el("td", {}, d.error || ""), el("td", {}, retry));
+    });
+    if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 8 }, "No attempt yet.")));
+    const refresh = el("button", { type: "button", class: "secondary", id: "refresh-log" }, "Refresh");
+    refresh.addEventListener("click", () => showLog(id).catch((e) => say(e.message, true)));
+    log.replaceChildren(el("h3", {}, "Deliveries of " + id + " "), refresh,
+      el("table", {}, el("thead", {}, el("tr", {}, ["Attempted", "Event", "Attempt", "Outcome", "Status", "Latency", "Error", ""].map((h) => el("th", { scope: "col" }, h)))),
+        el("tbody", { id: "delivery-rows" }, rows)));
+  }
+  async function load() {
+    const page = await api("/webhooks?limit=100");
+    tbody.replaceChildren(...page.data.map((w) => {
+      const b = (text, attr, fn, cls) => { const x = el("button", { type: "button", class: cls || "secondary", [attr]: w.id }, text); x.addEventListener("click", fn); return x; };
+      return el("tr", { "data-hook": w.id }, el("td", { class: "mono" }, w.id), el("td", { class: "mono" }, w.url), el("td", {}, w.description),
+        el("td", { "data-state": w.active ? "active" : "paused" }, w.active ? "active" : "paused" + (w.disabledReason ? ": " + w.disabledReason : "")),
+        el("td", {},
+          b(w.active ? "Pause" : "Resume", "data-toggle", () => act(() => api("/webhooks/" + w.id, { method: "PATCH", csrf: csrf(), body: { active: !w.active } }), w.active ? "Paused." : "Resumed.")),
+          " ", b("Send test", "data-test", () => act(() => api(`/webhooks/${w.id}/test`, { method: "POST", csrf: csrf() }), "Test event queued.")),
+          " ", b("Deliveries", "data-log", () => showLog(w.id).catch((e) => say(e.message, true))),
+          " ", b("Delete", "data-delete", () => { if (confirm("Delete webhook " + w.id + "?")) act(() => api("/webhooks/" + w.id, { method: "DELETE", csrf: csrf() }), "Deleted."); }, "danger")));
+    }));
+    if (!page.data.length) tbody.append(el("tr", {}, el("td", { colspan: 5 }, "No webhooks yet.")));
+  }
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      const w = (await api("/webhooks", { method: "POST", csrf: csrf(), body: { url: url.value, events: ["attestation.created"], description: desc.value } })).data;
+      created.replaceChildren(el("div", { class: "secret" }, el("p", {}, el("strong", {}, "Signing secret of " + w.id + ", shown this once: ")),
+        el("p", {}, el("code", { id: "new-hook-secret" }, w.secret))));
+      url.value = ""; desc.value = "";
+      say(`Webhook ${w.id} created.`);
+      await load();
+    } catch (err) { say("Could not create the webhook: " + err.message, true); }
+  });
+  sec.append(el("h2", { id: "hooks-h" }, "Webhooks"), form, created,
+    el("table", {}, el("thead", {}, el("tr", {}, ["Id", "URL", "Description", "State", "Actions"].map((h) => el("th", { scope: "col" }, h)))), tbody), log);
+  try { await load(); } catch (e) {
+    if (e instanceof APIError && e.status === 503) tbody.replaceChildren(el("tr", {}, el("td", { colspan: 5 }, e.message))); else throw e;
+  }
+}
+
+// USDC mints (6 decimals): their amounts are shown in USDC.
+const usdc = new Set(["EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU"]);
+
+async function paymentsSection(sec) {
+  const page = await api("/auth/payments?limit=50");
+  const rows = page.data.map((p) => el("tr", {}, el("td", {}, p.createdAt), el("td", {}, p.route),
+    el("td", { "data-amount": p.amount }, usdc.has(p.asset) ? (Number(p.amount) / 1e6).toFixed(6).replace(/0+$/, "").replace(/\.$/, "") + " USDC" : p.amount + " of " + p.asset),
+    el("td", {}, p.status), el("td", { class: "mono" }, p.txSignature || "")));
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 5 }, "No payment from this wallet.")));
+  sec.append(el("h2", { id: "pays-h" }, "Pay-per-request payments from this wallet"),
+    el("p", { class: "muted" }, "Premium calls paid with x402 from this wallet; calls made with keys show as each key's last use above."),
+    el("table", {}, el("thead", {}, el("tr", {}, ["Time", "Route", "Amount", "Status", "Transaction"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", { id: "payment-rows" }, rows)));
+}

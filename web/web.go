@@ -1,0 +1,140 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/attestd/attestd/app"
+	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/store"
+	"github.com/gofiber/fiber/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// Security headers of every page and asset.
+const (
+	ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+		"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+	ReferrerPolicy = "strict-origin-when-cross-origin"
+)
+
+// Options configure the web application.
+type Options struct {
+	Store  *store.Store          // required: accounts of wallets
+	Redis  redis.UniversalClient // required: nonces and sessions
+	Prefix string                // Redis key prefix, such as "attestd:web:"
+	Config Config
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Web serves the pages, the assets and the sign-in routes, and
+// authenticates sessions for the account routes (apikey.Sessions).
+type Web struct {
+	opt    Options
+	assets map[string]*asset
+	log    *slog.Logger
+}
+
+// New loads the embedded assets and checks the options.
+func New(opt Options) (*Web, error) {
+	if opt.Store == nil || opt.Redis == nil {
+		return nil, errors.New("web: Store and Redis are required")
+	}
+	if opt.Config.SessionTTL <= 0 {
+		opt.Config.SessionTTL = 12 * time.Hour
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	a, err := loadAssets()
+	if err != nil {
+		return nil, err
+	}
+	return &Web{opt: opt, assets: a, log: opt.Logger}, nil
+}
+
+// Routes adds the pages (/ and /assets/*) and the sign-in routes
+// (/api/v1/auth/...).
+func (w *Web) Routes(api *app.API) {
+	api.Page(http.MethodGet, "/", w.securityHeaders, w.index)
+	api.Page(http.MethodHead, "/", w.securityHeaders, w.index)
+	api.Page(http.MethodGet, "/assets/:name", w.securityHeaders, w.asset)
+	api.Page(http.MethodHead, "/assets/:name", w.securityHeaders, w.asset)
+	api.Route(http.MethodGet, "/auth/nonce", w.nonce)
+	api.Route(http.MethodPost, "/auth/signin", w.signIn)
+	api.Route(http.MethodGet, "/auth/session", w.session)
+	api.Route(http.MethodPost, "/auth/signout", w.signOut)
+	api.Route(http.MethodGet, "/auth/payments", w.payments)
+}
+
+// securityHeaders sets what every page and asset says to the browser,
+// errors included.
+func (w *Web) securityHeaders(c *fiber.Ctx) error {
+	setSecurityHeaders(c)
+	return c.Next()
+}
+
+func setSecurityHeaders(c *fiber.Ctx) {
+	h := &c.Response().Header
+	h.Set("Content-Security-Policy", ContentSecurityPolicy)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", ReferrerPolicy)
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+}
+
+func (w *Web) index(c *fiber.Ctx) error {
+	if len(c.Request().URI().QueryString()) > 2048 {
+		return apierror.Invalid("the query string must be at most 2048 bytes")
+	}
+	return w.assets["index.html"].send(c)
+}
+
+func (w *Web) asset(c *fiber.Ctx) error {
+	name := c.Params("name")
+	a, ok := w.assets[name]
+	if !ok || name == "index.html" {
+		return apierror.NotFound(apierror.CodeNotFound, "no asset %q", clip(name, 64))
+	}
+	return a.send(c)
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return strings.ToValidUTF8(s, "?")
+}
+
+// randomToken is n random bytes in unpadded base64url.
+func randomToken(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("random: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// hashed names a secret in Redis without storing it.
+func hashed(secret string) string {
+	s := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(s[:])
+}
+
+func (w *Web) ctx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.UserContext(), 2*time.Second)
+}
