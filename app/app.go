@@ -140,9 +140,10 @@ func (a *API) Listen(ctx context.Context, addr string, grace time.Duration) erro
 	return <-errc
 }
 
-// Serve answers on ln (with the per-IP connection cap) until shut down.
+// Serve answers on ln (with the per-IP connection cap, and a lingering
+// close so early answers reach clients still sending) until shut down.
 func (a *API) Serve(ln net.Listener) error {
-	return a.fiber.Listener(newLimitListener(ln, a.deps.ConnLimit, a.m.refusedConns))
+	return a.fiber.Listener(newLimitListener(lingerListener{ln}, a.deps.ConnLimit, a.m.refusedConns))
 }
 
 func (a *API) routes() {

@@ -187,3 +187,46 @@ func TestConnectionCapPerIP(t *testing.T) {
 		}
 	}
 }
+
+// TestEarlyAnswerReachesAClientStillSending: a node answers 431 as soon as
+// the headers pass its limit and closes, while the client is still
+// writing them. Closed outright, the socket's unread input made the kernel
+// reset the connection, and the client lost the answer (a broken pipe on
+// its write, or a reset on its read). With the lingering close it reads
+// the 431 in the envelope, whatever the size of what it still sends.
+func TestEarlyAnswerReachesAClientStillSending(t *testing.T) {
+	t.Parallel()
+	env := apptest.NewEnv(t, apptest.Options{})
+	node := env.StartNode(t, apptest.NodeOptions{})
+	for _, size := range []int{20 << 10, 100 << 10, 200 << 10} {
+		for i := 0; i < 5; i++ {
+			conn, err := net.Dial("tcp", strings.TrimPrefix(node.Root, "http://"))
+			testenv.Must(t, err, "dial")
+			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+			wrote := make(chan error, 1)
+			go func() { // in 4 KiB writes, as Go's HTTP client sends
+				req := "GET /api/v1/stats HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", size) + "\r\n\r\n"
+				for len(req) > 0 {
+					n := min(len(req), 4<<10)
+					if _, err := io.WriteString(conn, req[:n]); err != nil {
+						wrote <- err
+						return
+					}
+					req = req[n:]
+				}
+				wrote <- nil
+			}()
+			res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("%d KiB of headers, try %d: no answer: %v", size>>10, i, err)
+			}
+			if got := envelope(t, res); !strings.HasPrefix(got, "HEADERS_TOO_LARGE") {
+				t.Errorf("%d KiB of headers: %s", size>>10, got)
+			}
+			if err := <-wrote; err != nil {
+				t.Errorf("%d KiB of headers, try %d: the node reset the connection under the client's write: %v", size>>10, i, err)
+			}
+			conn.Close()
+		}
+	}
+}

@@ -114,7 +114,7 @@ type envelope struct {
 // instructions in the header (v2) and the body; otherwise the plain
 // envelope. Refusals are never cached.
 func refuse(c *fiber.Ctx, v *verifier.Verifier, path, resource string, v1 bool, r *verifier.Refusal, extra map[string]string) error {
-	httpcache.Private(c)
+	c.Set(fiber.HeaderCacheControl, httpcache.NoStore)
 	for k, val := range extra {
 		c.Set(k, val)
 	}
