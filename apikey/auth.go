@@ -40,6 +40,11 @@ type RequireOptions struct {
 	// verify a payment and call c.Next() to run the route. A key that is
 	// present but malformed, unknown or revoked is always 401.
 	OnMissingKey fiber.Handler
+	// AllowSession admits a signed-in session of the web application
+	// (Options.Sessions) in place of a key, as an admin of its account: for
+	// the routes that manage the account (webhooks). Premium routes leave it
+	// off, so they stay behind a key or a payment.
+	AllowSession bool
 }
 
 // Sessions authenticates a request by something other than a key: the
@@ -87,7 +92,7 @@ func (s *Service) Require(opt RequireOptions) fiber.Handler {
 			s.m.auth.WithLabelValues("missing_delegated").Inc()
 			return opt.OnMissingKey(c)
 		}
-		if err := s.admit(c); err != nil {
+		if err := s.admit(c, opt.AllowSession); err != nil {
 			return err
 		}
 		return c.Next()
@@ -96,10 +101,10 @@ func (s *Service) Require(opt RequireOptions) fiber.Handler {
 
 // admit checks the request's key and stores its Principal; an error is the
 // answer to send (401, or 503 when the check cannot be made).
-func (s *Service) admit(c *fiber.Ctx) error {
+func (s *Service) admit(c *fiber.Ctx, allowSession bool) error {
 	httpcache.Private(c)
 	raw := c.Get(Header)
-	if raw == "" && s.opt.Sessions != nil {
+	if raw == "" && allowSession && s.opt.Sessions != nil {
 		p, ok, err := s.opt.Sessions.Principal(c)
 		if err != nil {
 			s.m.auth.WithLabelValues("session_refused").Inc()

@@ -88,13 +88,14 @@ func checkRole(c *fiber.Ctx, need Role) error {
 }
 
 // RequireAdmin returns one handler for routes that manage the account (its
-// keys, its webhooks): a valid key, as Require checks it, of the admin role.
+// keys, its webhooks): a valid key, as Require checks it, of the admin role,
+// or a signed-in session of the account (Options.Sessions).
 // Use it alone in front of the route's handler:
 //
 //	api.Route(http.MethodPost, "/webhooks", keys.RequireAdmin(), createWebhook)
 func (s *Service) RequireAdmin() fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if err := s.admit(c); err != nil {
+		if err := s.admit(c, true); err != nil {
 			return err
 		}
 		if err := checkRole(c, RoleAdmin); err != nil {

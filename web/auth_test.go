@@ -117,7 +117,7 @@ func TestSignInRefusals(t *testing.T) {
 // reaches another account's, and ends on sign-out on the server.
 func TestSessionActsForItsAccount(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, harnessOpt{})
+	h := newHarness(t, harnessOpt{agents: 1, attestations: 20})
 	w := newWallet(t)
 	s := h.login(t, w)
 	if s.account != store.WalletAccountName(w.address) {
@@ -215,6 +215,13 @@ func TestSessionActsForItsAccount(t *testing.T) {
 	r = h.node.Do(t, http.MethodGet, "/keys", nil, map[string]string{"x-api-key": theirs.Secret, "Cookie": web.CookieName + "=" + s.cookie})
 	if r.Status != 200 || !strings.Contains(string(r.Body), theirs.Key.Prefix) || strings.Contains(string(r.Body), created.Data.Prefix) {
 		t.Errorf("key and cookie: %d %s", r.Status, r.Body)
+	}
+	// Premium routes stay behind a key (or a payment): a session alone is 401.
+	if r := h.do(t, s, false, http.MethodGet, "/premium/full-history/"+h.env.Seeded.Agents[0].PDA.String(), nil); r.Status != http.StatusUnauthorized {
+		t.Errorf("a premium route with a session only: %d %s", r.Status, r.Body)
+	}
+	if r := h.node.Do(t, http.MethodGet, "/premium/full-history/"+h.env.Seeded.Agents[0].PDA.String(), nil, map[string]string{"x-api-key": created.Data.Key}); r.Status != http.StatusOK {
+		t.Errorf("a premium route with the console's key: %d %s", r.Status, r.Body)
 	}
 	// Sign-out ends the session on the server: the cookie is refused after.
 	if r := h.do(t, s, true, http.MethodPost, "/auth/signout", nil); r.Status != http.StatusNoContent || !strings.Contains(strings.ToLower(r.Header.Get("Set-Cookie")), "expires=thu, 01 jan 1970") {

@@ -18,6 +18,7 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/apptest"
 	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/web"
 	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/webhook/keyring"
@@ -91,7 +92,10 @@ func newHarness(t testing.TB, o harnessOpt) *harness {
 			hooks, err := webhook.NewAPI(webhook.APIOptions{Store: deps.Store, Queue: queue.New(rdb, h.env.Prefix, wcfg.Partitions),
 				Config: wcfg, Logger: logger()})
 			testenv.Must(t, err, "webhook api")
-			hooks.Routes(api, h.keys.Require(apikey.RequireOptions{}))
+			hooks.Routes(api, h.keys.Require(apikey.RequireOptions{AllowSession: true}))
+			prem, err := premium.New(premium.Options{Store: deps.Store, Cache: deps.Cache, Logger: logger()})
+			testenv.Must(t, err, "premium")
+			prem.Routes(api, h.keys.Require(apikey.RequireOptions{})) // as attestd serve without payments
 		},
 	})
 	t.Cleanup(h.keys.Close)

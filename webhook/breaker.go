@@ -68,9 +68,16 @@ func (b *breaker) record(ok bool, now time.Time) {
 
 // open reports whether the circuit is open (or probing) now.
 func (b *breaker) open() bool {
+	open, _ := b.state()
+	return open
+}
+
+// state reports, under the breaker's lock, whether it is open and whether
+// it has no failure on record (a closed, healthy breaker).
+func (b *breaker) state() (open, healthy bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return !b.openUntil.IsZero()
+	return !b.openUntil.IsZero(), b.failures == 0
 }
 
 // breakers holds one breaker per webhook.
@@ -100,9 +107,12 @@ func (bs *breakers) openCount() int {
 	defer bs.mu.Unlock()
 	n := 0
 	for id, b := range bs.m {
-		if b.open() {
+		// One read under the breaker's lock: a sender records results
+		// concurrently.
+		switch open, healthy := b.state(); {
+		case open:
 			n++
-		} else if b.failures == 0 {
+		case healthy:
 			delete(bs.m, id)
 		}
 	}

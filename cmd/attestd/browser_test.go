@@ -58,12 +58,43 @@ const walletScript = `(() => {
   document.addEventListener("securitypolicyviolation", (e) => window.__cspViolations.push(e.violatedDirective + " " + e.blockedURI));
 })();`
 
+var (
+	chromiumOnce sync.Once
+	chromiumPath string
+	chromiumErr  error
+)
+
+// chromium finds the Debian package's browser, installing it with apt-get
+// when it is missing and the tests run as root (as make run installs
+// PostgreSQL and Redis); it skips the test when there is none to be had.
+func chromium(t *testing.T) string {
+	t.Helper()
+	chromiumOnce.Do(func() {
+		if chromiumPath, chromiumErr = exec.LookPath("chromium"); chromiumErr == nil || os.Geteuid() != 0 {
+			return
+		}
+		if _, err := exec.LookPath("apt-get"); err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "apt-get", "install", "-y", "-qq", "chromium")
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			chromiumErr = fmt.Errorf("apt-get install chromium: %v: %s", err, out)
+			return
+		}
+		chromiumPath, chromiumErr = exec.LookPath("chromium")
+	})
+	if chromiumErr != nil {
+		t.Skipf("browser tests need Chromium (apt-get install -y chromium), and none could be installed: %v", chromiumErr)
+	}
+	return chromiumPath
+}
+
 func startBrowser(t *testing.T) *browser {
 	t.Helper()
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("browser tests need Chromium: apt-get install -y chromium")
-	}
+	path := chromium(t)
 	pub, priv, err := ed25519.GenerateKey(nil)
 	testenv.Must(t, err, "wallet key")
 	b := &browser{wallet: priv, addr: base58.Encode(pub)}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/app"
+	"github.com/attestd/attestd/internal/devnet"
 	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/testenv"
 )
@@ -32,8 +33,13 @@ func TestServeWithReadReplica(t *testing.T) {
 		"REDIS_URL=" + url, "ATTESTD_REDIS_PREFIX=" + prefix, "ATTESTD_RATE_LIMIT=0",
 		fmt.Sprintf("ATTESTD_METRICS_ADDR=127.0.0.1:%d", metricsPort), "ATTESTD_LOG_LEVEL=warn",
 	}
+	// A chain and an indexer that follows it: without them /health rightly
+	// says degraded whatever the replica does.
+	_, chainEnv := startChain(t, devnet.Config{})
+	env = append(env, chainEnv...)
 	runCmd(t, bin, env, "migrate")
 	runCmd(t, bin, env, "seed", "--agents", "2", "--attestations", "30")
+	startDaemon(t, bin, env, "index")
 	node := serveNode(t, bin, env)
 	health := func() app.Health {
 		var h app.Health

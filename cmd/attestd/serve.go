@@ -290,7 +290,7 @@ func (n *node) webhooks(api *app.API, keys *apikey.Service) error {
 	if err != nil {
 		return err
 	}
-	h.Routes(api, keys.Require(apikey.RequireOptions{}))
+	h.Routes(api, keys.Require(apikey.RequireOptions{AllowSession: true}))
 	if !wcfg.Enabled() {
 		n.log.Warn("webhooks disabled: set ATTESTD_WEBHOOK_SECRET_KEYS (the /webhooks routes answer 503)")
 		return nil

@@ -71,6 +71,7 @@ func TestChallengeShape(t *testing.T) {
 	n := f.node(t, f.config(), nil)
 	r := n.Do(t, http.MethodPost, "/premium/bulk-verify", []byte(`{"ids":["x"]}`), nil)
 	if r.Status != http.StatusPaymentRequired || r.ErrorCode() != "PAYMENT_REQUIRED" || r.Header.Get("Cache-Control") != "no-store" {
+		// no-store, as openapi.yaml says of the 402 and of every error answer.
 		t.Fatalf("402: %d %v %s", r.Status, r.Header, r.Body)
 	}
 	var body struct {
