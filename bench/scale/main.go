@@ -135,7 +135,14 @@ func ensureSeeded(ctx context.Context, pg server, bin string, size, agents int) 
 		return err
 	}
 	if have == int64(size) {
-		fmt.Printf("%s: %d attestations already seeded\n", name, size)
+		// Data kept from an earlier run: bring its schema up to this
+		// binary's migrations (keys, payments, sessions... move on).
+		mig := exec.CommandContext(ctx, bin, "migrate")
+		mig.Env = append(os.Environ(), "DATABASE_URL="+url, "ATTESTD_LOG_LEVEL=warn")
+		if out, err := mig.CombinedOutput(); err != nil {
+			return fmt.Errorf("migrate kept database %s: %w: %s", name, err, out)
+		}
+		fmt.Printf("%s: %d attestations already seeded (schema migrated)\n", name, size)
 		return nil
 	}
 	fmt.Printf("%s: seeding %d attestations over %d agents (found %d)\n", name, size, agents, have)
@@ -402,9 +409,11 @@ func prewarm(ctx context.Context, url string) (string, error) {
 func createKey(ctx context.Context, bin, url string) (string, error) {
 	cmd := exec.CommandContext(ctx, bin, "keys", "create", "--account", "scale-bench", "--label", "scale bench")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+url, "ATTESTD_LOG_LEVEL=warn")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("create api key: %w", err)
+		return "", fmt.Errorf("create api key: %w: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimSpace(string(out)), nil
 }
