@@ -16,7 +16,6 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
-	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/webhook/egress"
 	"github.com/attestd/attestd/webhook/queue"
@@ -78,7 +77,8 @@ func NewAPI(opt APIOptions) (*API, error) {
 	return &API{opt: opt, policy: egress.Policy{AllowLoopback: opt.Config.AllowLoopback}, log: opt.Logger}, nil
 }
 
-// Routes adds the webhook routes behind auth (the API-key middleware).
+// Routes adds the webhook routes behind auth (the API-key middleware,
+// which also marks every answer private, no-store).
 func (a *API) Routes(api *app.API, auth fiber.Handler) {
 	mw := []fiber.Handler{auth, onlyAdmins, a.enabled}
 	route := func(method, path string, h fiber.Handler) {
@@ -147,6 +147,28 @@ func principal(c *fiber.Ctx) (apikey.Principal, error) {
 		return p, apierror.New(http.StatusUnauthorized, apierror.CodeUnauthorized, "this route needs an API key in the x-api-key header")
 	}
 	return p, nil
+}
+
+// target is what every /webhooks/:id route starts with: the key's
+// principal, no query parameters, and the checked :id.
+func target(c *fiber.Ctx) (apikey.Principal, string, error) {
+	p, err := principal(c)
+	if err != nil {
+		return p, "", err
+	}
+	if _, err := app.QueryParams(c); err != nil {
+		return p, "", err
+	}
+	id, err := webhookID(c)
+	return p, id, err
+}
+
+// webhookErr maps a store error about webhook id to its answer.
+func webhookErr(err error, id string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound(id)
+	}
+	return app.StoreError(err)
 }
 
 // webhookID reads and checks :id (a copy: Fiber reuses the buffer).
@@ -243,7 +265,6 @@ func (a *API) create(c *fiber.Ctx) error {
 	}
 	v := viewOf(stored)
 	a.log.Info("webhook created", "account", p.AccountID, "webhook", id, "url", url, "filter", describe(v.Events, v.Filter))
-	httpcache.Private(c)
 	c.Set(fiber.HeaderLocation, app.Prefix+"/webhooks/"+id)
 	return c.Status(http.StatusCreated).JSON(struct {
 		Data CreatedView `json:"data"`
@@ -277,7 +298,6 @@ func (a *API) list(c *fiber.Ctx) error {
 	for i, w := range hooks {
 		views[i] = viewOf(w)
 	}
-	httpcache.Private(c)
 	return c.JSON(struct {
 		Data       []View         `json:"data"`
 		Pagination app.Pagination `json:"pagination"`
@@ -285,39 +305,21 @@ func (a *API) list(c *fiber.Ctx) error {
 }
 
 func (a *API) get(c *fiber.Ctx) error {
-	p, err := principal(c)
-	if err != nil {
-		return err
-	}
-	if _, err := app.QueryParams(c); err != nil {
-		return err
-	}
-	id, err := webhookID(c)
+	p, id, err := target(c)
 	if err != nil {
 		return err
 	}
 	w, err := a.opt.Store.WebhookOf(c.UserContext(), p.AccountID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return notFound(id)
-	}
 	if err != nil {
-		return app.StoreError(err)
+		return webhookErr(err, id)
 	}
-	httpcache.Private(c)
 	return c.JSON(struct {
 		Data View `json:"data"`
 	}{viewOf(w)})
 }
 
 func (a *API) update(c *fiber.Ctx) error {
-	p, err := principal(c)
-	if err != nil {
-		return err
-	}
-	if _, err := app.QueryParams(c); err != nil {
-		return err
-	}
-	id, err := webhookID(c)
+	p, id, err := target(c)
 	if err != nil {
 		return err
 	}
@@ -342,37 +344,23 @@ func (a *API) update(c *fiber.Ctx) error {
 		patch.Agents, patch.ActionTypes = &req.Filter.Agents, &req.Filter.ActionTypes
 	}
 	w, err := a.opt.Store.UpdateWebhook(c.UserContext(), p.AccountID, id, patch)
-	if errors.Is(err, store.ErrNotFound) {
-		return notFound(id)
-	}
 	if err != nil {
-		return app.StoreError(err)
+		return webhookErr(err, id)
 	}
 	a.log.Info("webhook updated", "account", p.AccountID, "webhook", id, "active", w.Active)
-	httpcache.Private(c)
 	return c.JSON(struct {
 		Data View `json:"data"`
 	}{viewOf(w)})
 }
 
 func (a *API) delete(c *fiber.Ctx) error {
-	p, err := principal(c)
-	if err != nil {
-		return err
-	}
-	if _, err := app.QueryParams(c); err != nil {
-		return err
-	}
-	id, err := webhookID(c)
+	p, id, err := target(c)
 	if err != nil {
 		return err
 	}
 	err = a.opt.Store.DeleteWebhook(c.UserContext(), p.AccountID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return notFound(id)
-	}
 	if err != nil {
-		return app.StoreError(err)
+		return webhookErr(err, id)
 	}
 	a.log.Info("webhook deleted", "account", p.AccountID, "webhook", id)
 	return c.SendStatus(http.StatusNoContent)
@@ -424,11 +412,8 @@ func (a *API) deliveries(c *fiber.Ctx) error {
 		return apierror.Invalid("deliveryId must be msg_ followed by 32 hexadecimal digits, got %q", truncate(delivery, 64))
 	}
 	atts, total, err := a.opt.Store.ListAttempts(c.UserContext(), p.AccountID, id, delivery, limit, offset)
-	if errors.Is(err, store.ErrNotFound) {
-		return notFound(id)
-	}
 	if err != nil {
-		return app.StoreError(err)
+		return webhookErr(err, id)
 	}
 	views := make([]AttemptView, len(atts))
 	for i, at := range atts {
@@ -437,7 +422,6 @@ func (a *API) deliveries(c *fiber.Ctx) error {
 			Succeeded: at.Succeeded, StatusCode: at.StatusCode, LatencyMS: at.LatencyMS, Error: at.Error, Response: at.Response}
 		views[i].NextAttemptAt = attestation.OptTime(at.NextAttemptAt)
 	}
-	httpcache.Private(c)
 	return c.JSON(struct {
 		Data       []AttemptView  `json:"data"`
 		Pagination app.Pagination `json:"pagination"`
@@ -453,14 +437,7 @@ type QueuedView struct {
 }
 
 func (a *API) retry(c *fiber.Ctx) error {
-	p, err := principal(c)
-	if err != nil {
-		return err
-	}
-	if _, err := app.QueryParams(c); err != nil {
-		return err
-	}
-	id, err := webhookID(c)
+	p, id, err := target(c)
 	if err != nil {
 		return err
 	}
@@ -505,14 +482,7 @@ func (a *API) retry(c *fiber.Ctx) error {
 }
 
 func (a *API) test(c *fiber.Ctx) error {
-	p, err := principal(c)
-	if err != nil {
-		return err
-	}
-	if _, err := app.QueryParams(c); err != nil {
-		return err
-	}
-	id, err := webhookID(c)
+	p, id, err := target(c)
 	if err != nil {
 		return err
 	}
