@@ -36,7 +36,6 @@ import (
 	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/seed"
 	"github.com/attestd/attestd/store"
-	"github.com/jackc/pgx/v5"
 )
 
 func main() {
@@ -76,23 +75,13 @@ func run(ctx context.Context, dur time.Duration, conns, threads, atts int) error
 		return err
 	}
 	adminURL, redisURL := os.Getenv(devstack.EnvTestPostgres), os.Getenv(devstack.EnvTestRedis)
-	if adminURL == "" {
-		pg, err := devstack.StartPostgres(ctx, tmp+"/pg")
-		if err != nil {
-			return fmt.Errorf("start postgres: %w", err)
-		}
-		defer pg.Stop()
-		adminURL = pg.URL
+	stores, err := devstack.StartScratch(ctx, tmp, adminURL, redisURL)
+	if err != nil {
+		return err
 	}
-	if redisURL == "" {
-		r, err := devstack.StartRedis(ctx, tmp+"/redis", 0)
-		if err != nil {
-			return fmt.Errorf("start redis: %w", err)
-		}
-		defer r.Stop()
-		redisURL = r.URL
-	}
-	dbURL, drop, err := createDatabase(ctx, adminURL)
+	defer stores.Stop()
+	adminURL, redisURL = stores.PostgresURL, stores.RedisURL
+	dbURL, drop, err := devstack.CreateDatabase(ctx, adminURL, "edge_bench")
 	if err != nil {
 		return err
 	}
@@ -348,34 +337,4 @@ func getJSON(url string, header map[string]string, out any) (*http.Response, err
 		}
 	}
 	return res, nil
-}
-
-// createDatabase makes a fresh database on the server of adminURL.
-func createDatabase(ctx context.Context, adminURL string) (string, func(), error) {
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return "", nil, fmt.Errorf("connect postgres: %w", err)
-	}
-	defer conn.Close(ctx)
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	name := "edge_bench_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", nil, fmt.Errorf("create database: %w", err)
-	}
-	u := adminURL
-	q := ""
-	if i := strings.IndexByte(u, '?'); i >= 0 {
-		u, q = u[:i], u[i:]
-	}
-	u = u[:strings.LastIndexByte(u, '/')+1] + name + q
-	drop := func() {
-		c, err := pgx.Connect(context.Background(), adminURL)
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	}
-	return u, drop, nil
 }

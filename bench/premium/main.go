@@ -97,23 +97,13 @@ func run(ctx context.Context, n, cold, atts int, gz bool) error {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	if adminURL == "" {
-		pg, err := devstack.StartPostgres(ctx, tmp+"/pg")
-		if err != nil {
-			return fmt.Errorf("start postgres: %w", err)
-		}
-		defer pg.Remove()
-		adminURL = pg.URL
+	stores, err := devstack.StartScratch(ctx, tmp, adminURL, redisURL)
+	if err != nil {
+		return err
 	}
-	if redisURL == "" {
-		r, err := devstack.StartRedis(ctx, tmp+"/redis", 0)
-		if err != nil {
-			return fmt.Errorf("start redis: %w", err)
-		}
-		defer r.Stop()
-		redisURL = r.URL
-	}
-	dbURL, drop, err := createDatabase(ctx, adminURL)
+	defer stores.Stop()
+	adminURL, redisURL = stores.PostgresURL, stores.RedisURL
+	dbURL, drop, err := devstack.CreateDatabase(ctx, adminURL, "bench_premium")
 	if err != nil {
 		return err
 	}
@@ -327,32 +317,3 @@ func pct(d []time.Duration, p float64) time.Duration {
 func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d.Microseconds())/1000) }
 
 func kb(n int) string { return fmt.Sprintf("%.0f KB", float64(n)/1000) }
-
-// createDatabase makes a fresh database on the admin URL's server.
-func createDatabase(ctx context.Context, adminURL string) (string, func(), error) {
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return "", nil, fmt.Errorf("connect postgres: %w", err)
-	}
-	defer conn.Close(ctx)
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	name := "bench_premium_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", nil, fmt.Errorf("create database: %w", err)
-	}
-	cfg, err := pgx.ParseConfig(adminURL)
-	if err != nil {
-		return "", nil, err
-	}
-	u := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, name)
-	drop := func() {
-		c, err := pgx.Connect(context.Background(), adminURL)
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	}
-	return u, drop, nil
-}

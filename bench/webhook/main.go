@@ -45,7 +45,6 @@ import (
 	"github.com/attestd/attestd/webhook/queue"
 	"github.com/attestd/attestd/webhook/signature"
 	"github.com/gagliardetto/solana-go"
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 )
@@ -180,23 +179,13 @@ func run(ctx context.Context, events, hooks, rate int, verbose bool) error {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	if adminURL == "" {
-		pg, err := devstack.StartPostgres(ctx, tmp+"/pg")
-		if err != nil {
-			return fmt.Errorf("start postgres: %w", err)
-		}
-		defer pg.Stop()
-		adminURL = pg.URL
+	stores, err := devstack.StartScratch(ctx, tmp, adminURL, redisURL)
+	if err != nil {
+		return err
 	}
-	if redisURL == "" {
-		r, err := devstack.StartRedis(ctx, tmp+"/redis", 0)
-		if err != nil {
-			return fmt.Errorf("start redis: %w", err)
-		}
-		defer r.Stop()
-		redisURL = r.URL
-	}
-	dbURL, drop, err := createDatabase(ctx, adminURL)
+	defer stores.Stop()
+	adminURL, redisURL = stores.PostgresURL, stores.RedisURL
+	dbURL, drop, err := devstack.CreateDatabase(ctx, adminURL, "webhook_bench")
 	if err != nil {
 		return err
 	}
@@ -416,33 +405,4 @@ func counters(reg *prometheus.Registry) {
 		}
 	}
 	fmt.Printf("  worker counters so far:%s\n\n", out)
-}
-
-func createDatabase(ctx context.Context, adminURL string) (string, func(), error) {
-	name := "webhook_bench_" + hex.EncodeToString(randBytes(4))
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return "", nil, err
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", nil, err
-	}
-	cfg, err := pgx.ParseConfig(adminURL)
-	if err != nil {
-		return "", nil, err
-	}
-	url := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, name)
-	if cfg.Password != "" {
-		url = fmt.Sprintf("postgres://%s:%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Password, cfg.Host, cfg.Port, name)
-	}
-	drop := func() {
-		c, err := pgx.Connect(context.Background(), adminURL)
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	}
-	return url, drop, nil
 }

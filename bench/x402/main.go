@@ -46,7 +46,6 @@ import (
 	"github.com/attestd/attestd/x402/verifier"
 	"github.com/attestd/attestd/x402/x402fiber"
 	"github.com/gagliardetto/solana-go"
-	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -122,23 +121,13 @@ func endToEnd(ctx context.Context, dur time.Duration, conc int) error {
 	}
 	defer os.RemoveAll(tmp)
 	_ = os.Chmod(tmp, 0o755)
-	if adminURL == "" {
-		pg, err := devstack.StartPostgres(ctx, tmp+"/pg")
-		if err != nil {
-			return fmt.Errorf("start postgres: %w", err)
-		}
-		defer pg.Stop()
-		adminURL = pg.URL
+	stores, err := devstack.StartScratch(ctx, tmp, adminURL, redisURL)
+	if err != nil {
+		return err
 	}
-	if redisURL == "" {
-		r, err := devstack.StartRedis(ctx, tmp+"/redis", 0)
-		if err != nil {
-			return fmt.Errorf("start redis: %w", err)
-		}
-		defer r.Stop()
-		redisURL = r.URL
-	}
-	dbURL, drop, err := createDatabase(ctx, adminURL)
+	defer stores.Stop()
+	adminURL, redisURL = stores.PostgresURL, stores.RedisURL
+	dbURL, drop, err := devstack.CreateDatabase(ctx, adminURL, "bench_x402")
 	if err != nil {
 		return err
 	}
@@ -319,31 +308,4 @@ func load(hc *http.Client, url string, dur time.Duration, conc int, hdr func() (
 		r.p50, r.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
 	}
 	return r
-}
-
-func createDatabase(ctx context.Context, adminURL string) (string, func(), error) {
-	conn, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return "", nil, fmt.Errorf("connect postgres: %w", err)
-	}
-	defer conn.Close(ctx)
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	name := "bench_x402_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", nil, fmt.Errorf("create database: %w", err)
-	}
-	cfg, err := pgx.ParseConfig(adminURL)
-	if err != nil {
-		return "", nil, err
-	}
-	u := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, name)
-	return u, func() {
-		c, err := pgx.Connect(context.Background(), adminURL)
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	}, nil
 }
