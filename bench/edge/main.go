@@ -26,7 +26,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -35,6 +34,7 @@ import (
 
 	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/seed"
+	"github.com/attestd/attestd/internal/wrk"
 	"github.com/attestd/attestd/store"
 )
 
@@ -250,26 +250,10 @@ func run(ctx context.Context, dur time.Duration, conns, threads, atts int) error
 	return nil
 }
 
-var (
-	reRPS     = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
-	reLatency = regexp.MustCompile(`(?m)^\s+(50|99)%\s+(\S+)`)
-)
-
 // parseWrk reads requests/s and the 50th and 99th percentile latencies.
 func parseWrk(out string) result {
-	var r result
-	if m := reRPS.FindStringSubmatch(out); m != nil {
-		r.rps, _ = strconv.ParseFloat(m[1], 64)
-	}
-	for _, m := range reLatency.FindAllStringSubmatch(out, -1) {
-		if m[1] == "50" {
-			r.p50 = m[2]
-		} else {
-			r.p99 = m[2]
-		}
-	}
-	r.non2xx = strings.Contains(out, "Non-2xx or 3xx responses")
-	return r
+	f := wrk.Parse(out)
+	return result{rps: f.RPS, p50: f.P50, p99: f.P99, non2xx: f.Non2xx}
 }
 
 // start runs a server binary with env and argv until the returned stop,

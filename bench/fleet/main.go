@@ -34,6 +34,7 @@ import (
 
 	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/fleet"
+	"github.com/attestd/attestd/internal/wrk"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -298,23 +299,7 @@ func loadavg() string {
 	return strings.Join(f[:3], " ")
 }
 
-var (
-	reRPS     = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
-	reLatency = regexp.MustCompile(`(?m)^\s+(50|99)%\s+(\S+)`)
-)
-
 func parseWrk(out string) result {
-	var r result
-	if m := reRPS.FindStringSubmatch(out); m != nil {
-		r.rps, _ = strconv.ParseFloat(m[1], 64)
-	}
-	for _, m := range reLatency.FindAllStringSubmatch(out, -1) {
-		if m[1] == "50" {
-			r.p50 = m[2]
-		} else {
-			r.p99 = m[2]
-		}
-	}
-	r.errors = strings.Contains(out, "Non-2xx or 3xx responses") || strings.Contains(out, "Socket errors")
-	return r
+	f := wrk.Parse(out)
+	return result{rps: f.RPS, p50: f.P50, p99: f.P99, errors: f.Non2xx || f.SocketErrors}
 }
