@@ -230,3 +230,15 @@ func TestEarlyAnswerReachesAClientStillSending(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownParameterOnARouteWithoutAny: the 400 says the route takes no
+// parameters instead of listing an empty set.
+func TestUnknownParameterOnARouteWithoutAny(t *testing.T) {
+	t.Parallel()
+	env := apptest.NewEnv(t, apptest.Options{})
+	node := env.StartNode(t, apptest.NodeOptions{})
+	res := node.Get(t, "/health?verbose=1")
+	if res.Status != 400 || res.ErrorCode() != "INVALID_PARAM" || !strings.Contains(string(res.Body), `\"verbose\"; this route takes none`) {
+		t.Fatalf("%d %s", res.Status, res.Body)
+	}
+}

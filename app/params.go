@@ -48,7 +48,11 @@ func QueryParams(c *fiber.Ctx, allowed ...string) (map[string]string, error) {
 				break
 			}
 		}
-		if !ok {
+		switch {
+		case !ok && len(allowed) == 0:
+			err = apierror.Invalid("unknown query parameter %q; this route takes none", key)
+			return
+		case !ok:
 			err = apierror.Invalid("unknown query parameter %q; allowed: %s", key, strings.Join(allowed, ", "))
 			return
 		}
