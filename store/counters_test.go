@@ -12,9 +12,9 @@ import (
 )
 
 // TestCountersMatchCountingRows holds every total the API answers (list
-// totals over agent, type and time range; stats; agent metrics) to a
-// count(*) of the rows, through inserts, re-applied batches, finalization
-// and fork removal.
+// totals over agent, type and time range; stats; agent metrics; the
+// hourly counts with their privacy-mode share) to a count(*) of the rows,
+// through inserts, re-applied batches, finalization and fork removal.
 func TestCountersMatchCountingRows(t *testing.T) {
 	t.Parallel()
 	st := open(t)
@@ -41,7 +41,9 @@ func TestCountersMatchCountingRows(t *testing.T) {
 			agent := agents[rng.IntN(len(agents))]
 			for e := 0; e < 1+rng.IntN(5); e++ {
 				typ := attestation.ActionType(rng.IntN(attestation.NumActionTypes))
-				batch.Attestations = append(batch.Attestations, rec(agent, tx, e, typ, ts.Add(time.Duration(e)*time.Second), c))
+				r := rec(agent, tx, e, typ, ts.Add(time.Duration(e)*time.Second), c)
+				r.PrivacyMode = rng.IntN(3) == 0
+				batch.Attestations = append(batch.Attestations, r)
 			}
 		}
 		batches = append(batches, batch)
@@ -147,12 +149,12 @@ func checkCounters(t *testing.T, st *Store, rng *rand.Rand, now time.Time, agent
 	}
 	// The hourly table itself, row by row.
 	if n := scalar(t, st, `SELECT count(*) FROM (
-			SELECT COALESCE(agent_pda, '') a, COALESCE(action_type, -1) t, hour, count(*) n
-			FROM (SELECT agent_pda, action_type, date_trunc('hour', ts, 'UTC') AS hour FROM attestations) x
+			SELECT COALESCE(agent_pda, '') a, COALESCE(action_type, -1) t, hour, count(*) n, count(*) FILTER (WHERE privacy_mode) p
+			FROM (SELECT agent_pda, action_type, privacy_mode, date_trunc('hour', ts, 'UTC') AS hour FROM attestations) x
 			GROUP BY GROUPING SETS ((agent_pda, action_type, hour), (agent_pda, hour), (action_type, hour), (hour))
 		) c FULL JOIN (SELECT * FROM attestation_hours WHERE n <> 0) h
 		ON h.agent_pda = c.a AND h.action_type = c.t AND h.hour = c.hour
-		WHERE h.n IS DISTINCT FROM c.n`); n != 0 {
+		WHERE h.n IS DISTINCT FROM c.n OR h.privacy IS DISTINCT FROM c.p`); n != 0 {
 		t.Fatalf("%d hourly counters differ from the rows", n)
 	}
 	t.Logf("%d filters checked", checked)

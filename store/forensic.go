@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -77,79 +78,93 @@ type ForensicData struct {
 	InvalidSignatures                          []Point // stored ingest-time failures
 }
 
-// Grouping-set bitmasks of forensicAggregateSQL: GROUPING(day, action_type,
-// minute) has a bit set for each column not grouped on.
-const (
-	setDayType = 0b001
-	setDay     = 0b011
-	setAll     = 0b111
-	setMinute  = 0b110
-	rowBurst   = 100
-	rowGap     = 101
-)
-
-// forensicAggregateSQL aggregates an agent's attestations in one scan:
-// per (UTC minute, type) first, then grouping sets over those rows for the
-// day/type timeline, the day totals, the grand total and the minutes, from
-// which bursts and long gaps are found. $1 agent, $2/$3 range, $4 burst
-// threshold, $5 gap threshold, $6 list limit.
-const forensicAggregateSQL = `WITH m AS (
-		SELECT date_bin('1 minute', ts, timestamptz '2000-01-01 00:00:00+00') AS minute, action_type,
-			count(*) AS n,
-			count(*) FILTER (WHERE finalized) AS nfinal,
-			count(*) FILTER (WHERE privacy_mode) AS npriv,
-			count(*) FILTER (WHERE NOT signature_valid) AS nbad,
-			min(ts) AS first, max(ts) AS last
-		FROM attestations WHERE agent_pda = $1 AND ts >= $2 AND ts < $3
-		GROUP BY 1, 2
-	), g AS (
-		SELECT GROUPING(day, action_type, minute) AS set, day, action_type, minute,
-			COALESCE(sum(n), 0)::bigint AS n, COALESCE(sum(nfinal), 0)::bigint AS nfinal,
-			COALESCE(sum(npriv), 0)::bigint AS npriv, COALESCE(sum(nbad), 0)::bigint AS nbad,
-			min(first) AS first, max(last) AS last
-		FROM (SELECT m.*, (m.minute AT TIME ZONE 'UTC')::date AS day FROM m) x
-		GROUP BY GROUPING SETS ((day, action_type), (day), (), (minute))
-	), mins AS (
-		SELECT minute, n, first, last, lag(last) OVER (ORDER BY minute) AS prev_last FROM g WHERE set = 6
+// forensicHoursSQL reads the period's counts of the agent: whole hours
+// from the maintained attestation_hours ($2 <= hour < $3), the partial
+// hours at the edges counted on the index ([$4, $5) and [$6, $7), under an
+// hour of rows each). It answers the active hours for all types (action
+// type -1, with their privacy-mode counts) and the counts per (UTC day,
+// type) of the types in $8, each type an index range of its own. Hours and
+// days are binned with date_bin: UTC without a time zone lookup per row.
+const forensicHoursSQL = `WITH edge AS (
+		SELECT date_bin('1 hour', ts, timestamptz '2000-01-01 00:00:00+00') AS hour, action_type, privacy_mode FROM attestations
+		WHERE agent_pda = $1 AND ts >= $4 AND ts < $5
+		UNION ALL
+		SELECT date_bin('1 hour', ts, timestamptz '2000-01-01 00:00:00+00'), action_type, privacy_mode FROM attestations
+		WHERE agent_pda = $1 AND ts >= $6 AND ts < $7
 	)
-	SELECT set, day, action_type, first, last, n, nfinal, npriv, nbad, 0::bigint AS total FROM g WHERE set IN (1, 3, 7)
+	SELECT hour, -1::smallint, n, privacy FROM attestation_hours
+	WHERE agent_pda = $1 AND action_type = -1 AND hour >= $2 AND hour < $3 AND n <> 0
 	UNION ALL
-	SELECT * FROM (SELECT 100, NULL::date, NULL::smallint, minute, minute + interval '1 minute', n, 0::bigint, 0::bigint, 0::bigint,
-			count(*) OVER ()
-		FROM mins WHERE n >= $4 ORDER BY minute LIMIT $6) bursts
+	SELECT hour, -1::smallint, count(*), count(*) FILTER (WHERE privacy_mode) FROM edge GROUP BY hour
 	UNION ALL
-	SELECT * FROM (SELECT 101, NULL::date, NULL::smallint, prev_last, first, 0::bigint, 0::bigint, 0::bigint, 0::bigint,
-			count(*) OVER ()
-		FROM mins WHERE first - prev_last >= $5::bigint * interval '1 microsecond' ORDER BY minute LIMIT $6) gaps`
+	SELECT day, action_type, sum(n)::bigint, 0::bigint FROM (
+		SELECT date_bin('1 day', hour, timestamptz '2000-01-01 00:00:00+00') AS day, action_type, n FROM attestation_hours
+		WHERE agent_pda = $1 AND action_type = ANY($8::smallint[]) AND hour >= $2 AND hour < $3 AND n <> 0
+		UNION ALL
+		SELECT date_bin('1 day', hour, timestamptz '2000-01-01 00:00:00+00'), action_type, 1 FROM edge
+	) t GROUP BY day, action_type`
 
-// forensicRepeatsSQL counts attestations whose action hash an earlier one of
-// the period already has: zero (the usual case) means no duplicates, and a
-// sort-based distinct count is cheaper than grouping every hash.
-const forensicRepeatsSQL = `SELECT count(*) - count(DISTINCT action_hash) FROM attestations
-	WHERE agent_pda = $1 AND ts >= $2 AND ts < $3`
+// forensicSideSQL counts the period's rows not finalized yet and those
+// whose signature failed at ingest (each on its partial index), and finds
+// the first and last timestamps (one index probe each).
+const forensicSideSQL = `SELECT
+	(SELECT count(*) FROM attestations WHERE agent_pda = $1 AND ts >= $2 AND ts < $3 AND NOT finalized),
+	(SELECT count(*) FROM attestations WHERE agent_pda = $1 AND ts >= $2 AND ts < $3 AND NOT signature_valid),
+	(SELECT min(ts) FROM attestations WHERE agent_pda = $1 AND ts >= $2 AND ts < $3),
+	(SELECT max(ts) FROM attestations WHERE agent_pda = $1 AND ts >= $2 AND ts < $3)`
 
-// forensicDuplicatesSQL finds action hashes the agent attested more than once.
-const forensicDuplicatesSQL = `SELECT action_hash, n, first, last, count(*) OVER () FROM (
-		SELECT action_hash, count(*) AS n, min(ts) AS first, max(ts) AS last
-		FROM attestations WHERE agent_pda = $1 AND ts >= $2 AND ts < $3
-		GROUP BY action_hash HAVING count(*) > 1
-	) d ORDER BY first, action_hash LIMIT $4`
+// forensicBurstsSQL counts per UTC minute the rows of the hours in $4 (the
+// only hours with enough attestations to hold a burst) and answers the
+// minutes with at least $5, oldest first, at most $6, with their total.
+const forensicBurstsSQL = `SELECT minute, n, count(*) OVER () FROM (
+		SELECT date_bin('1 minute', a.ts, timestamptz '2000-01-01 00:00:00+00') AS minute, count(*) AS n
+		FROM unnest($4::timestamptz[]) AS h(hour)
+		CROSS JOIN LATERAL (SELECT ts FROM attestations
+			WHERE agent_pda = $1 AND ts >= greatest(h.hour, $2) AND ts < least(h.hour + interval '1 hour', $3)) a
+		GROUP BY 1 HAVING count(*) >= $5
+	) m ORDER BY minute LIMIT $6`
 
-// forensicDuplicatePDAsSQL lists the attestations of the given hashes.
-const forensicDuplicatePDAsSQL = `SELECT action_hash, pda FROM attestations
-	WHERE agent_pda = $1 AND ts >= $2 AND ts < $3 AND action_hash = ANY($4::bytea[])
-	ORDER BY ts, slot, pda`
+// forensicGapEndsSQL answers, for each pair of consecutive active hours
+// ($4[i], $5[i]), the last attestation of the first and the first of the
+// second (within the period): the ends of the only gap between them.
+const forensicGapEndsSQL = `SELECT
+		(SELECT max(ts) FROM attestations WHERE agent_pda = $1 AND ts >= greatest(p.h1, $2) AND ts < least(p.h1 + interval '1 hour', $3)),
+		(SELECT min(ts) FROM attestations WHERE agent_pda = $1 AND ts >= greatest(p.h2, $2) AND ts < least(p.h2 + interval '1 hour', $3))
+	FROM unnest($4::timestamptz[], $5::timestamptz[]) WITH ORDINALITY AS p(h1, h2, i) ORDER BY p.i`
+
+// forensicGapsScanSQL finds gaps of at least $4 microseconds by walking
+// every attestation of the period: for a threshold under an hour, which
+// the hourly counts cannot narrow down.
+const forensicGapsScanSQL = `SELECT prev, ts, count(*) OVER () FROM (
+		SELECT ts, lag(ts) OVER (ORDER BY ts) AS prev FROM attestations WHERE agent_pda = $1 AND ts >= $2 AND ts < $3
+	) x WHERE ts - prev >= $4::bigint * interval '1 microsecond' ORDER BY ts LIMIT $5`
+
+// forensicDuplicatesSQL re-counts, in the period, the agent's attestations
+// of each hash it is known to have repeated, and answers those still
+// attested more than once: oldest first, at most $5, with their first $4
+// pdas and the total.
+const forensicDuplicatesSQL = `SELECT action_hash, n, first, last, pdas, count(*) OVER () FROM (
+		SELECT r.action_hash, count(*) AS n, min(a.ts) AS first, max(a.ts) AS last,
+			(array_agg(a.pda ORDER BY a.ts, a.slot, a.pda))[1:$4] AS pdas
+		FROM attestation_repeats r JOIN attestations a ON a.action_hash = r.action_hash AND a.agent_pda = r.agent_pda
+		WHERE r.agent_pda = $1 AND a.ts >= $2 AND a.ts < $3
+		GROUP BY r.action_hash HAVING count(*) > 1
+	) d ORDER BY first, action_hash LIMIT $5`
+
+// forensicRevocationSQL reads when the agent was revoked and in which slot
+// (no row when it was not).
+const forensicRevocationSQL = `SELECT g.revoked_at,
+		COALESCE((SELECT min(slot) FROM agent_events e WHERE e.agent_pda = g.pda AND e.kind = 'revoked'), 0)
+	FROM agents g WHERE g.pda = $1 AND g.revoked_at IS NOT NULL`
 
 // forensicAfterRevocationSQL lists attestations later than the agent's
-// revocation: at or after its time, and in a later slot when at the same time.
-const forensicAfterRevocationSQL = `WITH r AS (
-		SELECT g.revoked_at AS at,
-			COALESCE((SELECT min(slot) FROM agent_events e WHERE e.agent_pda = g.pda AND e.kind = 'revoked'), 0) AS slot
-		FROM agents g WHERE g.pda = $1 AND g.revoked_at IS NOT NULL
-	)
-	SELECT a.pda, a.ts, count(*) OVER () FROM attestations a, r
-	WHERE a.agent_pda = $1 AND a.ts >= $2 AND a.ts < $3 AND a.ts >= r.at AND (a.ts > r.at OR a.slot > r.slot)
-	ORDER BY a.ts, a.slot, a.pda LIMIT $4`
+// revocation ($4 its time, $5 its slot): at or after its time, and in a
+// later slot when at the same time. The revocation time is a bound of the
+// index range, so only rows after it are read. (Joined to the agent in
+// one statement, the planner may read all of the agent's rows first.)
+const forensicAfterRevocationSQL = `SELECT pda, ts, count(*) OVER () FROM attestations
+	WHERE agent_pda = $1 AND ts >= $2 AND ts < $3 AND ts >= $4 AND (ts > $4 OR slot > $5)
+	ORDER BY ts, slot, pda LIMIT $6`
 
 // forensicInvalidSQL lists attestations whose signature failed at ingest.
 const forensicInvalidSQL = `SELECT pda, ts FROM attestations
@@ -169,68 +184,350 @@ func bound(t *time.Time, inf pgtype.InfinityModifier) pgtype.Timestamptz {
 	return pgtype.Timestamptz{Time: t.UTC(), Valid: true}
 }
 
-// heavy runs fn in a transaction tuned for one large aggregate: no JIT
-// (compiling costs more than it saves at this size) and enough memory to
-// hash an agent's rows without spilling.
-func heavy(ctx context.Context, db *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
-	return pgx.BeginTxFunc(ctx, db, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT set_config('jit', 'off', true), set_config('work_mem', '64MB', true)`); err != nil {
-			return fmt.Errorf("tune transaction: %w", err)
-		}
-		return fn(tx)
-	})
+// hourSplit divides a period into the whole UTC hours inside it and the
+// partial hours at its edges. An edge that does not exist is an empty
+// range.
+type hourSplit struct {
+	lo, hi                                 pgtype.Timestamptz // whole hours: lo <= hour < hi
+	edge1From, edge1To, edge2From, edge2To pgtype.Timestamptz
 }
 
-// Forensic computes the aggregates of a forensic report in SQL. Its
-// statements run concurrently on separate connections (the aggregate scan,
-// the duplicate-hash check, the after-revocation read), so the wall time is
-// about that of the slowest.
+func splitHours(r Range) hourSplit {
+	at := func(t time.Time) pgtype.Timestamptz { return pgtype.Timestamptz{Time: t.UTC(), Valid: true} }
+	empty := at(time.Unix(0, 0))
+	s := hourSplit{edge1From: empty, edge1To: empty, edge2From: empty, edge2To: empty}
+	var lo, hi *time.Time
+	if r.From != nil {
+		l := ceilHour(*r.From)
+		lo = &l
+	}
+	if r.To != nil {
+		h := floorHour(*r.To)
+		hi = &h
+	}
+	s.lo, s.hi = bound(lo, pgtype.NegativeInfinity), bound(hi, pgtype.Infinity)
+	if r.From != nil { // [from, the first whole hour or to)
+		end := *lo
+		if r.To != nil && r.To.Before(end) {
+			end = *r.To
+		}
+		if r.From.Before(end) {
+			s.edge1From, s.edge1To = at(*r.From), at(end)
+		}
+	}
+	if r.To != nil { // [the end of the last whole hour, to), after the first edge
+		start := *hi
+		if r.From != nil && r.From.After(start) {
+			start = *r.From
+		}
+		if lo != nil && lo.After(start) {
+			start = *lo
+		}
+		if start.Before(*r.To) {
+			s.edge2From, s.edge2To = at(start), at(*r.To)
+		}
+	}
+	return s
+}
+
+// actionTypes are the action_type values of attestation_hours rows that
+// count one type.
+var actionTypes = func() []int16 {
+	var out []int16
+	for t := range attestation.NumActionTypes {
+		out = append(out, int16(t))
+	}
+	return out
+}()
+
+// activeHour is one hour of the period with attestations of the agent.
+type activeHour struct {
+	hour time.Time
+	n    int64
+}
+
+// Forensic computes the aggregates of a forensic report. Nothing in it
+// reads every attestation of the agent: totals, types and the timeline
+// come from the hourly counters; bursts are looked for only in hours with
+// enough attestations to hold one, gaps only between consecutive active
+// hours far enough apart; duplicates from the maintained repeats;
+// unfinalized and invalid rows from their partial indexes. The work grows
+// with the hours of the period and with what is found. (A long-gap
+// threshold under an hour is the exception: it walks the period's rows.)
+// Its statements run concurrently on separate connections.
 func (s *Store) Forensic(ctx context.Context, q ForensicQuery) (ForensicData, error) {
 	return onReader(ctx, s, func(db *pgxpool.Pool) (ForensicData, error) { return s.forensic(ctx, db, q) })
+}
+
+// forensicRun holds what a forensic computation shares between its steps.
+type forensicRun struct {
+	db       *pgxpool.Pool
+	q        ForensicQuery
+	from, to pgtype.Timestamptz
+	limit    int // rows listed per kind; at least 1, so totals come back
 }
 
 func (s *Store) forensic(ctx context.Context, db *pgxpool.Pool, q ForensicQuery) (ForensicData, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	from, to := bound(q.Range.From, pgtype.NegativeInfinity), bound(q.Range.To, pgtype.Infinity)
-	limit := max(q.MaxPerKind, 0)
-	var d ForensicData
-	var dups ForensicData // filled by its own goroutine, merged after
+	f := forensicRun{db: db, q: q, from: bound(q.Range.From, pgtype.NegativeInfinity), to: bound(q.Range.To, pgtype.Infinity),
+		limit: max(q.MaxPerKind, 1)}
+	// Each goroutine fills its own part; they are merged after.
+	var counts, side, dups, after ForensicData
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return heavy(gctx, db, func(tx pgx.Tx) error { return forensicAggregates(gctx, tx, q, from, to, limit, &d) })
-	})
-	g.Go(func() error {
-		return heavy(gctx, db, func(tx pgx.Tx) error { return forensicDuplicates(gctx, tx, q, from, to, limit, &dups) })
-	})
-	var after []Point
-	var afterTotal int64
-	g.Go(func() error {
-		rows, err := db.Query(gctx, forensicAfterRevocationSQL, q.AgentPDA, from, to, limit)
+		hours, err := f.hours(gctx, &counts)
 		if err != nil {
-			return fmt.Errorf("after-revocation attestations: %w", err)
+			return err
 		}
-		if err := collectPoints(rows, &after, &afterTotal); err != nil {
-			return fmt.Errorf("after-revocation attestations: %w", err)
+		if err := f.bursts(gctx, hours, &counts); err != nil {
+			return err
 		}
-		return nil
+		return f.gaps(gctx, hours, &counts)
 	})
+	g.Go(func() error { return f.side(gctx, &side) })
+	g.Go(func() error { return f.duplicates(gctx, &dups) })
+	g.Go(func() error { return f.afterRevocation(gctx, &after) })
 	if err := g.Wait(); err != nil {
 		return ForensicData{}, fmt.Errorf("forensic report of %s: %w", q.AgentPDA, err)
 	}
+	d := counts
+	d.Finalized = d.Total - side.Total // side.Total holds the unfinalized count
+	d.SignatureFailed, d.First, d.Last, d.InvalidSignatures = side.SignatureFailed, side.First, side.Last, side.InvalidSignatures
 	d.Duplicates, d.TotalDuplicates = dups.Duplicates, dups.TotalDuplicates
-	d.AfterRevocation, d.TotalAfterRevocation = after, afterTotal
-	if d.SignatureFailed > 0 && limit > 0 {
-		rows, err := db.Query(ctx, forensicInvalidSQL, q.AgentPDA, from, to, limit)
-		if err != nil {
-			return ForensicData{}, fmt.Errorf("forensic report of %s: invalid signatures: %w", q.AgentPDA, err)
-		}
-		var ignored int64
-		if err := collectPoints(rows, &d.InvalidSignatures, &ignored); err != nil {
-			return ForensicData{}, fmt.Errorf("forensic report of %s: invalid signatures: %w", q.AgentPDA, err)
-		}
+	d.AfterRevocation, d.TotalAfterRevocation = after.AfterRevocation, after.TotalAfterRevocation
+	if q.MaxPerKind <= 0 { // counted, none listed
+		d.Bursts, d.Gaps, d.Duplicates, d.AfterRevocation, d.InvalidSignatures = nil, nil, nil, nil, nil
 	}
 	return d, nil
+}
+
+// hours fills the totals, types and timeline, and answers the period's
+// active hours, oldest first.
+func (f forensicRun) hours(ctx context.Context, d *ForensicData) ([]activeHour, error) {
+	sp := splitHours(f.q.Range)
+	rows, err := f.db.Query(ctx, forensicHoursSQL, f.q.AgentPDA, sp.lo, sp.hi, sp.edge1From, sp.edge1To, sp.edge2From, sp.edge2To, actionTypes)
+	if err != nil {
+		return nil, fmt.Errorf("hourly counts: %w", err)
+	}
+	defer rows.Close()
+	var hours []activeHour
+	d.ByType = map[attestation.ActionType]int64{}
+	days := map[time.Time]int64{}
+	for rows.Next() {
+		var at time.Time
+		var typ int16
+		var n, privacy int64
+		if err := rows.Scan(&at, &typ, &n, &privacy); err != nil {
+			return nil, fmt.Errorf("hourly counts: %w", err)
+		}
+		at = at.UTC()
+		if n == 0 {
+			continue
+		}
+		if typ == allTypes {
+			hours = append(hours, activeHour{at, n})
+			d.Total += n
+			d.Privacy += privacy
+			days[at.Truncate(24*time.Hour)] += n
+			continue
+		}
+		d.DayTypes = append(d.DayTypes, DayTypeCount{Day: at, ActionType: attestation.ActionType(typ), N: n})
+		d.ByType[attestation.ActionType(typ)] += n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("hourly counts: %w", err)
+	}
+	// The edges are hours of their own, so no hour comes twice; merge
+	// anyway rather than rely on it.
+	slices.SortFunc(hours, func(a, b activeHour) int { return a.hour.Compare(b.hour) })
+	hours = mergeHours(hours)
+	for day, n := range days {
+		d.Days = append(d.Days, DayCount{Day: day, N: n})
+	}
+	slices.SortFunc(d.Days, func(a, b DayCount) int { return a.Day.Compare(b.Day) })
+	slices.SortFunc(d.DayTypes, func(a, b DayTypeCount) int {
+		if c := a.Day.Compare(b.Day); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ActionType, b.ActionType)
+	})
+	return hours, nil
+}
+
+// mergeHours adds up adjacent entries of the same hour.
+func mergeHours(hours []activeHour) []activeHour {
+	out := hours[:0]
+	for _, h := range hours {
+		if len(out) > 0 && out[len(out)-1].hour.Equal(h.hour) {
+			out[len(out)-1].n += h.n
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// bursts finds the minutes with at least BurstPerMinute attestations. Only
+// an hour with that many can hold one, so only those hours are read.
+func (f forensicRun) bursts(ctx context.Context, hours []activeHour, d *ForensicData) error {
+	if f.q.BurstPerMinute <= 0 {
+		return nil
+	}
+	var busy []time.Time
+	for _, h := range hours {
+		if h.n >= int64(f.q.BurstPerMinute) {
+			busy = append(busy, h.hour)
+		}
+	}
+	if len(busy) == 0 {
+		return nil
+	}
+	rows, err := f.db.Query(ctx, forensicBurstsSQL, f.q.AgentPDA, f.from, f.to, busy, f.q.BurstPerMinute, f.limit)
+	if err != nil {
+		return fmt.Errorf("bursts: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var minute time.Time
+		var n int64
+		if err := rows.Scan(&minute, &n, &d.TotalBursts); err != nil {
+			return fmt.Errorf("bursts: %w", err)
+		}
+		minute = minute.UTC()
+		d.Bursts = append(d.Bursts, Span{At: minute, Until: minute.Add(time.Minute), N: n})
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("bursts: %w", err)
+	}
+	return nil
+}
+
+// gaps finds consecutive attestations at least LongGap apart. With a
+// threshold of an hour or more such a pair lies in two consecutive active
+// hours, so only the ends of those hours are read, and only for pairs of
+// hours far enough apart to hold such a gap.
+func (f forensicRun) gaps(ctx context.Context, hours []activeHour, d *ForensicData) error {
+	gap := f.q.LongGap
+	if gap <= 0 {
+		return nil
+	}
+	if gap < time.Hour {
+		rows, err := f.db.Query(ctx, forensicGapsScanSQL, f.q.AgentPDA, f.from, f.to, gap.Microseconds(), f.limit)
+		if err != nil {
+			return fmt.Errorf("long gaps: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var sp Span
+			if err := rows.Scan(&sp.At, &sp.Until, &d.TotalGaps); err != nil {
+				return fmt.Errorf("long gaps: %w", err)
+			}
+			d.Gaps = append(d.Gaps, sp)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("long gaps: %w", err)
+		}
+		return nil
+	}
+	var h1, h2 []time.Time
+	for i := 1; i < len(hours); i++ {
+		// Two attestations in hours a and b are less than b-a+1h apart.
+		if hours[i].hour.Sub(hours[i-1].hour)+time.Hour > gap {
+			h1, h2 = append(h1, hours[i-1].hour), append(h2, hours[i].hour)
+		}
+	}
+	if len(h1) == 0 {
+		return nil
+	}
+	rows, err := f.db.Query(ctx, forensicGapEndsSQL, f.q.AgentPDA, f.from, f.to, h1, h2)
+	if err != nil {
+		return fmt.Errorf("long gaps: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var last, first *time.Time
+		if err := rows.Scan(&last, &first); err != nil {
+			return fmt.Errorf("long gaps: %w", err)
+		}
+		if last == nil || first == nil || first.Sub(*last) < gap {
+			continue // removed meanwhile by a fork, or not that far apart
+		}
+		d.TotalGaps++
+		if len(d.Gaps) < f.limit {
+			d.Gaps = append(d.Gaps, Span{At: *last, Until: *first})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("long gaps: %w", err)
+	}
+	return nil
+}
+
+// afterRevocation fills the attestations later than the agent's revocation.
+func (f forensicRun) afterRevocation(ctx context.Context, d *ForensicData) error {
+	var at time.Time
+	var slot int64
+	err := f.db.QueryRow(ctx, forensicRevocationSQL, f.q.AgentPDA).Scan(&at, &slot)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // not revoked
+	}
+	if err != nil {
+		return fmt.Errorf("revocation: %w", err)
+	}
+	rows, err := f.db.Query(ctx, forensicAfterRevocationSQL, f.q.AgentPDA, f.from, f.to, at, slot, f.limit)
+	if err != nil {
+		return fmt.Errorf("after-revocation attestations: %w", err)
+	}
+	if err := collectPoints(rows, &d.AfterRevocation, &d.TotalAfterRevocation); err != nil {
+		return fmt.Errorf("after-revocation attestations: %w", err)
+	}
+	return nil
+}
+
+// side fills the unfinalized count (in d.Total), the ingest-time signature
+// failures with the first of them, and the first and last timestamps.
+func (f forensicRun) side(ctx context.Context, d *ForensicData) error {
+	if err := f.db.QueryRow(ctx, forensicSideSQL, f.q.AgentPDA, f.from, f.to).Scan(&d.Total, &d.SignatureFailed, &d.First, &d.Last); err != nil {
+		return fmt.Errorf("unfinalized and invalid counts: %w", err)
+	}
+	if d.SignatureFailed == 0 {
+		return nil
+	}
+	rows, err := f.db.Query(ctx, forensicInvalidSQL, f.q.AgentPDA, f.from, f.to, f.limit)
+	if err != nil {
+		return fmt.Errorf("invalid signatures: %w", err)
+	}
+	var ignored int64
+	if err := collectPoints(rows, &d.InvalidSignatures, &ignored); err != nil {
+		return fmt.Errorf("invalid signatures: %w", err)
+	}
+	return nil
+}
+
+// duplicates fills the action hashes attested more than once in the period.
+func (f forensicRun) duplicates(ctx context.Context, d *ForensicData) error {
+	rows, err := f.db.Query(ctx, forensicDuplicatesSQL, f.q.AgentPDA, f.from, f.to, max(f.q.ExamplePDAs, 0), f.limit)
+	if err != nil {
+		return fmt.Errorf("duplicate hashes: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var dup Duplicate
+		var hash []byte
+		if err := rows.Scan(&hash, &dup.N, &dup.First, &dup.Last, &dup.PDAs, &d.TotalDuplicates); err != nil {
+			return fmt.Errorf("duplicate hashes: %w", err)
+		}
+		copy(dup.Hash[:], hash)
+		if len(dup.PDAs) == 0 {
+			dup.PDAs = nil
+		}
+		d.Duplicates = append(d.Duplicates, dup)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("duplicate hashes: %w", err)
+	}
+	return nil
 }
 
 // NewestForRecheck reads the newest n attestations of the agent in r,
@@ -270,134 +567,6 @@ func collectPoints(rows pgx.Rows, out *[]Point, total *int64) error {
 			return err
 		}
 		*out = append(*out, p)
-	}
-	return rows.Err()
-}
-
-func forensicAggregates(ctx context.Context, tx pgx.Tx, q ForensicQuery, from, to pgtype.Timestamptz, limit int, d *ForensicData) error {
-	gap := q.LongGap
-	if gap <= 0 {
-		gap = 100 * 365 * 24 * time.Hour // effectively never
-	}
-	burst := q.BurstPerMinute
-	if burst <= 0 {
-		burst = 1 << 30
-	}
-	rows, err := tx.Query(ctx, forensicAggregateSQL, q.AgentPDA, from, to, burst, gap.Microseconds(), limit)
-	if err != nil {
-		return fmt.Errorf("aggregate: %w", err)
-	}
-	defer rows.Close()
-	d.ByType = map[attestation.ActionType]int64{}
-	for rows.Next() {
-		var set int32
-		var day *time.Time
-		var typ *int16
-		var first, last *time.Time
-		var n, nfinal, npriv, nbad, total int64
-		if err := rows.Scan(&set, &day, &typ, &first, &last, &n, &nfinal, &npriv, &nbad, &total); err != nil {
-			return fmt.Errorf("aggregate: %w", err)
-		}
-		switch set {
-		case setDayType:
-			if day == nil || typ == nil {
-				return fmt.Errorf("aggregate: day/type row without day or type")
-			}
-			d.DayTypes = append(d.DayTypes, DayTypeCount{Day: day.UTC(), ActionType: attestation.ActionType(*typ), N: n})
-			d.ByType[attestation.ActionType(*typ)] += n
-		case setDay:
-			if day == nil {
-				return fmt.Errorf("aggregate: day row without day")
-			}
-			d.Days = append(d.Days, DayCount{Day: day.UTC(), N: n})
-		case setAll:
-			// The empty grouping set answers one row even over no rows.
-			d.Total, d.Finalized, d.Privacy, d.SignatureFailed = n, nfinal, npriv, nbad
-			d.First, d.Last = first, last
-		case rowBurst:
-			d.Bursts = append(d.Bursts, Span{At: *first, Until: *last, N: n})
-			d.TotalBursts = total
-		case rowGap:
-			d.Gaps = append(d.Gaps, Span{At: *first, Until: *last})
-			d.TotalGaps = total
-		default:
-			return fmt.Errorf("aggregate: unexpected grouping set %d", set)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("aggregate: %w", err)
-	}
-	sortDays(d)
-	return nil
-}
-
-// sortDays orders the timeline oldest first (grouping sets come unordered).
-func sortDays(d *ForensicData) {
-	slices.SortFunc(d.Days, func(a, b DayCount) int { return a.Day.Compare(b.Day) })
-	slices.SortFunc(d.DayTypes, func(a, b DayTypeCount) int {
-		if c := a.Day.Compare(b.Day); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ActionType, b.ActionType)
-	})
-}
-
-func forensicDuplicates(ctx context.Context, tx pgx.Tx, q ForensicQuery, from, to pgtype.Timestamptz, limit int, d *ForensicData) error {
-	var repeats int64
-	if err := tx.QueryRow(ctx, forensicRepeatsSQL, q.AgentPDA, from, to).Scan(&repeats); err != nil {
-		return fmt.Errorf("repeated hashes: %w", err)
-	}
-	if repeats == 0 {
-		return nil
-	}
-	if limit == 0 {
-		limit = 1 // still learn the total
-	}
-	rows, err := tx.Query(ctx, forensicDuplicatesSQL, q.AgentPDA, from, to, limit)
-	if err != nil {
-		return fmt.Errorf("duplicate hashes: %w", err)
-	}
-	index := map[[32]byte]int{}
-	var hashes [][]byte
-	for rows.Next() {
-		var dup Duplicate
-		var hash []byte
-		if err := rows.Scan(&hash, &dup.N, &dup.First, &dup.Last, &d.TotalDuplicates); err != nil {
-			rows.Close()
-			return fmt.Errorf("duplicate hashes: %w", err)
-		}
-		copy(dup.Hash[:], hash)
-		index[dup.Hash] = len(d.Duplicates)
-		hashes = append(hashes, hash)
-		d.Duplicates = append(d.Duplicates, dup)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("duplicate hashes: %w", err)
-	}
-	if q.MaxPerKind <= 0 {
-		d.Duplicates = nil
-		return nil
-	}
-	if len(hashes) == 0 || q.ExamplePDAs <= 0 {
-		return nil
-	}
-	rows, err = tx.Query(ctx, forensicDuplicatePDAsSQL, q.AgentPDA, from, to, hashes)
-	if err != nil {
-		return fmt.Errorf("duplicate hash pdas: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var hash []byte
-		var pda string
-		if err := rows.Scan(&hash, &pda); err != nil {
-			return fmt.Errorf("duplicate hash pdas: %w", err)
-		}
-		var h [32]byte
-		copy(h[:], hash)
-		if i, ok := index[h]; ok && len(d.Duplicates[i].PDAs) < q.ExamplePDAs {
-			d.Duplicates[i].PDAs = append(d.Duplicates[i].PDAs, pda)
-		}
 	}
 	return rows.Err()
 }

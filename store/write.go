@@ -174,27 +174,38 @@ type hourKey struct {
 	hour  time.Time
 }
 
+// hourCount is the change to one attestation_hours row: attestations, and
+// how many of them are in privacy mode.
+type hourCount struct{ n, privacy int64 }
+
 // counters are the changes one transaction makes to the maintained
 // counters: totals per (agent, type) and per hour.
 type counters struct {
 	totals map[counterKey]int64
-	hours  map[hourKey]int64
+	hours  map[hourKey]hourCount
 }
 
 func newCounters() counters {
-	return counters{totals: map[counterKey]int64{}, hours: map[hourKey]int64{}}
+	return counters{totals: map[counterKey]int64{}, hours: map[hourKey]hourCount{}}
 }
 
 // add counts d attestations of agent and type at ts in every counter that
 // covers them: the agent's and the global total of the type, and the four
 // hourly rows (agent or all agents, type or all types).
-func (c counters) add(agent string, typ attestation.ActionType, ts time.Time, d int64) {
+func (c counters) add(agent string, typ attestation.ActionType, ts time.Time, privacy bool, d int64) {
 	c.totals[counterKey{agent, typ}] += d
 	c.totals[counterKey{globalCounter, typ}] += d
 	h := ts.UTC().Truncate(time.Hour)
+	var p int64
+	if privacy {
+		p = d
+	}
 	for _, a := range [2]string{agent, globalCounter} {
-		c.hours[hourKey{a, int16(typ), h}] += d
-		c.hours[hourKey{a, allTypes, h}] += d
+		for _, t := range [2]int16{int16(typ), allTypes} {
+			k := hourKey{a, t, h}
+			v := c.hours[k]
+			c.hours[k] = hourCount{v.n + d, v.privacy + p}
+		}
 	}
 }
 
@@ -254,7 +265,7 @@ func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord)
 	types, payloads := make([]string, 0, len(inserted)), make([][]byte, 0, len(inserted))
 	for _, pda := range inserted {
 		r := byPDA[pda]
-		counts.add(r.AgentPDA, r.ActionType, r.Timestamp, 1)
+		counts.add(r.AgentPDA, r.ActionType, r.Timestamp, r.PrivacyMode, 1)
 		b, err := json.Marshal(r.API())
 		if err != nil {
 			return 0, fmt.Errorf("encode outbox payload: %w", err)
@@ -263,6 +274,9 @@ func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord)
 		payloads = append(payloads, b)
 	}
 	if err := addCounts(ctx, tx, counts); err != nil {
+		return 0, err
+	}
+	if err := recordRepeats(ctx, tx, inserted, byPDA); err != nil {
 		return 0, err
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_type, payload)
@@ -289,15 +303,52 @@ func addCounts(ctx context.Context, tx pgx.Tx, c counters) error {
 		return fmt.Errorf("update attestation counts: %w", err)
 	}
 	agents, types, ns = agents[:0], types[:0], ns[:0]
-	hours := make([]time.Time, 0, len(c.hours))
-	for k, n := range c.hours {
-		agents, types, hours, ns = append(agents, k.agent), append(types, k.typ), append(hours, k.hour), append(ns, n)
+	hours, privacy := make([]time.Time, 0, len(c.hours)), make([]int64, 0, len(c.hours))
+	for k, v := range c.hours {
+		agents, types, hours = append(agents, k.agent), append(types, k.typ), append(hours, k.hour)
+		ns, privacy = append(ns, v.n), append(privacy, v.privacy)
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO attestation_hours (agent_pda, action_type, hour, n)
-		SELECT * FROM unnest($1::text[], $2::smallint[], $3::timestamptz[], $4::bigint[]) ORDER BY 1, 2, 3
-		ON CONFLICT (agent_pda, action_type, hour) DO UPDATE SET n = attestation_hours.n + EXCLUDED.n`, agents, types, hours, ns)
+	_, err = tx.Exec(ctx, `INSERT INTO attestation_hours (agent_pda, action_type, hour, n, privacy)
+		SELECT * FROM unnest($1::text[], $2::smallint[], $3::timestamptz[], $4::bigint[], $5::bigint[]) ORDER BY 1, 2, 3
+		ON CONFLICT (agent_pda, action_type, hour) DO UPDATE
+		SET n = attestation_hours.n + EXCLUDED.n, privacy = attestation_hours.privacy + EXCLUDED.privacy`,
+		agents, types, hours, ns, privacy)
 	if err != nil {
 		return fmt.Errorf("update hourly attestation counts: %w", err)
+	}
+	return nil
+}
+
+// repeatsLock is the transaction-scoped advisory lock under which a write
+// looks for earlier attestations of the hashes it stored.
+const repeatsLock = 0x61747465 // "atte"
+
+// recordRepeatsSQL records the (agent, hash) pairs of the new rows ($1
+// pdas, $2 agents, $3 hashes) that another attestation has too.
+const recordRepeatsSQL = `INSERT INTO attestation_repeats (agent_pda, action_hash)
+	SELECT DISTINCT n.agent_pda, n.action_hash FROM unnest($1::text[], $2::text[], $3::bytea[]) AS n(pda, agent_pda, action_hash)
+	WHERE EXISTS (SELECT 1 FROM attestations a
+		WHERE a.action_hash = n.action_hash AND a.agent_pda = n.agent_pda AND a.pda <> n.pda)
+	ORDER BY 1, 2
+	ON CONFLICT DO NOTHING`
+
+// recordRepeats adds to attestation_repeats every (agent, action hash) pair
+// of the inserted rows that another stored attestation already has. The
+// lock makes concurrent writers take turns: each looks only after the one
+// before has committed, so two transactions storing the same pair at once
+// still find each other (the counter upserts serialise them anyway).
+func recordRepeats(ctx context.Context, tx pgx.Tx, inserted []string, byPDA map[string]*AttestationRecord) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(repeatsLock)); err != nil {
+		return fmt.Errorf("lock repeated hashes: %w", err)
+	}
+	agents, hashes := make([]string, len(inserted)), make([][]byte, len(inserted))
+	for i, pda := range inserted {
+		r := byPDA[pda]
+		agents[i], hashes[i] = r.AgentPDA, r.ActionHash[:]
+	}
+	_, err := tx.Exec(ctx, recordRepeatsSQL, inserted, agents, hashes)
+	if err != nil {
+		return fmt.Errorf("record repeated hashes: %w", err)
 	}
 	return nil
 }
@@ -408,7 +459,7 @@ func (s *Store) RemoveTransactions(ctx context.Context, txSignatures []string) (
 	var total int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `DELETE FROM attestations WHERE tx_signature = ANY($1) AND NOT finalized
-			RETURNING agent_pda, action_type, ts`, txSignatures)
+			RETURNING agent_pda, action_type, ts, privacy_mode`, txSignatures)
 		if err != nil {
 			return fmt.Errorf("remove attestations: %w", err)
 		}
@@ -417,11 +468,12 @@ func (s *Store) RemoveTransactions(ctx context.Context, txSignatures []string) (
 			var agent string
 			var typ int16
 			var ts time.Time
-			if err := rows.Scan(&agent, &typ, &ts); err != nil {
+			var privacy bool
+			if err := rows.Scan(&agent, &typ, &ts, &privacy); err != nil {
 				rows.Close()
 				return fmt.Errorf("remove attestations: %w", err)
 			}
-			counts.add(agent, attestation.ActionType(typ), ts, -1)
+			counts.add(agent, attestation.ActionType(typ), ts, privacy, -1)
 			total++
 		}
 		rows.Close()
