@@ -170,13 +170,7 @@ func openReplicas(ctx context.Context, primary *pgxpool.Pool, opt ReplicaOptions
 		}
 		cfg.MaxConns = maxConns
 		cfg.ConnConfig.ConnectTimeout = 2 * time.Second
-		if cfg.ConnConfig.RuntimeParams == nil {
-			cfg.ConnConfig.RuntimeParams = map[string]string{}
-		}
-		cfg.ConnConfig.RuntimeParams["application_name"] = "attestd"
-		if _, set := cfg.ConnConfig.RuntimeParams["random_page_cost"]; !set {
-			cfg.ConnConfig.RuntimeParams["random_page_cost"] = "1.1"
-		}
+		tune(cfg.ConnConfig)
 		name := replicaName(cfg, i)
 		pool, err := pgxpool.NewWithConfig(ctx, cfg) // connects lazily: a replica may be down at start
 		if err != nil {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/testenv"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -233,9 +236,11 @@ func TestEveryReadIsAnIndexScan(t *testing.T) {
 		FROM generate_series(1, 20000) e;
 		INSERT INTO attestation_counts SELECT agent_pda, action_type, count(*) FROM attestations GROUP BY 1, 2;
 		INSERT INTO attestation_counts SELECT '', action_type, count(*) FROM attestations GROUP BY 2;
-		INSERT INTO attestation_hours SELECT COALESCE(agent_pda, ''), COALESCE(action_type, -1), hour, count(*)
-		FROM (SELECT agent_pda, action_type, date_trunc('hour', ts, 'UTC') AS hour FROM attestations) a
-		GROUP BY GROUPING SETS ((agent_pda, action_type, hour), (agent_pda, hour), (action_type, hour), (hour));`)
+		INSERT INTO attestation_hours SELECT COALESCE(agent_pda, ''), COALESCE(action_type, -1), hour, count(*),
+			count(*) FILTER (WHERE privacy_mode)
+		FROM (SELECT agent_pda, action_type, privacy_mode, date_trunc('hour', ts, 'UTC') AS hour FROM attestations) a
+		GROUP BY GROUPING SETS ((agent_pda, action_type, hour), (agent_pda, hour), (action_type, hour), (hour));
+		INSERT INTO attestation_repeats SELECT agent_pda, action_hash FROM attestations WHERE pda LIKE '%06';`)
 	testenv.Must(t, err, "load 1M rows")
 	// What autovacuum does in production: statistics and the visibility map
 	// (which makes index-only counts cheap).
@@ -287,15 +292,73 @@ func TestEveryReadIsAnIndexScan(t *testing.T) {
 		stmt{"recent of agent", recentSQL, []any{"agent7"}},
 		stmt{"known transactions", knownTransactionsSQL, []any{[]string{"tx5", "tx19999", "nope"}}},
 	)
-	for _, s := range stmts {
+	// The forensic report of an agent over 90 days, and the write path's
+	// search for repeated hashes.
+	period := Range{From: &longAgo, To: &day}
+	from, to := bound(period.From, pgtype.NegativeInfinity), bound(period.To, pgtype.Infinity)
+	sp := splitHours(period)
+	h1, h2 := []time.Time{floorHour(longAgo)}, []time.Time{floorHour(day)}
+	stmts = append(stmts,
+		stmt{"forensic hours", forensicHoursSQL, []any{"agent7", sp.lo, sp.hi, sp.edge1From, sp.edge1To, sp.edge2From, sp.edge2To, actionTypes}},
+		stmt{"forensic side counts", forensicSideSQL, []any{"agent7", from, to}},
+		stmt{"forensic bursts", forensicBurstsSQL, []any{"agent7", from, to, h1, 5, 100}},
+		stmt{"forensic gap ends", forensicGapEndsSQL, []any{"agent7", from, to, h1, h2}},
+		stmt{"forensic gaps scan", forensicGapsScanSQL, []any{"agent7", from, to, int64(60e6), 100}},
+		stmt{"forensic duplicates", forensicDuplicatesSQL, []any{"agent7", from, to, 10, 100}},
+		stmt{"forensic revocation", forensicRevocationSQL, []any{"agent7"}},
+		stmt{"forensic after revocation", forensicAfterRevocationSQL, []any{"agent7", from, to, day, int64(5), 100}},
+		stmt{"forensic invalid", forensicInvalidSQL, []any{"agent7", from, to, 100}},
+		stmt{"forensic newest", forensicNewestSQL, []any{"agent7", from, to, 1000}},
+		stmt{"record repeats", recordRepeatsSQL, []any{[]string{"new1", "new2"}, []string{"agent7", "agent8"},
+			[][]byte{make([]byte, 32), make([]byte, 32)}}},
+	)
+	// Both plans of each statement: the custom plan made for its values,
+	// and the generic plan our connections use (plan_cache_mode, see tune).
+	conn, err := st.Pool().Acquire(ctx)
+	testenv.Must(t, err, "acquire")
+	defer conn.Release()
+	var mode string
+	testenv.Must(t, conn.QueryRow(ctx, "SHOW plan_cache_mode").Scan(&mode), "show plan_cache_mode")
+	if mode != "force_generic_plan" {
+		t.Fatalf("plan_cache_mode %q: connections should use generic plans", mode)
+	}
+	for i, s := range stmts {
 		var plan []byte
-		if err := st.Pool().QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+s.sql, s.args...).Scan(&plan); err != nil {
+		if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+s.sql, s.args...).Scan(&plan); err != nil {
 			t.Fatalf("%s: explain: %v", s.name, err)
 		}
 		if scans := seqScans(t, plan); len(scans) > 0 {
 			t.Errorf("%s: sequential scan of %v\n%s\n%s", s.name, scans, s.sql, plan)
 		}
+		generic := genericPlan(t, conn.Conn(), fmt.Sprintf("generic_%d", i), s.sql, s.args)
+		if scans := seqScans(t, generic); len(scans) > 0 {
+			t.Errorf("%s: the generic plan scans %v sequentially\n%s\n%s", s.name, scans, s.sql, generic)
+		}
+		// A generic plan keeps its parameters (where a node shows them).
+		if s.name == "get attestation" && !bytes.Contains(generic, []byte("$1")) {
+			t.Errorf("%s: not a generic plan (no $1 in it)\n%s", s.name, generic)
+		}
 	}
+}
+
+// genericPlan explains the generic plan of sql, prepared as name: EXPLAIN
+// EXECUTE with args written as literals of the parameters' types (EXPLAIN
+// with parameters would plan for their values).
+func genericPlan(t *testing.T, conn *pgx.Conn, name, sql string, args []any) []byte {
+	t.Helper()
+	ctx := context.Background()
+	sd, err := conn.Prepare(ctx, name, sql)
+	testenv.Must(t, err, "prepare %s", name)
+	lits := make([]string, len(args))
+	for i, a := range args {
+		var typ, lit string
+		testenv.Must(t, conn.QueryRow(ctx, "SELECT format_type($1, NULL)", sd.ParamOIDs[i]).Scan(&typ), "type of $%d", i+1)
+		testenv.Must(t, conn.QueryRow(ctx, "SELECT quote_nullable($1::"+typ+")", a).Scan(&lit), "literal of $%d", i+1)
+		lits[i] = lit + "::" + typ
+	}
+	var plan []byte
+	testenv.Must(t, conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) EXECUTE "+name+"("+strings.Join(lits, ", ")+")").Scan(&plan), "explain %s", name)
+	return plan
 }
 
 // seqScans lists the relations a JSON plan scans sequentially, ignoring
