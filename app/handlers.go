@@ -206,9 +206,10 @@ func marshal(v any) ([]byte, error) {
 // cached answers a public read from the cache, loading it with load on a
 // miss, with the caching headers of how (see sendCacheable). load returns
 // the response body and whether it can never change; a store.ErrNotFound
-// from it becomes notFound. When final is set and the value can never
+// from it becomes the error notFound makes (only then: hits format no
+// message). When final is set and the value can never
 // change (a finalized attestation), final replaces how.
-func (a *API) cached(c *fiber.Ctx, key string, notFound *apierror.Error, how cacheable, final *cacheable, load func(ctx context.Context) (any, bool, error)) error {
+func (a *API) cached(c *fiber.Ctx, key string, notFound func() error, how cacheable, final *cacheable, load func(ctx context.Context) (any, bool, error)) error {
 	v, _, err := a.deps.Cache.GetValue(c.UserContext(), key, func(ctx context.Context) ([]byte, bool, error) {
 		body, immutable, err := load(ctx)
 		if err != nil {
@@ -218,7 +219,7 @@ func (a *API) cached(c *fiber.Ctx, key string, notFound *apierror.Error, how cac
 		return b, immutable, err
 	})
 	if errors.Is(err, cache.ErrNotFound) && notFound != nil {
-		return notFound
+		return notFound()
 	}
 	if err != nil {
 		return err
@@ -276,7 +277,9 @@ func (a *API) getAttestation(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	notFound := apierror.NotFound(apierror.CodeAttestationNotFound, "no attestation with pda %s", id)
+	notFound := func() error {
+		return apierror.NotFound(apierror.CodeAttestationNotFound, "no attestation with pda %s", id)
+	}
 	// Confirmed, a fork can still drop it: short. Finalized, it never
 	// changes: immutable.
 	how := cacheable{control: a.cc.Confirmed, general: httpcache.KeyConfirmed, prefix: httpcache.PrefixAttestation, id: id}
@@ -292,7 +295,7 @@ func (a *API) getAgent(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	notFound := apierror.NotFound(apierror.CodeAgentNotFound, "no agent with pda %s", id)
+	notFound := func() error { return apierror.NotFound(apierror.CodeAgentNotFound, "no agent with pda %s", id) }
 	how := cacheable{control: a.cc.Index, general: httpcache.KeyAgents, prefix: httpcache.PrefixAgent, id: id}
 	return a.cached(c, cache.NewKey("agent").String(id).Key(), notFound, how, nil, func(ctx context.Context) (any, bool, error) {
 		ag, err := a.deps.Store.GetAgent(ctx, id, a.deps.Now())
@@ -305,7 +308,7 @@ func (a *API) getAgentStats(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	notFound := apierror.NotFound(apierror.CodeAgentNotFound, "no agent with pda %s", id)
+	notFound := func() error { return apierror.NotFound(apierror.CodeAgentNotFound, "no agent with pda %s", id) }
 	how := cacheable{control: a.cc.Index, general: httpcache.KeyAgents, prefix: httpcache.PrefixAgent, id: id}
 	return a.cached(c, cache.NewKey("agent-stats").String(id).Key(), notFound, how, nil, func(ctx context.Context) (any, bool, error) {
 		st, err := a.deps.Store.GetAgentStats(ctx, id, a.deps.Now())

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,22 +20,21 @@ import (
 
 const requestIDHeader = "X-Request-ID"
 
-// requestID honours a sane incoming X-Request-ID or makes one, and echoes it.
+// requestID honours a sane incoming X-Request-ID or makes one, and echoes
+// it. The response header is where the id lives (requestIDOf reads it
+// back): setting it copies the bytes, so nothing is allocated here.
 func (a *API) requestID(c *fiber.Ctx) error {
-	id := c.Get(requestIDHeader)
-	if !validRequestID(id) {
-		id = newRequestID()
+	h := &c.Response().Header
+	if id := c.Request().Header.Peek(requestIDHeader); validRequestID(id) {
+		h.SetBytesV(requestIDHeader, id)
 	} else {
-		id = string([]byte(id)) // copy: Fiber reuses the header buffer
+		var buf [32]byte
+		h.SetBytesV(requestIDHeader, appendRequestID(buf[:0]))
 	}
-	a.setRequestID(c, id)
 	return c.Next()
 }
 
-func (a *API) setRequestID(c *fiber.Ctx, id string) {
-	c.Locals(requestIDHeader, id)
-	c.Set(requestIDHeader, id)
-}
+func (a *API) setRequestID(c *fiber.Ctx, id string) { c.Set(requestIDHeader, id) }
 
 // Request ids: a random per-process prefix and a counter, unique across
 // nodes and cheap on the hot path.
@@ -47,25 +47,27 @@ var (
 	requestCounter atomic.Uint64
 )
 
-func newRequestID() string {
-	return requestIDPrefix + strconv.FormatUint(requestCounter.Add(1), 36)
+func appendRequestID(b []byte) []byte {
+	return strconv.AppendUint(append(b, requestIDPrefix...), requestCounter.Add(1), 36)
 }
 
-func validRequestID(s string) bool {
-	if s == "" || len(s) > 128 {
+func newRequestID() string { return string(appendRequestID(nil)) }
+
+func validRequestID(s []byte) bool {
+	if len(s) == 0 || len(s) > 128 {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7e {
+	for _, c := range s {
+		if c < 0x21 || c > 0x7e {
 			return false
 		}
 	}
 	return true
 }
 
+// requestIDOf is the request's id (a copy), "" before requestID ran.
 func requestIDOf(c *fiber.Ctx) string {
-	id, _ := c.Locals(requestIDHeader).(string)
-	return id
+	return string(c.Response().Header.Peek(requestIDHeader))
 }
 
 // recover turns a panic into a logged 500 without internals.
@@ -83,8 +85,26 @@ func (a *API) recover(c *fiber.Ctx) (err error) {
 
 type httpMetrics struct {
 	duration     *prometheus.HistogramVec
+	observers    sync.Map // observerKey → prometheus.Observer: duration's children
 	inflight     prometheus.Gauge
 	refusedConns prometheus.Counter
+}
+
+// observerKey names one child of the duration histogram. Its strings are
+// constants (route patterns from the route table, method and status
+// labels), so the set is bounded and safe to keep.
+type observerKey struct{ route, method, class string }
+
+// observer is duration.WithLabelValues, remembered: the lookup by labels
+// hashes and checks them on every call, a cost every request paid.
+func (m *httpMetrics) observer(route, method, class string) prometheus.Observer {
+	k := observerKey{route, method, class}
+	if o, ok := m.observers.Load(k); ok {
+		return o.(prometheus.Observer)
+	}
+	o := m.duration.WithLabelValues(route, method, class)
+	m.observers.Store(k, o)
+	return o
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -108,7 +128,7 @@ var statusClass = [...]string{"1xx", "2xx", "3xx", "4xx", "5xx"}
 
 // observe records latency per route and writes the access log.
 func (a *API) observe(c *fiber.Ctx) error {
-	start := time.Now()
+	start := c.Context().Time() // when the request was read: fasthttp took the time already
 	a.m.inflight.Inc()
 	err := c.Next()
 	if err != nil {
@@ -134,7 +154,7 @@ func (a *API) observe(c *fiber.Ctx) error {
 	}
 	// Labels outlive the request: only constant strings (c.Method() points
 	// into a buffer fasthttp reuses), and a bounded set of them.
-	a.m.duration.WithLabelValues(route, methodLabel(c.Method()), cls).Observe(el.Seconds())
+	a.m.observer(route, methodLabel(c.Method()), cls).Observe(el.Seconds())
 	if a.deps.AccessLogAll || status >= 500 || el > time.Second {
 		a.log.Info("request", "request_id", requestIDOf(c), "method", methodOf(c), "path", c.Path(),
 			"route", route, "status", strconv.Itoa(status), "duration_ms", float64(el.Microseconds())/1000, "ip", c.IP())

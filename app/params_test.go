@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/store"
+	"github.com/gagliardetto/solana-go"
 )
 
 func TestParseLimitOffset(t *testing.T) {
@@ -168,4 +169,28 @@ func referenceQValue(v string) int {
 		return 0
 	}
 	return n
+}
+
+// FuzzParseAddressIsCanonical: ParseAddress answers the input itself, not
+// a re-encoding, so every string it accepts must be the one canonical
+// base58 spelling of its 32 bytes, and a 32-byte key's spelling must be
+// accepted as it is.
+func FuzzParseAddressIsCanonical(f *testing.F) {
+	for _, s := range []string{"11111111111111111111111111111111", "1111111111111111111111111111111z",
+		"4NkNZ9GyvKikuG6Bk67npuC8rfAFhNSZyomvUqgzveo9", "JEKNVnkbo3jma5nREBBJCDoXFVeKkD56V3xKrvRmWxFG", "0OIl"} {
+		f.Add(s, []byte(s))
+	}
+	f.Fuzz(func(t *testing.T, s string, key []byte) {
+		if got, err := ParseAddress("id", s); err == nil {
+			pk, perr := solana.PublicKeyFromBase58(s)
+			if perr != nil || got != s || pk.String() != s {
+				t.Fatalf("accepted %q as %q; its bytes spell %q (%v)", s, got, pk.String(), perr)
+			}
+		}
+		var k solana.PublicKey
+		copy(k[:], key)
+		if got, err := ParseAddress("id", k.String()); err != nil || got != k.String() {
+			t.Fatalf("key %x spelled %q: %q, %v", k[:], k.String(), got, err)
+		}
+	})
 }

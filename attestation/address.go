@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/bits"
 
 	"github.com/gagliardetto/solana-go"
 )
@@ -73,9 +74,69 @@ func ParseAddress(s string) (solana.PublicKey, error) {
 	if len(s) < 32 || len(s) > 44 {
 		return solana.PublicKey{}, errors.New("address must be 32 to 44 base58 characters")
 	}
-	pk, err := solana.PublicKeyFromBase58(s)
-	if err != nil {
+	pk, ok := decodeAddress(s)
+	if !ok {
 		return solana.PublicKey{}, errors.New("address is not valid base58 for 32 bytes")
 	}
 	return pk, nil
+}
+
+// base58Digits maps a byte to its base58 digit (Bitcoin alphabet), 0xff
+// for bytes outside the alphabet.
+var base58Digits = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for i, c := range "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz" {
+		t[c] = byte(i)
+	}
+	return t
+}()
+
+// decodeAddress decodes base58 to exactly 32 bytes, as base58 decoding
+// followed by a length check does (FuzzDecodeAddress holds it to that),
+// without allocating: every request that names an agent or an
+// attestation decodes one. Leading '1's are leading zero bytes; the rest
+// is a number, read ten digits at a time into four 64-bit limbs, whose
+// significant bytes must fill the rest of the 32.
+func decodeAddress(s string) (pk solana.PublicKey, ok bool) {
+	zeros := 0
+	for zeros < len(s) && s[zeros] == '1' {
+		zeros++
+	}
+	var n [4]uint64 // little-endian limbs
+	for i := zeros; i < len(s); {
+		// Up to ten digits at a time: 58^10 < 2^64.
+		chunk, scale := uint64(0), uint64(1)
+		for k := 0; k < 10 && i < len(s); k, i = k+1, i+1 {
+			d := base58Digits[s[i]]
+			if d == 0xff {
+				return pk, false
+			}
+			chunk, scale = chunk*58+uint64(d), scale*58
+		}
+		carry := chunk
+		for j := range n {
+			hi, lo := bits.Mul64(n[j], scale)
+			var c uint64
+			n[j], c = bits.Add64(lo, carry, 0)
+			carry = hi + c
+		}
+		if carry != 0 {
+			return pk, false // 2^256 or more
+		}
+	}
+	var be [32]byte
+	for j := range n {
+		binary.BigEndian.PutUint64(be[24-8*j:], n[j])
+	}
+	significant := 32
+	for significant > 0 && be[32-significant] == 0 {
+		significant--
+	}
+	if zeros+significant != 32 {
+		return pk, false
+	}
+	copy(pk[zeros:], be[32-significant:])
+	return pk, true
 }

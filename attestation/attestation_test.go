@@ -174,3 +174,29 @@ func FuzzParseAddress(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeAddress holds decodeAddress to the reference decoder: base58
+// decoding by the Solana library, then exactly 32 bytes.
+func FuzzDecodeAddress(f *testing.F) {
+	for _, s := range []string{DefaultProgramID, strings.Repeat("1", 32), strings.Repeat("1", 33), strings.Repeat("1", 31) + "2",
+		"JEKNVnkbo3jma5nREBBJCDoXFVeKkD56V3xKrvRmWxFG", "JEKNVnkbo3jma5nREBBJCDoXFVeKkD56V3xKrvRmWxFH", strings.Repeat("z", 44),
+		"1" + DefaultProgramID, DefaultProgramID + "1", "0OIl", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := decodeAddress(s)
+		want, err := solana.PublicKeyFromBase58(s)
+		if ok != (err == nil) || (ok && got != want) {
+			t.Fatalf("%q: decodeAddress %x %v; reference %x %v", s, got[:], ok, want[:], err)
+		}
+	})
+}
+
+func BenchmarkParseAddress(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseAddress(DefaultProgramID); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
