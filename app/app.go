@@ -109,7 +109,7 @@ func New(d Deps) *API {
 		}
 		next(rctx)
 	}
-	a.fiber.Use(a.requestID, a.recover, a.observe)
+	a.fiber.Use(a.front)
 	for _, mw := range d.Middleware {
 		a.fiber.Use(mw)
 	}
