@@ -9,6 +9,7 @@ import (
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/testenv"
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -228,5 +229,23 @@ func TestReplicasFromEnv(t *testing.T) {
 	_, err = ReplicasFromEnv(env(map[string]string{"DATABASE_READ_URLS": "postgres://u@h/db,postgres://u:s3cret@h:99999/db"}))
 	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "replica 2") {
 		t.Fatalf("error %v: want replica 2 named, no password", err)
+	}
+}
+
+func TestSessionDefaultsYieldToTheURL(t *testing.T) {
+	for _, tc := range []struct {
+		url, plan, pageCost string
+	}{
+		{"postgres://u@h/db", "force_generic_plan", "1.1"},
+		{"postgres://u@h/db?plan_cache_mode=auto", "auto", "1.1"},
+		{"postgres://u@h/db?random_page_cost=4&plan_cache_mode=force_custom_plan", "force_custom_plan", "4"},
+	} {
+		cfg, err := pgx.ParseConfig(tc.url)
+		testenv.Must(t, err, "parse %s", tc.url)
+		tune(cfg)
+		p := cfg.RuntimeParams
+		if p["plan_cache_mode"] != tc.plan || p["random_page_cost"] != tc.pageCost || p["application_name"] != "attestd" {
+			t.Errorf("%s: session settings %v", tc.url, p)
+		}
 	}
 }

@@ -63,8 +63,7 @@ type Store struct {
 	timeout  time.Duration
 }
 
-// tune sets the session settings every connection of ours starts with,
-// unless the URL sets them (options=-c...):
+// tune sets the session settings every connection of ours starts with:
 //   - random_page_cost 1.1: index pages of this workload are hot and
 //     storage is SSD, so random reads are cheap (the default 4 assumes
 //     disks);
@@ -74,6 +73,9 @@ type Store struct {
 //     their plans are index scans whatever the values (a test holds every
 //     read to that), while a custom plan at 10M rows cost more to make than
 //     to run: 0.5 ms of planning for a 0.2 ms count.
+//
+// A URL parameter of the same name (pgx sends unknown URL parameters as
+// session settings) keeps its own value.
 func tune(cfg *pgx.ConnConfig) {
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
