@@ -90,14 +90,7 @@ func TestForensicMatchesTheRows(t *testing.T) {
 	}
 	checkForensic(t, st, rng, now, agents)
 
-	rng.Shuffle(len(txs), func(i, j int) { txs[i], txs[j] = txs[j], txs[i] })
-	_, err := st.Finalize(ctx, txs[:len(txs)/3])
-	testenv.Must(t, err, "finalize")
-	removed, err := st.RemoveTransactions(ctx, txs[len(txs)/4:len(txs)*3/4])
-	testenv.Must(t, err, "remove")
-	if removed == 0 {
-		t.Fatal("fork removal removed nothing: the test does not exercise it")
-	}
+	finalizeAndFork(t, st, rng, txs)
 	checkForensic(t, st, rng, now, agents)
 }
 
