@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Payment statuses (migrations/0005_payments.sql).
@@ -59,6 +60,15 @@ func (s *Store) ClaimPayment(ctx context.Context, p Payment) (int64, error) {
 		WHERE payments.status = 'released'
 		RETURNING id`, p.MessageHash[:], sig, p.Network, p.Asset, p.PayTo, p.Payer, int64(p.Amount), p.Route, p.Node).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, ErrPaymentUsed
+	}
+	// ON CONFLICT resolves only the message hash. The same payment claimed
+	// at the same moment by two requests also collides on the transaction
+	// signature, whose unique index is not the arbiter: the second insert
+	// then fails with unique_violation instead of finding the first row.
+	// Either key taken means the payment is in use.
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation
 		return 0, ErrPaymentUsed
 	}
 	if err != nil {

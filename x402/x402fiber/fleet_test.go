@@ -22,7 +22,7 @@ func TestSamePaymentTwoNodes(t *testing.T) {
 			payment := f.wallet(t, a.challenge(t, http.MethodGet, path, nil))
 			before := f.balance(t)
 			const n = 8
-			statuses := make([]int, n)
+			statuses, bodies := make([]int, n), make([]string, n)
 			var wg sync.WaitGroup
 			start := make(chan struct{})
 			for i := 0; i < n; i++ {
@@ -34,22 +34,26 @@ func TestSamePaymentTwoNodes(t *testing.T) {
 						node = b
 					}
 					<-start
-					statuses[i] = node.pay(t, http.MethodGet, path, nil, payment).Status
+					r := node.pay(t, http.MethodGet, path, nil, payment)
+					statuses[i], bodies[i] = r.Status, string(r.Body)
 				}()
 			}
 			close(start)
 			wg.Wait()
 			ok, replayed := 0, 0
-			for _, s := range statuses {
+			var other []string
+			for i, s := range statuses {
 				switch s {
 				case http.StatusOK:
 					ok++
 				case http.StatusConflict:
 					replayed++
+				default:
+					other = append(other, bodies[i])
 				}
 			}
 			if ok != 1 || replayed != n-1 {
-				t.Fatalf("statuses %v: want one 200 and %d 409", statuses, n-1)
+				t.Fatalf("statuses %v: want one 200 and %d 409; other answers: %v", statuses, n-1, other)
 			}
 			if got := f.balance(t); got != before+price {
 				t.Fatalf("payTo %d -> %d", before, got)
