@@ -250,6 +250,15 @@ func (w *Web) lookup(c *fiber.Ctx) (rec sessionRecord, token string, ok bool, er
 	return rec, token, true, nil
 }
 
+// signedIn is lookup for routes that need a session: no session is a 401.
+func (w *Web) signedIn(c *fiber.Ctx) (sessionRecord, string, error) {
+	rec, token, ok, err := w.lookup(c)
+	if err == nil && !ok {
+		err = refused("not signed in")
+	}
+	return rec, token, err
+}
+
 // checkCSRF refuses a state-changing call whose CSRF header is not the
 // session's token.
 func checkCSRF(c *fiber.Ctx, rec sessionRecord) error {
@@ -283,12 +292,9 @@ func (w *Web) session(c *fiber.Ctx) error {
 	if _, err := app.QueryParams(c); err != nil {
 		return err
 	}
-	rec, _, ok, err := w.lookup(c)
+	rec, _, err := w.signedIn(c)
 	if err != nil {
 		return err
-	}
-	if !ok {
-		return refused("not signed in")
 	}
 	return c.JSON(fiber.Map{"data": SessionView{Account: rec.Account, Wallet: rec.Wallet, CSRFToken: rec.CSRF,
 		ExpiresAt: attestation.At(time.Unix(rec.Expires, 0))}})
@@ -299,12 +305,9 @@ func (w *Web) signOut(c *fiber.Ctx) error {
 	if _, err := app.QueryParams(c); err != nil {
 		return err
 	}
-	rec, token, ok, err := w.lookup(c)
+	rec, token, err := w.signedIn(c)
 	if err != nil {
 		return err
-	}
-	if !ok {
-		return refused("not signed in")
 	}
 	if err := checkCSRF(c, rec); err != nil {
 		return err
@@ -344,12 +347,9 @@ func (w *Web) payments(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	rec, _, ok, err := w.lookup(c)
+	rec, _, err := w.signedIn(c)
 	if err != nil {
 		return err
-	}
-	if !ok {
-		return refused("not signed in")
 	}
 	ps, err := w.opt.Store.ListPayments(c.UserContext(), store.PaymentFilter{Payer: rec.Wallet, Limit: limit})
 	if err != nil {
