@@ -44,11 +44,7 @@ func accountsLinkWallet(ctx context.Context, args []string, out io.Writer) error
 	if _, err := web.PublicKey(*wallet); err != nil {
 		return fmt.Errorf("--wallet: %w", err)
 	}
-	cfg, _, err := loadConfig()
-	if err != nil {
-		return err
-	}
-	st, err := openStore(ctx, cfg, false)
+	_, _, st, err := commandStore(ctx)
 	if err != nil {
 		return err
 	}

@@ -46,11 +46,7 @@ func runKeys(ctx context.Context, args []string) error {
 // keyService opens the store (and Redis when configured, to announce
 // changes to serving nodes) and a passive key service over them.
 func keyService(ctx context.Context) (*apikey.Service, func(), error) {
-	cfg, log, err := loadConfig()
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := openStore(ctx, cfg, false)
+	cfg, log, st, err := commandStore(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

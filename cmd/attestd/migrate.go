@@ -11,11 +11,7 @@ func runMigrate(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, log, err := loadConfig()
-	if err != nil {
-		return err
-	}
-	st, err := openStore(ctx, cfg, false)
+	_, log, st, err := commandStore(ctx)
 	if err != nil {
 		return err
 	}

@@ -42,11 +42,7 @@ func runPayments(ctx context.Context, args []string) error {
 	if *limit < 1 || *limit > 10_000 || *since < 0 || fs.NArg() > 0 {
 		return errors.New(paymentsUsage)
 	}
-	cfg, _, err := loadConfig()
-	if err != nil {
-		return err
-	}
-	st, err := openStore(ctx, cfg, false)
+	_, _, st, err := commandStore(ctx)
 	if err != nil {
 		return err
 	}

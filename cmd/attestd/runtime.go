@@ -41,6 +41,20 @@ func loadConfig() (config.Config, *slog.Logger, error) {
 	return cfg, newLogger(cfg.LogLevel), nil
 }
 
+// commandStore loads the configuration and opens the primary, as the
+// one-shot commands (migrate, seed, keys, payments, accounts) need.
+func commandStore(ctx context.Context) (config.Config, *slog.Logger, *store.Store, error) {
+	cfg, log, err := loadConfig()
+	if err != nil {
+		return cfg, nil, nil, err
+	}
+	st, err := openStore(ctx, cfg, false)
+	if err != nil {
+		return cfg, nil, nil, err
+	}
+	return cfg, log, st, nil
+}
+
 // openStore connects to Postgres (writes, and the indexer, always use
 // DATABASE_URL; replicas, when given, serve reads that can use them).
 func openStore(ctx context.Context, cfg config.Config, lazy bool, replicas ...store.ReplicaOptions) (*store.Store, error) {
