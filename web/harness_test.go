@@ -6,10 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -32,13 +29,6 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // TestBuildOpenAPIRouterFirst runs before the parallel tests, so apptest
 // builds its OpenAPI router once.
 func TestBuildOpenAPIRouterFirst(t *testing.T) { apptest.BuildRouter(t) }
-
-func logger() *slog.Logger {
-	if os.Getenv("ATTESTD_TEST_LOGS") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, nil))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
 
 // harness is a node as attestd serve composes it for the web application:
 // the public API, the pages and sign-in, keys (with sessions), webhooks.
@@ -83,17 +73,17 @@ func newHarness(t testing.TB, o harnessOpt) *harness {
 		Configure: func(d *app.Deps) { deps = *d },
 		Routes: func(api *app.API) {
 			h.web, err = web.New(web.Options{Store: deps.Store, Redis: rdb, Prefix: h.env.Prefix + "web:",
-				Config: web.Config{SessionTTL: time.Hour}, Logger: logger(), Now: func() time.Time { return h.now() }})
+				Config: web.Config{SessionTTL: time.Hour}, Logger: apptest.Logger(), Now: func() time.Time { return h.now() }})
 			testenv.Must(t, err, "web")
 			h.web.Routes(api)
-			h.keys, err = apikey.New(context.Background(), apikey.Options{Store: deps.Store, Logger: logger(), Sessions: h.web})
+			h.keys, err = apikey.New(context.Background(), apikey.Options{Store: deps.Store, Logger: apptest.Logger(), Sessions: h.web})
 			testenv.Must(t, err, "key service")
 			h.keys.Routes(api)
 			hooks, err := webhook.NewAPI(webhook.APIOptions{Store: deps.Store, Queue: queue.New(rdb, h.env.Prefix, wcfg.Partitions),
-				Config: wcfg, Logger: logger()})
+				Config: wcfg, Logger: apptest.Logger()})
 			testenv.Must(t, err, "webhook api")
 			hooks.Routes(api, h.keys.Require(apikey.RequireOptions{AllowSession: true}))
-			prem, err := premium.New(premium.Options{Store: deps.Store, Cache: deps.Cache, Logger: logger()})
+			prem, err := premium.New(premium.Options{Store: deps.Store, Cache: deps.Cache, Logger: apptest.Logger()})
 			testenv.Must(t, err, "premium")
 			prem.Routes(api, h.keys.Require(apikey.RequireOptions{})) // as attestd serve without payments
 		},

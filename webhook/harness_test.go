@@ -9,10 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,13 +34,6 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // builds its OpenAPI router once.
 func TestBuildOpenAPIRouterFirst(t *testing.T) {
 	apptest.BuildRouter(t)
-}
-
-func logger() *slog.Logger {
-	if os.Getenv("ATTESTD_TEST_LOGS") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 var (
@@ -119,7 +110,7 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 			testenv.Must(t, err, "key service")
 			h.keys = svc
 			svc.Routes(api)
-			a, err := webhook.NewAPI(webhook.APIOptions{Store: deps.Store, Queue: h.q, Config: h.cfg, Logger: logger()})
+			a, err := webhook.NewAPI(webhook.APIOptions{Store: deps.Store, Queue: h.q, Config: h.cfg, Logger: apptest.Logger()})
 			testenv.Must(t, err, "webhook api")
 			a.Routes(api, svc.Require(apikey.RequireOptions{}))
 		},
@@ -227,7 +218,7 @@ func (h *harness) startWorker(t *testing.T, cfg webhook.Config, name string) (st
 func startWorkerOn(t *testing.T, env *apptest.Env, rdb redis.UniversalClient, cfg webhook.Config, name string) (stop func()) {
 	t.Helper()
 	w, err := webhook.NewWorker(webhook.WorkerOptions{Store: env.Store, Queue: queue.New(rdb, env.Prefix, cfg.Partitions),
-		Config: cfg, Logger: logger().With("test", t.Name()), Name: name, ReconcileEvery: time.Second,
+		Config: cfg, Logger: apptest.Logger().With("test", t.Name()), Name: name, ReconcileEvery: time.Second,
 		BreakerCooldown: 200 * time.Millisecond})
 	testenv.Must(t, err, "worker")
 	ctx, cancel := context.WithCancel(context.Background())

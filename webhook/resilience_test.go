@@ -173,7 +173,7 @@ func TestSeededEventsReachSubscribers(t *testing.T) {
 	rc := newReceiver(t, nil)
 	w := h.create(t, key, map[string]any{"url": rc.URL(), "events": webhook.Events})
 	h.startWorker(t, h.cfg, "w1")
-	_, err := seed.Run(context.Background(), h.env.Store, seed.Options{Agents: 4, Attestations: 60, Seed: 11, BatchSize: 25, Logger: logger()})
+	_, err := seed.Run(context.Background(), h.env.Store, seed.Options{Agents: 4, Attestations: 60, Seed: 11, BatchSize: 25, Logger: apptest.Logger()})
 	testenv.Must(t, err, "seed")
 	var want int
 	testenv.Must(t, h.env.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM outbox`).Scan(&want), "count")

@@ -54,14 +54,14 @@ func NewEnvOn(t testing.TB, databaseURL, redisURL, prefix string, opt Options) *
 	_, err = st.Migrate(ctx)
 	testenv.Must(t, err, "migrate")
 	rdb := NewRedis(t, redisURL)
-	c, err := cache.New(ctx, rdb, cache.Options{Prefix: prefix, SkipSubscriber: true, Logger: quietLogger()})
+	c, err := cache.New(ctx, rdb, cache.Options{Prefix: prefix, SkipSubscriber: true, Logger: Logger()})
 	testenv.Must(t, err, "writer cache")
 	t.Cleanup(c.Close)
 	st.SetNotifier(c)
 	e := &Env{DatabaseURL: databaseURL, RedisURL: redisURL, Prefix: prefix, Store: st}
 	if opt.Agents > 0 {
 		e.Seeded, err = seed.Run(ctx, st, seed.Options{Agents: opt.Agents, Attestations: opt.Attestations, Seed: 7,
-			Now: opt.SeedNow, Logger: quietLogger()})
+			Now: opt.SeedNow, Logger: Logger()})
 		testenv.Must(t, err, "seed")
 	}
 	return e
@@ -79,11 +79,13 @@ func NewRedis(t testing.TB, url string) *redis.Client {
 	return rdb
 }
 
-func init() { cache.RouteRedisLogs(quietLogger()) }
+func init() { cache.RouteRedisLogs(Logger()) }
 
-func quietLogger() *slog.Logger {
+// Logger is the logger of the nodes and services tests start: silent,
+// or everything down to debug on stderr when ATTESTD_TEST_LOGS is set.
+func Logger() *slog.Logger {
 	if os.Getenv("ATTESTD_TEST_LOGS") != "" {
-		return slog.Default()
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
@@ -101,7 +103,7 @@ func (e *Env) NewLimiter(t testing.TB, limit int) *ratelimit.Limiter {
 	rdb := redis.NewClient(opt)
 	t.Cleanup(func() { rdb.Close() })
 	l, err := ratelimit.New(rdb, ratelimit.Config{Limit: limit, Window: time.Minute,
-		KeyPrefix: e.Prefix + "rl:", Timeout: 3 * time.Second}, prometheus.NewRegistry(), quietLogger())
+		KeyPrefix: e.Prefix + "rl:", Timeout: 3 * time.Second}, prometheus.NewRegistry(), Logger())
 	testenv.Must(t, err, "rate limiter")
 	t.Cleanup(l.Close)
 	return l
@@ -140,10 +142,10 @@ func (e *Env) StartNode(t testing.TB, opt NodeOptions) *Node {
 	rdb := NewRedis(t, e.RedisURL)
 	reg := prometheus.NewRegistry()
 	c, err := cache.New(ctx, rdb, cache.Options{Prefix: e.Prefix, Disabled: opt.CacheDisabled, LocalBytes: opt.LocalBytes,
-		Registerer: reg, Logger: quietLogger(), RedisTimeout: 150 * time.Millisecond, PollInterval: 200 * time.Millisecond})
+		Registerer: reg, Logger: Logger(), RedisTimeout: 150 * time.Millisecond, PollInterval: 200 * time.Millisecond})
 	testenv.Must(t, err, "cache")
 	st.SetNotifier(c)
-	deps := app.Deps{Store: st, Cache: c, Logger: quietLogger(), Registerer: reg}
+	deps := app.Deps{Store: st, Cache: c, Logger: Logger(), Registerer: reg}
 	if opt.Configure != nil {
 		opt.Configure(&deps)
 	}

@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -45,17 +42,10 @@ type fixture struct {
 	agent    string
 }
 
-func quiet() *slog.Logger {
-	if os.Getenv("ATTESTD_TEST_LOGS") != "" {
-		return slog.Default()
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	env := apptest.NewEnv(t, apptest.Options{Agents: 2, Attestations: 60})
-	chain, err := devnet.Start(context.Background(), devnet.Config{SlotInterval: -1, Logger: quiet()})
+	chain, err := devnet.Start(context.Background(), devnet.Config{SlotInterval: -1, Logger: apptest.Logger()})
 	testenv.Must(t, err, "devnet")
 	t.Cleanup(chain.Close)
 	f := &fixture{env: env, chain: chain, feePayer: chain.NewKeypair(), payTo: chain.NewKeypair().PublicKey(),
@@ -110,7 +100,7 @@ func (f *fixture) nodeWith(t *testing.T, cfg verifier.Config, hc *http.Client, r
 			testenv.Must(t, err, "key service")
 			t.Cleanup(svc.Close)
 			pn.reg = prometheus.NewRegistry()
-			vopt := verifier.Options{Config: cfg, KeyPrefix: f.env.Prefix + "x402:", Ledger: deps.Store, Logger: quiet(),
+			vopt := verifier.Options{Config: cfg, KeyPrefix: f.env.Prefix + "x402:", Ledger: deps.Store, Logger: apptest.Logger(),
 				Registerer: pn.reg, HTTPClient: hc}
 			if redisGuard {
 				vopt.Redis = apptest.NewRedis(t, f.env.RedisURL)
