@@ -51,7 +51,7 @@ func SendJSON(c *fiber.Ctx, b []byte) error {
 		return c.Send(b)
 	}
 	c.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
-	if !acceptsGzip(c) {
+	if !AcceptsGzip(c) {
 		return c.Send(b)
 	}
 	var buf bytes.Buffer
@@ -80,7 +80,7 @@ func SendValue(c *fiber.Ctx, v cache.Value) error {
 		return c.Send(v.JSON)
 	}
 	c.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
-	if acceptsGzip(c) {
+	if AcceptsGzip(c) {
 		c.Set(fiber.HeaderContentEncoding, "gzip")
 		return c.Send(v.Gzip)
 	}
@@ -105,7 +105,7 @@ type cacheable struct {
 // answer is compressed depends on its size, which a cache cannot know
 // beforehand. The 304 carries the headers its 200 would (RFC 9110 15.4.5).
 func sendCacheable(c *fiber.Ctx, v cache.Value, how cacheable) error {
-	gz := v.Gzip != nil && acceptsGzip(c)
+	gz := v.Gzip != nil && AcceptsGzip(c)
 	etag := v.ETag
 	if gz {
 		etag = v.GzipETag
@@ -129,12 +129,12 @@ func sendCacheable(c *fiber.Ctx, v cache.Value, how cacheable) error {
 	return c.Send(v.JSON)
 }
 
-// acceptsGzip reports whether the request's Accept-Encoding (every line
+// AcceptsGzip reports whether the request's Accept-Encoding (every line
 // of it) makes gzip acceptable: listed with a q above 0, or not listed and
 // "*" listed with a q above 0. The q parameter's name is case-insensitive;
 // a malformed q counts as 0. It reads the request's buffers without
 // copying or allocating.
-func acceptsGzip(c *fiber.Ctx) bool {
+func AcceptsGzip(c *fiber.Ctx) bool {
 	return gzipAcceptableLines(c.Request().Header.PeekAll(fiber.HeaderAcceptEncoding))
 }
 

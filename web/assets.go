@@ -1,17 +1,15 @@
 package web
 
 import (
-	"bytes"
-	"compress/gzip"
-	"crypto/sha256"
 	"embed"
-	"encoding/base64"
 	"fmt"
 	"io/fs"
 	"mime"
 	"path"
 	"strings"
 
+	"github.com/attestd/attestd/app"
+	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/gofiber/fiber/v2"
 )
@@ -19,12 +17,12 @@ import (
 //go:embed assets
 var assetFS embed.FS
 
-// asset is one embedded file, ready to send: its bytes, their gzip form
-// (nil when it does not pay) and a strong ETag of the content.
+// asset is one embedded file, ready to send: its bytes with their gzip
+// form and the strong tags of both, made as the cache makes them
+// (cache.MakeValue), and its content type.
 type asset struct {
-	body, gz    []byte
+	v           cache.Value
 	contentType string
-	etag        string
 }
 
 // loadAssets reads every embedded file once, at start.
@@ -38,20 +36,7 @@ func loadAssets() (map[string]*asset, error) {
 		if err != nil {
 			return err
 		}
-		sum := sha256.Sum256(b)
-		a := &asset{body: b, contentType: contentType(p), etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`}
-		if len(b) > 512 {
-			var buf bytes.Buffer
-			zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-			_, _ = zw.Write(b)
-			if err := zw.Close(); err != nil {
-				return fmt.Errorf("gzip %s: %w", p, err)
-			}
-			if buf.Len() < len(b) {
-				a.gz = buf.Bytes()
-			}
-		}
-		out[strings.TrimPrefix(p, "assets/")] = a
+		out[strings.TrimPrefix(p, "assets/")] = &asset{v: cache.MakeValue(b, false), contentType: contentType(p)}
 		return nil
 	})
 	if err != nil {
@@ -90,15 +75,13 @@ const AssetCacheControl = "public, max-age=60, s-maxage=60"
 func (a *asset) send(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, AssetCacheControl)
 	c.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
-	etag := a.etag
-	body := a.body
-	gz := a.gz != nil && acceptsGzip(c)
+	etag, body := a.v.ETag, a.v.JSON
+	gz := a.v.Gzip != nil && app.AcceptsGzip(c)
 	if gz {
-		etag = strings.TrimSuffix(a.etag, `"`) + `-gz"`
-		body = a.gz
+		etag, body = a.v.GzipETag, a.v.Gzip
 	}
-	c.Set(fiber.HeaderETag, etag)
-	if httpcache.NoneMatch(c.Request().Header.PeekAll(fiber.HeaderIfNoneMatch), []byte(etag)) {
+	c.Response().Header.SetBytesV(fiber.HeaderETag, etag)
+	if httpcache.NoneMatch(c.Request().Header.PeekAll(fiber.HeaderIfNoneMatch), etag) {
 		return c.SendStatus(fiber.StatusNotModified)
 	}
 	c.Set(fiber.HeaderContentType, a.contentType)
@@ -106,17 +89,4 @@ func (a *asset) send(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentEncoding, "gzip")
 	}
 	return c.Send(body)
-}
-
-// acceptsGzip reports whether Accept-Encoding lists gzip (or x-gzip) with
-// a non-zero weight.
-func acceptsGzip(c *fiber.Ctx) bool {
-	for _, part := range strings.Split(c.Get(fiber.HeaderAcceptEncoding), ",") {
-		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if n := strings.TrimSpace(name); strings.EqualFold(n, "gzip") || strings.EqualFold(n, "x-gzip") {
-			q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
-			return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
-		}
-	}
-	return false
 }
