@@ -52,6 +52,9 @@ type Deps struct {
 	// HTTPCache is how long caches may reuse public answers (zero: the
 	// defaults).
 	HTTPCache httpcache.Policy
+	// Timeouts bound each connection's reads, writes and idle waits (zero
+	// fields: the defaults).
+	Timeouts Timeouts
 }
 
 // API is the HTTP application.
@@ -61,8 +64,8 @@ type API struct {
 	started time.Time
 	m       *httpMetrics
 	fiber   *fiber.App
-	cc      httpcache.Headers
-	doc     cache.Value // the OpenAPI document, with its tags
+	control struct{ index, confirmed, finalized []byte } // Cache-Control of public answers (Deps.HTTPCache)
+	doc     cache.Value                                  // the OpenAPI document, with its tags
 	docErr  error
 }
 
@@ -74,7 +77,10 @@ func New(d Deps) *API {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	a := &API{deps: d, log: d.Logger, started: time.Now(), m: newHTTPMetrics(d.Registerer), cc: d.HTTPCache.Headers()}
+	d.Timeouts = d.Timeouts.withDefaults()
+	a := &API{deps: d, log: d.Logger, started: time.Now(), m: newHTTPMetrics(d.Registerer)}
+	cc := d.HTTPCache.Headers()
+	a.control.index, a.control.confirmed, a.control.finalized = []byte(cc.Index), []byte(cc.Confirmed), []byte(cc.Finalized)
 	if b, err := openapi.JSON(); err != nil {
 		a.docErr = err
 	} else {
@@ -87,9 +93,9 @@ func New(d Deps) *API {
 		AppName:               "attestd " + buildinfo.Version,
 		DisableStartupMessage: true,
 		ErrorHandler:          a.handleError,
-		ReadTimeout:           15 * time.Second,
-		WriteTimeout:          15 * time.Second,
-		IdleTimeout:           90 * time.Second,
+		ReadTimeout:           d.Timeouts.Read,
+		WriteTimeout:          d.Timeouts.Write,
+		IdleTimeout:           d.Timeouts.Idle,
 		BodyLimit:             1 << 20,
 		ReadBufferSize:        16 << 10,
 		// Large enough that a list page (~11 KB) leaves in one write with its
@@ -140,10 +146,12 @@ func (a *API) Listen(ctx context.Context, addr string, grace time.Duration) erro
 	return <-errc
 }
 
-// Serve answers on ln (with the per-IP connection cap, and a lingering
-// close so early answers reach clients still sending) until shut down.
+// Serve answers on ln (with the per-IP connection cap, a lingering close
+// so early answers reach clients still sending, and deadlines applied
+// only when they move) until shut down.
 func (a *API) Serve(ln net.Listener) error {
-	return a.fiber.Listener(newLimitListener(lingerListener{ln}, a.deps.ConnLimit, a.m.refusedConns))
+	ln = newLimitListener(lingerListener{ln}, a.deps.ConnLimit, a.m.refusedConns)
+	return a.fiber.Listener(deadlineListener{Listener: ln, slack: a.deps.Timeouts.slack()})
 }
 
 func (a *API) routes() {

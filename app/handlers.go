@@ -90,7 +90,7 @@ func SendValue(c *fiber.Ctx, v cache.Value) error {
 // cacheable says how a public answer may be cached: its Cache-Control, and
 // its surrogate keys (a general key, and prefix+id when id is set).
 type cacheable struct {
-	control string
+	control []byte // one of API.control's
 	general string
 	prefix  string
 	id      string
@@ -111,10 +111,10 @@ func sendCacheable(c *fiber.Ctx, v cache.Value, how cacheable) error {
 		etag = v.GzipETag
 	}
 	h := &c.Response().Header
-	h.Set(fiber.HeaderCacheControl, how.control)
-	h.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
+	h.SetCanonical(headerCacheControl, how.control)
+	h.SetCanonical(headerVary, acceptEncoding)
 	if len(etag) > 0 {
-		h.SetBytesV(fiber.HeaderETag, etag)
+		h.SetCanonical(headerETag, etag)
 	}
 	httpcache.SetKeys(c, how.general, how.prefix, how.id)
 	if len(etag) > 0 && httpcache.NoneMatch(c.Request().Header.PeekAll(fiber.HeaderIfNoneMatch), etag) {
@@ -203,13 +203,23 @@ func marshal(v any) ([]byte, error) {
 	return b, nil
 }
 
-// cached answers a public read from the cache, loading it with load on a
-// miss, with the caching headers of how (see sendCacheable). load returns
-// the response body and whether it can never change; a store.ErrNotFound
-// from it becomes the error notFound makes (only then: hits format no
-// message). When final is set and the value can never
-// change (a finalized attestation), final replaces how.
-func (a *API) cached(c *fiber.Ctx, key string, notFound func() error, how cacheable, final *cacheable, load func(ctx context.Context) (any, bool, error)) error {
+// cached answers a public read from the cache with the caching headers of
+// how (see sendCacheable): from this node's memory when it holds key, or
+// else loaded (Redis, then load). key is the request's cache key.
+func (a *API) cached(c *fiber.Ctx, key []byte, how cacheable, load func(ctx context.Context) (any, bool, error)) error {
+	v, ok := a.deps.Cache.Peek(key)
+	if !ok {
+		var err error
+		if v, err = a.load(c, string(key), load); err != nil {
+			return err
+		}
+	}
+	return sendCacheable(c, v, how)
+}
+
+// load gets key's value through the cache, loading it with load on a
+// miss: load returns the answer's body and whether it can never change.
+func (a *API) load(c *fiber.Ctx, key string, load func(ctx context.Context) (any, bool, error)) (cache.Value, error) {
 	v, _, err := a.deps.Cache.GetValue(c.UserContext(), key, func(ctx context.Context) ([]byte, bool, error) {
 		body, immutable, err := load(ctx)
 		if err != nil {
@@ -218,33 +228,65 @@ func (a *API) cached(c *fiber.Ctx, key string, notFound func() error, how cachea
 		b, err := marshal(body)
 		return b, immutable, err
 	})
-	if errors.Is(err, cache.ErrNotFound) && notFound != nil {
-		return notFound()
+	return v, err
+}
+
+// addressRead is a public read of one record named by the address in the
+// path: an attestation, an agent, an agent's statistics.
+type addressRead struct {
+	param string // the path parameter
+	kind  string // the cache key's kind
+	// caching says how the answer about id may be cached (immutable: the
+	// value can never change).
+	caching func(a *API, id string, immutable bool) cacheable
+	// load loads the answer's body about id, and whether it can never
+	// change; store.ErrNotFound for an unknown id.
+	load     func(a *API, ctx context.Context, id string) (any, bool, error)
+	notFound func(id string) error
+}
+
+// maxAddressLen is the longest base58 text of 32 bytes.
+const maxAddressLen = 44
+
+// readAddress answers r. The cache key is r.kind and the address as the
+// path spells it. When this node's memory holds that key the answer is
+// sent without decoding the address: only answers about addresses that
+// passed validation are ever cached, and base58 spells each address one
+// way, so holding the key vouches for the text. Otherwise the address is
+// validated (400 when it is not one) and the answer loaded, under the
+// same key.
+func (a *API) readAddress(c *fiber.Ctx, r *addressRead) error {
+	if _, err := QueryParams(c); err != nil {
+		return err
+	}
+	raw := c.Params(r.param) // Fiber's buffer: used within this request only
+	if len(raw) <= maxAddressLen {
+		if v, ok := a.deps.Cache.Peek(cache.NewKey(r.kind).String(raw).Bytes()); ok {
+			return sendCacheable(c, v, r.caching(a, raw, v.Immutable))
+		}
+	}
+	id, err := ParseAddress(r.param, raw) // a copy, safe to keep
+	if err != nil {
+		return err
+	}
+	v, err := a.load(c, cache.NewKey(r.kind).String(id).Key(), func(ctx context.Context) (any, bool, error) {
+		return r.load(a, ctx, id)
+	})
+	if errors.Is(err, cache.ErrNotFound) {
+		return r.notFound(id)
 	}
 	if err != nil {
 		return err
 	}
-	if final != nil && v.Immutable {
-		how = *final
-	}
-	return sendCacheable(c, v, how)
-}
-
-// pathAddress validates the only-path-parameter routes: no query
-// parameters, and an address in the path.
-func pathAddress(c *fiber.Ctx, param string) (string, error) {
-	if _, err := QueryParams(c); err != nil {
-		return "", err
-	}
-	return ParseAddress(param, c.Params(param))
+	return sendCacheable(c, v, r.caching(a, id, v.Immutable))
 }
 
 func (a *API) stats(c *fiber.Ctx) error {
 	if _, err := QueryParams(c); err != nil {
 		return err
 	}
-	how := cacheable{control: a.cc.Index, general: httpcache.KeyStats}
-	return a.cached(c, cache.NewKey("stats").Key(), nil, how, nil, func(ctx context.Context) (any, bool, error) {
+	how := cacheable{control: a.control.index, general: httpcache.KeyStats}
+	return a.cached(c, statsKey, how, func(ctx context.Context) (any, bool, error) {
 		st, err := a.deps.Store.Stats(ctx, a.deps.Now())
 		return st, false, err
 	})
@@ -255,8 +297,8 @@ func (a *API) listAttestations(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	how := cacheable{control: a.cc.Index, general: httpcache.KeyLists, prefix: httpcache.PrefixAgent, id: q.filter.AgentPDA}
-	return a.cached(c, q.cacheKey(), nil, how, nil, func(ctx context.Context) (any, bool, error) {
+	how := cacheable{control: a.control.index, general: httpcache.KeyLists, prefix: httpcache.PrefixAgent, id: q.filter.AgentPDA}
+	return a.cached(c, q.cacheKey(cache.NewKey("list")).Bytes(), how, func(ctx context.Context) (any, bool, error) {
 		page, err := a.deps.Store.ListAttestations(ctx, q.filter)
 		if err != nil {
 			return nil, false, err
@@ -272,49 +314,64 @@ func (a *API) listAttestations(c *fiber.Ctx) error {
 	})
 }
 
-func (a *API) getAttestation(c *fiber.Ctx) error {
-	id, err := pathAddress(c, "id")
-	if err != nil {
-		return err
-	}
-	notFound := func() error {
-		return apierror.NotFound(apierror.CodeAttestationNotFound, "no attestation with pda %s", id)
-	}
+// statsKey is the cache key of GET /stats, which takes no parameters.
+var statsKey = cache.NewKey("stats").Bytes()
+
+func (a *API) getAttestation(c *fiber.Ctx) error { return a.readAddress(c, &attestationRead) }
+
+var attestationRead = addressRead{
+	param: "id",
+	kind:  "attestation",
 	// Confirmed, a fork can still drop it: short. Finalized, it never
 	// changes: immutable.
-	how := cacheable{control: a.cc.Confirmed, general: httpcache.KeyConfirmed, prefix: httpcache.PrefixAttestation, id: id}
-	final := cacheable{control: a.cc.Finalized, prefix: httpcache.PrefixAttestation, id: id}
-	return a.cached(c, cache.NewKey("attestation").String(id).Key(), notFound, how, &final, func(ctx context.Context) (any, bool, error) {
+	caching: func(a *API, id string, immutable bool) cacheable {
+		if immutable {
+			return cacheable{control: a.control.finalized, prefix: httpcache.PrefixAttestation, id: id}
+		}
+		return cacheable{control: a.control.confirmed, general: httpcache.KeyConfirmed, prefix: httpcache.PrefixAttestation, id: id}
+	},
+	load: func(a *API, ctx context.Context, id string) (any, bool, error) {
 		at, err := a.deps.Store.GetAttestation(ctx, id)
 		return dataBody{Data: at}, at.Commitment == attestation.Finalized, err
-	})
+	},
+	notFound: func(id string) error {
+		return apierror.NotFound(apierror.CodeAttestationNotFound, "no attestation with pda %s", id)
+	},
 }
 
-func (a *API) getAgent(c *fiber.Ctx) error {
-	id, err := pathAddress(c, "agentId")
-	if err != nil {
-		return err
-	}
-	notFound := func() error { return apierror.NotFound(apierror.CodeAgentNotFound, "no agent with pda %s", id) }
-	how := cacheable{control: a.cc.Index, general: httpcache.KeyAgents, prefix: httpcache.PrefixAgent, id: id}
-	return a.cached(c, cache.NewKey("agent").String(id).Key(), notFound, how, nil, func(ctx context.Context) (any, bool, error) {
+func (a *API) getAgent(c *fiber.Ctx) error { return a.readAddress(c, &agentRead) }
+
+var agentRead = addressRead{
+	param:   "agentId",
+	kind:    "agent",
+	caching: agentCaching,
+	load: func(a *API, ctx context.Context, id string) (any, bool, error) {
 		ag, err := a.deps.Store.GetAgent(ctx, id, a.deps.Now())
 		return dataBody{Data: ag}, false, err
-	})
+	},
+	notFound: agentNotFound,
 }
 
-func (a *API) getAgentStats(c *fiber.Ctx) error {
-	id, err := pathAddress(c, "agentId")
-	if err != nil {
-		return err
-	}
-	notFound := func() error { return apierror.NotFound(apierror.CodeAgentNotFound, "no agent with pda %s", id) }
-	how := cacheable{control: a.cc.Index, general: httpcache.KeyAgents, prefix: httpcache.PrefixAgent, id: id}
-	return a.cached(c, cache.NewKey("agent-stats").String(id).Key(), notFound, how, nil, func(ctx context.Context) (any, bool, error) {
+func (a *API) getAgentStats(c *fiber.Ctx) error { return a.readAddress(c, &agentStatsRead) }
+
+var agentStatsRead = addressRead{
+	param:   "agentId",
+	kind:    "agent-stats",
+	caching: agentCaching,
+	load: func(a *API, ctx context.Context, id string) (any, bool, error) {
 		st, err := a.deps.Store.GetAgentStats(ctx, id, a.deps.Now())
 		if st.RecentAttestations == nil {
 			st.RecentAttestations = []attestation.Attestation{}
 		}
 		return dataBody{Data: st}, false, err
-	})
+	},
+	notFound: agentNotFound,
+}
+
+func agentCaching(a *API, id string, _ bool) cacheable {
+	return cacheable{control: a.control.index, general: httpcache.KeyAgents, prefix: httpcache.PrefixAgent, id: id}
+}
+
+func agentNotFound(id string) error {
+	return apierror.NotFound(apierror.CodeAgentNotFound, "no agent with pda %s", id)
 }

@@ -163,7 +163,7 @@ func (a *API) health(c *fiber.Ctx) error {
 }
 
 // openAPIControl: the document changes only with a release.
-const openAPIControl = "public, max-age=300"
+var openAPIControl = []byte("public, max-age=300")
 
 func (a *API) openAPI(c *fiber.Ctx) error {
 	if a.docErr != nil {

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -240,5 +241,52 @@ func TestUnknownParameterOnARouteWithoutAny(t *testing.T) {
 	res := node.Get(t, "/health?verbose=1")
 	if res.Status != 400 || res.ErrorCode() != "INVALID_PARAM" || !strings.Contains(string(res.Body), `\"verbose\"; this route takes none`) {
 		t.Fatalf("%d %s", res.Status, res.Body)
+	}
+}
+
+// TestSlowClientIsCutAfterKeptAliveRequests: a client that trickles a
+// request's headers is cut at the read timeout, also on a connection whose
+// earlier requests left the (longer) idle deadline in force: the node
+// applies deadlines only when they move, and an earlier one must move.
+func TestSlowClientIsCutAfterKeptAliveRequests(t *testing.T) {
+	env := apptest.NewEnv(t, apptest.Options{})
+	const read, idle = time.Second, 8 * time.Second
+	node := env.StartNode(t, apptest.NodeOptions{Configure: func(d *app.Deps) {
+		d.Timeouts = app.Timeouts{Read: read, Write: time.Second, Idle: idle}
+	}})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(node.Root, "http://"))
+	testenv.Must(t, err, "dial")
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	br := bufio.NewReader(conn)
+	for i := range 40 {
+		_, err := io.WriteString(conn, "GET /api/v1/no-such-route HTTP/1.1\r\nHost: attestd\r\n\r\n")
+		testenv.Must(t, err, "write request %d", i)
+		res, err := http.ReadResponse(br, nil)
+		testenv.Must(t, err, "read answer %d", i)
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound {
+			t.Fatalf("request %d: %d, want 404", i, res.StatusCode)
+		}
+	}
+	start := time.Now()
+	_, err = io.WriteString(conn, "GET /api/v1/stats HTTP/1.1\r\nHost: attestd\r\n") // and nothing more
+	testenv.Must(t, err, "write the first half")
+	res, err := http.ReadResponse(br, nil)
+	took := time.Since(start)
+	switch {
+	case err == nil:
+		res.Body.Close()
+		if res.StatusCode != http.StatusRequestTimeout {
+			t.Fatalf("a half-sent request got %d, want 408 or a closed connection", res.StatusCode)
+		}
+	case !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF):
+		t.Fatalf("waiting for the node to cut the connection: %v (after %v)", err, took)
+	}
+	// Cut at the read timeout (less up to the slack), well before the idle
+	// timeout: the bound leaves room for a loaded machine.
+	if took < read-read/8-50*time.Millisecond || took > idle/2 {
+		t.Fatalf("cut after %v; want about the read timeout %v (the idle timeout is %v)", took, read, idle)
 	}
 }

@@ -28,7 +28,7 @@ var rawTransport = &http.Transport{DisableCompression: true, MaxIdleConnsPerHost
 // fetch sends one request with the given headers and checks the answer
 // against the OpenAPI document (a gzip body is checked decompressed; HEAD
 // answers, which the document does not list apart from GET, are not).
-func fetch(t *testing.T, node *apptest.Node, method, path string, header map[string]string) *apptest.Response {
+func fetch(t testing.TB, node *apptest.Node, method, path string, header map[string]string) *apptest.Response {
 	t.Helper()
 	req, err := http.NewRequest(method, node.URL+path, nil)
 	if err != nil {

@@ -40,10 +40,10 @@ func (a *API) front(c *fiber.Ctx) (err error) {
 func (a *API) requestID(c *fiber.Ctx) {
 	h := &c.Response().Header
 	if id := c.Request().Header.Peek(requestIDHeader); validRequestID(id) {
-		h.SetBytesV(requestIDHeader, id)
+		h.SetCanonical(headerRequestID, id)
 	} else {
 		var buf [32]byte
-		h.SetBytesV(requestIDHeader, appendRequestID(buf[:0]))
+		h.SetCanonical(headerRequestID, appendRequestID(buf[:0]))
 	}
 }
 
@@ -94,8 +94,26 @@ func (a *API) panicked(c *fiber.Ctx, r any) error {
 type httpMetrics struct {
 	duration     *prometheus.HistogramVec
 	observers    sync.Map // observerKey → prometheus.Observer: duration's children
-	inflight     prometheus.Gauge
+	inflight     *inflightGauge
 	refusedConns prometheus.Counter
+}
+
+// inflightGauge is a gauge kept as an integer: one atomic add per change,
+// where a prometheus.Gauge compares-and-swaps a float (and retries when
+// the other core changed it meanwhile), twice per request.
+type inflightGauge struct {
+	n    atomic.Int64
+	desc *prometheus.Desc
+}
+
+func newInflightGauge() *inflightGauge {
+	return &inflightGauge{desc: prometheus.NewDesc("attestd_http_requests_in_flight", "Requests being served.", nil, nil)}
+}
+
+func (g *inflightGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+func (g *inflightGauge) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(g.n.Load()))
 }
 
 // observerKey names one child of the duration histogram. Its strings are
@@ -122,8 +140,7 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Help:    "HTTP request latency by route pattern, method and status class.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route", "method", "status"}),
-		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_http_requests_in_flight",
-			Help: "Requests being served."}),
+		inflight: newInflightGauge(),
 		refusedConns: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_http_connections_refused_total",
 			Help: "Connections refused because their client IP held the most allowed (ATTESTD_MAX_CONNS_PER_IP)."}),
 	}
@@ -137,8 +154,8 @@ var statusClass = [...]string{"1xx", "2xx", "3xx", "4xx", "5xx"}
 // observe records latency per route and writes the access log.
 func (a *API) observe(c *fiber.Ctx) error {
 	start := c.Context().Time() // when the request was read: fasthttp took the time already
-	a.m.inflight.Inc()
-	defer a.m.inflight.Dec() // a panic unwinds through here too
+	a.m.inflight.n.Add(1)
+	defer a.m.inflight.n.Add(-1) // a panic unwinds through here too
 	err := c.Next()
 	if err != nil {
 		// Let the error handler write the response now so the status is known.

@@ -3,6 +3,8 @@ package app
 import (
 	"encoding/base64"
 	"fmt"
+	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,49 +32,73 @@ type listQuery struct {
 // QueryParams returns the query parameters, rejecting unknown names and
 // repeated ones so a typo is a clear 400 rather than a silently wider answer.
 func QueryParams(c *fiber.Ctx, allowed ...string) (map[string]string, error) {
+	q, err := checkQuery(c, allowed)
+	if err != nil || q.present == 0 {
+		return nil, err // reads of a nil map find nothing; no allocation on the hot path
+	}
+	out := make(map[string]string, bits.OnesCount32(q.present))
+	for i, name := range allowed {
+		if v, ok := q.get(i); ok {
+			out[name] = string(v)
+		}
+	}
+	return out, nil
+}
+
+// maxQueryNames bounds the names one route takes.
+const maxQueryNames = 16
+
+// queryArgs is a request's query checked against the names its route
+// takes (allowed): at most one value each, no other name. It holds the
+// values without copying them, so it must not outlive the request.
+type queryArgs struct {
+	vals    [maxQueryNames][]byte // by index in allowed
+	present uint32                // bit i: allowed[i] was given
+}
+
+// get returns allowed[i]'s value and whether it was given.
+func (q *queryArgs) get(i int) ([]byte, bool) { return q.vals[i], q.present&(1<<i) != 0 }
+
+// checkQuery applies QueryParams's rules without allocating: the values
+// stay in the request's buffers (see queryArgs).
+func checkQuery(c *fiber.Ctx, allowed []string) (queryArgs, error) {
+	var q queryArgs
+	if len(allowed) > maxQueryNames {
+		panic("app: a route takes more than 16 query parameters")
+	}
 	args := c.Context().QueryArgs()
 	if args.Len() == 0 {
-		return nil, nil // reads of a nil map find nothing; no allocation on the hot path
+		return q, nil
 	}
-	out := make(map[string]string, args.Len())
 	var err error
 	args.VisitAll(func(k, v []byte) {
 		if err != nil {
 			return
 		}
-		key := "" // the allowed name it matches: a constant, no copy of k
-		for _, a := range allowed {
-			if a == string(k) { // compared in place, not converted
-				key = a
-				break
-			}
-		}
+		i := slices.IndexFunc(allowed, func(a string) bool { return a == string(k) }) // compared in place
 		switch {
-		case key == "" && len(allowed) == 0:
+		case i < 0 && len(allowed) == 0:
 			err = apierror.Invalid("unknown query parameter %q; this route takes none", k)
-			return
-		case key == "":
+		case i < 0:
 			err = apierror.Invalid("unknown query parameter %q; allowed: %s", k, strings.Join(allowed, ", "))
-			return
+		case q.present&(1<<i) != 0:
+			err = apierror.Invalid("query parameter %q given more than once", allowed[i])
+		default:
+			q.vals[i], q.present = v, q.present|1<<i
 		}
-		if _, dup := out[key]; dup {
-			err = apierror.Invalid("query parameter %q given more than once", key)
-			return
-		}
-		out[key] = string(v)
 	})
-	return out, err
+	return q, err
 }
 
 // ParseLimit parses limit: default def, clamped to max, 400 when not a
-// whole number >= 1.
-func ParseLimit(v string, present bool, def, max int) (int, error) {
+// whole number >= 1. v may be the request's bytes: it is not kept.
+func ParseLimit[V ~string | ~[]byte](v V, present bool, def, max int) (int, error) {
 	if !present {
 		return def, nil
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
+	n, err := strconv.ParseInt(string(v), 10, 64)
 	if err != nil || n < 1 {
-		return 0, apierror.Invalid("limit must be a whole number from 1 to %d (larger values are clamped), got %q", max, v)
+		return 0, apierror.Invalid("limit must be a whole number from 1 to %d (larger values are clamped), got %q", max, string(v))
 	}
 	if n > int64(max) {
 		return max, nil
@@ -81,14 +107,14 @@ func ParseLimit(v string, present bool, def, max int) (int, error) {
 }
 
 // ParseOffset parses offset: 0 when absent, 400 when negative, not a
-// number or above max.
-func ParseOffset(v string, present bool, max int) (int, error) {
+// number or above max. v may be the request's bytes: it is not kept.
+func ParseOffset[V ~string | ~[]byte](v V, present bool, max int) (int, error) {
 	if !present {
 		return 0, nil
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
+	n, err := strconv.ParseInt(string(v), 10, 64)
 	if err != nil || n < 0 {
-		return 0, apierror.Invalid("offset must be a whole number >= 0, got %q", v)
+		return 0, apierror.Invalid("offset must be a whole number >= 0, got %q", string(v))
 	}
 	if n > int64(max) {
 		return 0, apierror.Invalid("offset must be at most %d; page deeper with the cursor (pagination.nextCursor)", max)
@@ -145,56 +171,62 @@ func DecodeCursor(s string) (*store.Cursor, error) {
 	return &store.Cursor{Timestamp: time.Unix(sec, 0).UTC(), Slot: slot, PDA: parts[2]}, nil
 }
 
-// parseListQuery validates GET /attestations parameters.
+// listParams are the query parameters of GET /attestations, in the order
+// parseListQuery reads them.
+var listParams = []string{"limit", "offset", "cursor", "agentPda", "actionType", "from", "to"}
+
+// parseListQuery validates GET /attestations parameters. The common ones
+// (limit, offset) are read from the request's bytes without copying.
 func parseListQuery(c *fiber.Ctx) (listQuery, error) {
 	var q listQuery
-	p, err := QueryParams(c, "limit", "offset", "cursor", "agentPda", "actionType", "from", "to")
+	p, err := checkQuery(c, listParams)
 	if err != nil {
 		return q, err
 	}
-	v, ok := p["limit"]
+	v, ok := p.get(0)
 	if q.filter.Limit, err = ParseLimit(v, ok, DefaultLimit, MaxLimit); err != nil {
 		return q, err
 	}
-	v, ok = p["offset"]
+	v, ok = p.get(1)
 	if q.filter.Offset, err = ParseOffset(v, ok, MaxOffset); err != nil {
 		return q, err
 	}
-	if v, ok := p["cursor"]; ok {
+	if v, ok := p.get(2); ok {
 		if q.filter.Offset != 0 {
 			return q, apierror.Invalid("use either cursor or offset, not both")
 		}
-		if q.filter.After, err = DecodeCursor(v); err != nil {
-			return q, err
-		}
-		q.cursor = v
-	}
-	if v, ok := p["agentPda"]; ok {
-		if q.filter.AgentPDA, err = ParseAddress("agentPda", v); err != nil {
+		q.cursor = string(v)
+		if q.filter.After, err = DecodeCursor(q.cursor); err != nil {
 			return q, err
 		}
 	}
-	if v, ok := p["actionType"]; ok {
-		t, err := parseActionType(v)
+	if v, ok := p.get(3); ok {
+		if q.filter.AgentPDA, err = ParseAddress("agentPda", string(v)); err != nil {
+			return q, err
+		}
+	}
+	if v, ok := p.get(4); ok {
+		t, err := parseActionType(string(v))
 		if err != nil {
 			return q, err
 		}
 		q.filter.ActionType = &t
 	}
-	if q.filter.Range, err = ParseRange(p); err != nil {
+	from, hasFrom := p.get(5)
+	to, hasTo := p.get(6)
+	if q.filter.Range, err = parseRange(string(from), hasFrom, string(to), hasTo); err != nil {
 		return q, err
 	}
 	return q, nil
 }
 
-// cacheKey is an injective encoding of the normalised query.
-func (q listQuery) cacheKey() string {
+// cacheKey is an injective encoding of the normalised query, added to k
+// (cache.NewKey("list"), made by the caller: on its stack).
+func (q listQuery) cacheKey(k cache.Key) cache.Key {
 	f := q.filter
-	k := cache.NewKey("list").String(f.AgentPDA).Range(f.Range).Int(int64(f.Limit)).Int(int64(f.Offset)).String(q.cursor)
+	k = k.String(f.AgentPDA).Range(f.Range).Int(int64(f.Limit)).Int(int64(f.Offset)).String(q.cursor)
 	if f.ActionType != nil {
-		k.Int(int64(*f.ActionType))
-	} else {
-		k.Absent()
+		return k.Int(int64(*f.ActionType))
 	}
-	return k.Key()
+	return k.Absent()
 }

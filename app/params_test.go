@@ -1,12 +1,17 @@
 package app
 
 import (
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/store"
 	"github.com/gagliardetto/solana-go"
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 )
 
 func TestParseLimitOffset(t *testing.T) {
@@ -193,4 +198,88 @@ func FuzzParseAddressIsCanonical(f *testing.F) {
 			t.Fatalf("key %x spelled %q: %q, %v", k[:], k.String(), got, err)
 		}
 	})
+}
+
+// FuzzQueryParamsRules holds the allocation-free query checking
+// (checkQuery, under QueryParams and the list route) to the map-building
+// one it replaced: the same values, and an error for the same queries
+// (unknown names, repeated names). ParseLimit and ParseOffset read the
+// request's bytes as they read strings.
+func FuzzQueryParamsRules(f *testing.F) {
+	for _, s := range []string{"", "limit=5", "limit=1&limit=2", "nope=1", "limit", "limit=&offset=", "a=b&a=c",
+		"%ZZ&&&=&;=", "limit=%31%30", "offset=-1&cursor=x&from=2026-01-01", "to=1&to"} {
+		f.Add(s)
+	}
+	app := fiber.New()
+	routes := [][]string{nil, {"limit", "offset"}, listParams}
+	f.Fuzz(func(t *testing.T, query string) {
+		var rc fasthttp.RequestCtx
+		rc.Request.SetRequestURI("/x?" + query)
+		c := app.AcquireCtx(&rc)
+		defer app.ReleaseCtx(c)
+		for _, allowed := range routes {
+			want, wantErr := referenceQueryParams(c, allowed...)
+			got, err := QueryParams(c, allowed...)
+			if (err != nil) != (wantErr != nil) || (err != nil && err.Error() != wantErr.Error()) {
+				t.Fatalf("%q with %v: error %v, reference %v", query, allowed, err, wantErr)
+			}
+			if err == nil && !maps.Equal(got, want) {
+				t.Fatalf("%q with %v: %v, reference %v", query, allowed, got, want)
+			}
+			if err != nil {
+				continue
+			}
+			q, _ := checkQuery(c, allowed)
+			for i, name := range allowed {
+				v, ok := q.get(i)
+				s, sok := want[name]
+				if ok != sok || string(v) != s {
+					t.Fatalf("%q: %s = %q %v, reference %q %v", query, name, v, ok, s, sok)
+				}
+				l1, e1 := ParseLimit(v, ok, DefaultLimit, MaxLimit)
+				l2, e2 := ParseLimit(s, sok, DefaultLimit, MaxLimit)
+				o1, e3 := ParseOffset(v, ok, MaxOffset)
+				o2, e4 := ParseOffset(s, sok, MaxOffset)
+				if l1 != l2 || fmt.Sprint(e1) != fmt.Sprint(e2) || o1 != o2 || fmt.Sprint(e3) != fmt.Sprint(e4) {
+					t.Fatalf("%q: bytes and string parse differently: %d %v / %d %v, %d %v / %d %v", v, l1, e1, l2, e2, o1, e3, o2, e4)
+				}
+			}
+		}
+	})
+}
+
+// referenceQueryParams is QueryParams as it was written before checkQuery.
+func referenceQueryParams(c *fiber.Ctx, allowed ...string) (map[string]string, error) {
+	args := c.Context().QueryArgs()
+	if args.Len() == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, args.Len())
+	var err error
+	args.VisitAll(func(k, v []byte) {
+		if err != nil {
+			return
+		}
+		key := ""
+		for _, a := range allowed {
+			if a == string(k) {
+				key = a
+				break
+			}
+		}
+		switch {
+		case key == "" && len(allowed) == 0:
+			err = apierror.Invalid("unknown query parameter %q; this route takes none", k)
+			return
+		case key == "":
+			err = apierror.Invalid("unknown query parameter %q; allowed: %s", k, strings.Join(allowed, ", "))
+			return
+		}
+		if _, dup := out[key]; dup {
+			err = apierror.Invalid("query parameter %q given more than once", key)
+			return
+		}
+		out[key] = string(v)
+	})
+	return out, err
 }

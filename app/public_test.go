@@ -12,6 +12,7 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 )
@@ -286,6 +287,26 @@ func TestGetAttestationAndAgent(t *testing.T) {
 	if st.Data.TotalAttestations != want || sum != want || len(st.Data.ByType) != 7 || len(st.Data.RecentAttestations) != 10 {
 		t.Fatalf("agent stats %+v, want total %d", st.Data, want)
 	}
+	// The node answers these from memory now (without decoding the
+	// address): the checks of every request still hold, and a remembered
+	// 404 is still a 404.
+	for range 2 {
+		for _, tc := range []struct {
+			path, code string
+			status     int
+		}{
+			{"/agents/" + ag + "?x=1", "INVALID_PARAM", 400},
+			{"/agents/" + ag + "/stats?limit=1", "INVALID_PARAM", 400},
+			{"/attestations/" + a.PDA + "?x=1", "INVALID_PARAM", 400},
+			{"/agents/" + ag + "x", "INVALID_PARAM", 400},
+			{"/agents/11111111111111111111111111111111/stats", "AGENT_NOT_FOUND", 404},
+			{"/attestations/11111111111111111111111111111111", "ATTESTATION_NOT_FOUND", 404},
+		} {
+			if r := node.Get(t, tc.path); r.Status != tc.status || r.ErrorCode() != tc.code {
+				t.Errorf("%s: %d %s, want %d %s", tc.path, r.Status, r.ErrorCode(), tc.status, tc.code)
+			}
+		}
+	}
 	// A revocation shows on the agent, with its time, once indexed.
 	victim := env.Seeded.Agents[1].PDA.String()
 	revokedAt := time.Now().UTC().Truncate(time.Second)
@@ -343,9 +364,11 @@ func TestStatsAndHealth(t *testing.T) {
 func TestMethodsRoutesAndPanics(t *testing.T) {
 	t.Parallel()
 	env := apptest.NewEnv(t, apptest.Options{})
+	release := make(chan struct{})
 	node := env.StartNode(t, apptest.NodeOptions{Routes: func(a *app.API) {
 		a.Route(http.MethodGet, "/boom", func(*fiber.Ctx) error { panic("secret internal detail") })
 		a.Route(http.MethodGet, "/fail", func(*fiber.Ctx) error { return fmt.Errorf("dial tcp 10.0.0.1: secret") })
+		a.Route(http.MethodGet, "/slow", func(*fiber.Ctx) error { <-release; return nil })
 	}})
 	for _, tc := range []struct {
 		method, path, code string
@@ -382,4 +405,37 @@ func TestMethodsRoutesAndPanics(t *testing.T) {
 	if len(lr.Data) != 0 || lr.Pagination.Total != 0 || lr.Data == nil {
 		t.Fatalf("empty list: %+v", lr)
 	}
+	// The in-flight gauge counts a request being served, and nothing once
+	// every request ended, the panicking one included.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if res, err := http.Get(node.URL + "/slow"); err == nil {
+			res.Body.Close()
+		}
+	}()
+	for deadline := time.Now().Add(5 * time.Second); inFlight(t, node) != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("in flight while /slow is served: %v, want 1", inFlight(t, node))
+		}
+	}
+	close(release)
+	<-done
+	if n := inFlight(t, node); n != 0 {
+		t.Fatalf("in flight after every request ended: %v, want 0", n)
+	}
+}
+
+// inFlight reads attestd_http_requests_in_flight from the node's registry.
+func inFlight(t *testing.T, node *apptest.Node) float64 {
+	t.Helper()
+	mfs, err := node.Reg.Gather()
+	testenv.Must(t, err, "gather")
+	for _, mf := range mfs {
+		if mf.GetName() == "attestd_http_requests_in_flight" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("no attestd_http_requests_in_flight")
+	return 0
 }

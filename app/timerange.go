@@ -134,26 +134,38 @@ func daysIn(y, m int) int {
 // whole seconds: timestamps are whole seconds, so a fractional bound
 // selects what the next whole second does. from after to is a 400.
 func ParseRange(p map[string]string) (store.Range, error) {
+	from, hasFrom := p["from"]
+	to, hasTo := p["to"]
+	return parseRange(from, hasFrom, to, hasTo)
+}
+
+func parseRange(from string, hasFrom bool, to string, hasTo bool) (store.Range, error) {
 	var r store.Range
-	for _, b := range []struct {
-		name string
-		dst  **time.Time
-	}{{"from", &r.From}, {"to", &r.To}} {
-		v, ok := p[b.name]
-		if !ok {
-			continue
-		}
-		t, err := ParseTime(b.name, v)
-		if err != nil {
+	var err error
+	if hasFrom {
+		if r.From, err = parseBound("from", from); err != nil {
 			return r, err
 		}
-		if c := t.Truncate(time.Second); c.Before(t) {
-			t = c.Add(time.Second)
+	}
+	if hasTo {
+		if r.To, err = parseBound("to", to); err != nil {
+			return r, err
 		}
-		*b.dst = &t
 	}
 	if r.From != nil && r.To != nil && r.From.After(*r.To) {
 		return r, apierror.Invalid("from must not be after to (the range is from <= timestamp < to)")
 	}
 	return r, nil
+}
+
+// parseBound parses one bound, rounded up to the second.
+func parseBound(name, v string) (*time.Time, error) {
+	t, err := ParseTime(name, v)
+	if err != nil {
+		return nil, err
+	}
+	if c := t.Truncate(time.Second); c.Before(t) {
+		t = c.Add(time.Second)
+	}
+	return &t, nil
 }

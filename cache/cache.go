@@ -33,7 +33,6 @@ type Options struct {
 	Disabled       bool          // bypass both layers (benchmarks of uncached reads)
 	Logger         *slog.Logger
 	Registerer     prometheus.Registerer
-	NowForTesting  func() time.Time
 	SkipSubscriber bool // writers that never read (seed, the indexer) need no subscription or epoch polling
 	// Bumped, when set, hears every epoch this process moved the index to
 	// (after the bump reached Redis, retries included). It must not block:
@@ -84,9 +83,6 @@ func New(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Cache, e
 	}
 	if opt.PollInterval <= 0 {
 		opt.PollInterval = time.Second
-	}
-	if opt.NowForTesting == nil {
-		opt.NowForTesting = time.Now
 	}
 	c := &Cache{rdb: rdb, opt: opt, log: opt.Logger, immutable: newLocal(opt.LocalBytes), m: newMetrics(opt.Registerer)}
 	if c.log == nil {

@@ -157,6 +157,9 @@ func TestDisabledAlwaysLoads(t *testing.T) {
 	if n != 3 {
 		t.Fatalf("%d loads, want 3", n)
 	}
+	if _, ok := c.Peek([]byte("k")); ok {
+		t.Fatal("peek of a disabled cache: hit")
+	}
 }
 
 func TestRedisDownThenBack(t *testing.T) {
@@ -166,6 +169,7 @@ func TestRedisDownThenBack(t *testing.T) {
 	loads := 0
 	load := func(context.Context) ([]byte, bool, error) { loads++; return []byte("v"), false, nil }
 	c.Get(context.Background(), "k", load)
+	c.Get(context.Background(), "final", func(context.Context) ([]byte, bool, error) { return []byte("f"), true, nil })
 	port := r.Port()
 	r.Kill()
 	// The poll notices within its interval.
@@ -183,6 +187,12 @@ func TestRedisDownThenBack(t *testing.T) {
 	c.Get(context.Background(), "k", load)
 	if loads != before+2 {
 		t.Fatalf("loads %d -> %d while redis is down, want +2", before, loads)
+	}
+	if _, ok := c.Peek([]byte("k")); ok {
+		t.Fatal("peek of an indexed value while redis is down: hit")
+	}
+	if _, ok := c.Peek([]byte("final")); !ok {
+		t.Fatal("peek of an immutable value while redis is down: miss")
 	}
 	_, err := startRedisOn(t, port)
 	testenv.Must(t, err, "restart redis")
@@ -342,5 +352,52 @@ func TestFailedBumpIsRetriedByWriters(t *testing.T) {
 			t.Fatalf("epoch in Redis %d, want the failed bump's floor 123456789", v)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestPeekAnswersFromMemoryOnly: Peek holds what GetValue would answer
+// from this node's memory, and nothing else: values not loaded yet,
+// remembered "not found"s and values of an older epoch are misses, while
+// immutable values outlive epochs. It does not allocate (so the test is
+// not parallel: AllocsPerRun counts the whole process's allocations).
+func TestPeekAnswersFromMemoryOnly(t *testing.T) {
+	url, prefix := testenv.Redis(t)
+	c := newCache(t, url, prefix, Options{})
+	writer := newCache(t, url, prefix, Options{SkipSubscriber: true})
+	ctx := context.Background()
+	if _, ok := c.Peek([]byte("list")); ok {
+		t.Fatal("peek before any load: hit")
+	}
+	indexed := func(context.Context) ([]byte, bool, error) { return []byte(`{"list":1}`), false, nil }
+	final := func(context.Context) ([]byte, bool, error) { return []byte(`{"final":1}`), true, nil }
+	gone := func(context.Context) ([]byte, bool, error) { return nil, false, ErrNotFound }
+	for key, load := range map[string]Loader{"list": indexed, "final": final} {
+		want, _, err := c.GetValue(ctx, key, load)
+		testenv.Must(t, err, "load %s", key)
+		got, ok := c.Peek([]byte(key))
+		if !ok || !bytes.Equal(got.JSON, want.JSON) || !bytes.Equal(got.ETag, want.ETag) || got.Immutable != want.Immutable {
+			t.Fatalf("peek %s: %+v %v, want %+v", key, got, ok, want)
+		}
+	}
+	if _, _, err := c.GetValue(ctx, "gone", gone); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("gone: %v", err)
+	}
+	if _, ok := c.Peek([]byte("gone")); ok {
+		t.Fatal("peek of a remembered not-found: hit")
+	}
+	if n := testing.AllocsPerRun(100, func() { c.Peek([]byte("final")) }); n != 0 {
+		t.Fatalf("peek allocates %v times", n)
+	}
+	testenv.Must(t, writer.BumpEpoch(ctx, 0), "bump")
+	for deadline := time.Now().Add(5 * time.Second); c.Epoch() != writer.Epoch(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("epoch %d, writer at %d", c.Epoch(), writer.Epoch())
+		}
+	}
+	if _, ok := c.Peek([]byte("list")); ok {
+		t.Fatal("peek of an older epoch's value: hit")
+	}
+	if _, ok := c.Peek([]byte("final")); !ok {
+		t.Fatal("peek of an immutable value after an epoch change: miss")
 	}
 }

@@ -42,6 +42,30 @@ func (c *Cache) Get(ctx context.Context, key string, load Loader) ([]byte, Sourc
 	return v.JSON, src, err
 }
 
+// Peek returns the value of key when this node's memory holds it, as
+// GetValue would: no Redis, no load, and no allocation. A miss (including
+// a remembered "not found") says nothing: GetValue decides. The returned
+// slices must not be modified.
+func (c *Cache) Peek(key []byte) (Value, bool) {
+	if c.opt.Disabled {
+		return Value{}, false
+	}
+	now := monotonic()
+	b, ok := c.immutable.getBytes(key, now)
+	if !ok && !c.redisDown.Load() {
+		b, ok = c.gen.Load().local.getBytes(key, now)
+	}
+	if !ok || len(b) == 0 || b[0] != tagValue {
+		return Value{}, false
+	}
+	v, err := decode(b)
+	if err != nil {
+		return Value{}, false
+	}
+	c.m.hitsLocal.Inc()
+	return v, true
+}
+
 // GetValue returns the value of key, trying the local layer, then Redis,
 // then load. Indexed values are keyed by the current epoch. The returned
 // slices must not be modified.
@@ -54,7 +78,7 @@ func (c *Cache) GetValue(ctx context.Context, key string, load Loader) (Value, S
 		// Nothing is kept: no compressed form, and the tag is made now.
 		return Value{JSON: v, ETag: ETagOf(v), Immutable: imm}, FromLoader, nil
 	}
-	now := c.opt.NowForTesting()
+	now := monotonic()
 	if b, ok := c.immutable.get(key, now); ok {
 		c.m.hitsLocal.Inc()
 		v, err := decode(b)
@@ -125,12 +149,12 @@ func (c *Cache) runLoad(ctx context.Context, load Loader, epoch uint64) ([]byte,
 	return v, imm, err
 }
 
-func (c *Cache) keepLocal(key string, b []byte, immutable bool, idx *local, now time.Time) {
+func (c *Cache) keepLocal(key string, b []byte, immutable bool, idx *local, now time.Duration) {
 	if immutable {
-		c.immutable.set(key, b, now.Add(c.opt.ImmutableTTL))
+		c.immutable.set(key, b, now+c.opt.ImmutableTTL)
 		return
 	}
-	idx.set(key, b, now.Add(c.opt.IndexedTTL))
+	idx.set(key, b, now+c.opt.IndexedTTL)
 }
 
 func (c *Cache) fromRedis(ctx context.Context, key string, epoch uint64) ([]byte, bool, bool) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 )
 
 func TestPolicyFromEnv(t *testing.T) {
@@ -145,5 +146,13 @@ func TestSetKeys(t *testing.T) {
 	}
 	if !bytes.Equal([]byte(strings.Join(EpochKeys, " ")), []byte("lists stats agents confirmed")) {
 		t.Errorf("epoch keys %v", EpochKeys)
+	}
+}
+
+func TestKeyHeaderNamesAreCanonical(t *testing.T) {
+	for _, name := range [][]byte{surrogateKey, cacheTag} {
+		if want := fasthttp.AppendNormalizedHeaderKey(nil, string(name)); !bytes.Equal(name, want) {
+			t.Errorf("%q is not canonical: fasthttp keeps it as %q", name, want)
+		}
 	}
 }

@@ -54,9 +54,13 @@ func SetKeys(c *fiber.Ctx, general, prefix, id string) {
 		return
 	}
 	h := &c.Response().Header
-	h.SetBytesV(HeaderSurrogateKey, b)
+	h.SetCanonical(surrogateKey, b)
 	if sep >= 0 {
 		b[sep] = ','
 	}
-	h.SetBytesV(HeaderCacheTag, b)
+	h.SetCanonical(cacheTag, b)
 }
+
+// The two names as fasthttp keeps them (both already capitalised word by
+// word), for SetCanonical: not copied and normalised on every answer.
+var surrogateKey, cacheTag = []byte(HeaderSurrogateKey), []byte(HeaderCacheTag)
