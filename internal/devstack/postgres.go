@@ -1,12 +1,14 @@
 package devstack
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -90,8 +92,73 @@ func (pg *Postgres) DatabaseURL(name string) string {
 // Stop shuts the server down (fast shutdown), waiting up to 10 s.
 func (pg *Postgres) Stop() { pg.proc.stop(syscall.SIGINT, 10*time.Second) }
 
-// Kill ends the server at once, like a crash.
-func (pg *Postgres) Kill() { pg.proc.kill() }
+// Kill ends the server at once, like a crash: the postmaster and every
+// process it started. Backends make themselves process-group leaders
+// (setsid), so killing the postmaster's group alone leaves them serving
+// the connections already open until they notice their parent died: a
+// "killed" server would still answer a query or two. The postmaster is
+// stopped first (it forks nothing more), its children are killed, and
+// Kill returns once they have exited (their sockets closed), at most 5 s.
+func (pg *Postgres) Kill() {
+	pid := pg.proc.cmd.Process.Pid
+	_ = syscall.Kill(pid, syscall.SIGSTOP)
+	children := childrenOf(pid)
+	for _, c := range children {
+		_ = syscall.Kill(c, syscall.SIGKILL)
+	}
+	pg.proc.kill()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, c := range children {
+		for alive(c) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// childrenOf lists the processes whose parent is pid (from /proc).
+func childrenOf(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		c, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, _, ok := procStat(c); ok && ppid == pid {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// alive reports whether pid still runs: it exists and is not a zombie (a
+// zombie has closed its files).
+func alive(pid int) bool {
+	_, state, ok := procStat(pid)
+	return ok && state != 'Z' && state != 'X'
+}
+
+// procStat reads a process's parent and state from /proc/pid/stat.
+func procStat(pid int) (ppid int, state byte, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 2 || len(f[0]) != 1 {
+		return 0, 0, false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return ppid, f[0][0], err == nil
+}
 
 // Remove stops the server and deletes its data, for throwaway servers
 // (their data may live outside the directory the caller removes).
