@@ -9,7 +9,9 @@
 // size, seeded once with `attestd seed` (its progress line shows the rate
 // and ETA; 10M takes a while) and reused by later runs. Requests go to an
 // `attestd serve` process per size with ATTESTD_CACHE=off, one in flight,
-// on loopback; the load average is reported with the figures.
+// on loopback; the load average is reported with the figures. The sizes'
+// requests alternate (one to each size, then the next), so that whatever
+// else the machine does while a scenario runs weighs on every size alike.
 package main
 
 import (
@@ -262,7 +264,8 @@ func measure(ctx context.Context, pg server, bin string, sizes []int, n int, out
 	results := map[int][]figures{}
 	loadBefore := loadavg()
 	var notes []string
-	for _, size := range sizes {
+	datasets := make([]*dataset, len(sizes))
+	for j, size := range sizes {
 		d, err := sample(ctx, pg.db(dbName(size)), size)
 		if err != nil {
 			return err
@@ -278,19 +281,30 @@ func measure(ctx context.Context, pg server, bin string, sizes []int, n int, out
 		if err != nil {
 			return err
 		}
+		defer stopNode()
 		d.baseURL = url
+		datasets[j] = d
 		notes = append(notes, fmt.Sprintf("%d attestations: largest agent has %d; %s", size, d.largeN, warmed))
-		client := &http.Client{Timeout: 60 * time.Second}
-		for _, sc := range scs {
-			lat, err := run1(ctx, client, d, sc)
-			if err != nil {
-				stopNode()
-				return fmt.Errorf("%d, %s: %w", size, sc.name, err)
+	}
+	client := &http.Client{Timeout: 60 * time.Second}
+	for _, sc := range scs {
+		lat := make([][]time.Duration, len(sizes))
+		warm := max(sc.n/20, 3)
+		for i := -warm; i < sc.n; i++ {
+			for j, d := range datasets {
+				el, err := one(ctx, client, d, sc, i)
+				if err != nil {
+					return fmt.Errorf("%d, %s: %w", sizes[j], sc.name, err)
+				}
+				if i >= 0 {
+					lat[j] = append(lat[j], el)
+				}
 			}
-			results[size] = append(results[size], figures{pct(lat, 50), pct(lat, 99)})
-			fmt.Printf("  %-10d %-75s p50 %s  p99 %s\n", size, sc.name, ms(pct(lat, 50)), ms(pct(lat, 99)))
 		}
-		stopNode()
+		for j, size := range sizes {
+			results[size] = append(results[size], figures{pct(lat[j], 50), pct(lat[j], 99)})
+			fmt.Printf("  %-10d %-75s p50 %s  p99 %s\n", size, sc.name, ms(pct(lat[j], 50)), ms(pct(lat[j], 99)))
+		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Run %s on %d cores; load average before %s, after %s (uptime).\n\n", time.Now().UTC().Format(time.RFC3339),
@@ -333,33 +347,28 @@ func measure(ctx context.Context, pg server, bin string, sizes []int, n int, out
 	return nil
 }
 
-func run1(ctx context.Context, client *http.Client, d *dataset, sc scenario) ([]time.Duration, error) {
-	warm := max(sc.n/20, 3)
-	lat := make([]time.Duration, 0, sc.n)
-	for i := -warm; i < sc.n; i++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.baseURL+sc.path(d, i), nil)
-		if err != nil {
-			return nil, err
-		}
-		if sc.key {
-			req.Header.Set("x-api-key", d.apiKey)
-		}
-		t0 := time.Now()
-		res, err := client.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		el := time.Since(t0)
-		if res.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("GET %s: %d %.300s", req.URL.Path, res.StatusCode, body)
-		}
-		if i >= 0 {
-			lat = append(lat, el)
-		}
+// one sends request i of sc to d's node and returns how long the answer
+// took (a non-200 is an error).
+func one(ctx context.Context, client *http.Client, d *dataset, sc scenario, i int) (time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.baseURL+sc.path(d, i), nil)
+	if err != nil {
+		return 0, err
 	}
-	return lat, nil
+	if sc.key {
+		req.Header.Set("x-api-key", d.apiKey)
+	}
+	t0 := time.Now()
+	res, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	el := time.Since(t0)
+	if res.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %d %.300s", req.URL.Path, res.StatusCode, body)
+	}
+	return el, nil
 }
 
 // sample draws request inputs from a database: random attestations (a
