@@ -69,55 +69,58 @@ func (l deadlineListener) Accept() (net.Conn, error) {
 // goroutine, and writes on it too: the fields need no lock.
 type deadlineConn struct {
 	net.Conn
-	slack time.Duration
-	// What the server asked for, and what the socket has (a new socket
-	// has no deadline: the zero time).
-	readWant, readSet   time.Time
-	writeWant, writeSet time.Time
+	slack       time.Duration
+	read, write deadline
+}
+
+// deadline is one direction's: what the server asked for, and what the
+// socket has (a new socket has none: the zero time).
+type deadline struct{ want, set time.Time }
+
+// sync applies want with apply when it moved: one of want and set is
+// "none" and the other is not, want is earlier, or want is later by more
+// than slack.
+func (d *deadline) sync(slack time.Duration, apply func(time.Time) error) error {
+	switch {
+	case d.want.IsZero() || d.set.IsZero():
+		if d.want.IsZero() == d.set.IsZero() {
+			return nil
+		}
+	case !d.want.Before(d.set) && d.want.Sub(d.set) <= slack:
+		return nil
+	}
+	if err := apply(d.want); err != nil {
+		return err
+	}
+	d.set = d.want
+	return nil
 }
 
 func (c *deadlineConn) SetDeadline(t time.Time) error {
-	c.readWant, c.writeWant = t, t
+	c.read.want, c.write.want = t, t
 	return nil
 }
 
 func (c *deadlineConn) SetReadDeadline(t time.Time) error {
-	c.readWant = t
+	c.read.want = t
 	return nil
 }
 
 func (c *deadlineConn) SetWriteDeadline(t time.Time) error {
-	c.writeWant = t
+	c.write.want = t
 	return nil
 }
 
-// moved reports whether want must replace set: one of them is "none" and
-// the other is not, want is earlier, or want is later by more than slack.
-func moved(want, set time.Time, slack time.Duration) bool {
-	switch {
-	case want.IsZero() || set.IsZero():
-		return want.IsZero() != set.IsZero()
-	default:
-		return want.Before(set) || want.Sub(set) > slack
-	}
-}
-
 func (c *deadlineConn) Read(p []byte) (int, error) {
-	if moved(c.readWant, c.readSet, c.slack) {
-		if err := c.Conn.SetReadDeadline(c.readWant); err != nil {
-			return 0, err
-		}
-		c.readSet = c.readWant
+	if err := c.read.sync(c.slack, c.Conn.SetReadDeadline); err != nil {
+		return 0, err
 	}
 	return c.Conn.Read(p)
 }
 
 func (c *deadlineConn) Write(p []byte) (int, error) {
-	if moved(c.writeWant, c.writeSet, c.slack) {
-		if err := c.Conn.SetWriteDeadline(c.writeWant); err != nil {
-			return 0, err
-		}
-		c.writeSet = c.writeWant
+	if err := c.write.sync(c.slack, c.Conn.SetWriteDeadline); err != nil {
+		return 0, err
 	}
 	return c.Conn.Write(p)
 }

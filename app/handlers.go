@@ -245,9 +245,6 @@ type addressRead struct {
 	notFound func(id string) error
 }
 
-// maxAddressLen is the longest base58 text of 32 bytes.
-const maxAddressLen = 44
-
 // readAddress answers r. The cache key is r.kind and the address as the
 // path spells it. When this node's memory holds that key the answer is
 // sent without decoding the address: only answers about addresses that
@@ -260,7 +257,7 @@ func (a *API) readAddress(c *fiber.Ctx, r *addressRead) error {
 		return err
 	}
 	raw := c.Params(r.param) // Fiber's buffer: used within this request only
-	if len(raw) <= maxAddressLen {
+	if len(raw) <= attestation.MaxAddressLen { // a longer text is a 400 below
 		if v, ok := a.deps.Cache.Peek(cache.NewKey(r.kind).String(raw).Bytes()); ok {
 			return sendCacheable(c, v, r.caching(a, raw, v.Immutable))
 		}

@@ -69,9 +69,15 @@ func ParseHash(s string) ([32]byte, error) {
 	return h, nil
 }
 
+// Lengths of the base58 text of 32 bytes.
+const (
+	MinAddressLen = 32
+	MaxAddressLen = 44
+)
+
 // ParseAddress decodes a base58 Solana address (32 bytes).
 func ParseAddress(s string) (solana.PublicKey, error) {
-	if len(s) < 32 || len(s) > 44 {
+	if len(s) < MinAddressLen || len(s) > MaxAddressLen {
 		return solana.PublicKey{}, errors.New("address must be 32 to 44 base58 characters")
 	}
 	pk, ok := decodeAddress(s)

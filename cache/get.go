@@ -50,11 +50,7 @@ func (c *Cache) Peek(key []byte) (Value, bool) {
 	if c.opt.Disabled {
 		return Value{}, false
 	}
-	now := monotonic()
-	b, ok := c.immutable.getBytes(key, now)
-	if !ok && !c.redisDown.Load() {
-		b, ok = c.gen.Load().local.getBytes(key, now)
-	}
+	b, ok := inMemory(c, c.gen.Load(), key, monotonic())
 	if !ok || len(b) == 0 || b[0] != tagValue {
 		return Value{}, false
 	}
@@ -64,6 +60,19 @@ func (c *Cache) Peek(key []byte) (Value, bool) {
 	}
 	c.m.hitsLocal.Inc()
 	return v, true
+}
+
+// inMemory finds key in this node's memory: the immutable layer, then g's
+// indexed layer, which is read only while Redis answers (otherwise a write
+// elsewhere could not be announced: every read loads).
+func inMemory[K string | []byte](c *Cache, g *generation, key K, now time.Duration) ([]byte, bool) {
+	if b, ok := lookup(c.immutable, key, now); ok {
+		return b, true
+	}
+	if c.redisDown.Load() {
+		return nil, false
+	}
+	return lookup(g.local, key, now)
 }
 
 // GetValue returns the value of key, trying the local layer, then Redis,
@@ -79,21 +88,14 @@ func (c *Cache) GetValue(ctx context.Context, key string, load Loader) (Value, S
 		return Value{JSON: v, ETag: ETagOf(v), Immutable: imm}, FromLoader, nil
 	}
 	now := monotonic()
-	if b, ok := c.immutable.get(key, now); ok {
+	g := c.gen.Load()
+	if b, ok := inMemory(c, g, key, now); ok {
 		c.m.hitsLocal.Inc()
 		v, err := decode(b)
 		return v, FromLocal, err
 	}
-	g := c.gen.Load()
 	epoch, idx := g.epoch, g.local
 	redisUp := !c.redisDown.Load()
-	if redisUp {
-		if b, ok := idx.get(key, now); ok {
-			c.m.hitsLocal.Inc()
-			v, err := decode(b)
-			return v, FromLocal, err
-		}
-	}
 	type result struct {
 		b   []byte
 		src Source

@@ -34,19 +34,9 @@ type local struct {
 
 func newLocal(budget int) *local { return &local{m: make(map[string]entry, 1024), budget: budget} }
 
-func (l *local) get(key string, now time.Duration) ([]byte, bool) {
-	l.mu.RLock()
-	e, ok := l.m[key]
-	l.mu.RUnlock()
-	if !ok || now > e.expires {
-		return nil, false
-	}
-	return e.val, true
-}
-
-// getBytes is get for a key in bytes (the map lookup converts it without
-// copying).
-func (l *local) getBytes(key []byte, now time.Duration) ([]byte, bool) {
+// lookup returns key's value unless it expired. The key may be a string
+// or bytes: the map index converts bytes without copying.
+func lookup[K string | []byte](l *local, key K, now time.Duration) ([]byte, bool) {
 	l.mu.RLock()
 	e, ok := l.m[string(key)]
 	l.mu.RUnlock()

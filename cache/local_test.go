@@ -29,11 +29,11 @@ func TestLocalStaysWithinBudget(t *testing.T) {
 	}
 	// Expired entries are misses; oversized values are not kept.
 	l2.set("old", val, monotonic()-time.Second)
-	if _, ok := l2.get("old", monotonic()); ok {
+	if _, ok := lookup(l2, "old", monotonic()); ok {
 		t.Fatal("expired entry served")
 	}
 	l2.set("huge", make([]byte, 20<<10), exp)
-	if _, ok := l2.get("huge", monotonic()); ok {
+	if _, ok := lookup(l2, "huge", monotonic()); ok {
 		t.Fatal("value over an eighth of the budget kept")
 	}
 	// A zero budget disables the layer.
