@@ -49,7 +49,7 @@ test-plain:
 test-race:
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(race-list)
 
-## bench: bounded load runs on loopback (README.md, Performance)
+## bench: bounded load runs on loopback (docs/performance.md)
 bench: build
 	./bench/run.sh
 

@@ -2,5 +2,5 @@
 // and the means every package reads the environment with: Env, which
 // collects every bad value so a process names all of them at once, and Var,
 // the entry of a package's list of the variables it reads. A test holds the
-// README's configuration tables to those lists.
+// configuration tables of docs/configuration.md to those lists.
 package config

@@ -10,11 +10,11 @@ import (
 )
 
 // Var documents one environment variable. Every package that reads the
-// environment lists its variables as a []Var; the README's configuration
-// tables are checked against those lists.
+// environment lists its variables as a []Var; the tables of
+// docs/configuration.md are checked against those lists.
 type Var struct {
 	Name    string
-	Default string // as the README shows it; "" for none
+	Default string // as docs/configuration.md shows it; "" for none
 	Help    string
 }
 

@@ -162,7 +162,7 @@ func Start(ctx context.Context, opt Options) (_ *Fleet, err error) {
 		"ATTESTD_SOLANA_RPC_URL=" + chain.RPCURL(), "ATTESTD_SOLANA_WS_URL=" + chain.WSURL(),
 		"ATTESTD_WEBHOOK_SECRET_KEYS=" + keys, "ATTESTD_WEBHOOK_ALLOW_LOOPBACK=1",
 		// nginx reaches the nodes from 127.0.0.1: only its X-Forwarded-For
-		// is believed (everything here is loopback; see README, Scale out).
+		// is believed (everything here is loopback; see docs/operations.md, Scaling out).
 		"ATTESTD_TRUSTED_PROXIES=127.0.0.1/32",
 		"ATTESTD_LOG_LEVEL=info",
 	}

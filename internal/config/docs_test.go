@@ -12,11 +12,15 @@ import (
 // everyVar is every package's list of the variables it reads.
 var everyVar = allvars.Lists()
 
-// TestReadmeDocumentsEveryVariable keeps the README's configuration tables
-// true: every listed variable has a row whose default is the listed one,
-// and every ATTESTD_ name in the code is listed by some package.
-func TestReadmeDocumentsEveryVariable(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// configDoc is the page whose tables document every variable.
+const configDoc = "docs/configuration.md"
+
+// TestDocsDocumentEveryVariable keeps the configuration tables of
+// docs/configuration.md true: every listed variable has a row whose default
+// is the listed one, and every ATTESTD_ name in the code is listed by some
+// package.
+func TestDocsDocumentEveryVariable(t *testing.T) {
+	readme, err := os.ReadFile("../../" + configDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,9 +40,9 @@ func TestReadmeDocumentsEveryVariable(t *testing.T) {
 			def, ok := rows[v.Name]
 			switch {
 			case !ok:
-				t.Errorf("README.md has no configuration row for %s", v.Name)
+				t.Errorf("%s has no configuration row for %s", configDoc, v.Name)
 			case def != v.Default:
-				t.Errorf("README.md gives %s the default %q; the code says %q", v.Name, def, v.Default)
+				t.Errorf("%s gives %s the default %q; the code says %q", configDoc, v.Name, def, v.Default)
 			}
 		}
 	}
