@@ -1,7 +1,7 @@
 // Package docs holds attestd's documentation: the pages under docs/, one
 // per reader, which the README at the repository's root links to. It has
-// no code; its tests keep the README a front page (at most 200 lines, a
-// "Try it" the shell can run as pasted) and every relative link in the
-// README and these pages pointing at a file, and at a heading when it
-// names one.
+// no code. Its tests keep the README a front page of at most 200 lines
+// whose "Try it" block runs as pasted against `attestd local` (make run),
+// and every relative link in the README, deploy/README.md and these pages
+// pointing at a file, and at a heading when it names one.
 package docs
