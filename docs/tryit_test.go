@@ -27,6 +27,11 @@ func TestTryItAgainstLocal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts attestd local")
 	}
+	for _, tool := range []string{"bash", "curl", "sed"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("the Try it block needs %s, which this machine lacks", tool)
+		}
+	}
 	b, err := os.ReadFile(filepath.Join(root, "README.md"))
 	testenv.Must(t, err, "read README.md")
 	block, ok := shellBlockUnder(string(b), "Try it")
