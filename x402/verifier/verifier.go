@@ -324,12 +324,18 @@ func (v *Verifier) begin(ctx context.Context, req Request) outcome {
 	p.Tx, p.Checked = tx, checked
 	// A payment presented before: its answer again if it settled (for the
 	// request it bought), or what the chain says of it now.
-	if out, done := v.presentedBefore(ctx, req, p); done {
+	out, done, released := v.presentedBefore(ctx, req, p)
+	if done {
 		return out
 	}
 	// One payment, one answer: claim the message in Redis (fast, shared by
 	// the fleet), check it against the chain, then in the ledger (durable).
-	claimed, gerr := v.guard.claim(ctx, checked.MessageHash, v.node)
+	// A released row is claimed again in the ledger alone (its Redis claim
+	// may outlive its release by a process without Redis).
+	claimed, gerr := true, error(nil)
+	if !released {
+		claimed, gerr = v.guard.claim(ctx, checked.MessageHash, v.node)
+	}
 	if gerr != nil {
 		v.m.replayRedis.Inc()
 		v.log.Warn("replay guard unavailable; the ledger decides alone", "err", gerr)
@@ -452,59 +458,57 @@ func (v *Verifier) Settle(ctx context.Context, p *Payment) (x402.SettleResponse,
 // is refused for any other; pending or failed, the chain is asked now:
 // landed, it is settled and answered; never landing, it is released and
 // treated as new (the chain then refuses it); still in flight, it is
-// refused as pending. A released payment, or none, is not done.
-func (v *Verifier) presentedBefore(ctx context.Context, req Request, p *Payment) (outcome, bool) {
+// refused as pending. A released payment, or none, is not done (released
+// tells which).
+func (v *Verifier) presentedBefore(ctx context.Context, req Request, p *Payment) (out outcome, done, released bool) {
 	hash := p.Checked.MessageHash
 	if p.paymentID != "" {
 		row, err := v.ledger.PaymentByID(ctx, p.paymentID)
 		switch {
 		case err == nil && row.MessageHash != hash:
 			return outcome{ref: &Refusal{Status: http.StatusConflict, Code: apierror.CodePaymentReplayed, Reason: ReasonReplayed, Challenge: true,
-				Message: "this payment identifier was used for another payment; use a new identifier for a new payment"}}, true
+				Message: "this payment identifier was used for another payment; use a new identifier for a new payment"}}, true, false
 		case err != nil && !errors.Is(err, store.ErrNotFound):
-			return v.ledgerDown(err), true
+			return v.ledgerDown(err), true, false
 		}
 	}
 	row, err := v.ledger.PaymentByMessage(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
-		return outcome{}, false
+		return outcome{}, false, false
 	}
 	if err != nil {
-		return v.ledgerDown(err), true
+		return v.ledgerDown(err), true, false
 	}
 	switch row.Status {
 	case store.PaymentSettled:
-		return v.represent(row, req, p), true
+		return v.represent(row, req, p), true, false
 	case store.PaymentPending, store.PaymentFailed:
 		sig, serr := solana.SignatureFromBase58(row.TxSignature)
 		if serr != nil {
-			return outcome{ref: replayed()}, true
+			return outcome{ref: replayed()}, true, false
 		}
 		st, reason, cerr := v.s.check(ctx, sig, row.LastValidHeight)
 		if cerr != nil {
 			if !errors.Is(cerr, errNoChain) {
 				v.log.Warn("cannot ask the chain about a presented payment", "tx", row.TxSignature, "err", cerr)
 			}
-			return outcome{ref: pendingRefusal(row)}, true
+			return outcome{ref: pendingRefusal(row)}, true, false
 		}
 		switch st {
 		case stateLanded:
 			if err := v.ledger.FinishPayment(ctx, row.ID, store.PaymentSettled, row.TxSignature, ""); err != nil {
 				v.log.Error("ledger: record late settlement", "id", row.ID, "tx", row.TxSignature, "err", err)
 			}
-			return v.represent(row, req, p), true
+			return v.represent(row, req, p), true, false
 		case stateFailed, stateExpired:
 			if err := v.ledger.FinishPayment(ctx, row.ID, store.PaymentReleased, "", reason); err != nil {
 				v.log.Error("ledger: release payment", "id", row.ID, "err", err)
 			}
-			if err := v.guard.release(ctx, hash); err != nil {
-				v.log.Warn("replay guard: release claim", "err", err)
-			}
-			return outcome{}, false
+			return outcome{}, false, true
 		}
-		return outcome{ref: pendingRefusal(row)}, true
+		return outcome{ref: pendingRefusal(row)}, true, false
 	}
-	return outcome{}, false
+	return outcome{}, false, row.Status == store.PaymentReleased
 }
 
 // represent answers a settled payment presented again: for the request it
