@@ -159,7 +159,8 @@ func TestPaymentKilledMidSettle(t *testing.T) {
 		t.Fatalf("a payment that never landed was charged: payTo holds %d", got)
 	}
 	out := runCmd(t, bin, env, "payments", "list")
-	for _, want := range []string{"settled        1 payments", "released       1 payments", "pending        0 payments"} {
+	for _, want := range []string{"settled        1 payments", "released       1 payments", "pending        0 payments",
+		"POST /api/v1/premium/bulk-verify", row.TxSignature} {
 		if !bytes.Contains([]byte(out), []byte(want)) {
 			t.Errorf("payments list lacks %q:\n%s", want, out)
 		}
