@@ -31,6 +31,7 @@ type selfSettler struct {
 	hintMu      sync.Mutex
 	hint        blockhashHint
 	hintLoading bool
+	hintFailed  time.Time // last failed refresh (an unreachable RPC is not waited for on every answer)
 }
 
 type blockhashHint struct {
@@ -70,6 +71,10 @@ func (s *selfSettler) recentBlockhash() (solana.Hash, uint64, bool) {
 		s.hintMu.Unlock()
 		return h.hash, h.lastValid, true
 	}
+	if time.Since(s.hintFailed) < hintFresh {
+		s.hintMu.Unlock()
+		return solana.Hash{}, 0, false // a refresh just failed: do not wait again
+	}
 	s.hintMu.Unlock()
 	s.refreshHint(hintWait)
 	s.hintMu.Lock()
@@ -90,14 +95,9 @@ func (s *selfSettler) refreshHint(wait time.Duration) {
 	s.hintLoading = false
 	if err == nil && out != nil && out.Value != nil {
 		s.hint = blockhashHint{hash: out.Value.Blockhash, lastValid: out.Value.LastValidBlockHeight, at: time.Now()}
+	} else {
+		s.hintFailed = time.Now()
 	}
-}
-
-// ageHint makes the hint look as old as age (tests of the idle path).
-func (s *selfSettler) ageHint(age time.Duration) {
-	s.hintMu.Lock()
-	defer s.hintMu.Unlock()
-	s.hint.at = time.Now().Add(-age)
 }
 
 // blockhashValidity is how many blocks a blockhash stays valid (150).
