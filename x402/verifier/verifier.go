@@ -240,10 +240,6 @@ type Payment struct {
 	replay bool
 }
 
-// Represented reports whether p is a settled payment presented again (its
-// answer is not charged again).
-func (p *Payment) Represented() bool { return p.replay }
-
 // Payer is the paying wallet.
 func (p *Payment) Payer() string { return p.Checked.Payer.String() }
 
