@@ -107,19 +107,25 @@ func canonicalPDA(id string) bool {
 	return err == nil && pk.String() == id
 }
 
-func (h *Handler) bulkVerify(c *fiber.Ctx) error {
+// parseBulkVerify reads a bulk-verify request: no query parameters, a
+// JSON body of ids (fresh strings, not Fiber buffers).
+func parseBulkVerify(c *fiber.Ctx) ([]string, error) {
 	if _, err := app.QueryParams(c); err != nil {
-		return err
+		return nil, err
 	}
 	body, err := app.Body(c, MaxBulkBody)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !isJSON(c.Get(fiber.HeaderContentType)) {
-		return apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia,
+		return nil, apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia,
 			`send the body as application/json: {"ids": [...]}`)
 	}
-	ids, err := ParseBulkRequest(body) // the ids are fresh strings, not Fiber buffers
+	return ParseBulkRequest(body)
+}
+
+func (h *Handler) bulkVerify(c *fiber.Ctx) error {
+	ids, err := parseBulkVerify(c)
 	if err != nil {
 		return err
 	}
