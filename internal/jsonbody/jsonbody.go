@@ -33,16 +33,16 @@ type DuplicateKeyError struct {
 
 func (e *DuplicateKeyError) Error() string {
 	if e.Path == "" {
-		return fmt.Sprintf("the body has the key %s twice; send each key once", strconv.Quote(clip(e.Key)))
+		return "the key " + strconv.Quote(clip(e.Key)) + " appears twice"
 	}
-	return fmt.Sprintf("the body has the key %s twice in %s; send each key once", strconv.Quote(clip(e.Key)), clip(e.Path))
+	return "the key " + strconv.Quote(clip(e.Key)) + " appears twice in " + clip(e.Path)
 }
 
 // TooDeepError is a body nested deeper than MaxDepth.
 type TooDeepError struct{}
 
 func (TooDeepError) Error() string {
-	return fmt.Sprintf("the body nests objects and arrays deeper than %d levels", MaxDepth)
+	return fmt.Sprintf("objects and arrays nest deeper than %d levels", MaxDepth)
 }
 
 // Decode reads body, which must be exactly one JSON value (whitespace
@@ -82,9 +82,9 @@ func Refusal(err error, format string, args ...any) *apierror.Error {
 	var deep TooDeepError
 	switch {
 	case errors.As(err, &dup):
-		return apierror.Invalid("%s", dup.Error())
+		return apierror.Invalid("the body is ambiguous: %s; send each key once", dup.Error())
 	case errors.As(err, &deep):
-		return apierror.Invalid("%s", deep.Error())
+		return apierror.Invalid("in the body, %s", deep.Error())
 	}
 	return apierror.Invalid(format, args...)
 }

@@ -89,13 +89,13 @@ func TestDecode(t *testing.T) {
 		t.Fatalf("plain body: %v %+v", err, r)
 	}
 	for body, want := range map[string]string{
-		`{"message":"a","signature":"s","message":"b"}`: `the body has the key "message" twice; send each key once`,
-		`{"message":"a","MESSAGE":"b"}`:                 `the body has the key "MESSAGE" twice; send each key once`,
+		`{"message":"a","signature":"s","message":"b"}`: `the body is ambiguous: the key "message" appears twice; send each key once`,
+		`{"message":"a","MESSAGE":"b"}`:                 `the body is ambiguous: the key "MESSAGE" appears twice; send each key once`,
 		`{"message":"a","extra":1}`:                     "shape",
 		`{"message":1}`:                                 "shape",
 		`[]`:                                            "shape",
 		`{"message":"a"} {}`:                            "shape",
-		strings.Repeat("[", 40) + strings.Repeat("]", 40): "the body nests objects and arrays deeper than 32 levels",
+		strings.Repeat("[", 40) + strings.Repeat("]", 40): "in the body, objects and arrays nest deeper than 32 levels",
 	} {
 		err := Decode([]byte(body), &req{})
 		if err == nil {
