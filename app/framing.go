@@ -33,22 +33,21 @@ func framingMessage(raw []byte) string {
 		} else {
 			raw = nil
 		}
-		colon := bytes.IndexByte(line, ':')
-		if colon < 0 {
+		if len(line) == 0 {
 			continue
 		}
-		// Lengths first: most lines are none of the three.
-		switch name := line[:colon]; len(name) {
-		case len(hostName):
-			if bytes.EqualFold(name, hostName) {
+		// The first letter first: most lines are none of the three.
+		switch line[0] | 0x20 {
+		case 'h':
+			if named(line, hostName) {
 				hosts++
 			}
-		case len(contentLengthName):
-			if bytes.EqualFold(name, contentLengthName) {
+		case 'c':
+			if named(line, contentLengthName) {
 				lengths++
 			}
-		case len(transferEncodingName):
-			if bytes.EqualFold(name, transferEncodingName) {
+		case 't':
+			if named(line, transferEncodingName) {
 				codings++
 			}
 		}
@@ -62,6 +61,12 @@ func framingMessage(raw []byte) string {
 		return "the request has more than one Host header; send exactly one"
 	}
 	return ""
+}
+
+// named reports whether a header line is a field called name (fasthttp
+// refuses a space before the colon, so the colon follows the name).
+func named(line, name []byte) bool {
+	return len(line) > len(name) && line[len(name)] == ':' && bytes.EqualFold(line[:len(name)], name)
 }
 
 // checkFraming refuses a request whose framing or target is ambiguous
