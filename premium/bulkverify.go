@@ -10,6 +10,7 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/jsonbody"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 )
@@ -60,8 +61,8 @@ type verifyBody struct {
 // per position as malformed_id.
 func ParseBulkRequest(body []byte) ([]string, error) {
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-		return nil, apierror.Invalid(`the body must be a JSON object {"ids": [...]} listing attestation pdas`)
+	if err := jsonbody.Decode(body, &fields); err != nil || fields == nil {
+		return nil, jsonbody.Refusal(err, `the body must be a JSON object {"ids": [...]} listing attestation pdas`)
 	}
 	for name := range fields {
 		if name != "ids" {

@@ -19,6 +19,7 @@ import (
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/httpcache"
+	"github.com/attestd/attestd/internal/jsonbody"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 	"github.com/redis/go-redis/v9"
@@ -121,10 +122,8 @@ func (w *Web) signIn(c *fiber.Ctx) error {
 		Message   *string `json:"message"`
 		Signature *string `json:"signature"`
 	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil || req.Message == nil || req.Signature == nil {
-		return apierror.Invalid(`the body must be {"message": "<the signed Sign-In-With-Solana text>", "signature": "<base64 of the 64-byte Ed25519 signature>"}`)
+	if err := jsonbody.Decode(body, &req); err != nil || req.Message == nil || req.Signature == nil {
+		return jsonbody.Refusal(err, `the body must be {"message": "<the signed Sign-In-With-Solana text>", "signature": "<base64 of the 64-byte Ed25519 signature>"}`)
 	}
 	m, err := ParseMessage(*req.Message)
 	if err != nil {

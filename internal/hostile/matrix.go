@@ -169,6 +169,10 @@ func Matrix(t Target) []Case {
 		}
 		if r.body {
 			cs = append(cs, bodyCases(r.method, r.path, base, key)...)
+			cs = append(cs, duplicateKeyCases(r.method, r.path, base, key)...)
+		}
+		if r.body || r.path == "/stats" { // the body routes, and one public GET
+			cs = append(cs, framingCases(r.method, r.path, base, r.page)...)
 		}
 		for i := first; i < len(cs); i++ {
 			cs[i].Private = r.keyed || r.private
