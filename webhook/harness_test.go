@@ -65,6 +65,8 @@ func testConfig(t testing.TB) webhook.Config {
 	c.ClaimIdle = 2 * time.Second
 	c.PollInterval = 20 * time.Millisecond
 	c.EndpointRate = 0
+	c.HostRate = 0 // the per-host cap has its own tests
+	c.VerifySchedule = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond}
 	c.Partitions = 3
 	return c
 }
@@ -260,19 +262,48 @@ func (d delivery) event(t testing.TB) (id, typ string) {
 }
 
 // receiver is an HTTP server on 127.0.0.1 that records every request and
-// answers with respond (default 204).
+// answers with respond (default 204). Endpoint verification requests are
+// recorded apart (verifies) and answered by the challenge function
+// (default: the right answer, as webhook.ChallengeAnswer makes it).
 type receiver struct {
-	srv     *httptest.Server
-	mu      sync.Mutex
-	got     []delivery
-	respond func(n int, r *http.Request) int // n: 1 for the first request
-	arrived chan struct{}
+	srv      *httptest.Server
+	mu       sync.Mutex
+	got      []delivery
+	verifies []delivery
+	respond  func(n int, r *http.Request) int // n: 1 for the first request
+	arrived  chan struct{}
+}
+
+// challengeFunc answers a verification request's body: status and body.
+type challengeFunc func(body []byte) (int, []byte)
+
+// echoChallenge is the right answer.
+func echoChallenge(body []byte) (int, []byte) {
+	if a, ok := webhook.ChallengeAnswer(body); ok {
+		return http.StatusOK, a
+	}
+	return http.StatusBadRequest, nil
 }
 
 func newReceiver(t *testing.T, respond func(n int, r *http.Request) int) *receiver {
+	return newReceiverWith(t, respond, echoChallenge)
+}
+
+// newReceiverWith is newReceiver whose verification answers are challenge's.
+func newReceiverWith(t *testing.T, respond func(n int, r *http.Request) int, challenge challengeFunc) *receiver {
 	rc := &receiver{respond: respond, arrived: make(chan struct{}, 1)}
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		if isVerification(body) {
+			rc.mu.Lock()
+			rc.verifies = append(rc.verifies, delivery{Header: r.Header.Clone(), Body: body, At: time.Now()})
+			rc.mu.Unlock()
+			status, answer := challenge(body)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			w.Write(answer)
+			return
+		}
 		rc.mu.Lock()
 		rc.got = append(rc.got, delivery{Header: r.Header.Clone(), Body: body, At: time.Now()})
 		n := len(rc.got)
@@ -293,6 +324,19 @@ func newReceiver(t *testing.T, respond func(n int, r *http.Request) int) *receiv
 }
 
 func (rc *receiver) URL() string { return rc.srv.URL + "/hook" }
+
+// isVerification reports whether a request body is a verification request.
+func isVerification(body []byte) bool {
+	var e struct{ Type string }
+	return json.Unmarshal(body, &e) == nil && e.Type == webhook.VerifyEvent
+}
+
+// verifications is the verification requests received.
+func (rc *receiver) verifications() []delivery {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]delivery(nil), rc.verifies...)
+}
 
 func (rc *receiver) deliveries() []delivery {
 	rc.mu.Lock()
