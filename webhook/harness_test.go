@@ -182,6 +182,43 @@ func (h *harness) create(t *testing.T, key string, body map[string]any) created 
 	return out.Data
 }
 
+// verificationView is a webhook's verification as GET /webhooks/:id shows it.
+type verificationView struct {
+	Status        string  `json:"status"`
+	At            *string `json:"at"`
+	Attempts      int     `json:"attempts"`
+	NextAttemptAt *string `json:"nextAttemptAt"`
+	Error         *string `json:"error"`
+}
+
+// verification reads the webhook's verification.
+func (h *harness) verification(t *testing.T, key, id string) verificationView {
+	t.Helper()
+	r := h.do(t, http.MethodGet, "/webhooks/"+id, key, nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("get webhook: %d %s", r.Status, r.Body)
+	}
+	var out struct {
+		Data struct{ Verification verificationView }
+	}
+	r.JSON(t, &out)
+	return out.Data.Verification
+}
+
+// waitVerification waits until the webhook's verification status is want.
+func (h *harness) waitVerification(t *testing.T, key, id, want string) verificationView {
+	t.Helper()
+	var v verificationView
+	deadline := time.Now().Add(30 * time.Second)
+	for v = h.verification(t, key, id); v.Status != want; v = h.verification(t, key, id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("verification of %s: not %s within 30s: %+v (error %v)", id, want, v, deref(v.Error))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return v
+}
+
 // attemptView is one delivery-log entry.
 type attemptView struct {
 	DeliveryID     string  `json:"deliveryId"`
@@ -419,3 +456,10 @@ const (
 	agentA = "9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin"
 	agentB = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"
 )
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
