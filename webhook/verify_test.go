@@ -60,6 +60,9 @@ func TestFarmedWebhooksGetNoDeliveries(t *testing.T) {
 	insertEvents(t, h.env.Store, events, agentA, "ToolCall") // while the verifications run
 	want := len(ids) * 2 * events
 	waitFor(t, "every delivery failed", 60*time.Second, func() bool {
+		if got := victim.deliveries(); len(got) != 0 {
+			t.Fatalf("%d events reached a receiver that never answered the challenge, first %s", len(got), got[0].Body)
+		}
 		c := deliveryCounts(t, h, ids)
 		return c["failed"] == want && c["pending"] == 0
 	})
