@@ -32,8 +32,8 @@ type hook struct {
 	active bool
 	// verification is the endpoint verification's state (store.Verification*).
 	verification string
-	signer *signature.Signer
-	loaded time.Time
+	signer       *signature.Signer
+	loaded       time.Time
 }
 
 // hookCache loads webhooks from the store and opens their secrets.

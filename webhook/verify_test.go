@@ -185,7 +185,9 @@ func TestWrongAnswersStayUnverified(t *testing.T) {
 			if r.Status != http.StatusAccepted {
 				t.Fatalf("POST verify: %d %s", r.Status, r.Body)
 			}
-			var out struct{ Data struct{ Verification verificationView } }
+			var out struct {
+				Data struct{ Verification verificationView }
+			}
 			r.JSON(t, &out)
 			if v := out.Data.Verification; v.Status != "pending" || v.Attempts != 0 || v.Error != nil {
 				t.Fatalf("after POST verify: %+v", v)
@@ -237,7 +239,9 @@ func TestPatchURLRestartsVerification(t *testing.T) {
 		if r.Status != http.StatusOK {
 			t.Fatalf("PATCH: %d %s", r.Status, r.Body)
 		}
-		var out struct{ Data struct{ Verification verificationView } }
+		var out struct {
+			Data struct{ Verification verificationView }
+		}
 		r.JSON(t, &out)
 		return out.Data.Verification
 	}
