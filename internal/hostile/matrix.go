@@ -38,6 +38,7 @@ func routes(t Target) []route {
 			{method: "GET", path: "/webhooks/{webhook}/deliveries", query: []string{"limit", "offset", "deliveryId"}, keyed: true},
 			{method: "POST", path: "/webhooks/{webhook}/deliveries/{delivery}/retry", keyed: true},
 			{method: "POST", path: "/webhooks/{webhook}/test", keyed: true},
+			{method: "POST", path: "/webhooks/{webhook}/verify", keyed: true},
 			{method: "DELETE", path: "/webhooks/{webhook}", keyed: true}, // last: it deletes the webhook
 		}
 	}
