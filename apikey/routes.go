@@ -11,6 +11,7 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/jsonbody"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 )
@@ -122,8 +123,8 @@ func parseCreateBody(contentType string, body []byte) (createRequest, error) {
 			"send the body as application/json")
 	}
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-		return req, apierror.Invalid(`the body must be a JSON object such as {"label": "ci", "role": "read"}`)
+	if err := jsonbody.Decode(body, &fields); err != nil || fields == nil {
+		return req, jsonbody.Refusal(err, `the body must be a JSON object such as {"label": "ci", "role": "read"}`)
 	}
 	for name, raw := range fields {
 		var v string

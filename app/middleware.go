@@ -21,7 +21,8 @@ import (
 const requestIDHeader = "X-Request-ID"
 
 // front is the first handler of every request: it gives the request its
-// id, then runs the rest under the panic guard and the metrics. One
+// id, then runs the rest under the panic guard and the metrics, once
+// checkFraming let the request through. One
 // handler rather than three: each layer is another pass through Fiber's
 // router, on every request.
 func (a *API) front(c *fiber.Ctx) (err error) {
@@ -156,7 +157,10 @@ func (a *API) observe(c *fiber.Ctx) error {
 	start := c.Context().Time() // when the request was read: fasthttp took the time already
 	a.m.inflight.n.Add(1)
 	defer a.m.inflight.n.Add(-1) // a panic unwinds through here too
-	err := c.Next()
+	err := checkFraming(c)
+	if err == nil {
+		err = c.Next()
+	}
 	if err != nil {
 		// Let the error handler write the response now so the status is known.
 		if herr := a.fiber.ErrorHandler(c, err); herr != nil {

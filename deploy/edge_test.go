@@ -97,6 +97,8 @@ type fleetOptions struct {
 	middleware func(*apptest.Env) []fiber.Handler
 	// keyed adds the key and premium routes, and makes a key.
 	keyed bool
+	// routes adds more routes to every node.
+	routes func(t *testing.T, env *apptest.Env, api *app.API, deps app.Deps)
 }
 
 func newFleet(t *testing.T, opt fleetOptions) *fleet {
@@ -118,6 +120,9 @@ func newFleet(t *testing.T, opt fleetOptions) *fleet {
 			Routes: func(api *app.API) {
 				if opt.keyed {
 					f.keyed(t, api, deps)
+				}
+				if opt.routes != nil {
+					opt.routes(t, f.env, api, deps)
 				}
 			},
 		})

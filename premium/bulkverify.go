@@ -10,6 +10,7 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/jsonbody"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 )
@@ -60,8 +61,8 @@ type verifyBody struct {
 // per position as malformed_id.
 func ParseBulkRequest(body []byte) ([]string, error) {
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-		return nil, apierror.Invalid(`the body must be a JSON object {"ids": [...]} listing attestation pdas`)
+	if err := jsonbody.Decode(body, &fields); err != nil || fields == nil {
+		return nil, jsonbody.Refusal(err, `the body must be a JSON object {"ids": [...]} listing attestation pdas`)
 	}
 	for name := range fields {
 		if name != "ids" {
@@ -107,19 +108,25 @@ func canonicalPDA(id string) bool {
 	return err == nil && pk.String() == id
 }
 
-func (h *Handler) bulkVerify(c *fiber.Ctx) error {
+// parseBulkVerify reads a bulk-verify request: no query parameters, a
+// JSON body of ids (fresh strings, not Fiber buffers).
+func parseBulkVerify(c *fiber.Ctx) ([]string, error) {
 	if _, err := app.QueryParams(c); err != nil {
-		return err
+		return nil, err
 	}
 	body, err := app.Body(c, MaxBulkBody)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !isJSON(c.Get(fiber.HeaderContentType)) {
-		return apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia,
+		return nil, apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia,
 			`send the body as application/json: {"ids": [...]}`)
 	}
-	ids, err := ParseBulkRequest(body) // the ids are fresh strings, not Fiber buffers
+	return ParseBulkRequest(body)
+}
+
+func (h *Handler) bulkVerify(c *fiber.Ctx) error {
+	ids, err := parseBulkVerify(c)
 	if err != nil {
 		return err
 	}

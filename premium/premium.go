@@ -12,6 +12,7 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/x402/x402fiber"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -106,11 +107,30 @@ func New(opt Options) (*Handler, error) {
 func (h *Handler) Rules() Rules { return h.rules }
 
 // Routes adds the three premium routes, each behind auth (the API-key
-// middleware, with its pay-per-request seam).
+// middleware, with its pay-per-request seam). Each route's validation is
+// recorded first so a payment is never taken for an invalid request.
 func (h *Handler) Routes(api *app.API, auth fiber.Handler) {
-	api.Route(http.MethodGet, "/premium/full-history/:agentId", auth, h.fullHistory)
-	api.Route(http.MethodGet, "/premium/forensic-report/:agentId", auth, h.forensicReport)
-	api.Route(http.MethodPost, "/premium/bulk-verify", auth, h.bulkVerify)
+	api.Route(http.MethodGet, "/premium/full-history/:agentId", x402fiber.Validate(validateHistory), auth, h.fullHistory)
+	api.Route(http.MethodGet, "/premium/forensic-report/:agentId", x402fiber.Validate(validateReport), auth, h.forensicReport)
+	api.Route(http.MethodPost, "/premium/bulk-verify", x402fiber.Validate(validateBulk), auth, h.bulkVerify)
+}
+
+// validateHistory checks a full-history request as its handler will.
+func validateHistory(c *fiber.Ctx) error {
+	_, err := parseHistoryQuery(c)
+	return err
+}
+
+// validateReport checks a forensic-report request as its handler will.
+func validateReport(c *fiber.Ctx) error {
+	_, _, err := parseReportQuery(c)
+	return err
+}
+
+// validateBulk checks a bulk-verify request as its handler will.
+func validateBulk(c *fiber.Ctx) error {
+	_, err := parseBulkVerify(c)
+	return err
 }
 
 // Vars lists the variables ConfigFromEnv reads.

@@ -105,17 +105,23 @@ type Anomaly struct {
 	Detail string            `json:"detail"`
 }
 
-// forensicReport answers GET /premium/forensic-report/:agentId.
-func (h *Handler) forensicReport(c *fiber.Ctx) error {
+// parseReportQuery reads a forensic-report request: the agent and the range.
+func parseReportQuery(c *fiber.Ctx) (string, store.Range, error) {
 	id, err := app.ParseAddress("agentId", c.Params("agentId"))
 	if err != nil {
-		return err
+		return "", store.Range{}, err
 	}
 	p, err := app.QueryParams(c, "from", "to")
 	if err != nil {
-		return err
+		return "", store.Range{}, err
 	}
 	r, err := app.ParseRange(p)
+	return id, r, err
+}
+
+// forensicReport answers GET /premium/forensic-report/:agentId.
+func (h *Handler) forensicReport(c *fiber.Ctx) error {
+	id, r, err := parseReportQuery(c)
 	if err != nil {
 		return err
 	}

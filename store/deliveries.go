@@ -133,7 +133,8 @@ type NewDelivery struct {
 
 // FanOut makes the deliveries of the given outbox events to every webhook
 // that matches them, and marks the events dispatched, in one transaction.
-// A webhook matches an event when it is active, subscribes to the event's
+// A webhook matches an event when it is active, its verification has not
+// failed (a pending one's deliveries wait for it), subscribes to the event's
 // type, was created no later than the event, and its agent and action-type
 // filters (empty: all) admit the event; a test event goes to its target
 // webhook only. It is idempotent: an event fanned out before yields the
@@ -155,7 +156,7 @@ func (s *Store) FanOut(ctx context.Context, outboxIDs []int64) ([]NewDelivery, e
 		INSERT INTO webhook_deliveries (id, webhook_id, outbox_id)
 		SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), w.id, ev.id
 		FROM ev JOIN webhooks w ON CASE WHEN ev.target_webhook IS NOT NULL THEN w.id = ev.target_webhook
-			ELSE w.active AND ev.event_type = ANY (w.events) AND w.created_at <= ev.created_at
+			ELSE w.active AND w.verification <> 'failed' AND ev.event_type = ANY (w.events) AND w.created_at <= ev.created_at
 				AND (cardinality(w.agents) = 0 OR ev.agent = ANY (w.agents))
 				AND (cardinality(w.action_types) = 0 OR ev.event_type <> 'attestation.created' OR ev.action_type = ANY (w.action_types))
 			END

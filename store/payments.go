@@ -39,6 +39,14 @@ type Payment struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	SettledAt   *time.Time
+	// RequestFingerprint is the SHA-256 of what the payment bought (nil on
+	// rows older than migration 0010); Request is the same, readable.
+	RequestFingerprint []byte
+	Request            string
+	PaymentID          string // the x402 payment-identifier, "" when none
+	// LastValidHeight is the block height after which the transaction can
+	// no longer land (0: unknown).
+	LastValidHeight uint64
 }
 
 // ClaimPayment records a verified payment as pending before its answer is
@@ -53,12 +61,16 @@ func (s *Store) ClaimPayment(ctx context.Context, p Payment) (int64, error) {
 		sig = &p.TxSignature
 	}
 	var id int64
-	err := s.pool.QueryRow(ctx, `INSERT INTO payments (message_hash, tx_signature, network, asset, pay_to, payer, amount, route, status, node)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9)
+	err := s.pool.QueryRow(ctx, `INSERT INTO payments (message_hash, tx_signature, network, asset, pay_to, payer, amount, route, status, node,
+			request_fingerprint, request, payment_id, last_valid_height)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, $10, $11, $12, $13)
 		ON CONFLICT (message_hash) DO UPDATE SET status = 'pending', reason = '', route = EXCLUDED.route,
-			node = EXCLUDED.node, tx_signature = EXCLUDED.tx_signature, updated_at = now()
+			node = EXCLUDED.node, tx_signature = EXCLUDED.tx_signature, request_fingerprint = EXCLUDED.request_fingerprint,
+			request = EXCLUDED.request, payment_id = EXCLUDED.payment_id, last_valid_height = EXCLUDED.last_valid_height,
+			checked_at = NULL, updated_at = now()
 		WHERE payments.status = 'released'
-		RETURNING id`, p.MessageHash[:], sig, p.Network, p.Asset, p.PayTo, p.Payer, int64(p.Amount), p.Route, p.Node).Scan(&id)
+		RETURNING id`, p.MessageHash[:], sig, p.Network, p.Asset, p.PayTo, p.Payer, int64(p.Amount), p.Route, p.Node,
+		nilIfEmpty(p.RequestFingerprint), p.Request, nullString(p.PaymentID), nullHeight(p.LastValidHeight)).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, ErrPaymentUsed
 	}
@@ -77,8 +89,10 @@ func (s *Store) ClaimPayment(ctx context.Context, p Payment) (int64, error) {
 	return id, nil
 }
 
-// FinishPayment moves a pending payment to settled, failed or released,
-// with the settled transaction's signature when there is one.
+// FinishPayment moves a pending (or failed) payment to settled, failed or
+// released, with the settled transaction's signature when there is one. A
+// row already in the wanted status is left as it is (another node or the
+// reconciler got there first); a row in another final status is an error.
 func (s *Store) FinishPayment(ctx context.Context, id int64, status, txSignature, reason string) error {
 	switch status {
 	case PaymentSettled, PaymentFailed, PaymentReleased:
@@ -96,14 +110,145 @@ func (s *Store) FinishPayment(ctx context.Context, id int64, status, txSignature
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE payments SET status = $2, tx_signature = COALESCE($3, tx_signature), reason = $4,
 		updated_at = now(), settled_at = CASE WHEN $2 = 'settled' THEN now() ELSE settled_at END
-		WHERE id = $1 AND status = 'pending'`, id, status, sig, reason)
+		WHERE id = $1 AND (status = 'pending' OR (status = 'failed' AND $2 <> 'failed'))`, id, status, sig, reason)
 	if err != nil {
 		return fmt.Errorf("finish payment %d: %w", id, err)
 	}
-	if tag.RowsAffected() != 1 {
-		return fmt.Errorf("finish payment %d: %w (or no longer pending)", id, ErrNotFound)
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	var now string
+	if err := s.pool.QueryRow(ctx, `SELECT status FROM payments WHERE id = $1`, id).Scan(&now); err != nil {
+		return fmt.Errorf("finish payment %d: %w", id, ErrNotFound)
+	}
+	if now == status {
+		return nil
+	}
+	return fmt.Errorf("finish payment %d: it is %s already, not %s: %w", id, now, status, ErrPaymentUsed)
+}
+
+// NotePayment sets a pending payment's reason (what it waits for).
+func (s *Store) NotePayment(ctx context.Context, id int64, reason string) error {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	if len(reason) > 500 {
+		reason = reason[:500]
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE payments SET reason = $2, updated_at = now() WHERE id = $1 AND status = 'pending'`, id, reason); err != nil {
+		return fmt.Errorf("note payment %d: %w", id, err)
 	}
 	return nil
+}
+
+// paymentColumns are what scanPayment reads.
+const paymentColumns = `id, message_hash, COALESCE(tx_signature, ''), network, asset, pay_to, payer, amount,
+	route, status, reason, node, created_at, updated_at, settled_at, request_fingerprint, request,
+	COALESCE(payment_id, ''), COALESCE(last_valid_height, 0)`
+
+func scanPayment(row pgx.Row) (Payment, error) {
+	var p Payment
+	var hash []byte
+	var amount, lastValid int64
+	if err := row.Scan(&p.ID, &hash, &p.TxSignature, &p.Network, &p.Asset, &p.PayTo, &p.Payer, &amount, &p.Route,
+		&p.Status, &p.Reason, &p.Node, &p.CreatedAt, &p.UpdatedAt, &p.SettledAt, &p.RequestFingerprint, &p.Request,
+		&p.PaymentID, &lastValid); err != nil {
+		return p, err
+	}
+	copy(p.MessageHash[:], hash)
+	p.Amount, p.LastValidHeight = uint64(amount), uint64(lastValid)
+	return p, nil
+}
+
+// PaymentByMessage reads the ledger row of a transaction message
+// (ErrNotFound: none).
+func (s *Store) PaymentByMessage(ctx context.Context, hash [32]byte) (Payment, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	p, err := scanPayment(s.pool.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments WHERE message_hash = $1`, hash[:]))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return p, ErrNotFound
+	}
+	if err != nil {
+		return p, fmt.Errorf("payment by message: %w", err)
+	}
+	return p, nil
+}
+
+// PaymentByID reads the ledger row of an x402 payment-identifier
+// (ErrNotFound: none).
+func (s *Store) PaymentByID(ctx context.Context, paymentID string) (Payment, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	p, err := scanPayment(s.pool.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments WHERE payment_id = $1`, paymentID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return p, ErrNotFound
+	}
+	if err != nil {
+		return p, fmt.Errorf("payment by id: %w", err)
+	}
+	return p, nil
+}
+
+// Verdict is what the chain says of an open payment: a final status
+// (settled or released) with its reason, or "" (still open: look again
+// later).
+type Verdict struct {
+	Status string
+	Reason string
+}
+
+// ReconcilePayments locks up to limit open rows (pending or failed, with a
+// transaction signature), least recently checked first, asks decide about
+// each and records its verdict, in one transaction. Rows another process
+// holds are skipped (FOR UPDATE SKIP LOCKED), so any number of reconcilers
+// may run: one acts on a row at a time. It returns the rows decided.
+func (s *Store) ReconcilePayments(ctx context.Context, limit int, decide func(context.Context, Payment) Verdict) (int, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("reconcile payments: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	rows, err := tx.Query(ctx, `SELECT `+paymentColumns+` FROM payments
+		WHERE status IN ('pending', 'failed') AND tx_signature IS NOT NULL
+		ORDER BY checked_at NULLS FIRST, id LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
+	if err != nil {
+		return 0, fmt.Errorf("reconcile payments: %w", err)
+	}
+	var open []Payment
+	for rows.Next() {
+		p, err := scanPayment(rows)
+		if err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("reconcile payments: %w", err)
+		}
+		open = append(open, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("reconcile payments: %w", err)
+	}
+	decided := 0
+	for _, p := range open {
+		v := decide(ctx, p)
+		switch v.Status {
+		case PaymentSettled, PaymentReleased:
+			decided++
+			if len(v.Reason) > 500 {
+				v.Reason = v.Reason[:500]
+			}
+			_, err = tx.Exec(ctx, `UPDATE payments SET status = $2, reason = $3, checked_at = now(), updated_at = now(),
+				settled_at = CASE WHEN $2 = 'settled' THEN now() ELSE settled_at END WHERE id = $1`, p.ID, v.Status, v.Reason)
+		default:
+			_, err = tx.Exec(ctx, `UPDATE payments SET checked_at = now() WHERE id = $1`, p.ID)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("reconcile payment %d: %w", p.ID, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("reconcile payments: %w", err)
+	}
+	return decided, nil
 }
 
 // PaymentFilter selects ledger rows, newest first.
@@ -122,8 +267,7 @@ func (s *Store) ListPayments(ctx context.Context, f PaymentFilter) ([]Payment, e
 	f.Limit = min(f.Limit, 10_000)
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT id, message_hash, COALESCE(tx_signature, ''), network, asset, pay_to, payer, amount,
-			route, status, reason, node, created_at, updated_at, settled_at
+	rows, err := s.pool.Query(ctx, `SELECT `+paymentColumns+`
 		FROM payments WHERE ($1 = '' OR status = $1) AND ($2::timestamptz IS NULL OR created_at >= $2) AND ($4 = '' OR payer = $4)
 		ORDER BY created_at DESC, id DESC LIMIT $3`, f.Status, nullTime(f.Since), f.Limit, f.Payer)
 	if err != nil {
@@ -132,15 +276,10 @@ func (s *Store) ListPayments(ctx context.Context, f PaymentFilter) ([]Payment, e
 	defer rows.Close()
 	var out []Payment
 	for rows.Next() {
-		var p Payment
-		var hash []byte
-		var amount int64
-		if err := rows.Scan(&p.ID, &hash, &p.TxSignature, &p.Network, &p.Asset, &p.PayTo, &p.Payer, &amount, &p.Route,
-			&p.Status, &p.Reason, &p.Node, &p.CreatedAt, &p.UpdatedAt, &p.SettledAt); err != nil {
+		p, err := scanPayment(rows)
+		if err != nil {
 			return nil, fmt.Errorf("list payments: %w", err)
 		}
-		copy(p.MessageHash[:], hash)
-		p.Amount = uint64(amount)
 		out = append(out, p)
 	}
 	if err := rows.Err(); err != nil {
@@ -176,4 +315,26 @@ func nullTime(t time.Time) *time.Time {
 		return nil
 	}
 	return &t
+}
+
+func nilIfEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+func nullString(v string) *string {
+	if v == "" {
+		return nil
+	}
+	return &v
+}
+
+func nullHeight(h uint64) *int64 {
+	if h == 0 {
+		return nil
+	}
+	v := int64(h)
+	return &v
 }

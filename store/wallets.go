@@ -16,6 +16,22 @@ var ErrWalletTaken = errors.New("wallet already linked to another account")
 // in for the first time.
 func WalletAccountName(wallet string) string { return "wallet." + wallet }
 
+// WalletAccount returns the account that has the wallet; ErrNotFound when
+// none has.
+func (s *Store) WalletAccount(ctx context.Context, wallet string) (Account, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var a Account
+	err := s.pool.QueryRow(ctx, `SELECT id, name, created_at FROM accounts WHERE wallet = $1`, wallet).Scan(&a.ID, &a.Name, &a.CreatedAt)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return a, ErrNotFound
+	case err != nil:
+		return a, fmt.Errorf("account of wallet %s: %w", wallet, err)
+	}
+	return a, nil
+}
+
 // EnsureWalletAccount returns the account of the wallet (a base58 Solana
 // address the caller has checked), making one named WalletAccountName when
 // the wallet has none; created says whether it was made now.

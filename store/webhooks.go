@@ -30,7 +30,24 @@ type Webhook struct {
 	FailingSince   *time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	// Verification is the endpoint verification's state (Verification*),
+	// VerificationAt when it last changed (nil: verified before
+	// verification existed), VerifyAttempts the attempts of the current
+	// round, VerifyNextAt when the next is due (pending only), VerifyError
+	// why the last attempt failed.
+	Verification   string
+	VerificationAt *time.Time
+	VerifyAttempts int
+	VerifyNextAt   *time.Time
+	VerifyError    *string
 }
+
+// States of a webhook's endpoint verification.
+const (
+	VerificationPending  = "pending"
+	VerificationVerified = "verified"
+	VerificationFailed   = "failed"
+)
 
 // WebhookPatch changes some fields of a webhook; nil fields stay as they are.
 // Setting Active to true clears the disabled reason and the failure run.
@@ -44,17 +61,19 @@ type WebhookPatch struct {
 }
 
 const webhookColumns = `id, account_id, url, events, agents, action_types, description, secret_sealed, secret_key_id,
-	active, disabled_reason, disabled_at, failing_since, created_at, updated_at`
+	active, disabled_reason, disabled_at, failing_since, created_at, updated_at,
+	verification, verification_at, verify_attempts, verify_next_at, verify_error`
 
 func scanWebhook(row pgx.Row) (Webhook, error) {
 	var w Webhook
 	err := row.Scan(&w.ID, &w.AccountID, &w.URL, &w.Events, &w.Agents, &w.ActionTypes, &w.Description, &w.SecretSealed,
-		&w.SecretKeyID, &w.Active, &w.DisabledReason, &w.DisabledAt, &w.FailingSince, &w.CreatedAt, &w.UpdatedAt)
+		&w.SecretKeyID, &w.Active, &w.DisabledReason, &w.DisabledAt, &w.FailingSince, &w.CreatedAt, &w.UpdatedAt,
+		&w.Verification, &w.VerificationAt, &w.VerifyAttempts, &w.VerifyNextAt, &w.VerifyError)
 	return w, err
 }
 
 // InsertWebhook stores a new webhook (w.ID, the sealed secret and the
-// subscription set by the caller). It fails with ErrWebhookLimit when the
+// subscription set by the caller), its verification pending and due now. It fails with ErrWebhookLimit when the
 // account already has max webhooks (max <= 0: no limit) and ErrNotFound
 // when the account does not exist; the account row is locked for the
 // count, so concurrent inserts cannot exceed the limit.
@@ -81,7 +100,8 @@ func (s *Store) InsertWebhook(ctx context.Context, w Webhook, max int) (Webhook,
 			}
 		}
 		out, err = scanWebhook(tx.QueryRow(ctx, `INSERT INTO webhooks (id, account_id, url, events, agents, action_types, description,
-				secret_sealed, secret_key_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+webhookColumns,
+				secret_sealed, secret_key_id, verification, verification_at, verify_next_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', now(), now()) RETURNING `+webhookColumns,
 			w.ID, w.AccountID, w.URL, nonNil(w.Events), nonNil(w.Agents), nonNil(w.ActionTypes), w.Description, w.SecretSealed, w.SecretKeyID))
 		if err != nil {
 			return fmt.Errorf("insert webhook: %w", err)
@@ -156,7 +176,9 @@ func (s *Store) ListWebhooks(ctx context.Context, accountID int64, limit, offset
 }
 
 // UpdateWebhook applies p to the account's webhook id and returns it;
-// ErrNotFound for another account's webhook or an unknown id.
+// ErrNotFound for another account's webhook or an unknown id. A URL that
+// differs from the stored one starts a new verification round (pending,
+// due now), as RestartVerification does.
 func (s *Store) UpdateWebhook(ctx context.Context, accountID int64, id string, p WebhookPatch) (Webhook, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
@@ -180,6 +202,7 @@ func (s *Store) UpdateWebhook(ctx context.Context, accountID int64, id string, p
 			disabled_reason = CASE WHEN $8 IS NULL THEN disabled_reason WHEN $8 THEN NULL ELSE 'disabled by its owner' END,
 			disabled_at = CASE WHEN $8 IS NULL THEN disabled_at WHEN $8 THEN NULL ELSE COALESCE(disabled_at, now()) END,
 			failing_since = CASE WHEN $8 THEN NULL ELSE failing_since END,
+			`+restartIf(`$3::text IS NOT NULL AND $3::text <> url`)+`,
 			updated_at = now()
 		WHERE id = $1 AND account_id = $2 RETURNING `+webhookColumns,
 		id, accountID, p.URL, events, agents, types, p.Description, p.Active))
@@ -244,6 +267,108 @@ func (s *Store) ResealSecret(ctx context.Context, id, oldKeyID string, sealed []
 		WHERE id = $1 AND secret_key_id = $2`, id, oldKeyID, sealed, keyID)
 	if err != nil {
 		return false, fmt.Errorf("reseal secret of %s: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// restartIf is the SET list that starts a new verification round when
+// cond holds (and leaves the verification as it is otherwise).
+func restartIf(cond string) string {
+	c := "(" + cond + ")"
+	return `verification = CASE WHEN ` + c + ` THEN 'pending' ELSE verification END,
+			verification_at = CASE WHEN ` + c + ` THEN now() ELSE verification_at END,
+			verify_round = CASE WHEN ` + c + ` THEN verify_round + 1 ELSE verify_round END,
+			verify_attempts = CASE WHEN ` + c + ` THEN 0 ELSE verify_attempts END,
+			verify_next_at = CASE WHEN ` + c + ` THEN now() ELSE verify_next_at END,
+			verify_error = CASE WHEN ` + c + ` THEN NULL ELSE verify_error END`
+}
+
+// RestartVerification starts a new verification round of the account's
+// webhook id, whatever its state: pending, due now, no attempts yet.
+// Deliveries wait until it is verified again. ErrNotFound for another
+// account's webhook or an unknown id.
+func (s *Store) RestartVerification(ctx context.Context, accountID int64, id string) (Webhook, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	w, err := scanWebhook(s.pool.QueryRow(ctx, `UPDATE webhooks SET `+restartIf("true")+`, updated_at = now()
+		WHERE id = $1 AND account_id = $2 RETURNING `+webhookColumns, id, accountID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return w, ErrNotFound
+	}
+	if err != nil {
+		return w, fmt.Errorf("restart verification of %s: %w", id, err)
+	}
+	return w, nil
+}
+
+// VerifyJob is one claimed verification attempt.
+type VerifyJob struct {
+	WebhookID    string
+	URL          string
+	SecretSealed []byte
+	SecretKeyID  string
+	Round        int
+	Attempts     int // before this one
+}
+
+// ClaimVerifications takes up to limit due verification attempts: their
+// next attempt moves lease ahead, so no other worker takes them meanwhile
+// (a worker that stops mid-attempt leaves them due again after lease).
+func (s *Store) ClaimVerifications(ctx context.Context, limit int, lease time.Duration) ([]VerifyJob, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `UPDATE webhooks w SET verify_next_at = now() + make_interval(secs => $2)
+		FROM (SELECT id FROM webhooks WHERE verification = 'pending' AND verify_next_at <= now()
+			ORDER BY verify_next_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
+		WHERE w.id = due.id
+		RETURNING w.id, w.url, w.secret_sealed, w.secret_key_id, w.verify_round, w.verify_attempts`, limit, lease.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("claim verifications: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (VerifyJob, error) {
+		var j VerifyJob
+		return j, r.Scan(&j.WebhookID, &j.URL, &j.SecretSealed, &j.SecretKeyID, &j.Round, &j.Attempts)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim verifications: %w", err)
+	}
+	return out, nil
+}
+
+// VerifyOutcome is what one verification attempt of a round got.
+type VerifyOutcome struct {
+	WebhookID string
+	Round     int
+	Verified  bool
+	Error     string     // why it failed
+	Next      *time.Time // when the next attempt is due; nil with !Verified: failed for good
+	Postpone  bool       // no attempt was made (the host's cap): only Next changes
+}
+
+// RecordVerification stores an attempt's outcome if its round is still
+// the webhook's and pending; it reports whether it did.
+func (s *Store) RecordVerification(ctx context.Context, o VerifyOutcome) (bool, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var q string
+	var args []any
+	switch {
+	case o.Postpone:
+		q, args = `UPDATE webhooks SET verify_next_at = $3 WHERE id = $1 AND verify_round = $2 AND verification = 'pending'`,
+			[]any{o.WebhookID, o.Round, o.Next}
+	case o.Verified:
+		q, args = `UPDATE webhooks SET verification = 'verified', verification_at = now(), verify_attempts = verify_attempts + 1,
+			verify_next_at = NULL, verify_error = NULL, updated_at = now()
+			WHERE id = $1 AND verify_round = $2 AND verification = 'pending'`, []any{o.WebhookID, o.Round}
+	default:
+		q, args = `UPDATE webhooks SET verification = CASE WHEN $3::timestamptz IS NULL THEN 'failed' ELSE 'pending' END,
+			verification_at = CASE WHEN $3::timestamptz IS NULL THEN now() ELSE verification_at END,
+			verify_attempts = verify_attempts + 1, verify_next_at = $3, verify_error = left($4, 400), updated_at = now()
+			WHERE id = $1 AND verify_round = $2 AND verification = 'pending'`, []any{o.WebhookID, o.Round, o.Next, o.Error}
+	}
+	tag, err := s.pool.Exec(ctx, q, args...)
+	if err != nil {
+		return false, fmt.Errorf("record verification of %s: %w", o.WebhookID, err)
 	}
 	return tag.RowsAffected() == 1, nil
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -20,6 +19,7 @@ import (
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/httpcache"
+	"github.com/attestd/attestd/internal/jsonbody"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 	"github.com/redis/go-redis/v9"
@@ -73,15 +73,6 @@ type sessionRecord struct {
 func (w *Web) nonceKey(n string) string   { return w.opt.Prefix + "nonce:" + n }
 func (w *Web) sessionKey(t string) string { return w.opt.Prefix + "session:" + hashed(t) }
 
-// domain is what a sign-in message must name: the configured domain, or
-// the Host the browser sent (raw: never a forwarded header a client sets).
-func (w *Web) domain(c *fiber.Ctx) string {
-	if w.opt.Config.Domain != "" {
-		return w.opt.Config.Domain
-	}
-	return string(c.Request().Header.Host())
-}
-
 func (w *Web) nonce(c *fiber.Ctx) error {
 	httpcache.Private(c)
 	if _, err := app.QueryParams(c); err != nil {
@@ -97,12 +88,8 @@ func (w *Web) nonce(c *fiber.Ctx) error {
 		return apierror.Unavailable("cannot issue a sign-in nonce now; try again shortly")
 	}
 	now := w.opt.Now().UTC().Truncate(time.Second)
-	d := w.domain(c)
-	scheme := "https"
-	if loopback(d) {
-		scheme = "http"
-	}
-	return c.JSON(fiber.Map{"data": NonceView{Nonce: n, Domain: d, URI: scheme + "://" + d, Version: "1", ChainID: "mainnet",
+	o := w.opt.Config.Origin
+	return c.JSON(fiber.Map{"data": NonceView{Nonce: n, Domain: o.Host, URI: o.String(), Version: "1", ChainID: w.opt.Config.chainID(),
 		Statement: Statement, IssuedAt: attestation.At(now), ExpirationTime: attestation.At(now.Add(NonceTTL))}})
 }
 
@@ -113,20 +100,6 @@ func randomHex(n int) (string, error) {
 	}
 	b, _ := base64.RawURLEncoding.DecodeString(t)
 	return fmt.Sprintf("%x", b), nil
-}
-
-// loopback reports whether a host[:port] is this machine.
-func loopback(hostport string) bool {
-	h := hostport
-	if host, _, err := net.SplitHostPort(hostport); err == nil {
-		h = host
-	}
-	h = strings.Trim(h, "[]")
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 func refused(format string, args ...any) error {
@@ -149,10 +122,8 @@ func (w *Web) signIn(c *fiber.Ctx) error {
 		Message   *string `json:"message"`
 		Signature *string `json:"signature"`
 	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil || req.Message == nil || req.Signature == nil {
-		return apierror.Invalid(`the body must be {"message": "<the signed Sign-In-With-Solana text>", "signature": "<base64 of the 64-byte Ed25519 signature>"}`)
+	if err := jsonbody.Decode(body, &req); err != nil || req.Message == nil || req.Signature == nil {
+		return jsonbody.Refusal(err, `the body must be {"message": "<the signed Sign-In-With-Solana text>", "signature": "<base64 of the 64-byte Ed25519 signature>"}`)
 	}
 	m, err := ParseMessage(*req.Message)
 	if err != nil {
@@ -162,7 +133,9 @@ func (w *Web) signIn(c *fiber.Ctx) error {
 	if err != nil || len(sig) != 64 {
 		return apierror.Invalid("signature must be the 64-byte Ed25519 signature in standard base64")
 	}
-	if want := w.domain(c); m.Domain != want {
+	// The domain is the configured origin's, never a request header's: a
+	// signature made for another site cannot open a session here.
+	if want := w.opt.Config.Origin.Host; m.Domain != want {
 		return refused("the message is for %q, not for this server (%q): sign in from this site", clip(m.Domain, 64), clip(want, 64))
 	}
 	if u, err := url.Parse(m.URI); err != nil || u.Host != m.Domain || (u.Scheme != "https" && u.Scheme != "http") {
@@ -170,6 +143,9 @@ func (w *Web) signIn(c *fiber.Ctx) error {
 	}
 	if m.Version != "1" {
 		return apierror.Invalid("message: Version must be 1")
+	}
+	if want := w.opt.Config.chainID(); m.ChainID != want && m.ChainID != "solana:"+want {
+		return refused("the message is for chain %q; this server signs in on %q", clip(m.ChainID, 64), want)
 	}
 	now := w.opt.Now()
 	switch {
@@ -196,15 +172,9 @@ func (w *Web) signIn(c *fiber.Ctx) error {
 	case err != nil:
 		return apierror.Unavailable("cannot check the sign-in now; try again shortly")
 	}
-	acct, created, err := w.opt.Store.EnsureWalletAccount(ctx, m.Address)
-	if errors.Is(err, store.ErrWalletTaken) {
-		return apierror.New(http.StatusConflict, "WALLET_CONFLICT", "%s", err.Error())
-	}
+	acct, err := w.accountOf(c, ctx, m.Address)
 	if err != nil {
-		return app.StoreError(err)
-	}
-	if created {
-		w.log.Info("account created for a wallet", "account", acct.Name)
+		return err
 	}
 	token, err := randomToken(32)
 	if err != nil {
@@ -220,7 +190,7 @@ func (w *Web) signIn(c *fiber.Ctx) error {
 		return apierror.Unavailable("cannot start a session now; try again shortly")
 	}
 	c.Cookie(&fiber.Cookie{Name: CookieName, Value: token, Path: "/", Expires: expires, MaxAge: int(w.opt.Config.SessionTTL / time.Second),
-		HTTPOnly: true, Secure: !loopback(string(c.Request().Header.Host())), SameSite: fiber.CookieSameSiteStrictMode})
+		HTTPOnly: true, Secure: w.opt.Config.Origin.Secure(), SameSite: fiber.CookieSameSiteStrictMode})
 	return c.JSON(fiber.Map{"data": SessionView{Account: acct.Name, Wallet: m.Address, CSRFToken: csrf, ExpiresAt: attestation.At(expires)}})
 }
 
@@ -318,7 +288,7 @@ func (w *Web) signOut(c *fiber.Ctx) error {
 		return apierror.Unavailable("cannot end the session now; try again shortly")
 	}
 	c.Cookie(&fiber.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, Expires: time.Unix(0, 0), HTTPOnly: true,
-		Secure: !loopback(string(c.Request().Header.Host())), SameSite: fiber.CookieSameSiteStrictMode})
+		Secure: w.opt.Config.Origin.Secure(), SameSite: fiber.CookieSameSiteStrictMode})
 	return c.SendStatus(http.StatusNoContent)
 }
 

@@ -133,7 +133,7 @@ func TestSessionActsForItsAccount(t *testing.T) {
 		}
 	}
 	if strings.Contains(sc, "Secure") {
-		t.Errorf("Set-Cookie %q: Secure on loopback would stop the console working over http://127.0.0.1", sc)
+		t.Errorf("Set-Cookie %q: Secure with an http origin would stop the console working over http", sc)
 	}
 	if r := h.do(t, s, false, http.MethodGet, "/auth/session", nil); r.Status != 200 || !strings.Contains(string(r.Body), s.csrf) {
 		t.Errorf("session: %d %s", r.Status, r.Body)
@@ -146,7 +146,8 @@ func TestSessionActsForItsAccount(t *testing.T) {
 	for _, c := range []struct{ method, path string }{
 		{http.MethodPost, "/keys"}, {http.MethodDelete, "/keys/11111111"}, {http.MethodPost, "/webhooks"},
 		{http.MethodPatch, "/webhooks/wh_000000000000000000000000"}, {http.MethodDelete, "/webhooks/wh_000000000000000000000000"},
-		{http.MethodPost, "/webhooks/wh_000000000000000000000000/test"}, {http.MethodPost, "/auth/signout"},
+		{http.MethodPost, "/webhooks/wh_000000000000000000000000/test"}, {http.MethodPost, "/webhooks/wh_000000000000000000000000/verify"},
+		{http.MethodPost, "/auth/signout"},
 	} {
 		r := h.do(t, s, false, c.method, c.path, map[string]any{"label": "x"})
 		if r.Status != http.StatusForbidden || !strings.Contains(r.ErrorMessage(), web.CSRFHeader) {
@@ -195,6 +196,7 @@ func TestSessionActsForItsAccount(t *testing.T) {
 		{http.MethodDelete, "/keys/" + theirs.Key.Prefix}, {http.MethodGet, "/webhooks/" + theirHook.Data.ID},
 		{http.MethodPatch, "/webhooks/" + theirHook.Data.ID}, {http.MethodDelete, "/webhooks/" + theirHook.Data.ID},
 		{http.MethodGet, "/webhooks/" + theirHook.Data.ID + "/deliveries"}, {http.MethodPost, "/webhooks/" + theirHook.Data.ID + "/test"},
+		{http.MethodPost, "/webhooks/" + theirHook.Data.ID + "/verify"},
 	} {
 		var body any
 		if c.method == http.MethodPatch {

@@ -14,6 +14,7 @@ import (
 	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/web"
@@ -45,6 +46,13 @@ type harnessOpt struct {
 	agents, attestations int
 	now                  func() time.Time
 	webhookCfg           func(*webhook.Config)
+	// origin is the node's public origin (default http://console.test);
+	// "-" leaves it unset (the console off).
+	origin string
+	// chainID is the Chain ID sign-in requires (default mainnet).
+	chainID string
+	// newAccounts bounds the accounts one client IP makes per hour (0: none).
+	newAccounts int
 }
 
 func newHarness(t testing.TB, o harnessOpt) *harness {
@@ -68,12 +76,21 @@ func newHarness(t testing.TB, o harnessOpt) *harness {
 	if o.webhookCfg != nil {
 		o.webhookCfg(&wcfg)
 	}
+	cfg := web.Config{SessionTTL: time.Hour, ChainID: o.chainID, NewAccountsPerHour: o.newAccounts}
+	switch o.origin {
+	case "-":
+	case "":
+		cfg.Origin, err = config.ParseOrigin("http://console.test")
+	default:
+		cfg.Origin, err = config.ParseOrigin(o.origin)
+	}
+	testenv.Must(t, err, "origin")
 	var deps app.Deps
 	h.node = h.env.StartNode(t, apptest.NodeOptions{
 		Configure: func(d *app.Deps) { deps = *d },
 		Routes: func(api *app.API) {
 			h.web, err = web.New(web.Options{Store: deps.Store, Redis: rdb, Prefix: h.env.Prefix + "web:",
-				Config: web.Config{SessionTTL: time.Hour}, Logger: apptest.Logger(), Now: func() time.Time { return h.now() }})
+				Config: cfg, Logger: apptest.Logger(), Now: func() time.Time { return h.now() }})
 			testenv.Must(t, err, "web")
 			h.web.Routes(api)
 			h.keys, err = apikey.New(context.Background(), apikey.Options{Store: deps.Store, Logger: apptest.Logger(), Sessions: h.web})
@@ -130,11 +147,16 @@ func (h *harness) message(w wallet, n web.NonceView) web.Message {
 		Nonce: n.Nonce, IssuedAt: now, ExpirationTime: now.Add(5 * time.Minute)}
 }
 
-// signIn posts a signed message and returns the answer.
-func (h *harness) signIn(t testing.TB, text, sig string) *apptest.Response {
+// signIn posts a signed message and returns the answer; hdr adds headers
+// (Host included).
+func (h *harness) signIn(t testing.TB, text, sig string, hdr ...map[string]string) *apptest.Response {
 	t.Helper()
 	b, _ := json.Marshal(map[string]string{"message": text, "signature": sig})
-	return h.node.Do(t, http.MethodPost, "/auth/signin", b, nil)
+	var header map[string]string
+	if len(hdr) > 0 {
+		header = hdr[0]
+	}
+	return h.node.Do(t, http.MethodPost, "/auth/signin", b, header)
 }
 
 // session is a signed-in browser: its cookie and CSRF token.

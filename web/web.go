@@ -15,6 +15,8 @@ import (
 
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/httpcache"
+	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
 	"github.com/redis/go-redis/v9"
@@ -33,16 +35,21 @@ type Options struct {
 	Redis  redis.UniversalClient // required: nonces and sessions
 	Prefix string                // Redis key prefix, such as "attestd:web:"
 	Config Config
-	Logger *slog.Logger
-	Now    func() time.Time
+	// Resolver finds a request's client IP (for the bound on new
+	// accounts): the rate limiter's, so trusted proxies are believed
+	// alike. Nil: the socket peer.
+	Resolver *ratelimit.IPResolver
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // Web serves the pages, the assets and the sign-in routes, and
 // authenticates sessions for the account routes (apikey.Sessions).
 type Web struct {
-	opt    Options
-	assets map[string]*asset
-	log    *slog.Logger
+	opt      Options
+	assets   map[string]*asset
+	log      *slog.Logger
+	resolver *ratelimit.IPResolver
 }
 
 // New loads the embedded assets and checks the options.
@@ -59,25 +66,47 @@ func New(opt Options) (*Web, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	if opt.Resolver == nil {
+		r, err := ratelimit.NewIPResolver(nil, "")
+		if err != nil {
+			return nil, err
+		}
+		opt.Resolver = r
+	}
 	a, err := loadAssets()
 	if err != nil {
 		return nil, err
 	}
-	return &Web{opt: opt, assets: a, log: opt.Logger}, nil
+	return &Web{opt: opt, assets: a, log: opt.Logger, resolver: opt.Resolver}, nil
 }
 
 // Routes adds the pages (/ and /assets/*) and the sign-in routes
-// (/api/v1/auth/...).
+// (/api/v1/auth/...). Without an origin (Config.Origin) they all answer
+// 503 naming ATTESTD_PUBLIC_URL.
 func (w *Web) Routes(api *app.API) {
-	api.Page(http.MethodGet, "/", w.securityHeaders, w.index)
-	api.Page(http.MethodHead, "/", w.securityHeaders, w.index)
-	api.Page(http.MethodGet, "/assets/:name", w.securityHeaders, w.asset)
-	api.Page(http.MethodHead, "/assets/:name", w.securityHeaders, w.asset)
-	api.Route(http.MethodGet, "/auth/nonce", w.nonce)
-	api.Route(http.MethodPost, "/auth/signin", w.signIn)
-	api.Route(http.MethodGet, "/auth/session", w.session)
-	api.Route(http.MethodPost, "/auth/signout", w.signOut)
-	api.Route(http.MethodGet, "/auth/payments", w.payments)
+	on := w.requireOrigin
+	api.Page(http.MethodGet, "/", w.securityHeaders, on, w.index)
+	api.Page(http.MethodHead, "/", w.securityHeaders, on, w.index)
+	api.Page(http.MethodGet, "/assets/:name", w.securityHeaders, on, w.asset)
+	api.Page(http.MethodHead, "/assets/:name", w.securityHeaders, on, w.asset)
+	api.Route(http.MethodGet, "/auth/nonce", on, w.nonce)
+	api.Route(http.MethodPost, "/auth/signin", on, w.signIn)
+	api.Route(http.MethodGet, "/auth/session", on, w.session)
+	api.Route(http.MethodPost, "/auth/signout", on, w.signOut)
+	api.Route(http.MethodGet, "/auth/payments", on, w.payments)
+}
+
+// Off reports whether the console is off: no public origin configured.
+func (w *Web) Off() bool { return w.opt.Config.Origin.IsZero() }
+
+// requireOrigin answers 503 while the node has no public origin: without
+// one, no sign-in could name this site.
+func (w *Web) requireOrigin(c *fiber.Ctx) error {
+	if w.Off() {
+		httpcache.Private(c)
+		return apierror.Unavailable("the web console is off on this node: set ATTESTD_PUBLIC_URL to the origin browsers use (such as https://attestd.example.com)")
+	}
+	return c.Next()
 }
 
 // securityHeaders sets what every page and asset says to the browser,

@@ -92,6 +92,7 @@ func (a *API) Routes(api *app.API, auth fiber.Handler) {
 	route(http.MethodGet, "/webhooks/:id/deliveries", a.deliveries)
 	route(http.MethodPost, "/webhooks/:id/deliveries/:deliveryId/retry", a.retry)
 	route(http.MethodPost, "/webhooks/:id/test", a.test)
+	route(http.MethodPost, "/webhooks/:id/verify", a.verify)
 }
 
 // onlyAdmins is the one place the key-role rule of CONTRACT.md applies to
@@ -118,6 +119,20 @@ type View struct {
 	FailingSince   *attestation.Time `json:"failingSince"`
 	CreatedAt      attestation.Time  `json:"createdAt"`
 	UpdatedAt      attestation.Time  `json:"updatedAt"`
+	Verification   VerificationView  `json:"verification"`
+}
+
+// VerificationView is the state of a webhook's endpoint verification:
+// status pending (deliveries wait), verified or failed (none are sent);
+// at: when it became so (null: verified before verification existed);
+// the attempts of the current round, when the next is due, why the last
+// one failed.
+type VerificationView struct {
+	Status        string            `json:"status"`
+	At            *attestation.Time `json:"at"`
+	Attempts      int               `json:"attempts"`
+	NextAttemptAt *attestation.Time `json:"nextAttemptAt"`
+	Error         *string           `json:"error"`
 }
 
 func viewOf(w store.Webhook) View {
@@ -125,6 +140,8 @@ func viewOf(w store.Webhook) View {
 		Description: w.Description, Active: w.Active, DisabledReason: w.DisabledReason,
 		CreatedAt: attestation.At(w.CreatedAt), UpdatedAt: attestation.At(w.UpdatedAt)}
 	v.DisabledAt, v.FailingSince = attestation.OptTime(w.DisabledAt), attestation.OptTime(w.FailingSince)
+	v.Verification = VerificationView{Status: w.Verification, At: attestation.OptTime(w.VerificationAt),
+		Attempts: w.VerifyAttempts, NextAttemptAt: attestation.OptTime(w.VerifyNextAt), Error: w.VerifyError}
 	if v.Filter.Agents == nil {
 		v.Filter.Agents = []string{}
 	}
@@ -347,7 +364,7 @@ func (a *API) update(c *fiber.Ctx) error {
 	if err != nil {
 		return webhookErr(err, id)
 	}
-	a.log.Info("webhook updated", "account", p.AccountID, "webhook", id, "active", w.Active)
+	a.log.Info("webhook updated", "account", p.AccountID, "webhook", id, "active", w.Active, "verification", w.Verification)
 	return c.JSON(struct {
 		Data View `json:"data"`
 	}{viewOf(w)})
@@ -502,4 +519,26 @@ func (a *API) test(c *fiber.Ctx) error {
 	return c.Status(http.StatusAccepted).JSON(struct {
 		Data QueuedView `json:"data"`
 	}{QueuedView{DeliveryID: d.ID, EventID: EventID(d.OutboxID), EventType: store.EventWebhookTest, Status: "queued"}})
+}
+
+// verify starts a new endpoint verification round of the webhook: its
+// deliveries wait until the receiver answers the challenge again.
+func (a *API) verify(c *fiber.Ctx) error {
+	p, id, err := target(c)
+	if err != nil {
+		return err
+	}
+	if body, err := app.Body(c, maxBody); err != nil {
+		return err
+	} else if len(body) > 0 {
+		return apierror.Invalid("this route takes no body")
+	}
+	w, err := a.opt.Store.RestartVerification(c.UserContext(), p.AccountID, id)
+	if err != nil {
+		return webhookErr(err, id)
+	}
+	a.log.Info("webhook verification restarted", "account", p.AccountID, "webhook", id)
+	return c.Status(http.StatusAccepted).JSON(struct {
+		Data View `json:"data"`
+	}{viewOf(w)})
 }

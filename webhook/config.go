@@ -20,6 +20,8 @@ var Vars = []config.Var{
 	{Name: "ATTESTD_WEBHOOK_CONCURRENCY", Default: "64", Help: "deliveries in flight per worker"},
 	{Name: "ATTESTD_WEBHOOK_ENDPOINT_CONCURRENCY", Default: "8", Help: "deliveries in flight per worker to one webhook"},
 	{Name: "ATTESTD_WEBHOOK_ENDPOINT_RATE", Default: "500", Help: "deliveries per second to one webhook, all workers together; 0: no limit"},
+	{Name: "ATTESTD_WEBHOOK_HOST_RATE", Default: "50", Help: "deliveries and verification requests per second to one destination host, all accounts and workers together (over it they wait); 0: no limit"},
+	{Name: "ATTESTD_WEBHOOK_VERIFY_SCHEDULE", Default: "10s,1m,5m,30m", Help: "waits before each further endpoint verification attempt; after them all the verification is failed"},
 	{Name: "ATTESTD_WEBHOOK_PARTITIONS", Default: "4", Help: "job streams; the same on every process of a deployment"},
 	{Name: "ATTESTD_WEBHOOK_CLAIM_IDLE", Default: "30s", Help: "a job held this long by a worker that stopped is taken over"},
 	{Name: "ATTESTD_WEBHOOK_LOG_RETENTION", Default: "720h", Help: "events, deliveries and attempts older than this are pruned"},
@@ -40,12 +42,21 @@ type Config struct {
 	Concurrency         int
 	EndpointConcurrency int
 	EndpointRate        int
-	Partitions          int
-	ClaimIdle           time.Duration
-	Retention           time.Duration
-	PollInterval        time.Duration
-	MetricsAddr         string
+	// HostRate caps deliveries and verification requests per second to
+	// one destination host across accounts and workers (0: no cap).
+	HostRate int
+	// VerifySchedule is the waits between endpoint verification attempts.
+	VerifySchedule []time.Duration
+	Partitions     int
+	ClaimIdle      time.Duration
+	Retention      time.Duration
+	PollInterval   time.Duration
+	MetricsAddr    string
 }
+
+// DefaultVerifySchedule is the waits between verification attempts: five
+// attempts in about 36 minutes.
+var DefaultVerifySchedule = []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute, 30 * time.Minute}
 
 // DefaultSchedule is CONTRACT.md's retry schedule.
 var DefaultSchedule = []time.Duration{30 * time.Second, 2 * time.Minute, 10 * time.Minute, time.Hour, 6 * time.Hour, 24 * time.Hour}
@@ -54,7 +65,7 @@ var DefaultSchedule = []time.Duration{30 * time.Second, 2 * time.Minute, 10 * ti
 func DefaultConfig() Config {
 	return Config{
 		MaxPerAccount: 25, Timeout: 10 * time.Second, Schedule: DefaultSchedule, DisableAfter: 72 * time.Hour,
-		Concurrency: 64, EndpointConcurrency: 8, EndpointRate: 500, Partitions: 4, ClaimIdle: 30 * time.Second,
+		Concurrency: 64, EndpointConcurrency: 8, EndpointRate: 500, HostRate: 50, VerifySchedule: DefaultVerifySchedule, Partitions: 4, ClaimIdle: 30 * time.Second,
 		Retention: 720 * time.Hour, PollInterval: 200 * time.Millisecond, MetricsAddr: "127.0.0.1:9092",
 	}
 }
@@ -71,6 +82,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		Concurrency:         e.Int("ATTESTD_WEBHOOK_CONCURRENCY", d.Concurrency, 1, 10_000),
 		EndpointConcurrency: e.Int("ATTESTD_WEBHOOK_ENDPOINT_CONCURRENCY", d.EndpointConcurrency, 1, 1000),
 		EndpointRate:        e.Int("ATTESTD_WEBHOOK_ENDPOINT_RATE", d.EndpointRate, 0, 1_000_000),
+		HostRate:            e.Int("ATTESTD_WEBHOOK_HOST_RATE", d.HostRate, 0, 1_000_000),
 		Partitions:          e.Int("ATTESTD_WEBHOOK_PARTITIONS", d.Partitions, 1, 1024),
 		ClaimIdle:           e.Duration("ATTESTD_WEBHOOK_CLAIM_IDLE", d.ClaimIdle, 500*time.Millisecond, time.Hour),
 		Retention:           e.Duration("ATTESTD_WEBHOOK_LOG_RETENTION", d.Retention, time.Hour, 10*365*24*time.Hour),
@@ -88,6 +100,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		e.Fail("ATTESTD_WEBHOOK_RETRY_SCHEDULE", "%v", err)
 	}
 	c.Schedule = sched
+	c.VerifySchedule = DefaultVerifySchedule
+	if v := e.String("ATTESTD_WEBHOOK_VERIFY_SCHEDULE", ""); v != "" {
+		vs, err := ParseSchedule(v)
+		if err != nil {
+			e.Fail("ATTESTD_WEBHOOK_VERIFY_SCHEDULE", "%v", err)
+		}
+		c.VerifySchedule = vs
+	}
 	if spec := e.String("ATTESTD_WEBHOOK_SECRET_KEYS", ""); spec != "" {
 		k, err := keyring.Parse(spec)
 		if err != nil {

@@ -65,6 +65,8 @@ func testConfig(t testing.TB) webhook.Config {
 	c.ClaimIdle = 2 * time.Second
 	c.PollInterval = 20 * time.Millisecond
 	c.EndpointRate = 0
+	c.HostRate = 0 // the per-host cap has its own tests
+	c.VerifySchedule = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond}
 	c.Partitions = 3
 	return c
 }
@@ -180,6 +182,43 @@ func (h *harness) create(t *testing.T, key string, body map[string]any) created 
 	return out.Data
 }
 
+// verificationView is a webhook's verification as GET /webhooks/:id shows it.
+type verificationView struct {
+	Status        string  `json:"status"`
+	At            *string `json:"at"`
+	Attempts      int     `json:"attempts"`
+	NextAttemptAt *string `json:"nextAttemptAt"`
+	Error         *string `json:"error"`
+}
+
+// verification reads the webhook's verification.
+func (h *harness) verification(t *testing.T, key, id string) verificationView {
+	t.Helper()
+	r := h.do(t, http.MethodGet, "/webhooks/"+id, key, nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("get webhook: %d %s", r.Status, r.Body)
+	}
+	var out struct {
+		Data struct{ Verification verificationView }
+	}
+	r.JSON(t, &out)
+	return out.Data.Verification
+}
+
+// waitVerification waits until the webhook's verification status is want.
+func (h *harness) waitVerification(t *testing.T, key, id, want string) verificationView {
+	t.Helper()
+	var v verificationView
+	deadline := time.Now().Add(30 * time.Second)
+	for v = h.verification(t, key, id); v.Status != want; v = h.verification(t, key, id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("verification of %s: not %s within 30s: %+v (error %v)", id, want, v, deref(v.Error))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return v
+}
+
 // attemptView is one delivery-log entry.
 type attemptView struct {
 	DeliveryID     string  `json:"deliveryId"`
@@ -260,19 +299,48 @@ func (d delivery) event(t testing.TB) (id, typ string) {
 }
 
 // receiver is an HTTP server on 127.0.0.1 that records every request and
-// answers with respond (default 204).
+// answers with respond (default 204). Endpoint verification requests are
+// recorded apart (verifies) and answered by the challenge function
+// (default: the right answer, as webhook.ChallengeAnswer makes it).
 type receiver struct {
-	srv     *httptest.Server
-	mu      sync.Mutex
-	got     []delivery
-	respond func(n int, r *http.Request) int // n: 1 for the first request
-	arrived chan struct{}
+	srv      *httptest.Server
+	mu       sync.Mutex
+	got      []delivery
+	verifies []delivery
+	respond  func(n int, r *http.Request) int // n: 1 for the first request
+	arrived  chan struct{}
+}
+
+// challengeFunc answers a verification request's body: status and body.
+type challengeFunc func(body []byte) (int, []byte)
+
+// echoChallenge is the right answer.
+func echoChallenge(body []byte) (int, []byte) {
+	if a, ok := webhook.ChallengeAnswer(body); ok {
+		return http.StatusOK, a
+	}
+	return http.StatusBadRequest, nil
 }
 
 func newReceiver(t *testing.T, respond func(n int, r *http.Request) int) *receiver {
+	return newReceiverWith(t, respond, echoChallenge)
+}
+
+// newReceiverWith is newReceiver whose verification answers are challenge's.
+func newReceiverWith(t *testing.T, respond func(n int, r *http.Request) int, challenge challengeFunc) *receiver {
 	rc := &receiver{respond: respond, arrived: make(chan struct{}, 1)}
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		if isVerification(body) {
+			rc.mu.Lock()
+			rc.verifies = append(rc.verifies, delivery{Header: r.Header.Clone(), Body: body, At: time.Now()})
+			rc.mu.Unlock()
+			status, answer := challenge(body)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			w.Write(answer)
+			return
+		}
 		rc.mu.Lock()
 		rc.got = append(rc.got, delivery{Header: r.Header.Clone(), Body: body, At: time.Now()})
 		n := len(rc.got)
@@ -293,6 +361,19 @@ func newReceiver(t *testing.T, respond func(n int, r *http.Request) int) *receiv
 }
 
 func (rc *receiver) URL() string { return rc.srv.URL + "/hook" }
+
+// isVerification reports whether a request body is a verification request.
+func isVerification(body []byte) bool {
+	var e struct{ Type string }
+	return json.Unmarshal(body, &e) == nil && e.Type == webhook.VerifyEvent
+}
+
+// verifications is the verification requests received.
+func (rc *receiver) verifications() []delivery {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]delivery(nil), rc.verifies...)
+}
 
 func (rc *receiver) deliveries() []delivery {
 	rc.mu.Lock()
@@ -375,3 +456,10 @@ const (
 	agentA = "9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin"
 	agentB = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"
 )
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}

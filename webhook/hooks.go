@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,14 +19,21 @@ import (
 // after a change: PATCH and DELETE reach every worker within it.
 const hookTTL = 5 * time.Second
 
+// pendingTTL is how long a webhook whose verification is pending is used:
+// its held deliveries notice the verification within it.
+const pendingTTL = 250 * time.Millisecond
+
 // hook is what a sender needs of a webhook.
 type hook struct {
 	id     string
 	found  bool // false: deleted
 	url    string
+	host   string // the URL's host, lower case: the per-host cap's key
 	active bool
-	signer *signature.Signer
-	loaded time.Time
+	// verification is the endpoint verification's state (store.Verification*).
+	verification string
+	signer       *signature.Signer
+	loaded       time.Time
 }
 
 // hookCache loads webhooks from the store and opens their secrets.
@@ -41,7 +50,7 @@ func (c *hookCache) get(ctx context.Context, id string) (*hook, error) {
 	c.mu.Lock()
 	h, ok := c.m[id]
 	c.mu.Unlock()
-	if ok && c.now().Sub(h.loaded) < hookTTL {
+	if ok && c.now().Sub(h.loaded) < h.ttl() {
 		return h, nil
 	}
 	v, err, _ := c.sf.Do(id, func() (any, error) {
@@ -84,8 +93,26 @@ func (c *hookCache) load(ctx context.Context, id string) (*hook, error) {
 	if h.signer, err = signature.NewSigner(string(secret)); err != nil {
 		return nil, fmt.Errorf("secret of webhook %s: %w", id, err)
 	}
-	h.found, h.url, h.active = true, w.URL, w.Active
+	h.found, h.url, h.active, h.verification = true, w.URL, w.Active, w.Verification
+	h.host = hostOf(w.URL)
 	return h, nil
+}
+
+// ttl is how long h is used before it is read again.
+func (h *hook) ttl() time.Duration {
+	if h.found && h.verification == store.VerificationPending {
+		return pendingTTL
+	}
+	return hookTTL
+}
+
+// hostOf is the lower-case host of a webhook URL ("" when it does not parse).
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Hostname())
 }
 
 // forget drops cached webhooks (deactivated by this worker).

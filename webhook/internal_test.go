@@ -95,23 +95,43 @@ func TestConfigFromEnv(t *testing.T) {
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	c, err := ConfigFromEnv(env(nil))
 	if err != nil || c.Enabled() || c.MaxPerAccount != 25 || len(c.Schedule) != 6 || c.Schedule[5] != 24*time.Hour ||
-		c.DisableAfter != 72*time.Hour || c.AllowLoopback {
+		c.DisableAfter != 72*time.Hour || c.AllowLoopback || c.HostRate != 50 || len(c.VerifySchedule) != 4 ||
+		c.VerifySchedule[3] != 30*time.Minute {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	c, err = ConfigFromEnv(env(map[string]string{"ATTESTD_WEBHOOK_RETRY_SCHEDULE": "1s, 5s", "ATTESTD_WEBHOOK_ALLOW_LOOPBACK": "1",
-		"ATTESTD_WEBHOOK_SECRET_KEYS": "k1:" + strings.Repeat("A", 43) + "=", "ATTESTD_WEBHOOK_CONCURRENCY": "4"}))
-	if err != nil || !c.Enabled() || len(c.Schedule) != 2 || !c.AllowLoopback || c.EndpointConcurrency != 4 {
+		"ATTESTD_WEBHOOK_SECRET_KEYS": "k1:" + strings.Repeat("A", 43) + "=", "ATTESTD_WEBHOOK_CONCURRENCY": "4",
+		"ATTESTD_WEBHOOK_HOST_RATE": "0", "ATTESTD_WEBHOOK_VERIFY_SCHEDULE": "1s"}))
+	if err != nil || !c.Enabled() || len(c.Schedule) != 2 || !c.AllowLoopback || c.EndpointConcurrency != 4 || c.HostRate != 0 ||
+		len(c.VerifySchedule) != 1 {
 		t.Fatalf("set: %+v %v", c, err)
 	}
 	_, err = ConfigFromEnv(env(map[string]string{"ATTESTD_WEBHOOK_RETRY_SCHEDULE": "1s,soon", "ATTESTD_WEBHOOK_SECRET_KEYS": "k1:short",
-		"ATTESTD_WEBHOOK_ALLOW_LOOPBACK": "yes", "ATTESTD_WEBHOOK_PARTITIONS": "0"}))
-	for _, name := range []string{"RETRY_SCHEDULE", "SECRET_KEYS", "ALLOW_LOOPBACK", "PARTITIONS"} {
+		"ATTESTD_WEBHOOK_ALLOW_LOOPBACK": "yes", "ATTESTD_WEBHOOK_PARTITIONS": "0", "ATTESTD_WEBHOOK_HOST_RATE": "-1",
+		"ATTESTD_WEBHOOK_VERIFY_SCHEDULE": "1s,never"}))
+	for _, name := range []string{"RETRY_SCHEDULE", "SECRET_KEYS", "ALLOW_LOOPBACK", "PARTITIONS", "HOST_RATE", "VERIFY_SCHEDULE"} {
 		if err == nil || !strings.Contains(err.Error(), "ATTESTD_WEBHOOK_"+name) {
 			t.Errorf("bad %s not reported: %v", name, err)
 		}
 	}
 	if err != nil && strings.Contains(err.Error(), "short") {
 		t.Errorf("an error quotes key material: %v", err)
+	}
+}
+
+// TestChallengeAnswer: the answer echoes a verification request's
+// challenge, and anything else is not one.
+func TestChallengeAnswer(t *testing.T) {
+	body := verifyRequest("msg_00000000000000000000000000000001", "wh_000000000000000000000001", "abc-_", time.Unix(0, 0))
+	a, ok := ChallengeAnswer(body)
+	if !ok || string(a) != `{"challenge":"abc-_"}` {
+		t.Fatalf("answer %s %v", a, ok)
+	}
+	for _, b := range []string{``, `{}`, `{"type":"webhook.test","data":{"challenge":"x"}}`, `{"type":"webhook.verify","data":{}}`,
+		`{"type":"webhook.verify","data":{"challenge":""}}`, `[1]`} {
+		if a, ok := ChallengeAnswer([]byte(b)); ok {
+			t.Errorf("%s answered %s", b, a)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 type metrics struct {
 	deliveries     *prometheus.CounterVec
 	deferred       *prometheus.CounterVec
+	verifications  *prometheus.CounterVec
 	relayed        prometheus.Counter
 	fannedOut      prometheus.Counter
 	claimed        prometheus.Counter
@@ -45,8 +46,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "deliveries_total", Help: "Job outcomes by result: succeeded, retrying (failed, retry scheduled), failed (no retry left), deferred (put off without an attempt), dropped (webhook deleted or deactivated, delivery settled elsewhere)."},
 			[]string{"result"})),
 		deferred: metric.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
-			Name: "deferrals_total", Help: "Jobs put off without an attempt, by reason: circuit_open (parked until the receiver answers again), throttled, busy (the endpoint's backlog in this worker is full), error."},
+			Name: "deferrals_total", Help: "Jobs put off without an attempt, by reason: circuit_open (parked until the receiver answers again), throttled (the webhook's rate), host_rate (the destination host's cap), unverified (held until the endpoint verification is over), busy (the endpoint's backlog in this worker is full), error."},
 			[]string{"reason"})),
+		verifications: metric.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "verifications_total", Help: "Endpoint verification attempts by result: verified, retrying, failed (no attempt left), postponed (the host's cap; no request sent)."},
+			[]string{"result"})),
 		relayed:     c("events_relayed_total", "Outbox events published to the event stream."),
 		fannedOut:   c("deliveries_queued_total", "Delivery jobs queued by the fan-out."),
 		claimed:     c("jobs_taken_over_total", "Jobs taken over from workers that stopped holding them."),

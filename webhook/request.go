@@ -1,11 +1,8 @@
 package webhook
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -13,6 +10,7 @@ import (
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/jsonbody"
 )
 
 // Limits of the request bodies.
@@ -50,13 +48,11 @@ func parseBody(contentType string, body []byte, allowed ...string) (request, err
 	if mt, _, err := mime.ParseMediaType(contentType); err != nil || mt != "application/json" {
 		return r, apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia, "send the body as application/json")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
+	// One JSON object and nothing after it, each key once at any depth:
+	// the values read below are parts of a body checked whole here.
 	var fields map[string]json.RawMessage
-	if err := dec.Decode(&fields); err != nil || fields == nil {
-		return r, apierror.Invalid(`the body must be a JSON object such as {"url": "https://example.com/hooks", "events": ["attestation.created"]}`)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return r, apierror.Invalid("the body must hold one JSON object and nothing after it")
+	if err := jsonbody.Decode(body, &fields); err != nil || fields == nil {
+		return r, jsonbody.Refusal(err, `the body must be a JSON object such as {"url": "https://example.com/hooks", "events": ["attestation.created"]}`)
 	}
 	for name, raw := range fields {
 		ok := false

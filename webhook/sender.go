@@ -382,6 +382,20 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 		w.rec.add(o)
 		return
 	}
+	switch h.verification {
+	case store.VerificationFailed:
+		// Its receiver never proved it wants deliveries: none are sent.
+		o := outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true}, result: "dropped"}
+		if !job.Manual {
+			o.fail = job.Delivery
+		}
+		w.rec.add(o)
+		return
+	case store.VerificationPending:
+		// Held, without an attempt, until the verification is over.
+		w.deferJob(m, verifyHold, "unverified")
+		return
+	}
 	if job.Attempts > 0 && !job.Manual {
 		// A retry: the delivery may have succeeded since (a manual retry).
 		st, err := w.st.DeliveryStatus(ctx, job.Delivery)
@@ -410,6 +424,10 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 			break
 		}
 	}
+	if !w.hostSlot(ctx, h.host) {
+		w.deferJob(m, hostRetry, "host_rate")
+		return
+	}
 	b := w.brk.get(job.Webhook)
 	if ok, _, _ := b.allow(w.now()); !ok {
 		// The receiver keeps failing: park the job with the webhook's
@@ -428,6 +446,23 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 	b.record(!res.breakerFailure(), w.now())
 	w.m.attemptSeconds.Observe(res.latency.Seconds())
 	w.rec.add(w.outcomeOf(m, job, res))
+}
+
+// hostSlot waits (briefly) for the destination host's cap to admit one
+// more request; false when it did not within a few short waits (the
+// caller puts the request off: over the cap requests wait, they are
+// never dropped).
+func (w *Worker) hostSlot(ctx context.Context, host string) bool {
+	for range 3 {
+		wait := w.hostThr.wait(ctx, host)
+		if wait == 0 {
+			return true
+		}
+		if wait > hostRetry || !sleep(ctx, wait) {
+			return false
+		}
+	}
+	return false
 }
 
 // result is what one attempt got.

@@ -16,6 +16,7 @@ import (
 // and spends it within reserveFor; the limit can be exceeded by at most
 // that much per worker.
 type throttle struct {
+	key   string // before each id: "wh:" (a webhook), "host:" (a host)
 	lim   *redis_rate.Limiter
 	limit redis_rate.Limit
 	take  int
@@ -38,12 +39,26 @@ func newThrottle(rdb redis.UniversalClient, prefix string, rate int) *throttle {
 	if rate <= 0 {
 		return nil
 	}
-	return &throttle{lim: redis_rate.NewLimiter(prefixed{rdb, prefix}), limit: redis_rate.PerSecond(rate),
+	return &throttle{key: "wh:", lim: redis_rate.NewLimiter(prefixed{rdb, prefix}), limit: redis_rate.PerSecond(rate),
 		take: max(1, rate/20), local: map[string]*reservation{}}
 }
 
-// wait reports how long to wait before sending to webhook id (0: send
-// now, and one delivery is counted). A Redis failure lets the delivery
+// newHostThrottle is the cap per destination host: rate per second with
+// bursts of a tenth of a second's worth, so that in any window of t
+// seconds at most rate*t + rate/10 requests (and a worker's reservation)
+// leave for one host.
+func newHostThrottle(rdb redis.UniversalClient, prefix string, rate int) *throttle {
+	if rate <= 0 {
+		return nil
+	}
+	burst := max(1, rate/10)
+	return &throttle{key: "host:", lim: redis_rate.NewLimiter(prefixed{rdb, prefix}),
+		limit: redis_rate.Limit{Rate: rate, Burst: burst, Period: time.Second}, take: min(burst, max(1, rate/20)),
+		local: map[string]*reservation{}}
+}
+
+// wait reports how long to wait before sending to id, a webhook or a host
+// (0: send now, and one request is counted). A Redis failure lets the delivery
 // through: the throttle protects receivers, it must not stop deliveries.
 func (t *throttle) wait(ctx context.Context, id string) time.Duration {
 	if t == nil {
@@ -68,7 +83,7 @@ func (t *throttle) wait(ctx context.Context, id string) time.Duration {
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	res, err := t.lim.AllowAtMost(ctx, "wh:"+id, t.limit, t.take)
+	res, err := t.lim.AllowAtMost(ctx, t.key+id, t.limit, t.take)
 	if err != nil {
 		return 0
 	}

@@ -49,6 +49,12 @@ const (
 	// recorded) per sender: 1024 by default, about 1 MiB.
 	heldPerSender = 16
 	unparkBatch   = 1000 // parked jobs a webhook gets back per success
+	// verifyHold is how long a job of a webhook whose verification is
+	// pending waits before it looks again.
+	verifyHold = time.Second
+	// hostRetry is the longest a sender waits for its host's cap before
+	// putting the job off (and about how long it is put off).
+	hostRetry = 250 * time.Millisecond
 )
 
 // WorkerOptions configure a Worker.
@@ -87,8 +93,11 @@ type Worker struct {
 	hooks  *hookCache
 	brk    *breakers
 	thr    *throttle
-	disp   *dispatcher
-	rec    *recorder
+	// hostThr caps requests per destination host, deliveries and
+	// verifications together, across workers (nil: no cap).
+	hostThr *throttle
+	disp    *dispatcher
+	rec     *recorder
 
 	tokens    chan struct{} // one per job held in this process
 	held      heldSet
@@ -139,6 +148,10 @@ func NewWorker(opt WorkerOptions) (*Worker, error) {
 		w.probeEvery = 2 * opt.BreakerCooldown
 	}
 	w.thr = newThrottle(opt.Queue.Redis(), opt.Queue.Prefix(), cfg.EndpointRate)
+	w.hostThr = newHostThrottle(opt.Queue.Redis(), opt.Queue.Prefix(), cfg.HostRate)
+	if len(cfg.VerifySchedule) == 0 {
+		w.cfg.VerifySchedule = DefaultVerifySchedule
+	}
 	w.disp = newDispatcher(w, cfg.Concurrency, cfg.EndpointConcurrency)
 	w.rec = newRecorder(w)
 	w.held.m = map[heldKey]struct{}{}
@@ -155,7 +168,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.log.Info("webhook worker starting", "partitions", w.q.Partitions(), "concurrency", w.cfg.Concurrency,
-		"endpoint_concurrency", w.cfg.EndpointConcurrency, "endpoint_rate", w.cfg.EndpointRate,
+		"endpoint_concurrency", w.cfg.EndpointConcurrency, "endpoint_rate", w.cfg.EndpointRate, "host_rate", w.cfg.HostRate,
 		"schedule", fmt.Sprint(w.cfg.Schedule), "timeout", w.cfg.Timeout.String(), "allow_loopback", w.cfg.AllowLoopback)
 	// Sends run under their own context: at shutdown they finish (bounded
 	// by the attempt timeout) and are recorded before the recorder stops.
@@ -193,6 +206,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	spawn("keeper", func(ctx context.Context) { w.keep(ctx, sendCtx) })
 	spawn("scheduler", w.schedule)
 	spawn("maintenance", w.maintain)
+	spawn("verifier", func(ctx context.Context) { w.verifyLoop(ctx, sendCtx) })
 	wg.Wait()
 	w.disp.stopping.Store(true)
 

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/attestd/attestd/internal/jsonbody"
 )
 
 // Size bounds of what is decoded.
@@ -71,6 +73,11 @@ func decodeHeader(name, h string, v any) error {
 	raw, err := decodeBase64(h)
 	if err != nil {
 		return fail(ReasonInvalidPayload, "the %s header is not standard base64 (%v)", name, err)
+	}
+	// A member written twice would be read as the last one here and
+	// perhaps as the first by a facilitator: refused (any depth).
+	if err := jsonbody.Check(raw); err != nil && !errors.Is(err, jsonbody.ErrSyntax) {
+		return fail(ReasonInvalidPayload, "the %s header is ambiguous: %v", name, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(v); err != nil {

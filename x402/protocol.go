@@ -1,6 +1,7 @@
 package x402
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -99,6 +100,9 @@ type PaymentPayload struct {
 	Resource    *ResourceInfo `json:"resource,omitempty"`
 	Accepted    Requirements  `json:"accepted"`
 	Payload     ExactPayload  `json:"payload"`
+	// Extensions carry optional capabilities by name (e.g.
+	// payment-identifier); unknown ones are ignored.
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
 // RequirementsV1 are v1 PaymentRequirements.

@@ -23,6 +23,7 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"github.com/attestd/attestd/internal/config"
 	"io"
 	"log/slog"
 	"net"
@@ -202,7 +203,11 @@ func endToEnd(ctx context.Context, dur time.Duration, conc int) error {
 	if err != nil {
 		return err
 	}
-	h.Routes(api, keys.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v)}))
+	origin, err := config.ParseOrigin("http://bench.invalid")
+	if err != nil {
+		return err
+	}
+	h.Routes(api, keys.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, origin)}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err

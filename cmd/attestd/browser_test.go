@@ -21,6 +21,7 @@ import (
 	"github.com/attestd/attestd/internal/seed"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/webhook"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/mr-tron/base58"
@@ -189,6 +190,11 @@ func startWebNode(t *testing.T) *webNode {
 	testenv.Must(t, err, "receiver")
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if answer, ok := webhook.ChallengeAnswer(b); ok { // the endpoint verification
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(answer)
+			return
+		}
 		select {
 		case n.received <- string(b):
 		default:

@@ -5,9 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/x402/verifier"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -60,6 +63,34 @@ func startIndexer(ctx context.Context, cfg config.Config, icfg indexer.Config, l
 	if err != nil {
 		return err
 	}
+	if err := startReconciler(ctx, st, icfg.RPCURL, log); err != nil {
+		return err
+	}
 	log.Info("indexer starting", "rpc", icfg.RPCURL, "ws", icfg.WSURL, "program", icfg.ProgramID.String())
 	return ix.Run(ctx)
+}
+
+// startReconciler runs the payments reconciler beside the indexer (which
+// always runs and already talks to the chain): open payments are settled
+// or released against ATTESTD_X402_RPC_URL (default: the indexer's RPC).
+func startReconciler(ctx context.Context, st *store.Store, indexerRPC string, log *slog.Logger) error {
+	interval, err := verifier.ReconcileInterval(os.Getenv)
+	if err != nil {
+		return err
+	}
+	if interval == 0 {
+		log.Info("payments reconciler off (ATTESTD_X402_RECONCILE_INTERVAL=0)")
+		return nil
+	}
+	rpcURL := os.Getenv("ATTESTD_X402_RPC_URL")
+	if rpcURL == "" {
+		rpcURL = indexerRPC
+	}
+	r, err := verifier.NewReconciler(verifier.ReconcilerOptions{Ledger: st, RPCURL: rpcURL, Interval: interval, Logger: log})
+	if err != nil {
+		return err
+	}
+	log.Info("payments reconciler on", "rpc", rpcURL, "interval", interval.String())
+	go func() { _ = r.Run(ctx) }()
+	return nil
 }

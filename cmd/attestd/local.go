@@ -72,7 +72,28 @@ func runLocal(ctx context.Context, args []string) error {
 	if err := startLocalWorker(ctx, log, abs); err != nil {
 		return err
 	}
+	if err := setLocalPublicURL(log); err != nil {
+		return err
+	}
 	return runServe(ctx, nil)
+}
+
+// setLocalPublicURL sets ATTESTD_PUBLIC_URL, unless the environment names
+// it, to http://<ATTESTD_HTTP_ADDR> when the node listens on loopback:
+// the origin the browser on this machine uses.
+func setLocalPublicURL(log *slog.Logger) error {
+	if os.Getenv("ATTESTD_PUBLIC_URL") != "" {
+		return nil
+	}
+	cfg, err := config.FromEnv(nil)
+	if err != nil {
+		return err
+	}
+	if o, ok := config.LoopbackOrigin(cfg.HTTPAddr); ok {
+		os.Setenv("ATTESTD_PUBLIC_URL", o.String())
+		log.Info("public origin", "ATTESTD_PUBLIC_URL", o.String())
+	}
+	return nil
 }
 
 // startLocalWorker runs a webhook worker in the background. Unless the

@@ -53,7 +53,7 @@ func usage() {
 	for _, c := range commands {
 		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(os.Stderr, "\nConfiguration comes from the environment; see README.md.\n")
+	fmt.Fprintf(os.Stderr, "\nConfiguration comes from the environment; see docs/configuration.md.\n")
 }
 
 func main() {

@@ -60,9 +60,13 @@ func listPayments(ctx context.Context, st *store.Store, f store.PaymentFilter, w
 		return schemaHint(err)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CREATED\tSTATUS\tAMOUNT\tROUTE\tPAYER\tTRANSACTION\tNODE\tREASON")
+	fmt.Fprintln(tw, "CREATED\tSTATUS\tAMOUNT\tREQUEST\tPAYER\tTRANSACTION\tNODE\tREASON")
 	for _, p := range ps {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", attestation.At(p.CreatedAt), p.Status, amountOf(p), p.Route, p.Payer,
+		bought := p.Route
+		if p.Request != "" {
+			bought = p.Request // method and path of what was bought
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", attestation.At(p.CreatedAt), p.Status, amountOf(p), printable(bought), p.Payer,
 			orNone(p.TxSignature), orNone(p.Node), orNone(printable(p.Reason)))
 	}
 	if err := tw.Flush(); err != nil {

@@ -70,7 +70,7 @@ func runServe(ctx context.Context, args []string) error {
 	// 4. The web application at / (explorer, console) and its Sign-In-With-
 	//    Solana sessions, which act as admins of their account on the
 	//    /keys and /webhooks routes.
-	site, err := n.web()
+	site, err := n.web(rcfg)
 	if err != nil {
 		return fmt.Errorf("web application: %w", err)
 	}
@@ -215,17 +215,35 @@ func (n *node) apiKeys(ctx context.Context, sessions apikey.Sessions) (*apikey.S
 }
 
 // web builds the web application: embedded pages and assets, sign-in
-// nonces and sessions in Redis.
-func (n *node) web() (*web.Web, error) {
+// nonces and sessions in Redis, for the node's public origin and network;
+// new accounts bounded per client IP as the rate limiter resolves it.
+func (n *node) web(rcfg ratelimit.Config) (*web.Web, error) {
 	cfg, err := web.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	w, err := web.New(web.Options{Store: n.store, Redis: n.redis, Prefix: n.cfg.RedisPrefix + "web:", Config: cfg, Logger: n.log})
+	if cfg.Origin, err = n.cfg.PublicOrigin(); err != nil {
+		n.log.Warn("web console off (its routes answer 503)", "reason", err.Error())
+	}
+	vcfg, err := verifier.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	n.log.Info("web application at /", "domain", cfg.Domain, "session_ttl", cfg.SessionTTL.String())
+	if vcfg.Enabled() {
+		cfg.ChainID = web.ChainFor(vcfg.Network)
+	}
+	resolver, err := ratelimit.NewIPResolver(rcfg.TrustedProxies, rcfg.ProxyHeader)
+	if err != nil {
+		return nil, err
+	}
+	w, err := web.New(web.Options{Store: n.store, Redis: n.redis, Prefix: n.cfg.RedisPrefix + "web:", Config: cfg, Resolver: resolver, Logger: n.log})
+	if err != nil {
+		return nil, err
+	}
+	if !w.Off() {
+		n.log.Info("web application at /", "origin", cfg.Origin.String(), "chain", w.ChainID(), "session_ttl", cfg.SessionTTL.String(),
+			"new_accounts_per_hour", cfg.NewAccountsPerHour)
+	}
 	return w, nil
 }
 
@@ -240,6 +258,13 @@ func (n *node) payPerRequest(ctx context.Context) (fiber.Handler, error) {
 	if !cfg.Enabled() {
 		n.log.Info("pay per request off (set ATTESTD_X402_PAY_TO to turn it on)")
 		return nil, nil
+	}
+	origin, err := n.cfg.PublicOrigin()
+	if err != nil {
+		// A 402 must describe the resource at the node's public origin,
+		// never one a request header names.
+		n.log.Warn("pay per request off (premium requests without a key answer 503)", "reason", err.Error())
+		return x402fiber.Unavailable, nil
 	}
 	v, err := verifier.New(ctx, verifier.Options{Config: cfg, Redis: n.redis, KeyPrefix: n.cfg.RedisPrefix + "x402:",
 		Ledger: n.store, Logger: n.log, Registerer: n.reg})
@@ -257,8 +282,8 @@ func (n *node) payPerRequest(ctx context.Context) (fiber.Handler, error) {
 		prices[path] = x402.FormatAmount(units, cfg.Decimals)
 	}
 	n.log.Info("pay per request on", "network", cfg.Network.CAIP2, "pay_to", cfg.PayTo.String(), "asset", cfg.Asset.String(),
-		"settler", settler, "prices", prices)
-	return x402fiber.New(v), nil
+		"settler", settler, "prices", prices, "origin", origin.String())
+	return x402fiber.New(v, origin), nil
 }
 
 // premium adds the premium routes behind keys; payPerRequest (nil: none)

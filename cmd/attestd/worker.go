@@ -44,7 +44,7 @@ func startWorker(ctx context.Context, cfg config.Config, wcfg webhook.Config, lo
 		return err
 	}
 	if !wcfg.Enabled() {
-		return errors.New("ATTESTD_WEBHOOK_SECRET_KEYS is not set: the worker cannot open webhook secrets (see README.md, Webhooks)")
+		return errors.New("ATTESTD_WEBHOOK_SECRET_KEYS is not set: the worker cannot open webhook secrets (see docs/webhooks.md)")
 	}
 	st, err := openStore(ctx, cfg, false)
 	if err != nil {

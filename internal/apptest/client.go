@@ -105,6 +105,10 @@ func (n *Node) Do(t testing.TB, method, path string, body []byte, header map[str
 		t.Fatalf("request: %v", err)
 	}
 	for k, v := range header {
+		if http.CanonicalHeaderKey(k) == "Host" {
+			req.Host = v // net/http sends req.Host, never a Host header field
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	if body != nil && req.Header.Get("Content-Type") == "" {

@@ -14,6 +14,7 @@ var Vars = []Var{
 	{"REDIS_URL", "(make run / tests: a throwaway server)", "Redis URL (redis://host:port/db)"},
 	{"ATTESTD_REDIS_CLUSTER", "off", "on: REDIS_URL names Redis Cluster seed nodes"},
 	{"ATTESTD_HTTP_ADDR", "127.0.0.1:8080", "public API listener"},
+	{"ATTESTD_PUBLIC_URL", "(http://ATTESTD_HTTP_ADDR on loopback; none beyond)", "the origin clients use (scheme://host[:port]): sign-in domain, x402 resource URLs, Secure cookies"},
 	{"ATTESTD_METRICS_ADDR", "127.0.0.1:9090", "internal Prometheus /metrics listener; empty disables it"},
 	{"ATTESTD_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"ATTESTD_ACCESS_LOG", "errors", "errors (5xx and slow requests) or all"},
@@ -32,6 +33,7 @@ type Config struct {
 	RedisURL        string
 	RedisCluster    bool
 	HTTPAddr        string
+	PublicURL       Origin // ATTESTD_PUBLIC_URL; zero when unset (see PublicOrigin)
 	MetricsAddr     string
 	LogLevel        slog.Level
 	AccessLogAll    bool
@@ -65,6 +67,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if v, set := e.Lookup("ATTESTD_METRICS_ADDR"); set {
 		c.MetricsAddr = v
+	}
+	if v := e.String("ATTESTD_PUBLIC_URL", ""); v != "" {
+		o, err := ParseOrigin(v)
+		if err != nil {
+			e.Fail("ATTESTD_PUBLIC_URL", "%v", err)
+		}
+		c.PublicURL = o
 	}
 	if v := e.String("ATTESTD_LOG_LEVEL", "info"); c.LogLevel.UnmarshalText([]byte(v)) != nil {
 		e.Fail("ATTESTD_LOG_LEVEL", "want debug, info, warn or error, got %q", v)

@@ -122,6 +122,10 @@ type Chain struct {
 	hideNext     int
 	hideNextRule Hide
 
+	// Transactions accepted but not landed yet (HoldNextTransactions).
+	holdNext int
+	held     []heldTx
+
 	rpcLn, wsLn   net.Listener
 	rpcSrv, wsSrv *http.Server
 	cancel        context.CancelFunc

@@ -237,6 +237,9 @@ func (c *Chain) submit(raw []byte, preflight bool) (solana.Signature, *SendError
 			return sig, nil
 		}
 	}
+	if c.holdLocked(p, sig) {
+		return sig, nil
+	}
 	c.landLocked(p)
 	return sig, nil
 }

@@ -32,6 +32,10 @@ type NginxOptions struct {
 	Upstreams []string
 	// Workers is the number of worker processes (default 1).
 	Workers int
+	// Port is the loopback port to listen on (0: a free one). A caller
+	// that must name nginx's origin before it starts (the nodes'
+	// ATTESTD_PUBLIC_URL) picks it.
+	Port int
 }
 
 var (
@@ -93,9 +97,11 @@ func StartNginx(ctx context.Context, dir string, opt NginxOptions) (*Nginx, erro
 	if err != nil {
 		return nil, fmt.Errorf("read nginx config: %w", err)
 	}
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
+	port := opt.Port
+	if port == 0 {
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
 	}
 	rendered, err := RenderNginxSite(site, port, filepath.Join(dir, "cache"), opt.Upstreams)
 	if err != nil {

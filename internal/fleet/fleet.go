@@ -156,8 +156,14 @@ func Start(ctx context.Context, opt Options) (_ *Fleet, err error) {
 		return nil, err
 	}
 	f.WebhookKeys = keys
+	// nginx's port is chosen now: the nodes speak for its origin.
+	nginxPort, err := devstack.FreePort()
+	if err != nil {
+		return nil, err
+	}
 	f.Env = []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(),
+		"ATTESTD_PUBLIC_URL=http://127.0.0.1:" + strconv.Itoa(nginxPort),
 		"DATABASE_URL=" + pg.URL, "REDIS_URL=" + redisURL, "ATTESTD_REDIS_CLUSTER=" + clusterMode,
 		"ATTESTD_SOLANA_RPC_URL=" + chain.RPCURL(), "ATTESTD_SOLANA_WS_URL=" + chain.WSURL(),
 		"ATTESTD_WEBHOOK_SECRET_KEYS=" + keys, "ATTESTD_WEBHOOK_ALLOW_LOOPBACK=1",
@@ -225,7 +231,7 @@ func Start(ctx context.Context, opt Options) (_ *Fleet, err error) {
 	}
 	log.Info("attestd processes up", "serve", len(f.Serve), "index", len(f.Index), "worker", len(f.Worker))
 	n, err := devstack.StartNginx(ctx, filepath.Join(opt.Dir, "nginx"), devstack.NginxOptions{Config: opt.NginxConf, Upstreams: upstreams,
-		Workers: opt.NginxWorkers})
+		Workers: opt.NginxWorkers, Port: nginxPort})
 	if err != nil {
 		return nil, fmt.Errorf("nginx: %w", err)
 	}

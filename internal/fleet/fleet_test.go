@@ -19,6 +19,7 @@ import (
 	"github.com/attestd/attestd/internal/prova"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/webhook/keyring"
 	"github.com/attestd/attestd/webhook/signature"
 )
@@ -285,6 +286,11 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 		got, total := map[string]int{}, 0
 		rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
+			if answer, ok := webhook.ChallengeAnswer(body); ok { // the endpoint verification
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write(answer)
+				return
+			}
 			var e struct {
 				Type string
 				Data struct{ PDA string }

@@ -39,6 +39,9 @@ type Case struct {
 	Header map[string]string
 	Body   []byte
 	Raw    string // when set, sent as it is on a fresh connection instead
+	// Closes: the node must close the (Raw) connection after its answer,
+	// serving nothing sent after the request.
+	Closes bool
 	// Private: the route answers per caller (keyed); no answer may say a
 	// shared cache can keep it.
 	Private bool
@@ -181,6 +184,9 @@ func judge(c Case, status int, header http.Header, body []byte) string {
 	if c.Expect != 0 && status != c.Expect {
 		return fmt.Sprintf("status %d, want %d", status, c.Expect)
 	}
+	if c.Closes && header.Get(stayedOpen) != "" {
+		return "the connection stayed open after the answer: " + header.Get(stayedOpen)
+	}
 	if why := judgeCaching(c, status, header, body); why != "" {
 		return why
 	}
@@ -229,7 +235,7 @@ func judgeCaching(c Case, status int, header http.Header, body []byte) string {
 
 func send(ctx context.Context, client *http.Client, base string, c Case) (int, http.Header, []byte, error) {
 	if c.Raw != "" {
-		return sendRaw(ctx, base, c.Raw)
+		return sendRaw(ctx, base, c.Raw, c.Closes)
 	}
 	if c.Page {
 		base = strings.TrimSuffix(base, "/api/v1")
@@ -253,7 +259,13 @@ func send(ctx context.Context, client *http.Client, base string, c Case) (int, h
 	return res.StatusCode, res.Header, b, err
 }
 
-func sendRaw(ctx context.Context, base, raw string) (int, http.Header, []byte, error) {
+// stayedOpen is set by sendRaw, in the answer's header as the matrix sees
+// it, when a connection that had to close after the answer did not.
+const stayedOpen = "X-Hostile-Stayed-Open"
+
+// sendRaw writes raw on a fresh connection and reads one answer; with
+// closes, it then checks that the node closed the connection.
+func sendRaw(ctx context.Context, base, raw string, closes bool) (int, http.Header, []byte, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return 0, nil, nil, err
@@ -268,11 +280,20 @@ func sendRaw(ctx context.Context, base, raw string) (int, http.Header, []byte, e
 	if _, err := io.WriteString(conn, strings.ReplaceAll(raw, "{prefix}", u.Path)); err != nil {
 		return 0, nil, nil, err
 	}
-	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	br := bufio.NewReader(conn)
+	res, err := http.ReadResponse(br, nil)
 	if err != nil {
 		return 0, nil, nil, err
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
+	if err == nil && closes {
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, rerr := br.ReadByte(); rerr == nil {
+			res.Header.Set(stayedOpen, "it answered again")
+		} else if ne, ok := rerr.(net.Error); ok && ne.Timeout() {
+			res.Header.Set(stayedOpen, "still open after 5 s")
+		}
+	}
 	return res.StatusCode, res.Header, b, err
 }

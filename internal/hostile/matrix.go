@@ -38,6 +38,7 @@ func routes(t Target) []route {
 			{method: "GET", path: "/webhooks/{webhook}/deliveries", query: []string{"limit", "offset", "deliveryId"}, keyed: true},
 			{method: "POST", path: "/webhooks/{webhook}/deliveries/{delivery}/retry", keyed: true},
 			{method: "POST", path: "/webhooks/{webhook}/test", keyed: true},
+			{method: "POST", path: "/webhooks/{webhook}/verify", keyed: true},
 			{method: "DELETE", path: "/webhooks/{webhook}", keyed: true}, // last: it deletes the webhook
 		}
 	}
@@ -169,6 +170,10 @@ func Matrix(t Target) []Case {
 		}
 		if r.body {
 			cs = append(cs, bodyCases(r.method, r.path, base, key)...)
+			cs = append(cs, duplicateKeyCases(r.method, r.path, base, key)...)
+		}
+		if r.body || r.path == "/stats" { // the body routes, and one public GET
+			cs = append(cs, framingCases(r.method, r.path, base, r.page)...)
 		}
 		for i := first; i < len(cs); i++ {
 			cs[i].Private = r.keyed || r.private

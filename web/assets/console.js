@@ -158,9 +158,12 @@ async function webhooksSection(sec, say) {
     tbody.replaceChildren(...page.data.map((w) => {
       const b = (text, attr, fn, cls) => { const x = el("button", { type: "button", class: cls || "secondary", [attr]: w.id }, text); x.addEventListener("click", fn); return x; };
       return el("tr", { "data-hook": w.id }, el("td", { class: "mono" }, w.id), el("td", { class: "mono" }, w.url), el("td", {}, w.description),
-        el("td", { "data-state": w.active ? "active" : "paused" }, w.active ? "active" : "paused" + (w.disabledReason ? ": " + w.disabledReason : "")),
+        el("td", { "data-state": w.active ? "active" : "paused", "data-verification": w.verification.status },
+          (w.active ? "active" : "paused" + (w.disabledReason ? ": " + w.disabledReason : "")) +
+          (w.verification.status === "verified" ? "" : "; endpoint verification " + w.verification.status + (w.verification.error ? ": " + w.verification.error : ""))),
         el("td", {},
           b(w.active ? "Pause" : "Resume", "data-toggle", () => act(() => api("/webhooks/" + w.id, { method: "PATCH", csrf: csrf(), body: { active: !w.active } }), w.active ? "Paused." : "Resumed.")),
+          ...(w.verification.status === "failed" ? [" ", b("Verify again", "data-verify", () => act(() => api(`/webhooks/${w.id}/verify`, { method: "POST", csrf: csrf() }), "Verification started."))] : []),
           " ", b("Send test", "data-test", () => act(() => api(`/webhooks/${w.id}/test`, { method: "POST", csrf: csrf() }), "Test event queued.")),
           " ", b("Deliveries", "data-log", () => showLog(w.id).catch((e) => say(e.message, true))),
           " ", b("Delete", "data-delete", () => { if (confirm("Delete webhook " + w.id + "?")) act(() => api("/webhooks/" + w.id, { method: "DELETE", csrf: csrf() }), "Deleted."); }, "danger")));

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/attestd/attestd/store"
 	"io"
 	"log/slog"
 	"net/http"
@@ -180,13 +181,16 @@ func (f *facilitator) verify(ctx context.Context, p *Payment) *Refusal {
 	return r
 }
 
-func (f *facilitator) settle(ctx context.Context, p *Payment) (string, *Refusal) {
+// settle asks the facilitator to settle. Without a transaction signature
+// the chain cannot be asked later, so a failure stays failed (for the
+// operator), as before.
+func (f *facilitator) settle(ctx context.Context, p *Payment) (string, string, *Refusal) {
 	ctx, cancel := context.WithTimeout(ctx, f.settleTimeout)
 	defer cancel()
 	status, body, err := f.call(ctx, http.MethodPost, "/settle", f.request(p))
 	if err != nil {
 		f.log.Warn("facilitator settle failed", "err", err)
-		return "", &Refusal{Reason: ReasonFacilitatorDown, Message: "the payment facilitator did not answer the settlement; the payment may or may not have moved (check its transaction before paying again)"}
+		return "", store.PaymentFailed, &Refusal{Reason: ReasonFacilitatorDown, Message: "the payment facilitator did not answer the settlement; the payment may or may not have moved (check its transaction before paying again)"}
 	}
 	var out struct {
 		Success      *bool  `json:"success"`
@@ -197,19 +201,25 @@ func (f *facilitator) settle(ctx context.Context, p *Payment) (string, *Refusal)
 	}
 	if jerr := json.Unmarshal(body, &out); jerr != nil || out.Success == nil {
 		f.log.Warn("facilitator settle answered nonsense", "status", status, "body", clip(string(body), 200))
-		return "", &Refusal{Reason: ReasonFacilitatorDown, Message: fmt.Sprintf("the payment facilitator answered /settle with status %d and no result", status)}
+		return "", store.PaymentFailed, &Refusal{Reason: ReasonFacilitatorDown, Message: fmt.Sprintf("the payment facilitator answered /settle with status %d and no result", status)}
 	}
 	if !*out.Success {
 		msg := "the facilitator could not settle the payment: " + reasonOf(out.ErrorReason)
 		if out.ErrorMessage != "" {
 			msg += " (" + clip(out.ErrorMessage, 200) + ")"
 		}
-		return "", &Refusal{Reason: ReasonSettleFailed, Message: msg}
+		return "", store.PaymentFailed, &Refusal{Reason: ReasonSettleFailed, Message: msg}
 	}
 	sig, serr := solana.SignatureFromBase58(out.Transaction)
 	if status != http.StatusOK || serr != nil || sig.IsZero() || out.Network != f.network.CAIP2 {
 		f.log.Warn("facilitator settle answered a malformed success", "status", status, "body", clip(string(body), 200))
-		return "", &Refusal{Reason: ReasonFacilitatorDown, Message: "the payment facilitator answered a malformed settlement (no transaction signature, or another network)"}
+		return "", store.PaymentFailed, &Refusal{Reason: ReasonFacilitatorDown, Message: "the payment facilitator answered a malformed settlement (no transaction signature, or another network)"}
 	}
-	return sig.String(), nil
+	return sig.String(), store.PaymentSettled, nil
+}
+
+// check cannot ask the chain: a facilitator's transaction signature is
+// known only once it settled.
+func (f *facilitator) check(context.Context, solana.Signature, uint64) (chainState, string, error) {
+	return stateInFlight, "", errNoChain
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/x402"
 	"github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/rpc"
@@ -24,11 +25,13 @@ const rpcTimeout = 5 * time.Second
 type selfSettler struct {
 	key           solana.PrivateKey
 	rpc           *rpc.Client
+	chain         chainCheck
 	settleTimeout time.Duration
 
 	hintMu      sync.Mutex
 	hint        blockhashHint
 	hintLoading bool
+	hintFailed  time.Time // last failed refresh (an unreachable RPC is not waited for on every answer)
 }
 
 type blockhashHint struct {
@@ -38,29 +41,53 @@ type blockhashHint struct {
 }
 
 func newSelfSettler(key solana.PrivateKey, rpcURL string, settleTimeout time.Duration) *selfSettler {
-	return &selfSettler{key: key, rpc: rpc.New(rpcURL), settleTimeout: settleTimeout}
+	c := rpc.New(rpcURL)
+	return &selfSettler{key: key, rpc: c, chain: chainCheck{rpc: c}, settleTimeout: settleTimeout}
 }
 
 func (s *selfSettler) feePayer() (solana.PublicKey, bool) { return s.key.PublicKey(), true }
 
+// Ages of the blockhash hint: past hintFresh it is refreshed in the
+// background; past hintStale (after an idle period) the answer waits for a
+// refresh, at most hintWait, rather than go out without the hint.
+const (
+	hintFresh = 2 * time.Second
+	hintStale = 30 * time.Second
+	hintWait  = 750 * time.Millisecond
+)
+
 // recentBlockhash is the hint put in 402 answers: a blockhash at most two
-// seconds old, refreshed in the background so no answer waits for the RPC.
+// seconds old, refreshed in the background so a busy node's answers never
+// wait for the RPC. After an idle period the first answer refreshes it on
+// demand (bounded by hintWait).
 func (s *selfSettler) recentBlockhash() (solana.Hash, uint64, bool) {
 	s.hintMu.Lock()
-	defer s.hintMu.Unlock()
 	h := s.hint
-	if time.Since(h.at) > 2*time.Second && !s.hintLoading {
-		s.hintLoading = true
-		go s.refreshHint()
+	if !h.at.IsZero() && time.Since(h.at) <= hintStale {
+		if time.Since(h.at) > hintFresh && !s.hintLoading {
+			s.hintLoading = true
+			go s.refreshHint(time.Second)
+		}
+		s.hintMu.Unlock()
+		return h.hash, h.lastValid, true
 	}
-	if h.at.IsZero() || time.Since(h.at) > 30*time.Second {
+	if time.Since(s.hintFailed) < hintFresh {
+		s.hintMu.Unlock()
+		return solana.Hash{}, 0, false // a refresh just failed: do not wait again
+	}
+	s.hintMu.Unlock()
+	s.refreshHint(hintWait)
+	s.hintMu.Lock()
+	defer s.hintMu.Unlock()
+	h = s.hint
+	if h.at.IsZero() || time.Since(h.at) > hintStale {
 		return solana.Hash{}, 0, false
 	}
 	return h.hash, h.lastValid, true
 }
 
-func (s *selfSettler) refreshHint() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+func (s *selfSettler) refreshHint(wait time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	out, err := s.rpc.GetLatestBlockhash(ctx, rpc.CommitmentConfirmed)
 	s.hintMu.Lock()
@@ -68,7 +95,30 @@ func (s *selfSettler) refreshHint() {
 	s.hintLoading = false
 	if err == nil && out != nil && out.Value != nil {
 		s.hint = blockhashHint{hash: out.Value.Blockhash, lastValid: out.Value.LastValidBlockHeight, at: time.Now()}
+	} else {
+		s.hintFailed = time.Now()
 	}
+}
+
+// blockhashValidity is how many blocks a blockhash stays valid (150).
+const blockhashValidity = 150
+
+// lastValidHeight bounds the block height after which p's transaction can
+// no longer land: the hint's when the payer used the hinted blockhash,
+// otherwise the current height plus a blockhash's life (the blockhash is
+// valid now, so it cannot outlive that).
+func (s *selfSettler) lastValidHeight(ctx context.Context, p *Payment) uint64 {
+	s.hintMu.Lock()
+	h := s.hint
+	s.hintMu.Unlock()
+	if !h.at.IsZero() && h.hash == p.Tx.Blockhash {
+		return h.lastValid
+	}
+	height, err := s.chain.blockHeight(ctx)
+	if err != nil {
+		return 0 // unknown: the reconciler falls back to the row's age
+	}
+	return height + blockhashValidity
 }
 
 // verify signs as fee payer and simulates the complete transaction: the
@@ -101,6 +151,7 @@ func (s *selfSettler) verify(ctx context.Context, p *Payment) *Refusal {
 	if res.Value.Err != nil {
 		return simulationRefusal(res.Value.Err, res.Value.Logs)
 	}
+	p.lastValid = s.lastValidHeight(ctx, p)
 	return nil
 }
 
@@ -119,43 +170,54 @@ func simulationRefusal(txErr any, logs []string) *Refusal {
 	return challenge(ReasonSimulationFailed, msg)
 }
 
-// settle sends the co-signed transaction and waits until it is confirmed.
-func (s *selfSettler) settle(ctx context.Context, p *Payment) (string, *Refusal) {
+// settle sends the co-signed transaction and follows it on chain until it
+// lands (settled), fails or expires (released: nothing was charged), or the
+// settle timeout ends the wait (pending: the chain decides later, and the
+// reconciler records it).
+func (s *selfSettler) settle(ctx context.Context, p *Payment) (string, string, *Refusal) {
 	ctx, cancel := context.WithTimeout(ctx, s.settleTimeout)
 	defer cancel()
 	sendCtx, sendCancel := context.WithTimeout(ctx, rpcTimeout)
 	_, err := s.rpc.SendEncodedTransactionWithOpts(sendCtx, base64.StdEncoding.EncodeToString(p.signed),
 		rpc.TransactionOpts{PreflightCommitment: rpc.CommitmentConfirmed})
 	sendCancel()
-	if err != nil {
-		var rerr *jsonrpc.RPCError
-		if errors.As(err, &rerr) {
-			return "", &Refusal{Reason: ReasonSettleFailed, Message: "the chain refused the payment at settlement: " + clip(rerr.Message, 200)}
-		}
-		// The send may have reached the cluster: confirm before deciding.
+	var refused string
+	var rerr *jsonrpc.RPCError
+	if errors.As(err, &rerr) {
+		// Refused at the door, unless it was sent before: ask the chain.
+		refused = "the chain refused the payment at settlement: " + clip(rerr.Message, 200)
 	}
+	// Otherwise the send may have reached the cluster: confirm before deciding.
 	sig := solana.MustSignatureFromBase58(p.txSig)
 	wait := 100 * time.Millisecond
 	for {
-		qctx, qcancel := context.WithTimeout(ctx, rpcTimeout)
-		st, err := s.rpc.GetSignatureStatuses(qctx, false, sig)
-		qcancel()
-		if err == nil && st != nil && len(st.Value) == 1 && st.Value[0] != nil {
-			v := st.Value[0]
-			if v.Err != nil {
-				return "", &Refusal{Reason: ReasonSettleFailed, Message: "the payment transaction failed on chain: " + clip(fmt.Sprint(v.Err), 200)}
+		st, reason, err := s.chain.state(ctx, sig, p.lastValid)
+		if err == nil {
+			switch st {
+			case stateLanded:
+				return p.txSig, store.PaymentSettled, nil
+			case stateFailed, stateExpired:
+				return "", store.PaymentReleased, &Refusal{Reason: ReasonSettleFailed, Message: reason}
 			}
-			if v.ConfirmationStatus == rpc.ConfirmationStatusConfirmed || v.ConfirmationStatus == rpc.ConfirmationStatusFinalized {
-				return p.txSig, nil
+			if refused != "" {
+				return "", store.PaymentReleased, &Refusal{Reason: ReasonSettleFailed, Message: refused + "; not charged"}
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return "", &Refusal{Reason: ReasonNotConfirmed, Message: fmt.Sprintf("the payment transaction %s was not confirmed within %s; it was not charged unless it lands later", p.txSig, s.settleTimeout)}
+			return "", store.PaymentPending, &Refusal{Reason: ReasonNotConfirmed, Message: fmt.Sprintf(
+				"the payment transaction %s was not confirmed within %s; it stays pending until the chain decides: "+
+					"if it lands (before block height %d), present the same payment again for this answer (no new charge); if it does not, you are not charged",
+				p.txSig, s.settleTimeout, p.lastValid)}
 		case <-time.After(wait):
 		}
 		wait = min(wait*2, time.Second)
 	}
+}
+
+// check asks the chain about a sent payment (for a re-presented one).
+func (s *selfSettler) check(ctx context.Context, sig solana.Signature, lastValid uint64) (chainState, string, error) {
+	return s.chain.state(ctx, sig, lastValid)
 }
 
 func clip(s string, n int) string {

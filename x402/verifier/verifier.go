@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/x402"
 	"github.com/gagliardetto/solana-go"
@@ -27,6 +29,9 @@ const MaxTimeoutSeconds = 60
 type Ledger interface {
 	ClaimPayment(ctx context.Context, p store.Payment) (int64, error)
 	FinishPayment(ctx context.Context, id int64, status, txSignature, reason string) error
+	NotePayment(ctx context.Context, id int64, reason string) error
+	PaymentByMessage(ctx context.Context, hash [32]byte) (store.Payment, error)
+	PaymentByID(ctx context.Context, paymentID string) (store.Payment, error)
 }
 
 // Options configure a Verifier.
@@ -51,8 +56,16 @@ type settler interface {
 	feePayer() (solana.PublicKey, bool)
 	recentBlockhash() (solana.Hash, uint64, bool)
 	verify(ctx context.Context, p *Payment) *Refusal
-	settle(ctx context.Context, p *Payment) (txSig string, r *Refusal)
+	// settle returns the ledger status the settlement ends in: settled,
+	// released (nothing charged), pending (the chain decides later) or
+	// failed (unknown, for the operator).
+	settle(ctx context.Context, p *Payment) (txSig, status string, r *Refusal)
+	// check asks the chain about a sent transaction (errNoChain: cannot).
+	check(ctx context.Context, sig solana.Signature, lastValid uint64) (chainState, string, error)
 }
+
+// errNoChain: this settler cannot ask the chain about a transaction.
+var errNoChain = errors.New("x402 verifier: settled by a facilitator: the chain is not asked directly")
 
 // Verifier guards payable routes. It is safe for concurrent use.
 type Verifier struct {
@@ -100,7 +113,7 @@ func New(ctx context.Context, opt Options) (*Verifier, error) {
 	v.cancel = cancel
 	if cfg.SelfSettling() {
 		s := newSelfSettler(cfg.FeePayer, cfg.RPCURL, cfg.SettleTimeout)
-		s.refreshHint() // the first 402 already carries a blockhash hint
+		s.refreshHint(time.Second) // the first 402 already carries a blockhash hint
 		v.s = s
 	} else {
 		f := newFacilitator(cfg.FacilitatorURL, opt.HTTPClient, cfg, v.log)
@@ -198,6 +211,12 @@ type Request struct {
 	ResourceURL string
 	PaymentV2   string // PAYMENT-SIGNATURE
 	PaymentV1   string // X-PAYMENT
+	// Fingerprint is the SHA-256 of what the request asks for (method,
+	// path, canonical query, body digest: see Fingerprint); Described is
+	// the same for people (method and path). A settled payment presented
+	// again is answered again only for the same fingerprint.
+	Fingerprint []byte
+	Described   string
 }
 
 // Payment is a verified, claimed payment waiting for its answer.
@@ -210,10 +229,15 @@ type Payment struct {
 	Checked      *x402.Checked
 	Amount       uint64
 
-	signed   []byte // self-settled: the co-signed wire transaction
-	txSig    string
-	ledgerID int64
-	done     bool
+	signed    []byte // self-settled: the co-signed wire transaction
+	txSig     string
+	lastValid uint64 // block height after which the transaction cannot land (0: unknown)
+	paymentID string // the payment-identifier extension's id
+	ledgerID  int64
+	done      bool
+	// replay: a settled payment presented again for the request it
+	// bought: the answer is given again, nothing is charged.
+	replay bool
 }
 
 // Payer is the paying wallet.
@@ -230,7 +254,9 @@ func (v *Verifier) Begin(ctx context.Context, req Request) (*Payment, *Refusal) 
 		v.m.refused.WithLabelValues(ref.Reason).Inc()
 		return nil, ref
 	}
-	v.m.paid.WithLabelValues(req.Path).Inc()
+	if !p.replay {
+		v.m.paid.WithLabelValues(req.Path).Inc()
+	}
 	return p, nil
 }
 
@@ -263,6 +289,11 @@ func (v *Verifier) begin(ctx context.Context, req Request) outcome {
 		if !q.Match(payload.Accepted) {
 			return outcome{ref: challenge(x402.ReasonRequirementsMismatch, "payment refused: its accepted requirements (scheme, network, amount, asset, payTo, feePayer) are not this route's; pay what the PAYMENT-REQUIRED header asks")}
 		}
+		id, err := x402.PaymentIdentifier(payload)
+		if err != nil {
+			return outcome{ref: fromCheck(err)}
+		}
+		p.paymentID = id
 		raw = tx
 	} else {
 		p.V1 = true
@@ -287,9 +318,20 @@ func (v *Verifier) begin(ctx context.Context, req Request) outcome {
 		return outcome{ref: fromCheck(cerr)}
 	}
 	p.Tx, p.Checked = tx, checked
+	// A payment presented before: its answer again if it settled (for the
+	// request it bought), or what the chain says of it now.
+	out, done, released := v.presentedBefore(ctx, req, p)
+	if done {
+		return out
+	}
 	// One payment, one answer: claim the message in Redis (fast, shared by
 	// the fleet), check it against the chain, then in the ledger (durable).
-	claimed, gerr := v.guard.claim(ctx, checked.MessageHash, v.node)
+	// A released row is claimed again in the ledger alone (its Redis claim
+	// may outlive its release by a process without Redis).
+	claimed, gerr := true, error(nil)
+	if !released {
+		claimed, gerr = v.guard.claim(ctx, checked.MessageHash, v.node)
+	}
 	if gerr != nil {
 		v.m.replayRedis.Inc()
 		v.log.Warn("replay guard unavailable; the ledger decides alone", "err", gerr)
@@ -304,7 +346,8 @@ func (v *Verifier) begin(ctx context.Context, req Request) outcome {
 	}
 	id, lerr := v.ledger.ClaimPayment(ctx, store.Payment{MessageHash: checked.MessageHash, TxSignature: p.txSig,
 		Network: v.cfg.Network.CAIP2, Asset: q.Asset, PayTo: q.PayTo, Payer: checked.Payer.String(), Amount: rt.amount,
-		Route: req.Path, Node: v.node})
+		Route: req.Path, Node: v.node, RequestFingerprint: req.Fingerprint, Request: req.Described, PaymentID: p.paymentID,
+		LastValidHeight: p.lastValid})
 	if errors.Is(lerr, store.ErrPaymentUsed) {
 		// Another request holds it (Redis forgot, or did not answer).
 		return outcome{ref: replayed()}
@@ -346,6 +389,10 @@ func (v *Verifier) Release(p *Payment) {
 	if p == nil || p.done {
 		return
 	}
+	if p.replay {
+		p.done = true // it was paid for: nothing to give back
+		return
+	}
 	p.done = true
 	v.m.released.Inc()
 	v.unclaim(p, true)
@@ -356,20 +403,36 @@ func (v *Verifier) Release(p *Payment) {
 // kept: the transaction may still land).
 func (v *Verifier) Settle(ctx context.Context, p *Payment) (x402.SettleResponse, *Refusal) {
 	p.done = true
-	start := time.Now()
-	sig, ref := v.s.settle(ctx, p)
-	v.m.settle.Observe(time.Since(start).Seconds())
 	resp := x402.SettleResponse{Network: v.cfg.Network.CAIP2, Payer: p.Payer(), Amount: p.Requirements.Amount}
 	if p.V1 {
 		resp.Network = v.cfg.Network.Name
 	}
+	if p.replay {
+		resp.Success, resp.Transaction = true, p.txSig
+		return resp, nil
+	}
+	start := time.Now()
+	sig, status, ref := v.s.settle(ctx, p)
+	v.m.settle.Observe(time.Since(start).Seconds())
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 	defer cancel()
 	if ref != nil {
 		v.m.failed.WithLabelValues(ref.Reason).Inc()
-		v.log.Warn("settlement failed", "route", p.Path, "payer", p.Payer(), "reason", ref.Reason, "err", ref.Message)
-		if err := v.ledger.FinishPayment(lctx, p.ledgerID, store.PaymentFailed, p.txSig, ref.Reason+": "+ref.Message); err != nil {
-			v.log.Error("ledger: record failed settlement", "id", p.ledgerID, "err", err)
+		v.log.Warn("settlement not done", "route", p.Path, "payer", p.Payer(), "status", status, "reason", ref.Reason, "err", ref.Message)
+		var err error
+		switch status {
+		case store.PaymentPending:
+			err = v.ledger.NotePayment(lctx, p.ledgerID, ref.Reason+": "+ref.Message)
+		case store.PaymentReleased:
+			err = v.ledger.FinishPayment(lctx, p.ledgerID, store.PaymentReleased, "", ref.Message)
+			if gerr := v.guard.release(lctx, p.Checked.MessageHash); gerr != nil {
+				v.log.Warn("replay guard: release claim", "err", gerr)
+			}
+		default:
+			err = v.ledger.FinishPayment(lctx, p.ledgerID, store.PaymentFailed, p.txSig, ref.Reason+": "+ref.Message)
+		}
+		if err != nil {
+			v.log.Error("ledger: record unsettled payment", "id", p.ledgerID, "status", status, "err", err)
 		}
 		resp.ErrorReason = ref.Reason
 		out := challenge(ref.Reason, "the payment could not be settled, so the answer is withheld: "+ref.Message)
@@ -380,10 +443,97 @@ func (v *Verifier) Settle(ctx context.Context, p *Payment) (x402.SettleResponse,
 	v.m.settledUnits.Add(float64(p.Amount))
 	if err := v.ledger.FinishPayment(lctx, p.ledgerID, store.PaymentSettled, sig, ""); err != nil {
 		// The money moved: the answer is owed. The row stays pending for
-		// the operator to reconcile with the transaction.
+		// the reconciler, which finds the transaction on chain.
 		v.log.Error("ledger: record settlement", "id", p.ledgerID, "tx", sig, "err", err)
 	}
 	return resp, nil
+}
+
+// presentedBefore handles a payment the ledger knows: settled, it buys its
+// answer again for the request it bought (done with a replay Payment) and
+// is refused for any other; pending or failed, the chain is asked now:
+// landed, it is settled and answered; never landing, it is released and
+// treated as new (the chain then refuses it); still in flight, it is
+// refused as pending. A released payment, or none, is not done (released
+// tells which).
+func (v *Verifier) presentedBefore(ctx context.Context, req Request, p *Payment) (out outcome, done, released bool) {
+	hash := p.Checked.MessageHash
+	if p.paymentID != "" {
+		row, err := v.ledger.PaymentByID(ctx, p.paymentID)
+		switch {
+		case err == nil && row.MessageHash != hash:
+			return outcome{ref: &Refusal{Status: http.StatusConflict, Code: apierror.CodePaymentReplayed, Reason: ReasonReplayed, Challenge: true,
+				Message: "this payment identifier was used for another payment; use a new identifier for a new payment"}}, true, false
+		case err != nil && !errors.Is(err, store.ErrNotFound):
+			return v.ledgerDown(err), true, false
+		}
+	}
+	row, err := v.ledger.PaymentByMessage(ctx, hash)
+	if errors.Is(err, store.ErrNotFound) {
+		return outcome{}, false, false
+	}
+	if err != nil {
+		return v.ledgerDown(err), true, false
+	}
+	switch row.Status {
+	case store.PaymentSettled:
+		return v.represent(row, req, p), true, false
+	case store.PaymentPending, store.PaymentFailed:
+		sig, serr := solana.SignatureFromBase58(row.TxSignature)
+		if serr != nil {
+			return outcome{ref: replayed()}, true, false
+		}
+		st, reason, cerr := v.s.check(ctx, sig, row.LastValidHeight)
+		if cerr != nil {
+			if !errors.Is(cerr, errNoChain) {
+				v.log.Warn("cannot ask the chain about a presented payment", "tx", row.TxSignature, "err", cerr)
+			}
+			return outcome{ref: pendingRefusal(row)}, true, false
+		}
+		switch st {
+		case stateLanded:
+			if err := v.ledger.FinishPayment(ctx, row.ID, store.PaymentSettled, row.TxSignature, ""); err != nil {
+				v.log.Error("ledger: record late settlement", "id", row.ID, "tx", row.TxSignature, "err", err)
+			}
+			return v.represent(row, req, p), true, false
+		case stateFailed, stateExpired:
+			if err := v.ledger.FinishPayment(ctx, row.ID, store.PaymentReleased, "", reason); err != nil {
+				v.log.Error("ledger: release payment", "id", row.ID, "err", err)
+			}
+			return outcome{}, false, true
+		}
+		return outcome{ref: pendingRefusal(row)}, true, false
+	}
+	return outcome{}, false, row.Status == store.PaymentReleased
+}
+
+// represent answers a settled payment presented again: for the request it
+// bought, the answer again (nothing charged); for another, refused.
+func (v *Verifier) represent(row store.Payment, req Request, p *Payment) outcome {
+	if len(row.RequestFingerprint) == 0 || !bytes.Equal(row.RequestFingerprint, req.Fingerprint) {
+		bought := row.Request
+		if bought == "" {
+			bought = row.Route
+		}
+		return outcome{ref: &Refusal{Status: http.StatusConflict, Code: apierror.CodePaymentReplayed, Reason: ReasonReplayed, Challenge: true,
+			Message: fmt.Sprintf("this payment was settled for another request (%s, with its parameters); presented again it answers only that one; sign a new payment for this request", clip(bought, 200))}}
+	}
+	p.replay, p.txSig, p.ledgerID = true, row.TxSignature, row.ID
+	return outcome{p: p}
+}
+
+func (v *Verifier) ledgerDown(err error) outcome {
+	v.log.Error("payments ledger unavailable", "err", err)
+	return outcome{ref: unavailable(ReasonLedgerDown, "cannot read the payments ledger now (the database is unavailable); nothing was charged; try again shortly")}
+}
+
+// pendingRefusal: the payment's settlement is not decided yet.
+func pendingRefusal(row store.Payment) *Refusal {
+	msg := "this payment's settlement is still pending on chain; present it again in a few seconds: once it lands it buys its answer (no new charge), and if it never lands it is not charged"
+	if row.Status == store.PaymentFailed && row.TxSignature == "" {
+		msg = "this payment was already used for an answer (one payment buys one answer); sign a new payment for this request"
+	}
+	return &Refusal{Status: http.StatusConflict, Code: apierror.CodePaymentReplayed, Reason: ReasonReplayed, Challenge: true, Message: msg}
 }
 
 // Preflight logs what would make every payment fail (self-settling only:

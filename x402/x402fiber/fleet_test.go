@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The same payment sent to two nodes at once buys exactly one answer:
+// The same payment sent to two nodes at once is charged exactly once:
 // with the Redis guard, and with the ledger's unique key alone.
 func TestSamePaymentTwoNodes(t *testing.T) {
 	t.Parallel()
@@ -52,8 +52,10 @@ func TestSamePaymentTwoNodes(t *testing.T) {
 					other = append(other, bodies[i])
 				}
 			}
-			if ok != 1 || replayed != n-1 {
-				t.Fatalf("statuses %v: want one 200 and %d 409; other answers: %v", statuses, n-1, other)
+			// One settles; the others are refused while it is in flight, or
+			// (once settled) answered again for the same request at no charge.
+			if ok < 1 || ok+replayed != n || len(other) != 0 {
+				t.Fatalf("statuses %v: want 200s and 409s only, at least one 200; other answers: %v", statuses, other)
 			}
 			if got := f.balance(t); got != before+price {
 				t.Fatalf("payTo %d -> %d", before, got)

@@ -111,7 +111,7 @@ func (f *fixture) nodeWith(t *testing.T, cfg verifier.Config, hc *http.Client, r
 			pn.v = v
 			h, err := premium.New(premium.Options{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
 			testenv.Must(t, err, "premium")
-			h.Routes(api, svc.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v)}))
+			h.Routes(api, svc.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, testOrigin)}))
 		},
 	})
 	return pn

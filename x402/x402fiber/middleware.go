@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/x402"
 	"github.com/attestd/attestd/x402/verifier"
@@ -22,16 +23,26 @@ const maxResourceURL = 512
 
 // New returns the middleware for the routes v prices. Mount it where a
 // payment is acceptable (as apikey.RequireOptions.OnMissingKey: premium
-// requests that carry no key).
-func New(v *verifier.Verifier) fiber.Handler {
+// requests that carry no key). Resource URLs are origin + path: the
+// node's public origin, never one a request header names.
+func New(v *verifier.Verifier, origin config.Origin) fiber.Handler {
 	return func(c *fiber.Ctx) error {
+		// An invalid request is refused before any payment work: no
+		// simulation, no claim, no ledger row.
+		if validate, ok := c.Locals(validateKey{}).(func(*fiber.Ctx) error); ok {
+			if err := validate(c); err != nil {
+				return err
+			}
+		}
 		path := strings.TrimPrefix(c.Route().Path, Prefix)
-		resource := resourceURL(c)
+		resource := resourceURL(origin, c)
 		// Header values live in Fiber's buffers: copy them before they are
 		// decoded or kept.
 		req := verifier.Request{Path: path, ResourceURL: resource,
-			PaymentV2: utils.CopyString(c.Get(x402.HeaderPaymentSignature)),
-			PaymentV1: utils.CopyString(c.Get(x402.HeaderPaymentV1))}
+			PaymentV2:   utils.CopyString(c.Get(x402.HeaderPaymentSignature)),
+			PaymentV1:   utils.CopyString(c.Get(x402.HeaderPaymentV1)),
+			Fingerprint: verifier.Fingerprint(c.Method(), c.Path(), string(c.Request().URI().QueryString()), c.Request().Body()),
+			Described:   c.Method() + " " + strings.Clone(c.Path())}
 		ctx := context.Background()
 		p, ref := v.Begin(ctx, req)
 		if ref != nil {
@@ -79,9 +90,29 @@ func New(v *verifier.Verifier) fiber.Handler {
 	}
 }
 
-// resourceURL is the request's URL without its query, bounded.
-func resourceURL(c *fiber.Ctx) string {
-	u := c.BaseURL() + c.Path()
+// Unavailable answers premium requests that carry no key on a node
+// without a public origin (ATTESTD_PUBLIC_URL): 503.
+func Unavailable(c *fiber.Ctx) error {
+	return apierror.Unavailable("pay per request is off on this node: set ATTESTD_PUBLIC_URL to the origin clients use (such as https://attestd.example.com); or send an API key")
+}
+
+// validateKey holds a route's request validation in the context's locals.
+type validateKey struct{}
+
+// Validate returns a handler that records fn as the route's request
+// validation (query parameters, body): mounted before the payment
+// middleware, it makes an invalid request fail with fn's error (its 4xx)
+// before any payment work. Requests that pay by API key are not affected.
+func Validate(fn func(*fiber.Ctx) error) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		c.Locals(validateKey{}, fn)
+		return c.Next()
+	}
+}
+
+// resourceURL is the request's path at the public origin, bounded.
+func resourceURL(origin config.Origin, c *fiber.Ctx) string {
+	u := origin.URL(c.Path())
 	if len(u) > maxResourceURL {
 		u = u[:maxResourceURL]
 	}

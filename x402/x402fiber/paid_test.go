@@ -48,13 +48,24 @@ func TestPaidRequestSettles(t *testing.T) {
 		settled[0].Route != historyPath || settled[0].Payer != f.payer.PublicKey().String() || settled[0].SettledAt == nil {
 		t.Fatalf("ledger %+v", settled)
 	}
-	// The same payment again: one payment, one answer.
+	// The same payment again for the same request: the answer it bought,
+	// again, with no new charge; for another request: refused.
 	r = n.pay(t, http.MethodGet, path, nil, payment)
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"data"`) {
+		t.Fatalf("presented again: %d %s", r.Status, r.Body)
+	}
+	if again, err := x402.DecodeSettleResponse(r.Header.Get(x402.HeaderPaymentResponse)); err != nil || again.Transaction != sr.Transaction {
+		t.Fatalf("presented again: PAYMENT-RESPONSE %+v %v", again, err)
+	}
+	r = n.pay(t, http.MethodGet, path+"?limit=1", nil, payment)
 	if r.Status != http.StatusConflict || r.ErrorCode() != "PAYMENT_REPLAYED" {
-		t.Fatalf("replay: %d %s", r.Status, r.Body)
+		t.Fatalf("replay for another request: %d %s", r.Status, r.Body)
 	}
 	if got := f.balance(t); got != before+price {
 		t.Fatalf("replay moved money: %d", got)
+	}
+	if s := ledger(t, n.Store, ""); len(s) != 1 {
+		t.Fatalf("ledger rows after replays: %+v", s)
 	}
 	if counter(t, n.reg, "attestd_x402_settled_total") != 1 || counter(t, n.reg, "attestd_x402_paid_total") != 1 ||
 		counter(t, n.reg, "attestd_x402_refused_total", "reason", verifier.ReasonReplayed) != 1 ||

@@ -22,7 +22,7 @@ import (
 func Lists() [][]config.Var {
 	return [][]config.Var{
 		config.Vars, store.Vars, httpcache.Vars, purge.Vars, ratelimit.Vars, apikey.Vars, premium.Vars, indexer.Vars,
-		mcp.Vars, testenv.Vars, verifier.Vars, webhook.Vars, web.Vars,
+		mcp.Vars, testenv.Vars, verifier.Vars, verifier.ReconcileVars, webhook.Vars, web.Vars,
 	}
 }
 

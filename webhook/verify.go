@@ -1,0 +1,230 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/webhook/signature"
+	"github.com/hashicorp/go-retryablehttp"
+)
+
+// VerifyEvent is the type of the endpoint verification request. A new
+// webhook URL (created, or changed by PATCH) gets no delivery until its
+// receiver answers one: a POST signed exactly as deliveries are, whose
+// body is {"id", "type": "webhook.verify", "createdAt", "data":
+// {"webhookId", "challenge"}}, answered with a 2xx and the JSON body
+// {"challenge": "<the same>"}.
+const VerifyEvent = "webhook.verify"
+
+// Verification constants.
+const (
+	// maxChallengeAnswer bounds the answer read: a longer one fails.
+	maxChallengeAnswer = 4096
+	// verifySlots is how many verification requests a worker has in flight.
+	verifySlots = 8
+)
+
+// ChallengeAnswer is what a receiver answers a verification request with:
+// when body is a webhook.verify request, the JSON {"challenge": ...} to
+// send back with a 2xx, and true; otherwise nil, false. Receivers should
+// check the request's signature first, as for any delivery.
+func ChallengeAnswer(body []byte) ([]byte, bool) {
+	var req struct {
+		Type string `json:"type"`
+		Data struct {
+			Challenge string `json:"challenge"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(body, &req) != nil || req.Type != VerifyEvent || req.Data.Challenge == "" {
+		return nil, false
+	}
+	answer, err := json.Marshal(struct {
+		Challenge string `json:"challenge"`
+	}{req.Data.Challenge})
+	return answer, err == nil
+}
+
+// verifyRequest is the body of a verification request.
+func verifyRequest(msgID, webhookID, challenge string, at time.Time) []byte {
+	b, _ := json.Marshal(struct {
+		ID        string `json:"id"`
+		Type      string `json:"type"`
+		CreatedAt string `json:"createdAt"`
+		Data      any    `json:"data"`
+	}{msgID, VerifyEvent, attestation.At(at).String(), struct {
+		WebhookID string `json:"webhookId"`
+		Challenge string `json:"challenge"`
+	}{webhookID, challenge}})
+	return b
+}
+
+// newChallenge is 32 random bytes, base64url; newMsgID a webhook-id.
+func newChallenge() (string, error) {
+	var b [32]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+func newMsgID() (string, error) {
+	var b [16]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "msg_" + hex.EncodeToString(b[:]), nil
+}
+
+// verifyLoop sends the due verification requests: it claims as many as it
+// has free slots every poll interval and sends each under the per-host
+// cap, through the same guarded client as deliveries.
+func (w *Worker) verifyLoop(ctx, sendCtx context.Context) {
+	slots := make(chan struct{}, verifySlots)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	t := time.NewTicker(w.cfg.PollInterval)
+	defer t.Stop()
+	lease := 2*w.cfg.Timeout + 5*time.Second
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		free := cap(slots) - len(slots)
+		if free == 0 {
+			continue
+		}
+		jobs, err := w.st.ClaimVerifications(ctx, free, lease)
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Warn("claiming endpoint verifications failed", "err", err)
+			}
+			continue
+		}
+		for _, j := range jobs {
+			slots <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-slots; wg.Done() }()
+				w.verifyOne(sendCtx, j)
+			}()
+		}
+	}
+}
+
+// verifyOne makes one verification attempt of j and records it.
+func (w *Worker) verifyOne(ctx context.Context, j store.VerifyJob) {
+	o := store.VerifyOutcome{WebhookID: j.WebhookID, Round: j.Round}
+	result := ""
+	if !w.hostSlot(ctx, hostOf(j.URL)) {
+		next := w.now().Add(hostRetry + time.Duration(rand.Int64N(int64(hostRetry))))
+		o.Postpone, o.Next, result = true, &next, "postponed"
+	} else if why := w.challenge(ctx, j); why == "" {
+		o.Verified, result = true, "verified"
+	} else {
+		o.Error = why
+		if n := j.Attempts; n < len(w.cfg.VerifySchedule) {
+			wait := w.cfg.VerifySchedule[n]
+			next := w.now().Add(wait + time.Duration(rand.Int64N(int64(wait/10)+1)))
+			o.Next, result = &next, "retrying"
+		} else {
+			result = "failed"
+		}
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	recorded, err := w.st.RecordVerification(rctx, o)
+	if err != nil {
+		w.log.Warn("recording an endpoint verification failed; it is tried again", "webhook", j.WebhookID, "err", err)
+		return
+	}
+	w.hooks.forget(j.WebhookID)
+	w.m.verifications.WithLabelValues(result).Inc()
+	if !recorded || o.Postpone {
+		return
+	}
+	switch result {
+	case "verified":
+		w.log.Info("webhook endpoint verified", "webhook", j.WebhookID, "attempt", j.Attempts+1)
+	case "failed":
+		w.log.Warn("webhook endpoint verification failed; no deliveries go to it", "webhook", j.WebhookID,
+			"attempts", j.Attempts+1, "why", o.Error)
+	default:
+		w.log.Info("webhook endpoint verification attempt failed", "webhook", j.WebhookID, "attempt", j.Attempts+1,
+			"why", o.Error, "next", o.Next)
+	}
+}
+
+// challenge sends j's verification request and checks the answer; it
+// returns why it failed ("" : verified).
+func (w *Worker) challenge(ctx context.Context, j store.VerifyJob) string {
+	secret, err := w.cfg.Keys.Open(j.SecretSealed, j.SecretKeyID, []byte(j.WebhookID))
+	if err != nil {
+		return "cannot open the webhook's secret"
+	}
+	signer, err := signature.NewSigner(string(secret))
+	if err != nil {
+		return "invalid webhook secret"
+	}
+	challenge, err := newChallenge()
+	if err != nil {
+		return "no randomness for the challenge"
+	}
+	id, err := newMsgID()
+	if err != nil {
+		return "no randomness for the message id"
+	}
+	body := verifyRequest(id, j.WebhookID, challenge, w.now())
+	ctx, cancel := context.WithTimeout(ctx, 2*w.cfg.Timeout+time.Second)
+	defer cancel()
+	ctx = context.WithValue(ctx, signingKey{}, signing{signer: signer, id: id, body: body})
+	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, j.URL, body)
+	if err != nil {
+		return "invalid request: " + err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", userAgent)
+	signer.Set(req.Header, id, time.Now(), body)
+	resp, err := w.client.Do(req)
+	if err != nil {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		return describeError(err, w.cfg.Timeout)
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxChallengeAnswer+1))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Sprintf("the receiver answered %d %s, not 2xx with the challenge", resp.StatusCode, http.StatusText(resp.StatusCode))
+	}
+	if err != nil {
+		return cleanText("reading the answer: "+err.Error(), maxErrorLen)
+	}
+	if len(answer) > maxChallengeAnswer {
+		return fmt.Sprintf("the answer is longer than %d bytes", maxChallengeAnswer)
+	}
+	var got struct {
+		Challenge *string `json:"challenge"`
+	}
+	if json.Unmarshal(bytes.TrimSpace(answer), &got) != nil || got.Challenge == nil {
+		return `the answer is not the JSON {"challenge": "<the request's data.challenge>"}`
+	}
+	if subtle.ConstantTimeCompare([]byte(*got.Challenge), []byte(challenge)) != 1 {
+		return "the answer's challenge is not the one sent"
+	}
+	return ""
+}

@@ -1,0 +1,131 @@
+package verifier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/store"
+	"github.com/gagliardetto/solana-go"
+	"github.com/gagliardetto/solana-go/rpc"
+)
+
+// ReconcileVars lists the variables ReconcilerConfigFromEnv reads (besides
+// ATTESTD_X402_RPC_URL, in Vars).
+var ReconcileVars = []config.Var{
+	{Name: "ATTESTD_X402_RECONCILE_INTERVAL", Default: "10s", Help: "attestd index: how often open payments (pending, failed) are settled or released against the chain; 0 turns the reconciler off"},
+}
+
+// DefaultReconcileInterval is how often the reconciler looks.
+const DefaultReconcileInterval = 10 * time.Second
+
+// reconcileBatch bounds the rows one pass locks.
+const reconcileBatch = 200
+
+// ReconcileLedger is the part of the store the reconciler uses.
+type ReconcileLedger interface {
+	ReconcilePayments(ctx context.Context, limit int, decide func(context.Context, store.Payment) store.Verdict) (int, error)
+}
+
+// ReconcilerOptions configure a Reconciler.
+type ReconcilerOptions struct {
+	Ledger   ReconcileLedger // required
+	RPCURL   string          // required: the Solana RPC the payments were sent to
+	Interval time.Duration   // default DefaultReconcileInterval
+	Logger   *slog.Logger
+}
+
+// Reconciler settles or releases open payments (pending, or failed with a
+// transaction signature) as the chain says: landed is settled; landed with
+// an error, or not landed once the chain is past the transaction's last
+// valid block height, is released (not charged). Rows are locked FOR
+// UPDATE SKIP LOCKED, so any number may run: one acts on a row at a time.
+type Reconciler struct {
+	ledger   ReconcileLedger
+	chain    chainCheck
+	interval time.Duration
+	log      *slog.Logger
+}
+
+// NewReconciler builds a reconciler.
+func NewReconciler(opt ReconcilerOptions) (*Reconciler, error) {
+	if opt.Ledger == nil || opt.RPCURL == "" {
+		return nil, errors.New("x402 reconciler: a ledger and a Solana RPC URL are required")
+	}
+	if opt.Interval <= 0 {
+		opt.Interval = DefaultReconcileInterval
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Reconciler{ledger: opt.Ledger, chain: chainCheck{rpc: rpc.New(opt.RPCURL)}, interval: opt.Interval,
+		log: opt.Logger.With("component", "x402-reconciler")}, nil
+}
+
+// ReconcileInterval reads ATTESTD_X402_RECONCILE_INTERVAL (0: off).
+func ReconcileInterval(getenv func(string) string) (time.Duration, error) {
+	e := config.NewEnv(getenv)
+	d := e.Duration("ATTESTD_X402_RECONCILE_INTERVAL", DefaultReconcileInterval, 0, time.Hour)
+	return d, e.Err()
+}
+
+// Run reconciles every interval until ctx ends.
+func (r *Reconciler) Run(ctx context.Context) error {
+	t := time.NewTicker(r.interval)
+	defer t.Stop()
+	for {
+		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("reconcile payments", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// RunOnce decides what it can of the open rows now; it returns how many
+// it settled or released.
+func (r *Reconciler) RunOnce(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := r.ledger.ReconcilePayments(ctx, reconcileBatch, r.decide)
+		total += n
+		if err != nil || n < reconcileBatch {
+			return total, err
+		}
+	}
+}
+
+// decide asks the chain about one open row ("" status: still open).
+func (r *Reconciler) decide(ctx context.Context, p store.Payment) store.Verdict {
+	sig, err := solana.SignatureFromBase58(p.TxSignature)
+	if err != nil {
+		return store.Verdict{}
+	}
+	st, reason, err := r.chain.state(ctx, sig, p.LastValidHeight)
+	if err != nil {
+		r.log.Warn("cannot ask the chain about a payment", "id", p.ID, "tx", p.TxSignature, "err", err)
+		return store.Verdict{}
+	}
+	switch st {
+	case stateLanded:
+		r.log.Info("payment settled on chain", "id", p.ID, "tx", p.TxSignature, "was", p.Status)
+		return store.Verdict{Status: store.PaymentSettled}
+	case stateFailed, stateExpired:
+		r.log.Info("payment released", "id", p.ID, "tx", p.TxSignature, "was", p.Status, "reason", reason)
+		return store.Verdict{Status: store.PaymentReleased, Reason: reason}
+	}
+	// Rows from before the last valid height was recorded: a blockhash
+	// lives 60 to 90 s, so long past ReplayTTL the transaction cannot land.
+	if p.LastValidHeight == 0 && time.Since(p.CreatedAt) > ReplayTTL {
+		reason := fmt.Sprintf("the payment transaction never landed (not on chain %s after it was made); not charged", ReplayTTL)
+		return store.Verdict{Status: store.PaymentReleased, Reason: reason}
+	}
+	return store.Verdict{}
+}
