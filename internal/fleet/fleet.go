@@ -194,7 +194,9 @@ func Start(ctx context.Context, opt Options) (_ *Fleet, err error) {
 					return err
 				}
 				p.Addr = "127.0.0.1:" + strconv.Itoa(port)
-				env = append(env, "ATTESTD_HTTP_ADDR="+p.Addr, "ATTESTD_METRICS_ADDR="+p.MetricsAddr)
+				// A replacement binds the address while the node drains
+				// (Proc.Replace).
+				env = append(env, "ATTESTD_HTTP_ADDR="+p.Addr, "ATTESTD_METRICS_ADDR="+p.MetricsAddr, "ATTESTD_REUSE_PORT=on")
 			case "index":
 				env = append(env, "ATTESTD_INDEXER_METRICS_ADDR="+p.MetricsAddr, "ATTESTD_METRICS_ADDR=")
 			case "worker":
