@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/attestd/attestd/internal/devnet"
@@ -207,10 +208,10 @@ func Start(ctx context.Context, opt Options) (_ *Fleet, err error) {
 				return err
 			}
 			*list = append(*list, p)
-			f.closers = append(f.closers, p.Stop)
 		}
 		return nil
 	}
+	f.closers = append(f.closers, f.stopProcs)
 	if err := add("index", opt.Index, &f.Index); err != nil {
 		return nil, err
 	}
@@ -273,6 +274,17 @@ func (f *Fleet) RestartRedis(ctx context.Context, down func()) error {
 	}
 	f.Redis = r
 	return nil
+}
+
+// stopProcs stops every attestd process at once (API nodes drain in
+// parallel rather than one after the other).
+func (f *Fleet) stopProcs() {
+	var wg sync.WaitGroup
+	for _, p := range f.Procs() {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.Stop() }()
+	}
+	wg.Wait()
 }
 
 // Close stops every part, newest first.
