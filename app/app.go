@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/attestd/attestd/cache"
@@ -67,6 +67,9 @@ type API struct {
 	control struct{ index, confirmed, finalized []byte } // Cache-Control of public answers (Deps.HTTPCache)
 	doc     cache.Value                                  // the OpenAPI document, with its tags
 	docErr  error
+	// draining: the node is stopping (see ListenWith); /health says so
+	// and every answer closes its connection.
+	draining atomic.Bool
 }
 
 // New builds the Fiber application with every route.
@@ -114,6 +117,12 @@ func New(d Deps) *API {
 			rctx.Request.Header.SetMethod(unknownMethod)
 		}
 		next(rctx)
+		if a.draining.Load() {
+			// A proxy's keep-alive connection to a draining node ends
+			// with this answer: its next request opens a connection,
+			// to whichever node is up by then.
+			rctx.SetConnectionClose()
+		}
 	}
 	a.fiber.Use(a.front)
 	for _, mw := range d.Middleware {
@@ -126,24 +135,10 @@ func New(d Deps) *API {
 // Fiber returns the underlying application (to listen or to test).
 func (a *API) Fiber() *fiber.App { return a.fiber }
 
-// Listen serves on addr until ctx ends, then shuts down within grace.
+// Listen serves on addr until ctx ends, then shuts down within grace
+// (without a drain: see ListenWith).
 func (a *API) Listen(ctx context.Context, addr string, grace time.Duration) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- a.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	a.log.Info("shutting down", "grace", grace.String())
-	if err := a.fiber.ShutdownWithTimeout(grace); err != nil {
-		return err
-	}
-	return <-errc
+	return a.ListenWith(ctx, addr, ListenOptions{Grace: grace})
 }
 
 // Serve answers on ln (with the per-IP connection cap, a lingering close

@@ -153,6 +153,11 @@ func (a *API) health(c *fiber.Ctx) error {
 	}
 	status := http.StatusOK
 	switch {
+	case a.draining.Load():
+		// First, so load balancers that probe /health take the node out
+		// while it still answers what they send meanwhile.
+		h.Status, status = "draining", http.StatusServiceUnavailable
+		h.Reasons = append([]string{"draining: this node is shutting down and still answers; send new requests to the other nodes"}, h.Reasons...)
 	case !pgUp && !redisUp:
 		h.Status, status = "down", http.StatusServiceUnavailable
 	case len(h.Reasons) > 0:

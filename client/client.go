@@ -20,8 +20,13 @@ import (
 const (
 	// DefaultBaseURL is a local attestd (cmd `attestd serve` or `make run`).
 	DefaultBaseURL = "http://127.0.0.1:8080"
-	// DefaultTimeout bounds every call whose context has an earlier or no deadline.
-	DefaultTimeout = 15 * time.Second
+	// DefaultTimeout bounds every call whose context has no earlier
+	// deadline. It covers a paid call: the 402, the payment, and the paid
+	// request, which the server answers only once the payment settles (up
+	// to ATTESTD_X402_SETTLE_TIMEOUT, x402.DefaultSettleTimeout by
+	// default), with 15 s to spare. Against a server with a longer settle
+	// timeout, use WithTimeout.
+	DefaultTimeout = x402.DefaultSettleTimeout + 15*time.Second
 	// APIPrefix is the path prefix of every route.
 	APIPrefix = "/api/v1"
 	// APIKeyHeader carries the API key.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/attestd/attestd/internal/apptest"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/premium"
+	"github.com/attestd/attestd/x402"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -174,5 +176,49 @@ func TestPaymentRequired(t *testing.T) {
 	e, ok := client.AsAPIError(err)
 	if !ok || e.Status != 402 || e.Code != "PAYMENT_REQUIRED" || !strings.Contains(e.Message, "x-api-key") || !strings.Contains(string(e.Body), `"x402Version":2`) {
 		t.Fatalf("got %T %v %+v", err, err, e)
+	}
+}
+
+// deadlines is a transport that records how long each request's context
+// had left when it was sent.
+type deadlines struct {
+	mu   sync.Mutex
+	left []time.Duration
+}
+
+func (d *deadlines) RoundTrip(r *http.Request) (*http.Response, error) {
+	if dl, ok := r.Context().Deadline(); ok {
+		d.mu.Lock()
+		d.left = append(d.left, time.Until(dl))
+		d.mu.Unlock()
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestDefaultTimeoutCoversASettlement: a client with the defaults gives a
+// premium call more time than a server's settlement wait (the paid answer
+// comes only after the payment settles, up to x402.DefaultSettleTimeout),
+// and waits through a slow answer. The wait is shown on a short hold; the
+// deadline is read from the request, without sleeping 20 s.
+func TestDefaultTimeoutCoversASettlement(t *testing.T) {
+	t.Parallel()
+	if margin := client.DefaultTimeout - x402.DefaultSettleTimeout; margin < 10*time.Second {
+		t.Fatalf("DefaultTimeout %v leaves %v beyond the settle timeout %v; want at least 10 s", client.DefaultTimeout, margin, x402.DefaultSettleTimeout)
+	}
+	env := apptest.NewEnv(t, apptest.Options{Agents: 1, Attestations: 5})
+	node, _, _ := premiumNode(t, env, func(c *fiber.Ctx) error {
+		time.Sleep(300 * time.Millisecond) // a settlement in progress
+		c.Status(http.StatusPaymentRequired).Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.SendString(`{"x402Version":2,"accepts":[],"error":{"code":"PAYMENT_REQUIRED","message":"pay"}}`)
+	})
+	rec := &deadlines{}
+	_, err := newClient(t, node.URL, client.WithHTTPClient(&http.Client{Transport: rec})).BulkVerify(context.Background(), []string{unknownPDA})
+	if e, ok := client.AsAPIError(err); !ok || e.Status != http.StatusPaymentRequired {
+		t.Fatalf("got %v, want the held 402", err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.left) != 1 || rec.left[0] <= x402.DefaultSettleTimeout+10*time.Second {
+		t.Fatalf("the call had %v left when sent; want more than the settle timeout %v plus 10 s", rec.left, x402.DefaultSettleTimeout)
 	}
 }

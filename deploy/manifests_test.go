@@ -15,7 +15,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/config/allvars"
 	"github.com/attestd/attestd/internal/devstack"
 	"go.yaml.in/yaml/v3"
@@ -83,6 +85,16 @@ func TestSystemdEnvironmentSetsOnlyWhatAttestdReads(t *testing.T) {
 			t.Errorf("%s does not read /etc/attestd/attestd.env", unit)
 		}
 	}
+	b, err := os.ReadFile("attestd-serve.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^TimeoutStopSec=(\d+)$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("attestd-serve.service sets no TimeoutStopSec (systemd's default, 90 s, would hide a stuck stop)")
+	}
+	sec, _ := strconv.Atoi(string(m[1]))
+	checkStopGrace(t, "attestd-serve.service", env, time.Duration(sec)*time.Second, 0)
 }
 
 func TestContainerfileSetsOnlyWhatAttestdReads(t *testing.T) {
@@ -119,8 +131,9 @@ type composeFile struct {
 		Healthcheck struct {
 			Test []string `yaml:"test"`
 		} `yaml:"healthcheck"`
-		Networks yaml.Node `yaml:"networks"`
-		Volumes  []string  `yaml:"volumes"`
+		StopGracePeriod string    `yaml:"stop_grace_period"`
+		Networks        yaml.Node `yaml:"networks"`
+		Volumes         []string  `yaml:"volumes"`
 	} `yaml:"services"`
 }
 
@@ -190,12 +203,50 @@ func TestComposeIsTheFleet(t *testing.T) {
 	if ip == nil || err != nil || !trusted.Contains(ip) {
 		t.Errorf("serve trusts %q, nginx is %q", c.Services["serve"].Environment["ATTESTD_TRUSTED_PROXIES"], nets["fleet"].IPv4)
 	}
+	// Index and worker containers check /health on their internal
+	// listener (healthcheck -role reads the listener from the same
+	// variable the process does).
 	for _, s := range []string{"index", "worker"} {
 		hc := strings.Join(c.Services[s].Healthcheck.Test, " ")
-		port := portOf(t, c.Services[s].Environment[map[string]string{"index": "ATTESTD_INDEXER_METRICS_ADDR", "worker": "ATTESTD_WORKER_METRICS_ADDR"}[s]])
-		if !strings.Contains(hc, "/attestd healthcheck") || !strings.Contains(hc, ":"+port+"/metrics") {
-			t.Errorf("compose %s health check %q does not ask its metrics listener on %s", s, hc, port)
+		portOf(t, c.Services[s].Environment[map[string]string{"index": "ATTESTD_INDEXER_METRICS_ADDR", "worker": "ATTESTD_WORKER_METRICS_ADDR"}[s]])
+		if !strings.Contains(hc, "/attestd healthcheck") || !strings.Contains(hc, "-role "+s) || strings.Contains(hc, "-url") {
+			t.Errorf("compose %s health check %q does not ask the %s's /health (healthcheck -role %s)", s, hc, s, s)
 		}
+	}
+	// An API node is given the time to drain and then finish what is in
+	// flight before it is killed.
+	serveEnv := map[string]string{}
+	for _, f := range c.Services["serve"].EnvFile {
+		for k, v := range envFile(t, f+".example") {
+			serveEnv[k] = v
+		}
+	}
+	for k, v := range c.Services["serve"].Environment {
+		serveEnv[k] = v
+	}
+	grace, err := time.ParseDuration(c.Services["serve"].StopGracePeriod)
+	if err != nil {
+		t.Errorf("compose serve: stop_grace_period %q: %v", c.Services["serve"].StopGracePeriod, err)
+	}
+	checkStopGrace(t, "compose serve", serveEnv, grace, 0)
+}
+
+// checkStopGrace fails unless grace (the time a process has between
+// SIGTERM and SIGKILL), less a pause before SIGTERM, covers the drain and
+// the shutdown the environment env sets (or their defaults), and unless
+// the node drains at all.
+func checkStopGrace(t *testing.T, what string, env map[string]string, grace, preStop time.Duration) {
+	t.Helper()
+	cfg, err := config.FromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("%s: its environment: %v", what, err)
+	}
+	if cfg.DrainTimeout <= 0 {
+		t.Errorf("%s does not drain (ATTESTD_DRAIN_TIMEOUT=0): load balancers learn of a restart from failed requests", what)
+	}
+	if need := preStop + cfg.DrainTimeout + cfg.ShutdownTimeout; grace < need {
+		t.Errorf("%s: %v to stop, less than %v (pause %v + drain %v + shutdown %v): killed in the middle",
+			what, grace, need, preStop, cfg.DrainTimeout, cfg.ShutdownTimeout)
 	}
 }
 
@@ -249,8 +300,9 @@ type k8sObject struct {
 				Labels map[string]string `yaml:"labels"`
 			} `yaml:"metadata"`
 			Spec struct {
-				InitContainers []k8sContainer `yaml:"initContainers"`
-				Containers     []k8sContainer `yaml:"containers"`
+				TerminationGracePeriodSeconds *int           `yaml:"terminationGracePeriodSeconds"`
+				InitContainers                []k8sContainer `yaml:"initContainers"`
+				Containers                    []k8sContainer `yaml:"containers"`
 			} `yaml:"spec"`
 		} `yaml:"template"`
 	} `yaml:"spec"`
@@ -273,6 +325,13 @@ type k8sContainer struct {
 	} `yaml:"ports"`
 	ReadinessProbe *k8sProbe `yaml:"readinessProbe"`
 	LivenessProbe  *k8sProbe `yaml:"livenessProbe"`
+	Lifecycle      struct {
+		PreStop *struct {
+			Sleep *struct {
+				Seconds int `yaml:"seconds"`
+			} `yaml:"sleep"`
+		} `yaml:"preStop"`
+	} `yaml:"lifecycle"`
 }
 
 type k8sProbe struct {
@@ -347,7 +406,14 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 	}
 	probeVar := map[string]string{"serve": "ATTESTD_HTTP_ADDR", "index": "ATTESTD_INDEXER_METRICS_ADDR", "worker": "ATTESTD_WORKER_METRICS_ADDR"}
-	probePath := map[string]string{"serve": "/api/v1/health", "index": "/metrics", "worker": "/metrics"}
+	// Readiness asks whether the process works: /health (an API node's
+	// under /api/v1), 503 while it starts, lacks its stores or drains.
+	// Liveness of index and worker asks /metrics, which answers while the
+	// process runs: restarting it would not bring a store back.
+	probePath := map[string]map[string]string{
+		"readiness": {"serve": "/api/v1/health", "index": "/health", "worker": "/health"},
+		"liveness":  {"serve": "/api/v1/health", "index": "/metrics", "worker": "/metrics"},
+	}
 	for _, role := range []string{"serve", "index", "worker"} {
 		d := find("Deployment", "attestd-"+role)
 		if d == nil {
@@ -393,8 +459,8 @@ func TestKubernetesManifests(t *testing.T) {
 				t.Errorf("Deployment %s: no HTTP %s probe", d.Metadata.Name, kind)
 				continue
 			}
-			if p.HTTPGet.Path != probePath[role] {
-				t.Errorf("Deployment %s: %s probe asks %s, want %s", d.Metadata.Name, kind, p.HTTPGet.Path, probePath[role])
+			if p.HTTPGet.Path != probePath[kind][role] {
+				t.Errorf("Deployment %s: %s probe asks %s, want %s", d.Metadata.Name, kind, p.HTTPGet.Path, probePath[kind][role])
 			}
 			probePort := p.HTTPGet.Port.Value
 			for _, cp := range c.Ports {
@@ -406,6 +472,27 @@ func TestKubernetesManifests(t *testing.T) {
 				t.Errorf("Deployment %s: %s probe asks port %s; %s listens on %q", d.Metadata.Name, kind, probePort, probeVar[role], listen)
 			}
 		}
+	}
+	// An API pod is given the time to drain and finish what is in flight.
+	if d := find("Deployment", "attestd-serve"); d != nil && len(d.Spec.Template.Spec.Containers) == 1 {
+		ps := d.Spec.Template.Spec
+		grace := 30 * time.Second // Kubernetes' default
+		if ps.TerminationGracePeriodSeconds != nil {
+			grace = time.Duration(*ps.TerminationGracePeriodSeconds) * time.Second
+		}
+		env := map[string]string{}
+		for k, v := range cm.Data {
+			env[k] = v
+		}
+		var preStop time.Duration
+		c := ps.Containers[0]
+		for _, e := range c.Env {
+			env[e.Name] = e.Value
+		}
+		if c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Sleep != nil {
+			preStop = time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+		}
+		checkStopGrace(t, "Deployment attestd-serve", env, grace, preStop)
 	}
 	if hpa := find("HorizontalPodAutoscaler", "attestd-serve"); hpa != nil {
 		if hpa.Spec.ScaleTargetRef.Kind != "Deployment" || hpa.Spec.ScaleTargetRef.Name != "attestd-serve" || hpa.Spec.MinReplicas < 2 {

@@ -171,7 +171,7 @@ var Vars = []config.Var{
 	{Name: "ATTESTD_INDEXER_CONCURRENCY", Default: "8", Help: "getTransaction calls in flight during backfill"},
 	{Name: "ATTESTD_INDEXER_POLL_INTERVAL", Default: "5s", Help: "safety poll while the websocket works (1 s while it does not)"},
 	{Name: "ATTESTD_INDEXER_FINALITY_INTERVAL", Default: "2s", Help: "how often confirmed rows are promoted, or removed after a fork"},
-	{Name: "ATTESTD_INDEXER_METRICS_ADDR", Default: "127.0.0.1:9091", Help: "the indexer's /metrics; empty disables it"},
+	{Name: "ATTESTD_INDEXER_METRICS_ADDR", Default: "127.0.0.1:9091", Help: "the indexer's /metrics and /health; empty disables it"},
 	{Name: "ATTESTD_INDEXER_PENDING_TIMEOUT", Default: "10m", Help: "how long a listed transaction that getTransaction does not return (a lagging RPC node) is retried, with backoff, before the chain is asked whether a fork dropped it"},
 	{Name: "ATTESTD_INDEXER_RECONCILE_INTERVAL", Default: "5m", Help: "how often the recent finalized range is compared with what is stored, and any gap indexed"},
 	{Name: "ATTESTD_INDEXER_RECONCILE_WINDOW", Default: "9000", Help: "finalized slots (about 0.4 s each) that each reconciliation covers, up to the checkpoint"},

@@ -57,7 +57,7 @@ type Config struct {
 var Vars = []config.Var{
 	{Name: EnvAPIURL, Default: client.DefaultBaseURL, Help: "(MCP tool server) the API it calls"},
 	{Name: EnvAPIKey, Default: "(none)", Help: "(MCP tool server) enables the premium tools"},
-	{Name: EnvAPITimeout, Default: "15s", Help: "(MCP tool server) deadline of each API call"},
+	{Name: EnvAPITimeout, Default: "35s", Help: "(MCP tool server) deadline of each API call (the Go client's default: a paid call waits for its settlement)"},
 	{Name: EnvPayer, Default: "(none)", Help: "(MCP tool server) without an API key, pay premium calls per request from this Solana CLI keypair's USDC"},
 	{Name: EnvSpendCap, Default: "1", Help: "(MCP tool server) most USDC paid in one session"},
 	{Name: EnvMaxPrice, Default: "0.1", Help: "(MCP tool server) most USDC paid for one call"},

@@ -26,7 +26,7 @@ var Vars = []config.Var{
 	{Name: "ATTESTD_WEBHOOK_CLAIM_IDLE", Default: "30s", Help: "a job held this long by a worker that stopped is taken over"},
 	{Name: "ATTESTD_WEBHOOK_LOG_RETENTION", Default: "720h", Help: "events, deliveries and attempts older than this are pruned"},
 	{Name: "ATTESTD_WEBHOOK_POLL_INTERVAL", Default: "200ms", Help: "how often an idle relay looks for new outbox rows"},
-	{Name: "ATTESTD_WORKER_METRICS_ADDR", Default: "127.0.0.1:9092", Help: "the worker's /metrics; empty disables it"},
+	{Name: "ATTESTD_WORKER_METRICS_ADDR", Default: "127.0.0.1:9092", Help: "the worker's /metrics and /health; empty disables it"},
 }
 
 // Config is the webhook configuration shared by API nodes and workers.

@@ -66,13 +66,15 @@ func startDaemonIn(t *testing.T, dir, bin string, env []string, args ...string) 
 	return d
 }
 
-// stop sends SIGTERM and waits up to 15 s before killing the process.
+// stop sends SIGTERM twice (the second ends an API node's drain) and
+// waits up to 15 s before killing the process.
 func (d *daemon) stop() {
 	select {
 	case <-d.done:
 		return
 	default:
 	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.done:

@@ -10,22 +10,25 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 )
 
-// runHealthcheck asks a node's /api/v1/health (or any URL) once and
-// succeeds only on a 200, within a deadline. It is the container image's
-// HEALTHCHECK: a FROM scratch image has no curl.
+// runHealthcheck asks a node's /api/v1/health (an index or worker
+// process's /health with -role, or any URL) once and succeeds only on a
+// 200, within a deadline. It is the container image's HEALTHCHECK: a FROM
+// scratch image has no curl.
 func runHealthcheck(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
-	addr := fs.String("addr", "", "the node's listener, host:port (default: ATTESTD_HTTP_ADDR, a wildcard host asked on 127.0.0.1)")
-	target := fs.String("url", "", "the URL to GET instead (any 200 is healthy), such as an indexer's http://127.0.0.1:9091/metrics")
+	role := fs.String("role", "serve", "the process asked: serve (/api/v1/health), index or worker (/health on their internal listener)")
+	addr := fs.String("addr", "", "its listener, host:port (default: ATTESTD_HTTP_ADDR, ATTESTD_INDEXER_METRICS_ADDR or ATTESTD_WORKER_METRICS_ADDR by -role; a wildcard host is asked on 127.0.0.1)")
+	target := fs.String("url", "", "the URL to GET instead (any 200 is healthy)")
 	timeout := fs.Duration("timeout", 3*time.Second, "deadline of the whole check")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	u, err := healthURL(*target, *addr, os.Getenv("ATTESTD_HTTP_ADDR"))
+	u, err := roleHealthURL(*role, *target, *addr, os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -50,6 +53,41 @@ func runHealthcheck(ctx context.Context, args []string) error {
 		fmt.Printf("%s\n", body)
 	}
 	return nil
+}
+
+// roleHealthURL is the URL the check asks for a role: serve asks
+// /api/v1/health on the API listener; index and worker ask /health on
+// their internal listener (ATTESTD_INDEXER_METRICS_ADDR,
+// ATTESTD_WORKER_METRICS_ADDR, defaults 127.0.0.1:9091 and :9092).
+func roleHealthURL(role, target, addr string, getenv func(string) string) (string, error) {
+	switch role {
+	case "serve", "":
+		return healthURL(target, addr, getenv("ATTESTD_HTTP_ADDR"))
+	case "index":
+		return internalURL(target, addr, getenv, "ATTESTD_INDEXER_METRICS_ADDR", "127.0.0.1:9091")
+	case "worker":
+		return internalURL(target, addr, getenv, "ATTESTD_WORKER_METRICS_ADDR", "127.0.0.1:9092")
+	}
+	return "", fmt.Errorf("-role %q: want serve, index or worker", role)
+}
+
+// internalURL is target when given, else /health on an internal
+// listener: addr, else the variable env names (def when unset or empty).
+func internalURL(target, addr string, getenv func(string) string, env, def string) (string, error) {
+	if target != "" {
+		return healthURL(target, "", "")
+	}
+	if addr == "" {
+		addr = getenv(env)
+	}
+	if addr == "" {
+		addr = def
+	}
+	u, err := healthURL("", addr, "")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(u, "/api/v1/health") + "/health", nil
 }
 
 // healthURL is the URL the check asks: target when given, else /api/v1/health

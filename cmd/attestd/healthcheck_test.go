@@ -33,6 +33,27 @@ func TestHealthURL(t *testing.T) {
 	}
 }
 
+func TestRoleHealthURL(t *testing.T) {
+	env := map[string]string{"ATTESTD_HTTP_ADDR": "0.0.0.0:8081", "ATTESTD_WORKER_METRICS_ADDR": "0.0.0.0:9192"}
+	getenv := func(k string) string { return env[k] }
+	for _, tc := range []struct{ role, target, addr, want string }{
+		{"serve", "", "", "http://127.0.0.1:8081/api/v1/health"},
+		{"", "", "", "http://127.0.0.1:8081/api/v1/health"},
+		{"index", "", "", "http://127.0.0.1:9091/health"},
+		{"index", "", "10.0.0.7:9091", "http://10.0.0.7:9091/health"},
+		{"worker", "", "", "http://127.0.0.1:9192/health"},
+		{"worker", "http://127.0.0.1:1/api/v1/health", "", "http://127.0.0.1:1/api/v1/health"},
+	} {
+		got, err := roleHealthURL(tc.role, tc.target, tc.addr, getenv)
+		if err != nil || got != tc.want {
+			t.Errorf("roleHealthURL(%q, %q, %q) = %q, %v; want %q", tc.role, tc.target, tc.addr, got, err, tc.want)
+		}
+	}
+	if got, err := roleHealthURL("indexer", "", "", getenv); err == nil {
+		t.Errorf("unknown role: %q, want an error", got)
+	}
+}
+
 // TestHealthcheck: 200 passes; 503, a redirect, a refused connection and
 // a server slower than the deadline fail.
 func TestHealthcheck(t *testing.T) {

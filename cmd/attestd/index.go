@@ -28,14 +28,21 @@ func runIndex(ctx context.Context, args []string) error {
 		return err
 	}
 	reg := newRegistry()
-	serveMetrics(ctx, icfg.MetricsAddr, reg, log, cfg.Pprof)
-	return startIndexer(ctx, cfg, icfg, log, reg)
+	health := newProcHealth(ctx, "index")
+	serveInternal(ctx, icfg.MetricsAddr, reg, log, cfg.Pprof, health)
+	return startIndexerWith(ctx, cfg, icfg, log, reg, health)
 }
 
 // startIndexer opens the store (and, when Redis is configured, the cache
 // whose epoch the write path bumps so API nodes see new rows) and runs the
 // indexer until ctx ends.
 func startIndexer(ctx context.Context, cfg config.Config, icfg indexer.Config, log *slog.Logger, reg prometheus.Registerer) error {
+	return startIndexerWith(ctx, cfg, icfg, log, reg, nil)
+}
+
+// startIndexerWith is startIndexer reporting to health (nil: none) once
+// the indexer runs.
+func startIndexerWith(ctx context.Context, cfg config.Config, icfg indexer.Config, log *slog.Logger, reg prometheus.Registerer, health *procHealth) error {
 	icfg.Logger, icfg.Registerer = log, reg
 	st, err := openStore(ctx, cfg, false)
 	if err != nil {
@@ -67,6 +74,7 @@ func startIndexer(ctx context.Context, cfg config.Config, icfg indexer.Config, l
 		return err
 	}
 	log.Info("indexer starting", "rpc", icfg.RPCURL, "ws", icfg.WSURL, "program", icfg.ProgramID.String())
+	health.set(indexerProbe(st, ix.IsLeader))
 	return ix.Run(ctx)
 }
 

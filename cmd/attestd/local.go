@@ -75,6 +75,9 @@ func runLocal(ctx context.Context, args []string) error {
 	if err := setLocalPublicURL(log); err != nil {
 		return err
 	}
+	if os.Getenv("ATTESTD_DRAIN_TIMEOUT") == "" { // no load balancer to tell: Ctrl-C stops at once
+		os.Setenv("ATTESTD_DRAIN_TIMEOUT", "0s")
+	}
 	return runServe(ctx, nil)
 }
 

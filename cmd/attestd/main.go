@@ -9,8 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 )
 
 // command is one subcommand; each has its own file.
@@ -70,7 +68,7 @@ func main() {
 		usage()
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	if err := cmd.run(ctx, os.Args[2:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -213,11 +213,20 @@ func newRegistry() *prometheus.Registry {
 // serveMetrics serves /metrics on the internal listener until ctx ends,
 // and the profiler when withPprof (ATTESTD_PPROF=on).
 func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger, withPprof bool) {
+	serveInternal(ctx, addr, reg, log, withPprof, nil)
+}
+
+// serveInternal is serveMetrics with /health answered by health (nil:
+// none; the index and worker processes, whose probes ask it).
+func serveInternal(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger, withPprof bool, health http.Handler) {
 	if addr == "" {
 		return
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if health != nil {
+		mux.Handle("/health", health)
+	}
 	if withPprof { // internal listener only, never the public one, and opt-in
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

@@ -102,7 +102,11 @@ func runServe(ctx context.Context, args []string) error {
 
 	serveMetrics(ctx, cfg.MetricsAddr, n.reg, log, cfg.Pprof)
 	log.Info("serving", "addr", cfg.HTTPAddr, "version", buildinfo.Version)
-	return api.Listen(ctx, cfg.HTTPAddr, cfg.ShutdownTimeout)
+	// On SIGTERM: /health says draining for ATTESTD_DRAIN_TIMEOUT while
+	// requests are still served (a second signal ends it), then the
+	// graceful shutdown within ATTESTD_SHUTDOWN_TIMEOUT.
+	return api.ListenWith(ctx, cfg.HTTPAddr, app.ListenOptions{Drain: cfg.DrainTimeout, SkipDrain: secondSignal(ctx),
+		Grace: cfg.ShutdownTimeout, ReusePort: cfg.ReusePort})
 }
 
 // node is what every feature of a serving process shares.

@@ -33,13 +33,20 @@ func runWorker(ctx context.Context, args []string) error {
 		return resealSecrets(ctx, cfg, wcfg, log)
 	}
 	reg := newRegistry()
-	serveMetrics(ctx, wcfg.MetricsAddr, reg, log, cfg.Pprof)
-	return startWorker(ctx, cfg, wcfg, log, reg)
+	health := newProcHealth(ctx, "worker")
+	serveInternal(ctx, wcfg.MetricsAddr, reg, log, cfg.Pprof, health)
+	return startWorkerWith(ctx, cfg, wcfg, log, reg, health)
 }
 
 // startWorker opens the stores (migrating the schema, as the indexer
 // does) and runs a webhook worker until ctx ends.
 func startWorker(ctx context.Context, cfg config.Config, wcfg webhook.Config, log *slog.Logger, reg prometheus.Registerer) error {
+	return startWorkerWith(ctx, cfg, wcfg, log, reg, nil)
+}
+
+// startWorkerWith is startWorker reporting to health (nil: none) once the
+// worker runs.
+func startWorkerWith(ctx context.Context, cfg config.Config, wcfg webhook.Config, log *slog.Logger, reg prometheus.Registerer, health *procHealth) error {
 	if err := cfg.RequireStores(); err != nil {
 		return err
 	}
@@ -64,6 +71,7 @@ func startWorker(ctx context.Context, cfg config.Config, wcfg webhook.Config, lo
 	if err != nil {
 		return err
 	}
+	health.set(workerProbe(st, rdb))
 	return w.Run(ctx)
 }
 

@@ -23,6 +23,8 @@ var Vars = []Var{
 	{"ATTESTD_CACHE_LOCAL_MB", "32", "in-process cache budget per kind, MiB; 0 disables the in-process layer"},
 	{"ATTESTD_DB_MAX_CONNS", "16", "PostgreSQL pool size per process"},
 	{"ATTESTD_SHUTDOWN_TIMEOUT", "10s", "grace for in-flight requests on SIGTERM"},
+	{"ATTESTD_DRAIN_TIMEOUT", "5s", "on SIGTERM, how long a node keeps serving with /health 503 draining before it stops (attestd local: 0); a second signal ends it"},
+	{"ATTESTD_REUSE_PORT", "off", "on: bind ATTESTD_HTTP_ADDR with SO_REUSEPORT, so a replacement can start on the address of a node that is draining"},
 	{"ATTESTD_MAX_CONNS_PER_IP", "256", "open connections one client IP (IPv6: /64) may hold; trusted proxies are exempt; 0: no cap"},
 	{"ATTESTD_PPROF", "off", "on serves Go's profiler at /debug/pprof/ on the metrics listener"},
 }
@@ -42,6 +44,8 @@ type Config struct {
 	LocalBytes      int // per kind; -1 disables
 	DBMaxConns      int32
 	ShutdownTimeout time.Duration
+	DrainTimeout    time.Duration
+	ReusePort       bool
 	MaxConnsPerIP   int
 	Pprof           bool
 }
@@ -62,6 +66,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		CacheDisabled:   e.Switch("ATTESTD_CACHE", "on", "off"),
 		DBMaxConns:      int32(e.Int("ATTESTD_DB_MAX_CONNS", 16, 1, 1000)),
 		ShutdownTimeout: e.Duration("ATTESTD_SHUTDOWN_TIMEOUT", 10*time.Second, 0, time.Hour),
+		DrainTimeout:    e.Duration("ATTESTD_DRAIN_TIMEOUT", 5*time.Second, 0, time.Hour),
+		ReusePort:       e.Switch("ATTESTD_REUSE_PORT", "off", "on"),
 		MaxConnsPerIP:   e.Int("ATTESTD_MAX_CONNS_PER_IP", 256, 0, 1_000_000),
 		Pprof:           e.Switch("ATTESTD_PPROF", "off", "on"),
 	}

@@ -212,9 +212,14 @@ func RenderNginxSite(site []byte, port int, cacheDir string, upstreams []string)
 		if first == nil {
 			return m
 		}
+		// The first server's parameters (max_fails=...) apply to each.
+		params := ""
+		if f := strings.Fields(strings.TrimSuffix(strings.TrimSpace(string(body[first[0]:first[1]])), ";")); len(f) > 2 {
+			params = " " + strings.Join(f[2:], " ")
+		}
 		var servers strings.Builder
 		for _, u := range upstreams {
-			servers.WriteString("    server " + u + ";\n")
+			servers.WriteString("    server " + u + params + ";\n")
 		}
 		rest := reServer.ReplaceAll(body, nil)
 		out := append([]byte{}, sub[1]...)
@@ -225,7 +230,7 @@ func RenderNginxSite(site []byte, port int, cacheDir string, upstreams []string)
 	}); err != nil {
 		return nil, err
 	}
-	if !bytes.Contains(b, []byte("server "+upstreams[0]+";")) {
+	if !bytes.Contains(b, []byte("server "+upstreams[0]+" ")) && !bytes.Contains(b, []byte("server "+upstreams[0]+";")) {
 		return nil, fmt.Errorf("the upstream block names no server to replace")
 	}
 	return reSSL.ReplaceAll(b, nil), nil

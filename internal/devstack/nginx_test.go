@@ -20,7 +20,8 @@ func TestRenderNginxSite(t *testing.T) {
 	}
 	s := string(out)
 	for _, want := range []string{"listen 127.0.0.1:18123;", "proxy_cache_path /tmp/x/cache levels=",
-		"    server 127.0.0.1:1;\n    server 127.0.0.1:2;\n", "least_conn;", "keepalive 256;", "proxy_cache attestd;",
+		"    server 127.0.0.1:1 max_fails=1 fail_timeout=10s;\n    server 127.0.0.1:2 max_fails=1 fail_timeout=10s;\n", "least_conn;",
+		"proxy_next_upstream error timeout;", "keepalive 256;", "proxy_cache attestd;",
 		"server_name api.example.com;", "proxy_hide_header X-Request-ID;"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("rendered site lacks %q:\n%s", want, s)

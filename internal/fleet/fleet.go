@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/attestd/attestd/internal/devnet"
@@ -194,7 +195,9 @@ func Start(ctx context.Context, opt Options) (_ *Fleet, err error) {
 					return err
 				}
 				p.Addr = "127.0.0.1:" + strconv.Itoa(port)
-				env = append(env, "ATTESTD_HTTP_ADDR="+p.Addr, "ATTESTD_METRICS_ADDR="+p.MetricsAddr)
+				// A replacement binds the address while the node drains
+				// (Proc.Replace).
+				env = append(env, "ATTESTD_HTTP_ADDR="+p.Addr, "ATTESTD_METRICS_ADDR="+p.MetricsAddr, "ATTESTD_REUSE_PORT=on")
 			case "index":
 				env = append(env, "ATTESTD_INDEXER_METRICS_ADDR="+p.MetricsAddr, "ATTESTD_METRICS_ADDR=")
 			case "worker":
@@ -205,10 +208,10 @@ func Start(ctx context.Context, opt Options) (_ *Fleet, err error) {
 				return err
 			}
 			*list = append(*list, p)
-			f.closers = append(f.closers, p.Stop)
 		}
 		return nil
 	}
+	f.closers = append(f.closers, f.stopProcs)
 	if err := add("index", opt.Index, &f.Index); err != nil {
 		return nil, err
 	}
@@ -271,6 +274,17 @@ func (f *Fleet) RestartRedis(ctx context.Context, down func()) error {
 	}
 	f.Redis = r
 	return nil
+}
+
+// stopProcs stops every attestd process at once (API nodes drain in
+// parallel rather than one after the other).
+func (f *Fleet) stopProcs() {
+	var wg sync.WaitGroup
+	for _, p := range f.Procs() {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.Stop() }()
+	}
+	wg.Wait()
 }
 
 // Close stops every part, newest first.

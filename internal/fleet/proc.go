@@ -6,9 +6,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/attestd/attestd/internal/devstack"
 )
 
 // Proc is one attestd process of the fleet. It keeps its command line,
@@ -113,10 +117,57 @@ func (p *Proc) Restart(ctx context.Context) error {
 	return p.Ready(ctx)
 }
 
-// Ready waits until the process answers: an API node's /api/v1/health
-// with 200, another's /metrics.
+// Replace starts a new process for p on the same API address while the
+// current one stops: SIGTERM to the current one (which drains, still
+// listening: both bind with ATTESTD_REUSE_PORT=on), a new one with a
+// fresh metrics address, and a wait until the new one is ready. The
+// returned Proc is the old process, to wait for (Wait).
+func (p *Proc) Replace(ctx context.Context) (old *Proc, err error) {
+	port, err := devstack.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	old = &Proc{Name: p.Name + " (old)", Role: p.Role, Addr: p.Addr, MetricsAddr: p.MetricsAddr, LogPath: p.LogPath, cmd: p.cmd, done: p.done}
+	p.mu.Unlock()
+	if old.cmd == nil || !old.Running() {
+		return nil, fmt.Errorf("%s is not running", p.Name)
+	}
+	if err := old.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return nil, fmt.Errorf("SIGTERM %s: %w", p.Name, err)
+	}
+	p.MetricsAddr = "127.0.0.1:" + strconv.Itoa(port)
+	for i, kv := range p.env {
+		for _, k := range []string{"ATTESTD_METRICS_ADDR=", "ATTESTD_INDEXER_METRICS_ADDR=", "ATTESTD_WORKER_METRICS_ADDR="} {
+			if strings.HasPrefix(kv, k) && kv != k { // an empty one stays off
+				p.env[i] = k + p.MetricsAddr
+			}
+		}
+	}
+	if err := p.start(); err != nil {
+		return old, err
+	}
+	return old, p.Ready(ctx)
+}
+
+// Wait waits up to d for the process to exit (then kills it) and reports
+// whether it exited on its own.
+func (p *Proc) Wait(d time.Duration) bool {
+	select {
+	case <-p.done:
+		return true
+	case <-time.After(d):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return false
+	}
+}
+
+// Ready waits until the process answers its /health with 200: an API
+// node's /api/v1/health, an index or worker process's /health on its
+// internal listener.
 func (p *Proc) Ready(ctx context.Context) error {
-	url := "http://" + p.MetricsAddr + "/metrics"
+	url := "http://" + p.MetricsAddr + "/health"
 	if p.Role == "serve" {
 		url = "http://" + p.Addr + "/api/v1/health"
 	}

@@ -140,7 +140,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.FacilitatorURL = e.String("ATTESTD_X402_FACILITATOR_URL", "")
 	c.FacilitatorTimeout = e.Duration("ATTESTD_X402_FACILITATOR_TIMEOUT", 10*time.Second, 100*time.Millisecond, 2*time.Minute)
-	c.SettleTimeout = e.Duration("ATTESTD_X402_SETTLE_TIMEOUT", 20*time.Second, time.Second, 5*time.Minute)
+	c.SettleTimeout = e.Duration("ATTESTD_X402_SETTLE_TIMEOUT", x402.DefaultSettleTimeout, time.Second, 5*time.Minute)
 	c.FeePayerFile = e.String("ATTESTD_X402_FEE_PAYER_KEYPAIR", "")
 	c.RPCURL = e.String("ATTESTD_X402_RPC_URL", e.String("ATTESTD_SOLANA_RPC_URL", "http://127.0.0.1:8899"))
 	switch {
