@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -17,12 +16,12 @@ import (
 // succeeds only on a 200, within a deadline. It is the container image's
 // HEALTHCHECK: a FROM scratch image has no curl.
 func runHealthcheck(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
+	fs := newFlags("healthcheck")
 	addr := fs.String("addr", "", "the node's listener, host:port (default: ATTESTD_HTTP_ADDR, a wildcard host asked on 127.0.0.1)")
 	target := fs.String("url", "", "the URL to GET instead (any 200 is healthy), such as an indexer's http://127.0.0.1:9091/metrics")
 	timeout := fs.Duration("timeout", 3*time.Second, "deadline of the whole check")
 	quiet := fs.Bool("q", false, "print nothing on success")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	u, err := healthURL(*target, *addr, os.Getenv("ATTESTD_HTTP_ADDR"))

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -20,11 +19,11 @@ import (
 )
 
 func runLocal(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("local", flag.ContinueOnError)
+	fs := newFlags("local")
 	dir := fs.String("dir", ".run", "where the local servers keep their files")
 	agents := fs.Int("agents", 50, "agents to seed the first time")
 	atts := fs.Int("attestations", 100_000, "attestations to seed the first time")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	log := newLogger(slog.LevelInfo)

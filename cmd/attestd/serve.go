@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -31,12 +30,15 @@ import (
 // runServe runs one API node. Every feature a node runs is constructed
 // here, in the order a request meets it.
 func runServe(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil {
+	fs := newFlags("serve")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg, log, err := loadConfig()
 	if err != nil {
+		return err
+	}
+	if err := requireSchema(ctx, cfg, log); err != nil {
 		return err
 	}
 	n, err := openNode(ctx, cfg, log)
