@@ -44,10 +44,17 @@ func loadConfig() (config.Config, *slog.Logger, error) {
 
 // commandStore loads the configuration and opens the primary, as the
 // one-shot commands (migrate, seed, keys, payments, accounts) need.
+// Without DATABASE_URL and REDIS_URL, they use the stores of a make run
+// running in this checkout (see discoverLocalStores).
 func commandStore(ctx context.Context) (config.Config, *slog.Logger, *store.Store, error) {
+	discoverLocalStores(os.Stderr)
 	cfg, log, err := loadConfig()
 	if err != nil {
 		return cfg, nil, nil, err
+	}
+	if cfg.DatabaseURL == "" {
+		return cfg, nil, nil, errors.New("DATABASE_URL not set, and no make run is running in this directory or its checkout " +
+			"(it leaves its stores in .run/" + storesFileName + "): start `make run` in another terminal, or set DATABASE_URL")
 	}
 	st, err := openStore(ctx, cfg, false)
 	if err != nil {

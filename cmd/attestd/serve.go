@@ -41,6 +41,9 @@ func runServe(ctx context.Context, args []string) error {
 	if err := requireSchema(ctx, cfg, log); err != nil {
 		return err
 	}
+	if err := checkListen(cfg.HTTPAddr); err != nil {
+		return err
+	}
 	n, err := openNode(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -301,8 +304,10 @@ func (n *node) premium(api *app.API, keys *apikey.Service, payPerRequest fiber.H
 		return err
 	}
 	h.Routes(api, keys.Require(apikey.RequireOptions{OnMissingKey: payPerRequest}))
+	rules := h.Rules()
 	n.log.Info("api keys and premium routes enabled", "key_cache_ttl", keys.CacheTTL().String(),
-		"pay_per_request", payPerRequest != nil, "report_rules", fmt.Sprintf("%+v", h.Rules()))
+		"pay_per_request", payPerRequest != nil, slog.Group("report_rules", "burst_per_minute", rules.BurstPerMinute,
+			"long_gap_seconds", rules.LongGapSeconds, "max_anomalies_per_kind", rules.MaxAnomaliesPerKind, "recheck_newest", rules.RecheckNewest))
 	return nil
 }
 
