@@ -200,7 +200,9 @@ func suggest(name string) string {
 			best, bestD = c.name, d
 		}
 	}
-	if bestD <= max(1, len(best)/3) || (len(name) >= 3 && strings.HasPrefix(best, strings.ToLower(name))) {
+	// Two edits (a swapped pair of letters) from a name of 3 letters or
+	// more, a third of a long name's letters, or its start.
+	if (bestD <= max(2, len(best)/3) && bestD < len(name)) || (len(name) >= 3 && strings.HasPrefix(best, strings.ToLower(name))) {
 		return best
 	}
 	return ""
