@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/attestd/attestd/internal/buildinfo"
 	"github.com/attestd/attestd/internal/testenv"
@@ -22,7 +23,12 @@ func runCLI(t *testing.T, bin, dir string, extra []string, args ...string) (stdo
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	cmd := exec.Command(bin, args...)
+	// A command that should refuse but runs instead fails the test
+	// rather than hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Dir = dir
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, extra...)
 	var out, errOut strings.Builder
@@ -30,6 +36,9 @@ func runCLI(t *testing.T, bin, dir string, extra []string, args ...string) (stdo
 	err := cmd.Run()
 	var exit *exec.ExitError
 	switch {
+	case ctx.Err() != nil:
+		t.Errorf("attestd %s still ran after 20 s (killed):\n%s", strings.Join(args, " "), errOut.String())
+		code = -1
 	case errors.As(err, &exit):
 		code = exit.ExitCode()
 	case err != nil:
