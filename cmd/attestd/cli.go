@@ -12,9 +12,9 @@ import (
 	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/purge"
-	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/mcp"
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/ratelimit"
@@ -114,9 +114,10 @@ var help = map[string]helpInfo{
 		example: "ATTESTD_API_URL=http://127.0.0.1:8080 attestd mcp"},
 	"local": {vars: join(serveVars, indexer.Vars, webhook.Vars),
 		example: "attestd local            # what make run does\nattestd local --reset    # delete the demo data (make reset)"},
-	"cluster":     {vars: pick(config.Vars, "ATTESTD_LOG_FORMAT"), example: "attestd cluster -redis-cluster   # what make cluster CLUSTER=redis-cluster does"},
-	"devnet":      {vars: pick(indexer.Vars, "ATTESTD_PROGRAM_ID"), example: "attestd devnet --addr 127.0.0.1:8899 --rate 5"},
-	"stores":      {usage: "usage: attestd stores -- COMMAND [ARGS...]", vars: testenv.Vars, example: "attestd stores -- go test -count=1 ./store/..."},
+	"cluster": {vars: pick(config.Vars, "ATTESTD_LOG_FORMAT"), example: "attestd cluster -redis-cluster   # what make cluster CLUSTER=redis-cluster does"},
+	"devnet":  {vars: pick(indexer.Vars, "ATTESTD_PROGRAM_ID"), example: "attestd devnet --addr 127.0.0.1:8899 --rate 5"},
+	"stores": {usage: "usage: attestd stores -- COMMAND [ARGS...]\n\nCOMMAND runs with " + devstack.EnvTestPostgres + " and " +
+		devstack.EnvTestRedis + " naming the servers (what the test suite reads).", example: "attestd stores -- go test -count=1 ./store/..."},
 	"healthcheck": {vars: pick(config.Vars, "ATTESTD_HTTP_ADDR"), example: "attestd healthcheck -addr 127.0.0.1:8080 -q"},
 	"version":     {example: "attestd version     # or attestd --version"},
 }
