@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sort"
+	"strings"
 
 	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/app"
@@ -282,12 +284,13 @@ func (n *node) payPerRequest(ctx context.Context) (fiber.Handler, error) {
 	if cfg.SelfSettling() {
 		settler = "self (fee payer " + cfg.FeePayer.PublicKey().String() + ", rpc " + cfg.RPCURL + ")"
 	}
-	prices := map[string]string{}
+	var prices []string // "path=amount", readable in text and JSON logs alike
 	for path, units := range cfg.Prices {
-		prices[path] = x402.FormatAmount(units, cfg.Decimals)
+		prices = append(prices, path+"="+x402.FormatAmount(units, cfg.Decimals))
 	}
+	sort.Strings(prices)
 	n.log.Info("pay per request on", "network", cfg.Network.CAIP2, "pay_to", cfg.PayTo.String(), "asset", cfg.Asset.String(),
-		"settler", settler, "prices", prices, "origin", origin.String())
+		"settler", settler, "prices", strings.Join(prices, " "), "origin", origin.String())
 	return x402fiber.New(v, origin), nil
 }
 
