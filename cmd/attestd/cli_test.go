@@ -90,6 +90,7 @@ func TestCommandLine(t *testing.T) {
 		{args: []string{"payments", "list", "--status", "lost"}, code: 2, stderr: []string{"--status"}},
 		{args: []string{"serve", "--bogus"}, code: 2, stderr: []string{"flag provided but not defined: -bogus", "attestd help serve"}},
 		{args: []string{"seed", "--agents", "many"}, code: 2, stderr: []string{"invalid value"}},
+		{args: []string{"seed", "--agents", "0"}, code: 2, stderr: []string{"seed: --agents must be >= 1"}},
 		{args: []string{"stores"}, code: 2, stderr: []string{"after --"}},
 	} {
 		t.Run(strings.Join(tc.args, "_"), func(t *testing.T) {

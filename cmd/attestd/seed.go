@@ -21,7 +21,7 @@ func runSeed(ctx context.Context, args []string) error {
 		return err
 	}
 	if *agents < 1 || *atts < 0 || *batch < 1 || *batch > 50_000 {
-		return fmt.Errorf("--agents must be >= 1, --attestations >= 0 and --batch from 1 to 50000")
+		return usageErrorf("seed: --agents must be >= 1, --attestations >= 0 and --batch from 1 to 50000")
 	}
 	cfg, log, st, err := commandStore(ctx)
 	if err != nil {
