@@ -10,7 +10,7 @@ RACE_PKGS := ./app/... ./cache/... ./store/... ./internal/pubsub/... ./internal/
              ./apikey/... ./premium/... ./mcp/... ./client/... ./x402/... ./webhook/... ./web/...
 TEST_TIMEOUT ?= 8m
 
-.PHONY: build run test test-race test-plain bench fuzz vet fmt clean image cluster
+.PHONY: build run reset test test-race test-plain bench fuzz vet fmt clean image cluster
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/attestd
@@ -34,6 +34,10 @@ cluster: build
 ## run: Postgres and Redis under .run/ (Postgres data in /var/tmp when its account cannot reach .run/), demo data, the API on 127.0.0.1:8080 (Ctrl-C stops all)
 run: build
 	./$(BIN) local
+
+## reset: delete the demo data make run keeps (.run/, and its PostgreSQL data under /var/tmp when there); refused while make run runs
+reset: build
+	./$(BIN) local --reset
 
 ## test: the whole suite against one throwaway Postgres and Redis
 test: build

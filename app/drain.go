@@ -25,6 +25,9 @@ type ListenOptions struct {
 	// ReusePort binds the listener with SO_REUSEPORT, so a replacement
 	// can bind the same address while this node drains.
 	ReusePort bool
+	// Listening (nil: none) is called once the listener is bound, before
+	// the first request is accepted: the place to say "serving".
+	Listening func(addr net.Addr)
 }
 
 // Draining reports whether the node is draining (its context ended; it
@@ -37,6 +40,9 @@ func (a *API) ListenWith(ctx context.Context, addr string, opt ListenOptions) er
 	ln, err := listen(addr, opt.ReusePort)
 	if err != nil {
 		return err
+	}
+	if opt.Listening != nil {
+		opt.Listening(ln.Addr())
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- a.Serve(ln) }()

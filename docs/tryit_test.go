@@ -21,8 +21,10 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // TestTryItAgainstLocal runs the README's "Try it" block as a script
 // against `attestd local` (make run), from a directory laid out like a
 // checkout after make build (bin/attestd). Only the port differs from the
-// README (the test takes a free one), and the local stores are the test's:
-// the script gets their URLs in its environment.
+// README (the test takes a free one), and the stores are the test's, given
+// to attestd local. The script runs as a second terminal would: without
+// DATABASE_URL or REDIS_URL, so its premium step proves that one-shot
+// commands find a running local's stores (.run/stores.env) on their own.
 func TestTryItAgainstLocal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts attestd local")
@@ -98,13 +100,16 @@ func TestTryItAgainstLocal(t *testing.T) {
 		"\n" + `for v in PDA AGENT CURSOR KEY; do eval "test -n \"\$$v\"" || { echo "$v is empty" >&2; exit 1; }; done` + "\n"
 	cmd := exec.Command("bash", "-e", "-o", "pipefail")
 	cmd.Dir = dir
-	cmd.Env = append(base, stores...)
+	cmd.Env = base // no stores: the second terminal has none
 	cmd.Stdin = strings.NewReader(script)
 	res, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the Try it block failed: %v\n%s\nattestd local:\n%s", err, clip(string(res)), clip(out.String()))
 	}
 	got := string(res)
+	if !strings.Contains(got, "using the stores of the make run in "+dir) {
+		t.Errorf("the premium step did not say which stores it found:\n%s", clip(got))
+	}
 	if strings.Contains(got, `"error":`) {
 		t.Errorf("a call of the Try it block answered an error:\n%s", clip(got))
 	}

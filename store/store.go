@@ -141,6 +141,10 @@ func (s *Store) Close() {
 // Migrate applies pending migrations.
 func (s *Store) Migrate(ctx context.Context) ([]string, error) { return Migrate(ctx, s.pool) }
 
+// CheckSchema compares the database's applied migrations with the ones
+// this binary embeds (see the package function CheckSchema).
+func (s *Store) CheckSchema(ctx context.Context) (Schema, error) { return CheckSchema(ctx, s.pool) }
+
 // Ping checks the database answers within a short deadline.
 func (s *Store) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,27 +18,30 @@ const accountsUsage = `usage:
 
 func runAccounts(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New(accountsUsage)
+		return usageErrorf("accounts: name a subcommand: link-wallet\n%s", accountsUsage)
 	}
 	switch args[0] {
 	case "link-wallet":
 		return accountsLinkWallet(ctx, args[1:], os.Stdout)
-	case "help", "-h", "--help":
-		fmt.Fprintln(os.Stderr, accountsUsage)
+	case "help", "-h", "-help", "--help":
+		writeHelp(os.Stdout, "accounts", nil)
 		return nil
 	}
-	return fmt.Errorf("unknown accounts command %q\n%s", args[0], accountsUsage)
+	return usageErrorf("accounts: unknown subcommand %q (want link-wallet)\n%s", args[0], accountsUsage)
 }
 
 func accountsLinkWallet(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("accounts link-wallet", flag.ContinueOnError)
+	fs := newFlags("accounts link-wallet")
 	account := fs.String("account", "", "the account's name")
 	wallet := fs.String("wallet", "", "the wallet's address (base58)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *account == "" || *wallet == "" || fs.NArg() > 0 {
-		return errors.New(accountsUsage)
+	if err := required("accounts link-wallet", "account", *account, "wallet", *wallet); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("accounts link-wallet: unexpected arguments %q", fs.Args())
 	}
 	if _, err := web.PublicKey(*wallet); err != nil {
 		return fmt.Errorf("--wallet: %w", err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -15,7 +14,7 @@ import (
 // runCluster runs the whole fleet on this machine (make cluster) and
 // prints a status line every few seconds until it is stopped.
 func runCluster(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
+	fs := newFlags("cluster")
 	dir := fs.String("dir", ".run/cluster", "where the fleet keeps data and logs (wiped at start)")
 	nginxConf := fs.String("nginx", "deploy/nginx.conf", "the nginx site to run in front of the API nodes")
 	serve := fs.Int("serve", 3, "API nodes")
@@ -25,7 +24,7 @@ func runCluster(ctx context.Context, args []string) error {
 	noReplica := fs.Bool("no-replica", false, "PostgreSQL without a streaming read replica")
 	rate := fs.Float64("rate", 20, "attestations per second the chain simulator keeps producing")
 	every := fs.Duration("status", 5*time.Second, "how often to print the status line")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	log := newLogger(slog.LevelInfo)

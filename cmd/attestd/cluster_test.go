@@ -316,6 +316,8 @@ func TestRedisModeMismatch(t *testing.T) {
 	cl := testenv.OwnRedisCluster(t, 2)
 	standalone, _ := testenv.Redis(t)
 	db := testenv.Database(t)
+	// A current schema, so that serve gets as far as Redis.
+	runCmd(t, bin, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "DATABASE_URL=" + db}, "migrate")
 	cases := []struct {
 		name, url, mode, want string
 	}{

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -18,7 +17,7 @@ import (
 )
 
 func runDevnet(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("devnet", flag.ContinueOnError)
+	fs := newFlags("devnet")
 	addr := fs.String("addr", "127.0.0.1:8899", "JSON-RPC listen address; the websocket listens on the next port")
 	agents := fs.Int("agents", 10, "agents to register at start")
 	atts := fs.Int("attestations", 1000, "attestations to record at start")
@@ -32,7 +31,7 @@ func runDevnet(ctx context.Context, args []string) error {
 	fund := fs.String("fund", "", "comma-separated wallet addresses to give SOL and devnet USDC at start (dev only; the devnet_fund RPC method does it later)")
 	fundSOL := fs.Float64("fund-sol", 1, "SOL per --fund wallet")
 	fundUSDC := fs.Float64("fund-usdc", 100, "USDC per --fund wallet (the simulator's devnet USDC, 6 decimals)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *batch < 1 || *batch > 100 {

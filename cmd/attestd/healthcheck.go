@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -19,13 +18,13 @@ import (
 // 200, within a deadline. It is the container image's HEALTHCHECK: a FROM
 // scratch image has no curl.
 func runHealthcheck(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
+	fs := newFlags("healthcheck")
 	role := fs.String("role", "serve", "the process asked: serve (/api/v1/health), index or worker (/health on their internal listener)")
 	addr := fs.String("addr", "", "its listener, host:port (default: ATTESTD_HTTP_ADDR, ATTESTD_INDEXER_METRICS_ADDR or ATTESTD_WORKER_METRICS_ADDR by -role; a wildcard host is asked on 127.0.0.1)")
 	target := fs.String("url", "", "the URL to GET instead (any 200 is healthy)")
 	timeout := fs.Duration("timeout", 3*time.Second, "deadline of the whole check")
 	quiet := fs.Bool("q", false, "print nothing on success")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	u, err := roleHealthURL(*role, *target, *addr, os.Getenv)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -15,12 +14,15 @@ import (
 )
 
 func runIndex(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("index", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil {
+	fs := newFlags("index")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg, log, err := loadConfig()
 	if err != nil {
+		return err
+	}
+	if err := requireSchema(ctx, cfg, log); err != nil {
 		return err
 	}
 	icfg, err := indexer.ConfigFromEnv(nil)

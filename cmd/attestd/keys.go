@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,7 +26,7 @@ const keysUsage = `usage:
 
 func runKeys(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New(keysUsage)
+		return usageErrorf("keys: name a subcommand: create, list or revoke\n%s", keysUsage)
 	}
 	switch args[0] {
 	case "create":
@@ -36,11 +35,11 @@ func runKeys(ctx context.Context, args []string) error {
 		return keysList(ctx, args[1:], os.Stdout)
 	case "revoke":
 		return keysRevoke(ctx, args[1:], os.Stdout)
-	case "help", "-h", "--help":
-		fmt.Fprintln(os.Stderr, keysUsage)
+	case "help", "-h", "-help", "--help":
+		writeHelp(os.Stdout, "keys", nil)
 		return nil
 	}
-	return fmt.Errorf("unknown keys command %q\n%s", args[0], keysUsage)
+	return usageErrorf("keys: unknown subcommand %q (want create, list or revoke)\n%s", args[0], keysUsage)
 }
 
 // keyService opens the store (and Redis when configured, to announce
@@ -94,11 +93,14 @@ func schemaHint(err error) error {
 }
 
 func keysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
+	fs := newFlags("keys create")
 	account := fs.String("account", "", "account that owns the key (created if it does not exist)")
 	label := fs.String("label", "", "label to recognise the key by (up to 100 characters)")
 	roleName := fs.String("role", string(apikey.RoleAdmin), "admin (manages the account's keys and webhooks) or read (premium routes only)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := required("keys create", "account", *account); err != nil {
 		return err
 	}
 	role, err := apikey.ParseRole(*roleName)
@@ -106,7 +108,7 @@ func keysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("--role: %w", err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q\n%s", fs.Args(), keysUsage)
+		return usageErrorf("keys create: unexpected arguments %q", fs.Args())
 	}
 	if !store.ValidAccountName(*account) {
 		return fmt.Errorf("--account: want 1-64 letters, digits, '.', '_', '@' or '-', got %q", *account)
@@ -139,13 +141,16 @@ func keysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 func keysList(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("keys list", flag.ContinueOnError)
+	fs := newFlags("keys list")
 	account := fs.String("account", "", "account whose keys to list")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *account == "" || fs.NArg() > 0 {
-		return errors.New(keysUsage)
+	if err := required("keys list", "account", *account); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("keys list: unexpected arguments %q", fs.Args())
 	}
 	svc, done, err := keyService(ctx)
 	if err != nil {
@@ -179,7 +184,11 @@ func keysList(ctx context.Context, args []string, stdout io.Writer) error {
 
 func keysRevoke(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) != 1 || !apikey.ValidPrefix(args[0]) {
-		return fmt.Errorf("want one key prefix (the 8 characters after atst_)\n%s", keysUsage)
+		if len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			writeHelp(os.Stdout, "keys", nil)
+			return nil
+		}
+		return usageErrorf("keys revoke: want one key prefix (the 8 characters after atst_)\n%s", keysUsage)
 	}
 	svc, done, err := keyService(ctx)
 	if err != nil {

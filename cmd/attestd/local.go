@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -20,21 +19,44 @@ import (
 )
 
 func runLocal(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("local", flag.ContinueOnError)
+	fs := newFlags("local")
 	dir := fs.String("dir", ".run", "where the local servers keep their files")
 	agents := fs.Int("agents", 50, "agents to seed the first time")
 	atts := fs.Int("attestations", 100_000, "attestations to seed the first time")
-	if err := fs.Parse(args); err != nil {
+	reset := fs.Bool("reset", false, "delete the demo data (--dir, and the PostgreSQL data kept outside it) and exit; refused while make run runs there")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	log := newLogger(slog.LevelInfo)
+	if fs.NArg() > 0 {
+		return usageErrorf("local: unexpected arguments %q", fs.Args())
+	}
 	abs, err := filepath.Abs(*dir)
 	if err != nil {
+		return err
+	}
+	if *reset {
+		return resetLocal(abs, os.Stdout)
+	}
+	log := newLogger(slog.LevelInfo)
+	cfg, err := config.FromEnv(nil)
+	if err != nil {
+		return err
+	}
+	if err := checkListen(cfg.HTTPAddr); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", abs, err)
 	}
+	release, err := lockRunDir(abs)
+	if errors.Is(err, errLocalRunning) {
+		return fmt.Errorf("%w: stop it first (Ctrl-C in its terminal), or give this one another --dir", err)
+	}
+	if err != nil {
+		return err
+	}
+	defer release()
+	banner := localBanner{addr: cfg.HTTPAddr, dir: abs}
 	if os.Getenv("DATABASE_URL") == "" {
 		want := filepath.Join(abs, "pg")
 		pg, err := devstack.StartPostgres(ctx, want)
@@ -42,6 +64,7 @@ func runLocal(ctx context.Context, args []string) error {
 			return fmt.Errorf("local postgres: %w", err)
 		}
 		defer pg.Stop()
+		banner.pgData = pg.Dir
 		if pg.Relocated {
 			log.Info("local postgres data lives outside "+*dir+": the account postgres runs as cannot reach "+abs,
 				"data", pg.Dir, "wanted", want)
@@ -60,6 +83,12 @@ func runLocal(ctx context.Context, args []string) error {
 		os.Setenv("REDIS_URL", r.URL)
 	}
 	log.Info("local stores ready", "DATABASE_URL", os.Getenv("DATABASE_URL"), "REDIS_URL", os.Getenv("REDIS_URL"))
+	// One-shot commands in another terminal find the stores here.
+	removeStores, err := writeStoresFile(abs, os.Getenv)
+	if err != nil {
+		return err
+	}
+	defer removeStores()
 	if err := runSeed(ctx, []string{"--if-empty", "--agents", strconv.Itoa(*agents), "--attestations", strconv.Itoa(*atts)}); err != nil {
 		return err
 	}
@@ -78,6 +107,7 @@ func runLocal(ctx context.Context, args []string) error {
 	if os.Getenv("ATTESTD_DRAIN_TIMEOUT") == "" { // no load balancer to tell: Ctrl-C stops at once
 		os.Setenv("ATTESTD_DRAIN_TIMEOUT", "0s")
 	}
+	go banner.printWhenReady(ctx, os.Stderr)
 	return runServe(ctx, nil)
 }
 

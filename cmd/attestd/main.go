@@ -8,7 +8,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 )
 
 // command is one subcommand; each has its own file.
@@ -18,23 +20,28 @@ type command struct {
 	run     func(ctx context.Context, args []string) error
 }
 
-// commands is every subcommand, in the order `attestd help` lists them.
-var commands = []command{
-	{"serve", "serve the public API (and /metrics on the internal listener)", runServe},
-	{"index", "index the Prova program from Solana into Postgres (one writer among any number of index processes)", runIndex},
-	{"worker", "deliver webhooks: relay the outbox to Redis, fan out, send, retry (any number of workers); -reseal re-seals secrets and exits", runWorker},
-	{"migrate", "apply database migrations (idempotent)", runMigrate},
-	{"seed", "write realistic demo data through the write path", runSeed},
-	{"keys", "manage API keys: keys create --account NAME [--label L] | keys list --account NAME | keys revoke PREFIX", runKeys},
-	{"accounts", "manage accounts: accounts link-wallet --account NAME --wallet ADDRESS (sign in to the web console with that wallet)", runAccounts},
-	{"payments", "the x402 payments ledger: payments list [--status S] [--since 24h] [--limit N]", runPayments},
-	{"mcp", "serve the MCP tool server over the API (stdio; --http ADDR for streamable HTTP)", runMCP},
-	{"local", "run everything locally (make run): throwaway Postgres and Redis under .run/, demo data, the API", runLocal},
-	{"cluster", "run the whole fleet here (make cluster): nginx, 3 serve, 2 index, 2 worker, the chain simulator, Redis, Postgres and a read replica", runCluster},
-	{"devnet", "run the local Solana chain simulator (JSON-RPC on --addr, websocket on port+1)", runDevnet},
-	{"stores", "run a command with throwaway Postgres and Redis for tests (make test)", runStores},
-	{"healthcheck", "GET a node's /api/v1/health (-addr, -url): exit 0 on 200 within -timeout (a container's health check)", runHealthcheck},
-	{"version", "print the version", runVersion},
+// commands is every subcommand, in the order `attestd help` lists them
+// (set in init: help texts refer back to it).
+var commands []command
+
+func init() {
+	commands = []command{
+		{"serve", "serve the public API (and /metrics on the internal listener)", runServe},
+		{"index", "index the Prova program from Solana into Postgres (one writer among any number of index processes)", runIndex},
+		{"worker", "deliver webhooks: relay the outbox to Redis, fan out, send, retry (any number of workers); -reseal re-seals secrets and exits", runWorker},
+		{"migrate", "apply database migrations (idempotent)", runMigrate},
+		{"seed", "write realistic demo data through the write path", runSeed},
+		{"keys", "manage API keys: keys create --account NAME [--label L] | keys list --account NAME | keys revoke PREFIX", runKeys},
+		{"accounts", "manage accounts: accounts link-wallet --account NAME --wallet ADDRESS (sign in to the web console with that wallet)", runAccounts},
+		{"payments", "the x402 payments ledger: payments list [--status S] [--since 24h] [--limit N]", runPayments},
+		{"mcp", "serve the MCP tool server over the API (stdio; --http ADDR for streamable HTTP)", runMCP},
+		{"local", "run everything locally (make run): throwaway Postgres and Redis under .run/, demo data, the API", runLocal},
+		{"cluster", "run the whole fleet here (make cluster): nginx, 3 serve, 2 index, 2 worker, the chain simulator, Redis, Postgres and a read replica", runCluster},
+		{"devnet", "run the local Solana chain simulator (JSON-RPC on --addr, websocket on port+1)", runDevnet},
+		{"stores", "run a command with throwaway Postgres and Redis for tests (make test)", runStores},
+		{"healthcheck", "GET a node's /api/v1/health (-addr, -url): exit 0 on 200 within -timeout (a container's health check)", runHealthcheck},
+		{"version", "print the version", runVersion},
+	}
 }
 
 func lookup(name string) (command, bool) {
@@ -46,35 +53,65 @@ func lookup(name string) (command, bool) {
 	return command{}, false
 }
 
-func usage() {
-	fmt.Fprintf(os.Stderr, "usage: attestd <command> [flags]\n\ncommands:\n")
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: attestd <command> [flags]\n\ncommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(os.Stderr, "\nConfiguration comes from the environment; see docs/configuration.md.\n")
+	fmt.Fprintf(w, "\n`attestd help COMMAND` (or `attestd COMMAND --help`) shows a command's flags, environment and an example.\n"+
+		"Configuration comes from the environment; see docs/configuration.md.\n")
 }
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] == "help" || os.Args[1] == "-h" || os.Args[1] == "--help" {
-		usage()
-		if len(os.Args) < 2 {
-			os.Exit(2)
-		}
-		return
+	os.Exit(run(os.Args[1:]))
+}
+
+// run dispatches args (the command line after the program name) and
+// returns the exit status: 0, 1 when the command failed, exitUsage for a
+// command line it cannot act on.
+func run(args []string) int {
+	if len(args) == 0 {
+		usage(os.Stderr)
+		return exitUsage
 	}
-	cmd, ok := lookup(os.Args[1])
+	switch args[0] {
+	case "-h", "-help", "--help":
+		usage(os.Stdout)
+		return 0
+	case "-version", "--version":
+		args = []string{"version"}
+	case "help":
+		if len(args) == 1 {
+			usage(os.Stdout)
+			return 0
+		}
+		// attestd help CMD is attestd CMD --help.
+		args = []string{args[1], "--help"}
+	}
+	cmd, ok := lookup(args[0])
 	if !ok {
-		fmt.Fprintf(os.Stderr, "attestd: unknown command %q\n\n", os.Args[1])
-		usage()
-		os.Exit(2)
+		msg := fmt.Sprintf("attestd: unknown command %q", args[0])
+		if s := suggest(args[0]); s != "" {
+			msg += fmt.Sprintf("; did you mean %q?", s)
+		}
+		fmt.Fprintf(os.Stderr, "%s\nRun `attestd help` for the list of commands.\n", msg)
+		return exitUsage
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	if err := cmd.run(ctx, os.Args[2:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
+	err := cmd.run(ctx, args[1:])
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		msg := err.Error()
+		if !strings.HasPrefix(msg, cmd.name+" ") && !strings.HasPrefix(msg, cmd.name+":") {
+			msg = cmd.name + ": " + msg
 		}
-		fmt.Fprintf(os.Stderr, "attestd %s: %v\n", cmd.name, err)
-		os.Exit(1)
+		fmt.Fprintf(os.Stderr, "attestd %s\nRun `attestd help %s` for its flags and an example.\n", msg, cmd.name)
+		return exitUsage
 	}
+	fmt.Fprintf(os.Stderr, "attestd %s: %v\n", cmd.name, err)
+	return 1
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -14,20 +13,13 @@ import (
 // runMCP serves the MCP tools. stdout is the protocol channel in stdio mode,
 // so everything else goes to stderr.
 func runMCP(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
+	fs := newFlags("mcp")
 	httpAddr := fs.String("http", "", "serve stateless streamable HTTP on this address instead of stdio (a bare :port binds 127.0.0.1)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: attestd mcp [--http ADDR]\n\n"+
-			"Environment: %s (default http://127.0.0.1:8080), %s (enables premium tools), %s (per call, default 15s),\n"+
-			"ATTESTD_LOG_LEVEL (logs go to stderr).\n\nflags:\n", mcp.EnvAPIURL, mcp.EnvAPIKey, mcp.EnvAPITimeout)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return usageErrorf("mcp: unexpected arguments %q", fs.Args())
 	}
 	common, err := config.FromEnv(nil)
 	if err != nil {

@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 )
 
 func runMigrate(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil {
+	fs := newFlags("migrate")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	_, log, st, err := commandStore(ctx)

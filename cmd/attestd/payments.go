@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,26 +19,26 @@ const paymentsUsage = `usage:
 
 func runPayments(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "list" {
-		if len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(os.Stderr, paymentsUsage)
+		if len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			writeHelp(os.Stdout, "payments", nil)
 			return nil
 		}
-		return errors.New(paymentsUsage)
+		return usageErrorf("payments: name a subcommand: list\n%s", paymentsUsage)
 	}
-	fs := flag.NewFlagSet("payments list", flag.ContinueOnError)
+	fs := newFlags("payments list")
 	status := fs.String("status", "", "only this status: pending, settled, failed or released")
 	since := fs.Duration("since", 0, "only payments made within this long (0: all)")
 	limit := fs.Int("limit", 100, "rows to list (1..10000)")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	switch *status {
 	case "", store.PaymentPending, store.PaymentSettled, store.PaymentFailed, store.PaymentReleased:
 	default:
-		return fmt.Errorf("--status: want pending, settled, failed or released, got %q", *status)
+		return usageErrorf("payments list: --status: want pending, settled, failed or released, got %q", *status)
 	}
 	if *limit < 1 || *limit > 10_000 || *since < 0 || fs.NArg() > 0 {
-		return errors.New(paymentsUsage)
+		return usageErrorf("payments list: --limit must be 1..10000, --since not negative, and no arguments\n%s", paymentsUsage)
 	}
 	_, _, st, err := commandStore(ctx)
 	if err != nil {

@@ -24,9 +24,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// newLogger makes the JSON slog logger every subcommand uses.
+// newLogger makes the slog logger every subcommand uses, on stderr: text
+// on a terminal, JSON otherwise or as ATTESTD_LOG_FORMAT says.
 func newLogger(level slog.Level) *slog.Logger {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(config.NewLogHandler(os.Stderr, config.LogFormat(nil), level, config.IsTerminal(os.Stderr)))
 	slog.SetDefault(log)
 	cache.RouteRedisLogs(log)
 	return log
@@ -43,10 +44,17 @@ func loadConfig() (config.Config, *slog.Logger, error) {
 
 // commandStore loads the configuration and opens the primary, as the
 // one-shot commands (migrate, seed, keys, payments, accounts) need.
+// Without DATABASE_URL and REDIS_URL, they use the stores of a make run
+// running in this checkout (see discoverLocalStores).
 func commandStore(ctx context.Context) (config.Config, *slog.Logger, *store.Store, error) {
+	discoverLocalStores(os.Stderr)
 	cfg, log, err := loadConfig()
 	if err != nil {
 		return cfg, nil, nil, err
+	}
+	if cfg.DatabaseURL == "" {
+		return cfg, nil, nil, errors.New("DATABASE_URL not set, and no make run is running in this directory or its checkout " +
+			"(it leaves its stores in .run/" + storesFileName + "): start `make run` in another terminal, or set DATABASE_URL")
 	}
 	st, err := openStore(ctx, cfg, false)
 	if err != nil {
@@ -245,4 +253,29 @@ func serveInternal(ctx context.Context, addr string, reg *prometheus.Registry, l
 		_ = srv.Shutdown(sctx)
 	}()
 	log.Info("metrics listening", "addr", addr, "pprof", withPprof)
+}
+
+// requireSchema refuses to start a long-running process (serve, index,
+// worker) on a database whose schema is not the one this binary embeds:
+// behind, it says to run `attestd migrate`; ahead (a newer binary
+// migrated it), it says so. A database that does not answer is left to
+// the process (a node serves cached reads while Postgres is down).
+func requireSchema(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	if cfg.DatabaseURL == "" {
+		return nil // the process names the missing variable itself
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: 1})
+	if err != nil {
+		log.Warn("cannot check the database schema: postgres does not answer", "err", err)
+		return nil
+	}
+	defer st.Close()
+	s, err := st.CheckSchema(ctx)
+	if err != nil {
+		log.Warn("cannot check the database schema", "err", err)
+		return nil
+	}
+	return s.Err()
 }

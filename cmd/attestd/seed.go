@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,17 +11,17 @@ import (
 )
 
 func runSeed(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("seed", flag.ContinueOnError)
+	fs := newFlags("seed")
 	agents := fs.Int("agents", 50, "agents to register")
 	atts := fs.Int("attestations", 100_000, "attestations to write")
 	seedN := fs.Uint64("seed", 1, "random seed (same seed, same data)")
 	ifEmpty := fs.Bool("if-empty", false, "do nothing when the database already holds attestations")
 	batch := fs.Int("batch", 2000, "attestations per write transaction")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *agents < 1 || *atts < 0 || *batch < 1 || *batch > 50_000 {
-		return fmt.Errorf("--agents must be >= 1, --attestations >= 0 and --batch from 1 to 50000")
+		return usageErrorf("seed: --agents must be >= 1, --attestations >= 0 and --batch from 1 to 50000")
 	}
 	cfg, log, st, err := commandStore(ctx)
 	if err != nil {

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"sort"
+	"strings"
 
 	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/app"
@@ -31,12 +33,18 @@ import (
 // runServe runs one API node. Every feature a node runs is constructed
 // here, in the order a request meets it.
 func runServe(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil {
+	fs := newFlags("serve")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg, log, err := loadConfig()
 	if err != nil {
+		return err
+	}
+	if err := requireSchema(ctx, cfg, log); err != nil {
+		return err
+	}
+	if err := checkListen(cfg.HTTPAddr); err != nil {
 		return err
 	}
 	n, err := openNode(ctx, cfg, log)
@@ -101,12 +109,12 @@ func runServe(ctx context.Context, args []string) error {
 	}
 
 	serveMetrics(ctx, cfg.MetricsAddr, n.reg, log, cfg.Pprof)
-	log.Info("serving", "addr", cfg.HTTPAddr, "version", buildinfo.Version)
 	// On SIGTERM: /health says draining for ATTESTD_DRAIN_TIMEOUT while
 	// requests are still served (a second signal ends it), then the
 	// graceful shutdown within ATTESTD_SHUTDOWN_TIMEOUT.
 	return api.ListenWith(ctx, cfg.HTTPAddr, app.ListenOptions{Drain: cfg.DrainTimeout, SkipDrain: secondSignal(ctx),
-		Grace: cfg.ShutdownTimeout, ReusePort: cfg.ReusePort})
+		Grace: cfg.ShutdownTimeout, ReusePort: cfg.ReusePort,
+		Listening: func(addr net.Addr) { log.Info("serving", "addr", addr.String(), "version", buildinfo.Version) }})
 }
 
 // node is what every feature of a serving process shares.
@@ -281,12 +289,13 @@ func (n *node) payPerRequest(ctx context.Context) (fiber.Handler, error) {
 	if cfg.SelfSettling() {
 		settler = "self (fee payer " + cfg.FeePayer.PublicKey().String() + ", rpc " + cfg.RPCURL + ")"
 	}
-	prices := map[string]string{}
+	var prices []string // "path=amount", readable in text and JSON logs alike
 	for path, units := range cfg.Prices {
-		prices[path] = x402.FormatAmount(units, cfg.Decimals)
+		prices = append(prices, path+"="+x402.FormatAmount(units, cfg.Decimals))
 	}
+	sort.Strings(prices)
 	n.log.Info("pay per request on", "network", cfg.Network.CAIP2, "pay_to", cfg.PayTo.String(), "asset", cfg.Asset.String(),
-		"settler", settler, "prices", prices, "origin", origin.String())
+		"settler", settler, "prices", strings.Join(prices, " "), "origin", origin.String())
 	return x402fiber.New(v, origin), nil
 }
 
@@ -303,8 +312,10 @@ func (n *node) premium(api *app.API, keys *apikey.Service, payPerRequest fiber.H
 		return err
 	}
 	h.Routes(api, keys.Require(apikey.RequireOptions{OnMissingKey: payPerRequest}))
+	rules := h.Rules()
 	n.log.Info("api keys and premium routes enabled", "key_cache_ttl", keys.CacheTTL().String(),
-		"pay_per_request", payPerRequest != nil, "report_rules", fmt.Sprintf("%+v", h.Rules()))
+		"pay_per_request", payPerRequest != nil, slog.Group("report_rules", "burst_per_minute", rules.BurstPerMinute,
+			"long_gap_seconds", rules.LongGapSeconds, "max_anomalies_per_kind", rules.MaxAnomaliesPerKind, "recheck_newest", rules.RecheckNewest))
 	return nil
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,13 +16,13 @@ import (
 // ATTESTD_TEST_POSTGRES_URL and ATTESTD_TEST_REDIS_URL, runs the command
 // after "--", stops the servers and exits with the command's status.
 func runStores(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("stores", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil {
+	fs := newFlags("stores")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cmdArgs := fs.Args()
 	if len(cmdArgs) == 0 {
-		return errors.New("usage: attestd stores -- command [args...]")
+		return usageErrorf("stores: name the command to run after --: attestd stores -- command [args...]")
 	}
 	log := newLogger(slog.LevelInfo)
 	dir, err := os.MkdirTemp("", "attestd-stores-")

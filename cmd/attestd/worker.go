@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 
@@ -16,13 +15,16 @@ import (
 // runWorker delivers webhooks until it is stopped: the outbox relay, the
 // fan-out and the senders. Run as many as you like.
 func runWorker(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs := newFlags("worker")
 	reseal := fs.Bool("reseal", false, "re-seal every webhook secret under the first key of ATTESTD_WEBHOOK_SECRET_KEYS, then exit")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg, log, err := loadConfig()
 	if err != nil {
+		return err
+	}
+	if err := requireSchema(ctx, cfg, log); err != nil {
 		return err
 	}
 	wcfg, err := webhook.ConfigFromEnv(nil)

@@ -17,6 +17,7 @@ var Vars = []Var{
 	{"ATTESTD_PUBLIC_URL", "(http://ATTESTD_HTTP_ADDR on loopback; none beyond)", "the origin clients use (scheme://host[:port]): sign-in domain, x402 resource URLs, Secure cookies"},
 	{"ATTESTD_METRICS_ADDR", "127.0.0.1:9090", "internal Prometheus /metrics listener; empty disables it"},
 	{"ATTESTD_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"ATTESTD_LOG_FORMAT", "auto", "auto (text on a terminal, JSON otherwise), json or text"},
 	{"ATTESTD_ACCESS_LOG", "errors", "errors (5xx and slow requests) or all"},
 	{"ATTESTD_REDIS_PREFIX", "attestd:", "prefix of every Redis key and channel"},
 	{"ATTESTD_CACHE", "on", "off bypasses both cache layers"},
@@ -38,6 +39,7 @@ type Config struct {
 	PublicURL       Origin // ATTESTD_PUBLIC_URL; zero when unset (see PublicOrigin)
 	MetricsAddr     string
 	LogLevel        slog.Level
+	LogFormat       string // auto, json or text (see NewLogHandler)
 	AccessLogAll    bool
 	RedisPrefix     string
 	CacheDisabled   bool
@@ -70,6 +72,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		ReusePort:       e.Switch("ATTESTD_REUSE_PORT", "off", "on"),
 		MaxConnsPerIP:   e.Int("ATTESTD_MAX_CONNS_PER_IP", 256, 0, 1_000_000),
 		Pprof:           e.Switch("ATTESTD_PPROF", "off", "on"),
+		LogFormat:       e.OneOf("ATTESTD_LOG_FORMAT", LogAuto, LogAuto, LogJSON, LogText),
 	}
 	if v, set := e.Lookup("ATTESTD_METRICS_ADDR"); set {
 		c.MetricsAddr = v

@@ -2,6 +2,7 @@ package config
 
 import (
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,5 +42,39 @@ func TestFromEnv(t *testing.T) {
 	}
 	if err := (Config{}).RequireStores(); err == nil {
 		t.Fatal("want error for missing URLs")
+	}
+}
+
+// TestLogFormat: auto is text on a terminal only; json and text are what
+// they say; a bad value is refused by FromEnv and read as auto by a logger.
+func TestLogFormat(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "ATTESTD_LOG_FORMAT" {
+				return v
+			}
+			return ""
+		}
+	}
+	for _, tc := range []struct {
+		value    string
+		terminal bool
+		json     bool
+	}{
+		{"", true, false}, {"", false, true}, {"auto", true, false}, {"auto", false, true},
+		{"json", true, true}, {"text", false, false}, {"TEXT", false, false}, {"loud", false, true},
+	} {
+		var b strings.Builder
+		slog.New(NewLogHandler(&b, LogFormat(env(tc.value)), slog.LevelInfo, tc.terminal)).Info("ready", "addr", "127.0.0.1:8080")
+		got := strings.HasPrefix(b.String(), "{")
+		if got != tc.json || !strings.Contains(b.String(), "127.0.0.1:8080") {
+			t.Errorf("ATTESTD_LOG_FORMAT=%q terminal=%v: %q, want json=%v", tc.value, tc.terminal, b.String(), tc.json)
+		}
+	}
+	if _, err := FromEnv(env("loud")); err == nil {
+		t.Error("ATTESTD_LOG_FORMAT=loud: want an error")
+	}
+	if c, err := FromEnv(env("text")); err != nil || c.LogFormat != LogText {
+		t.Errorf("ATTESTD_LOG_FORMAT=text: %q %v", c.LogFormat, err)
 	}
 }

@@ -36,10 +36,9 @@ func postgresDataDir(dir string, cred *syscall.Credential) (data string, relocat
 	} else if ok {
 		return abs, false, nil
 	}
-	sum := sha256.Sum256([]byte(abs))
-	name := "attestd-pg-" + hex.EncodeToString(sum[:6])
+	name := relocatedName(abs)
 	var tried []string
-	for _, base := range []string{"/var/tmp", os.TempDir(), "/tmp"} {
+	for _, base := range relocationBases() {
 		if ok, err := searchable(base, cred); err != nil || !ok {
 			tried = append(tried, base)
 			continue
@@ -122,4 +121,36 @@ func ownDir(dir string, cred *syscall.Credential) error {
 		return fmt.Errorf("refusing to keep postgres data in %s: others can write to it (mode %s)", dir, fi.Mode().Perm())
 	}
 	return nil
+}
+
+// relocationBases are the directories a relocated data directory may be
+// made in, in the order tried.
+func relocationBases() []string { return []string{"/var/tmp", os.TempDir(), "/tmp"} }
+
+// relocatedName names the data directory made for abs outside it: stable
+// for abs, so a local database persists across runs.
+func relocatedName(abs string) string {
+	sum := sha256.Sum256([]byte(abs))
+	return "attestd-pg-" + hex.EncodeToString(sum[:6])
+}
+
+// RelocatedDataDirs lists the directories StartPostgres may have kept
+// dir's data in when the server's account could not reach dir (see
+// Postgres.Relocated), whether they exist or not: what to delete to
+// remove a local database for good.
+func RelocatedDataDirs(dir string) ([]string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("postgres dir %s: %w", dir, err)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, base := range relocationBases() {
+		p := filepath.Join(base, relocatedName(abs))
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }

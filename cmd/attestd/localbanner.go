@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/attestd/attestd/internal/devstack"
+)
+
+// localBanner is what `attestd local` tells a person once the API
+// answers: where to point the browser and curl, where the demo payer
+// is, how one-shot commands find the stores, how to stop and reset.
+type localBanner struct {
+	addr   string // ATTESTD_HTTP_ADDR
+	dir    string // the run directory (.run)
+	pgData string // the PostgreSQL data directory, when local started it
+}
+
+// printWhenReady waits until the API answers on b.addr, then writes the
+// banner to w; it gives up when ctx ends.
+func (b localBanner) printWhenReady(ctx context.Context, w io.Writer) {
+	base := "http://" + browsable(b.addr)
+	client := &http.Client{Timeout: time.Second}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/health", nil)
+		if err != nil {
+			return
+		}
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			fmt.Fprint(w, b.text(base))
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// text is the banner for the API at base.
+func (b localBanner) text(base string) string {
+	rel := relToCwd(b.dir)
+	var s strings.Builder
+	fmt.Fprintf(&s, "\n  attestd is running (make run)\n\n")
+	fmt.Fprintf(&s, "  explorer     %s/\n", base)
+	fmt.Fprintf(&s, "  API          %s/api/v1/   try: curl -s %s/api/v1/stats\n", base, base)
+	fmt.Fprintf(&s, "  API key      ./bin/attestd keys create --account demo   (another terminal, this directory: it finds\n")
+	fmt.Fprintf(&s, "               the stores in %s)\n", filepath.Join(rel, storesFileName))
+	if payer := filepath.Join(b.dir, "x402", "payer.json"); exists(payer) {
+		fmt.Fprintf(&s, "  demo payer   %s (a keypair with devnet USDC for pay per request, docs/payments.md)\n", filepath.Join(rel, "x402", "payer.json"))
+	}
+	data := rel + "/"
+	if b.pgData != "" && !strings.HasPrefix(b.pgData, b.dir+string(filepath.Separator)) {
+		data += " and " + b.pgData
+	}
+	fmt.Fprintf(&s, "  demo data    %s   (make reset deletes it)\n", data)
+	fmt.Fprintf(&s, "  stop         Ctrl-C\n\n")
+	return s.String()
+}
+
+// browsable is addr as a browser on this machine reaches it: a wildcard
+// or empty host becomes 127.0.0.1.
+func browsable(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// relToCwd is path relative to the current directory when it lies below
+// it (".run"), else path.
+func relToCwd(path string) string {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	if rel, err := filepath.Rel(cwd, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
+}
+
+// resetLocal deletes the demo data of the run directory dir: dir itself
+// and the PostgreSQL data kept outside it (see devstack.RelocatedDataDirs),
+// saying what it deleted on w. It refuses while an attestd local runs
+// there, and refuses a dir that holds the current directory or is the
+// home directory (--dir . would otherwise delete the checkout).
+func resetLocal(dir string, w io.Writer) error {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	home, _ := os.UserHomeDir()
+	if rel, err := filepath.Rel(dir, cwd); (err == nil && !strings.HasPrefix(rel, "..")) || dir == home || dir == filepath.Dir(dir) {
+		return usageErrorf("local --reset: refusing to delete %s: it holds the current directory (or is the home or root directory); name the run directory with --dir", dir)
+	}
+	if localRunning(dir) {
+		return fmt.Errorf("refusing to reset %s: %w there; stop it first (Ctrl-C in its terminal)", dir, errLocalRunning)
+	}
+	relocated, err := devstack.RelocatedDataDirs(filepath.Join(dir, "pg"))
+	if err != nil {
+		return err
+	}
+	var deleted []string
+	for _, p := range append([]string{dir}, relocated...) {
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		size := diskUsage(p)
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("reset: %w", err)
+		}
+		deleted = append(deleted, fmt.Sprintf("%s (%s)", p, humanBytes(size)))
+	}
+	if len(deleted) == 0 {
+		fmt.Fprintf(w, "nothing to delete: no demo data in %s\n", dir)
+		return nil
+	}
+	fmt.Fprintf(w, "deleted the demo data: %s; the next make run starts afresh\n", strings.Join(deleted, ", "))
+	return nil
+}
+
+// diskUsage is the total size of the regular files under path.
+func diskUsage(path string) int64 {
+	var n int64
+	_ = filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// humanBytes writes n as 12 KB, 3.4 MB, 1.2 GB.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "KMGTPE"[exp])
+}
