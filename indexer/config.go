@@ -48,6 +48,14 @@ type Config struct {
 	ProgressEvery    time.Duration // progress lines during long syncs, default 5 s
 	SyncedLagSlots   uint64        // at most this far behind counts as synced, default 150
 
+	// StartOver lets the indexer follow a chain other than the one the
+	// database was indexed from (another genesis hash, or a slot behind
+	// the checkpoint): it forgets the checkpoint and indexes that chain
+	// from its first transaction. Without it the indexer refuses (a
+	// ChainMismatchError) or, for a chain behind with the same genesis,
+	// waits. Indexed rows are kept either way.
+	StartOver bool
+
 	// A listed transaction that getTransaction does not return (a lagging
 	// RPC node) is recorded as pending, so the checkpoint can move past it,
 	// and retried: first after PendingRetry, the delay doubling up to

@@ -16,6 +16,8 @@ import (
 
 func runIndex(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("index", flag.ContinueOnError)
+	startOver := fs.Bool("start-over", false, "index the RPC node's chain even though this database was indexed from another one "+
+		"(another genesis hash, or a slot behind the checkpoint): forget the checkpoint and start from the chain's first transaction; indexed rows stay")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -27,6 +29,7 @@ func runIndex(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	icfg.StartOver = *startOver
 	reg := newRegistry()
 	serveMetrics(ctx, icfg.MetricsAddr, reg, log, cfg.Pprof)
 	return startIndexer(ctx, cfg, icfg, log, reg)
