@@ -29,7 +29,7 @@ func runIndex(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	icfg.StartOver = *startOver
+	icfg.StartOver = icfg.StartOver || *startOver
 	reg := newRegistry()
 	serveMetrics(ctx, icfg.MetricsAddr, reg, log, cfg.Pprof)
 	return startIndexer(ctx, cfg, icfg, log, reg)
