@@ -48,6 +48,14 @@ type Config struct {
 	ProgressEvery    time.Duration // progress lines during long syncs, default 5 s
 	SyncedLagSlots   uint64        // at most this far behind counts as synced, default 150
 
+	// StartOver lets the indexer follow a chain other than the one the
+	// database was indexed from (another genesis hash, or a slot behind
+	// the checkpoint): it forgets the checkpoint and indexes that chain
+	// from its first transaction. Without it the indexer refuses (a
+	// ChainMismatchError) or, for a chain behind with the same genesis,
+	// waits. Indexed rows are kept either way.
+	StartOver bool
+
 	// A listed transaction that getTransaction does not return (a lagging
 	// RPC node) is recorded as pending, so the checkpoint can move past it,
 	// and retried: first after PendingRetry, the delay doubling up to
@@ -175,6 +183,7 @@ var Vars = []config.Var{
 	{Name: "ATTESTD_INDEXER_PENDING_TIMEOUT", Default: "10m", Help: "how long a listed transaction that getTransaction does not return (a lagging RPC node) is retried, with backoff, before the chain is asked whether a fork dropped it"},
 	{Name: "ATTESTD_INDEXER_RECONCILE_INTERVAL", Default: "5m", Help: "how often the recent finalized range is compared with what is stored, and any gap indexed"},
 	{Name: "ATTESTD_INDEXER_RECONCILE_WINDOW", Default: "9000", Help: "finalized slots (about 0.4 s each) that each reconciliation covers, up to the checkpoint"},
+	{Name: "ATTESTD_INDEXER_START_OVER", Default: "0", Help: "1: as `attestd index --start-over`: on a chain other than the database's (another genesis hash, or a slot behind the checkpoint), forget the checkpoint and index it from its start (make run sets it for its own simulator)"},
 }
 
 // ConfigFromEnv reads Vars with getenv (the process environment when nil).
@@ -190,6 +199,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		PendingTimeout:    e.Duration("ATTESTD_INDEXER_PENDING_TIMEOUT", 0, time.Second, 7*24*time.Hour),
 		ReconcileInterval: e.Duration("ATTESTD_INDEXER_RECONCILE_INTERVAL", 0, time.Second, 24*time.Hour),
 		ReconcileWindow:   uint64(e.Int("ATTESTD_INDEXER_RECONCILE_WINDOW", 0, 1, 1_000_000)),
+		StartOver:         e.Switch("ATTESTD_INDEXER_START_OVER", "0", "1"),
 		MetricsAddr:       "127.0.0.1:9091",
 	}
 	if v, set := e.Lookup("ATTESTD_INDEXER_METRICS_ADDR"); set {

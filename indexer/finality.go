@@ -22,6 +22,9 @@ func (ix *Indexer) finalityLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		if !ix.chainOK.Load() {
+			continue // no sync has seen the chain at or past the checkpoint yet
+		}
 		if err := ix.finalizeOnce(ctx); err != nil && ctx.Err() == nil {
 			ix.log.Warn("indexer finality check failed", "err", err)
 		}

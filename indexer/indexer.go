@@ -49,6 +49,12 @@ type Indexer struct {
 	caughtUp  atomic.Bool
 	ingested  atomic.Int64
 	lastChain atomic.Uint64
+	waiting   atomic.Bool   // the chain is behind the checkpoint (logged once)
+	headSlot  atomic.Uint64 // the head checkpoint: the index is complete through it
+	// chainOK: the last sync found the chain at or past the checkpoint;
+	// until then, and while the chain is behind, the finality, pending
+	// and reconciliation loops change nothing.
+	chainOK atomic.Bool
 }
 
 // New checks the configuration and makes an indexer over st.
@@ -96,6 +102,13 @@ func (ix *Indexer) Run(ctx context.Context) error {
 		ix.log.Info("indexer elected writer", "rpc", ix.cfg.RPCURL, "program", ix.cfg.ProgramID.String())
 		err = ix.lead(ctx, conn)
 		ix.leader.Store(false)
+		if IsChainMismatch(err) {
+			ix.m.leader.Set(0)
+			cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = conn.Close(cctx)
+			cancel()
+			return err
+		}
 		ix.m.leader.Set(0)
 		ix.wsUp.Store(false)
 		ix.m.wsConnected.Set(0)
@@ -153,6 +166,10 @@ func (ix *Indexer) acquire(ctx context.Context) (*pgx.Conn, error) {
 
 // lead runs the writer's loops until ctx ends or the lock connection dies.
 func (ix *Indexer) lead(ctx context.Context, conn *pgx.Conn) error {
+	ix.chainOK.Store(false)
+	if err := ix.checkChain(ctx); err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ix.holdLock(gctx, conn) })
 	g.Go(func() error { return ix.syncLoop(gctx) })
@@ -233,6 +250,14 @@ func (ix *Indexer) loadCheckpoint(ctx context.Context) error {
 	cp, ok, err := ix.st.Checkpoint(ctx, ix.cfg.Checkpoint)
 	if err != nil {
 		return fmt.Errorf("load checkpoint: %w", err)
+	}
+	head, okHead, err := ix.st.Checkpoint(ctx, ix.headName())
+	if err != nil {
+		return fmt.Errorf("load head checkpoint: %w", err)
+	}
+	ix.headSlot.Store(0)
+	if okHead {
+		ix.headSlot.Store(head.Slot)
 	}
 	ix.mu.Lock()
 	ix.cp, ix.hasCP = cp, ok

@@ -131,6 +131,9 @@ func (ix *Indexer) pendingLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		if !ix.chainOK.Load() {
+			continue
+		}
 		if err := ix.retryPending(ctx); err != nil && ctx.Err() == nil {
 			ix.log.Warn("indexer pending retry failed; will try again", "err", err)
 		}

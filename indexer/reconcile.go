@@ -31,6 +31,11 @@ func (ix *Indexer) reconcileLoop(ctx context.Context) {
 		}
 	}
 	for {
+		for !ix.chainOK.Load() {
+			if !sleep(ctx, 100*time.Millisecond) {
+				return
+			}
+		}
 		if err := ix.reconcileFinalized(ctx); err != nil && ctx.Err() == nil {
 			ix.log.Warn("indexer reconciliation failed; will try again", "range", "finalized", "err", err)
 		}

@@ -30,13 +30,14 @@ func (ix *Indexer) Status() Status {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	s := ix.status
-	if c := ix.lastChain.Load(); c > s.ChainSlot {
+	if c := ix.lastChain.Load(); c > s.ChainSlot && s.NotSynced == "" {
 		s.ChainSlot = c
 	}
 	if s.ChainSlot > s.LastIndexedSlot {
 		s.LagSlots = s.ChainSlot - s.LastIndexedSlot
 	}
 	switch {
+	case !s.Synced && s.NotSynced != "":
 	case !s.Synced:
 		s.NotSynced = "its first sync has not completed"
 	case s.LagSlots > ix.cfg.SyncedLagSlots:
@@ -52,8 +53,10 @@ func behind(lag, allowed uint64) string {
 
 // StatusReader reads the indexer's status from Postgres, for API
 // processes: the head checkpoint says through which slot the index is
-// complete and when it last was; the chain slot comes from the RPC node
-// when one is given (cached for a second), else from the head.
+// complete and when it last was; the chain slot and genesis hash come from
+// the RPC node when one is given (cached for a second), else the chain
+// slot from the head. A chain with another genesis than the one recorded,
+// or whose slot is behind the checkpoint, is never synced.
 type StatusReader struct {
 	st             *store.Store
 	rpc            *rpc.Client
@@ -65,6 +68,7 @@ type StatusReader struct {
 
 	mu        sync.Mutex
 	chain     uint64
+	genesis   string
 	chainRead time.Time
 }
 
@@ -77,69 +81,114 @@ func NewStatusReader(st *store.Store, rpcURL string) *StatusReader {
 	return r
 }
 
+// statusInput is what the status is judged from.
+type statusInput struct {
+	cp, head        store.Checkpoint
+	okCP, okHead    bool
+	recordedGenesis string // "" when none is recorded
+	chainGenesis    string // "" when the node did not say
+	chainSlot       uint64
+	chainKnown      bool // the RPC node answered getSlot
+	syncedLag       uint64
+	staleAfter      time.Duration
+	now             time.Time
+}
+
 // Read returns the status; a never-run indexer reads as zero, not synced.
 func (r *StatusReader) Read(ctx context.Context) (Status, error) {
+	in := statusInput{syncedLag: r.SyncedLagSlots, staleAfter: r.StaleAfter, now: time.Now()}
+	var err error
+	if in.cp, in.okCP, err = r.st.Checkpoint(ctx, r.name); err != nil {
+		return Status{}, err
+	}
+	if in.head, in.okHead, err = r.st.Checkpoint(ctx, r.headName); err != nil {
+		return Status{}, err
+	}
+	if in.recordedGenesis, _, err = r.st.ChainGenesis(ctx, r.name); err != nil {
+		return Status{}, err
+	}
+	in.chainSlot, in.chainGenesis, in.chainKnown = r.chainState(ctx)
+	return judgeStatus(in), nil
+}
+
+// judgeStatus decides the status from the checkpoints and the chain. The
+// chain slot shown is the node's whenever it answered, never raised to the
+// checkpoint's: a chain behind the index is reported, not hidden.
+func judgeStatus(in statusInput) Status {
 	var s Status
-	cp, okCP, err := r.st.Checkpoint(ctx, r.name)
-	if err != nil {
-		return s, err
-	}
-	head, okHead, err := r.st.Checkpoint(ctx, r.headName)
-	if err != nil {
-		return s, err
-	}
 	var at time.Time
-	if okCP {
-		s.LastIndexedSlot, at = cp.Slot, cp.UpdatedAt
+	if in.okCP {
+		s.LastIndexedSlot, at = in.cp.Slot, in.cp.UpdatedAt
 	}
-	if okHead {
-		s.LastIndexedSlot, at = max(s.LastIndexedSlot, head.Slot), head.UpdatedAt
-		s.ChainSlot = head.Slot
+	if in.okHead {
+		s.LastIndexedSlot, at = max(s.LastIndexedSlot, in.head.Slot), in.head.UpdatedAt
+		s.ChainSlot = in.head.Slot
 	}
-	if c, ok := r.chainSlot(ctx); ok {
-		s.ChainSlot = c
+	if in.chainKnown {
+		s.ChainSlot = in.chainSlot
+	} else {
+		s.ChainSlot = max(s.ChainSlot, s.LastIndexedSlot)
 	}
-	s.ChainSlot = max(s.ChainSlot, s.LastIndexedSlot)
-	s.LagSlots = s.ChainSlot - s.LastIndexedSlot
+	if s.ChainSlot > s.LastIndexedSlot {
+		s.LagSlots = s.ChainSlot - s.LastIndexedSlot
+	}
 	if !at.IsZero() {
 		t := attestation.At(at)
 		s.LastIndexedAt = &t
 	}
-	age := time.Since(head.UpdatedAt)
+	age := in.now.Sub(in.head.UpdatedAt)
 	switch {
-	case !okHead && !okCP:
+	case in.recordedGenesis != "" && in.chainGenesis != "" && in.recordedGenesis != in.chainGenesis:
+		s.NotSynced = otherGenesis(in.recordedGenesis, in.chainGenesis)
+	case in.chainKnown && (in.okCP || in.okHead) && chainIsBehind(in.chainSlot, s.LastIndexedSlot, in.syncedLag):
+		s.NotSynced = chainBehind(in.chainSlot, s.LastIndexedSlot)
+	case !in.okHead && !in.okCP:
 		s.NotSynced = "no indexer has run against this database yet"
-	case !okHead:
+	case !in.okHead:
 		s.NotSynced = "no completed sync is recorded"
-	case s.LagSlots > r.SyncedLagSlots:
-		s.NotSynced = behind(s.LagSlots, r.SyncedLagSlots)
-	case age > r.StaleAfter:
-		s.NotSynced = fmt.Sprintf("no completed sync for %s (at most %s counts as synced)", age.Round(time.Second), r.StaleAfter)
+	case s.LagSlots > in.syncedLag:
+		s.NotSynced = behind(s.LagSlots, in.syncedLag)
+	case age > in.staleAfter:
+		s.NotSynced = fmt.Sprintf("no completed sync for %s (at most %s counts as synced)", age.Round(time.Second), in.staleAfter)
 	default:
 		s.Synced = true
 	}
-	return s, nil
+	return s
 }
 
-func (r *StatusReader) chainSlot(ctx context.Context) (uint64, bool) {
+// chainIsBehind reports whether the chain's slot is further below the
+// checkpoint's than allowed (a node behind a load balancer may trail the
+// one the indexer asked by a few slots; a reset chain trails by far more).
+func chainIsBehind(chainSlot, checkpoint, allowed uint64) bool {
+	return chainSlot+allowed < checkpoint
+}
+
+// chainState is the node's confirmed slot and genesis hash, cached for a
+// second; ok is false when the slot could not be read.
+func (r *StatusReader) chainState(ctx context.Context) (slot uint64, genesis string, ok bool) {
 	if r.rpc == nil {
-		return 0, false
+		return 0, "", false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if time.Since(r.chainRead) < time.Second {
-		return r.chain, r.chain > 0
+		return r.chain, r.genesis, r.chain > 0
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	s, err := r.rpc.GetSlot(cctx, rpc.CommitmentConfirmed)
 	r.chainRead = time.Now()
+	s, err := r.rpc.GetSlot(cctx, rpc.CommitmentConfirmed)
 	if err != nil {
-		r.chain = 0
-		return 0, false
+		r.chain, r.genesis = 0, ""
+		return 0, "", false
 	}
 	r.chain = s
-	return s, true
+	if g, err := r.rpc.GetGenesisHash(cctx); err == nil {
+		r.genesis = g.String()
+	} else {
+		r.genesis = ""
+	}
+	return s, r.genesis, true
 }
 
 // ChainProbe reports whether the RPC node answers getHealth, for /health's

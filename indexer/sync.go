@@ -72,9 +72,16 @@ func (ix *Indexer) syncOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := ix.sameChain(ctx); err != nil {
+		return err
+	}
 	ix.lastChain.Store(chainSlot)
 	ix.m.chainSlot.Set(float64(chainSlot))
 	from, has := ix.listedPos()
+	if done := max(from.Slot, ix.headSlot.Load()); chainIsBehind(chainSlot, done, ix.cfg.SyncedLagSlots) {
+		ix.waitForChain(chainSlot, done)
+		return nil
+	}
 	sigs, err := ix.listNew(ctx, from, has)
 	if err != nil {
 		return err
@@ -97,20 +104,21 @@ func (ix *Indexer) syncOnce(ctx context.Context) error {
 		indexed = min(indexed, p.entry.slot-1)
 	}
 	ix.mu.Unlock()
-	head := store.Checkpoint{Name: ix.cfg.Checkpoint + ":head", Slot: indexed, Signature: cp.Signature}
-	if ix.cfg.Checkpoint == CheckpointName {
-		head.Name = HeadCheckpointName
-	}
+	head := store.Checkpoint{Name: ix.headName(), Slot: indexed, Signature: cp.Signature}
 	if err := ix.st.SaveCheckpoint(ctx, head); err != nil {
 		return fmt.Errorf("save head checkpoint: %w", err)
 	}
+	ix.headSlot.Store(indexed)
 	now := time.Now()
 	ix.caughtUp.Store(true)
+	ix.chainOK.Store(true)
 	ix.m.indexedSlot.Set(float64(indexed))
 	ix.m.lag.Set(float64(chainSlot - indexed))
 	ix.mu.Lock()
 	t := attestation.At(now)
 	ix.status = Status{LastIndexedSlot: indexed, ChainSlot: chainSlot, LastIndexedAt: &t, Synced: true}
+	ix.lastChain.Store(chainSlot)
+	ix.waiting.Store(false)
 	ix.mu.Unlock()
 	ix.m.syncDuration.Observe(time.Since(start).Seconds())
 	return nil

@@ -118,8 +118,9 @@ var help = map[string]helpInfo{
 	"devnet":  {vars: pick(indexer.Vars, "ATTESTD_PROGRAM_ID"), example: "attestd devnet --addr 127.0.0.1:8899 --rate 5"},
 	"stores": {usage: "usage: attestd stores -- COMMAND [ARGS...]\n\nCOMMAND runs with " + devstack.EnvTestPostgres + " and " +
 		devstack.EnvTestRedis + " naming the servers (what the test suite reads).", example: "attestd stores -- go test -count=1 ./store/..."},
-	"healthcheck": {vars: pick(config.Vars, "ATTESTD_HTTP_ADDR"), example: "attestd healthcheck -addr 127.0.0.1:8080 -q"},
-	"version":     {example: "attestd version     # or attestd --version"},
+	"healthcheck": {vars: append(append(pick(config.Vars, "ATTESTD_HTTP_ADDR"), pick(indexer.Vars, "ATTESTD_INDEXER_METRICS_ADDR")...),
+		pick(webhook.Vars, "ATTESTD_WORKER_METRICS_ADDR")...), example: "attestd healthcheck -addr 127.0.0.1:8080 -q; attestd healthcheck -role index"},
+	"version": {example: "attestd version     # or attestd --version"},
 }
 
 // writeHelp prints the help of command name (its first word names the

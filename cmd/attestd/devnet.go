@@ -100,12 +100,18 @@ func firstNonEmpty(vs ...string) string {
 
 // startLocalDevnet starts the simulator inside `attestd local` (make run)
 // unless ATTESTD_SOLANA_RPC_URL points at a chain already, and points the
-// indexer and the health probe at it.
+// indexer and the health probe at it. The chain lives in dir/chain: the
+// next `make run` continues it (same genesis hash, later slots, the same
+// agents) instead of replaying it from slot 1. As the simulator is this
+// command's own, the indexer may start over on it (ATTESTD_INDEXER_START_OVER)
+// when the database was indexed from another chain (dir/chain deleted,
+// or a database from before the chain was kept).
 func startLocalDevnet(ctx context.Context, dir string, log *slog.Logger) error {
 	if os.Getenv("ATTESTD_SOLANA_RPC_URL") != "" {
 		return nil
 	}
-	cfg := devnet.Config{Addr: "127.0.0.1:8899", Agents: 10, Attestations: 2000, Batch: 100, Rate: 2, LogLimit: 10_000, Logger: log}
+	cfg := devnet.Config{Addr: "127.0.0.1:8899", Agents: 10, Attestations: 2000, Batch: 100, Rate: 2, LogLimit: 10_000, Logger: log,
+		StateDir: filepath.Join(dir, "chain")}
 	chain, err := devnet.Start(ctx, cfg)
 	if err != nil {
 		cfg.Addr = "" // 8899 taken: any free pair of ports
@@ -115,6 +121,9 @@ func startLocalDevnet(ctx context.Context, dir string, log *slog.Logger) error {
 		}
 	}
 	go func() { <-ctx.Done(); chain.Close() }()
+	if os.Getenv("ATTESTD_INDEXER_START_OVER") == "" {
+		os.Setenv("ATTESTD_INDEXER_START_OVER", "1")
+	}
 	os.Setenv("ATTESTD_SOLANA_RPC_URL", chain.RPCURL())
 	os.Setenv("ATTESTD_SOLANA_WS_URL", chain.WSURL())
 	return localPayments(chain, filepath.Join(dir, "x402"), log)

@@ -15,6 +15,8 @@ import (
 
 func runIndex(ctx context.Context, args []string) error {
 	fs := newFlags("index")
+	startOver := fs.Bool("start-over", false, "index the RPC node's chain even though this database was indexed from another one "+
+		"(another genesis hash, or a slot behind the checkpoint): forget the checkpoint and start from the chain's first transaction; indexed rows stay")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -29,6 +31,7 @@ func runIndex(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	icfg.StartOver = icfg.StartOver || *startOver
 	reg := newRegistry()
 	health := newProcHealth(ctx, "index")
 	serveInternal(ctx, icfg.MetricsAddr, reg, log, cfg.Pprof, health)

@@ -39,7 +39,7 @@ func init() {
 		{"cluster", "run the whole fleet here (make cluster): nginx, 3 serve, 2 index, 2 worker, the chain simulator, Redis, Postgres and a read replica", runCluster},
 		{"devnet", "run the local Solana chain simulator (JSON-RPC on --addr, websocket on port+1)", runDevnet},
 		{"stores", "run a command with throwaway Postgres and Redis for tests (make test)", runStores},
-		{"healthcheck", "GET a node's /api/v1/health (-addr, -url): exit 0 on 200 within -timeout (a container's health check)", runHealthcheck},
+		{"healthcheck", "GET a process's health (-role serve|index|worker, -addr, -url): exit 0 on 200 within -timeout (a container's health check)", runHealthcheck},
 		{"version", "print the version", runVersion},
 	}
 }

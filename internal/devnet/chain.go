@@ -10,6 +10,7 @@ import (
 	"math/rand"
 	"net"
 	"net/http"
+	"os"
 	"sort"
 	"strconv"
 	"sync"
@@ -36,8 +37,17 @@ type Config struct {
 	// FinalityDepth is how many slots after inclusion a transaction is
 	// finalized (default 32).
 	FinalityDepth uint64
-	// Seed makes generated keys and payloads reproducible (default 1).
+	// Seed makes generated keys and payloads reproducible, and names the
+	// chain: getGenesisHash derives from it (default 1; with StateDir, a
+	// random seed the first time, then the saved one).
 	Seed int64
+	// StateDir, when set, is where the chain is kept (chain.json): a
+	// simulator started again on the same directory continues the saved
+	// chain (same genesis hash, the slot after the saved one, the same
+	// agents and accounts) instead of starting over at slot 1, and does
+	// not generate the initial traffic again. The chain is saved every
+	// second and on Close.
+	StateDir string
 	// Agents, Attestations and Batch describe traffic generated at start:
 	// Attestations attestations from Agents agents in transactions of up to
 	// Batch entries (default 100, max 100).
@@ -146,6 +156,23 @@ func Start(ctx context.Context, cfg Config) (*Chain, error) {
 	if cfg.FinalityDepth == 0 {
 		cfg.FinalityDepth = 32
 	}
+	var saved savedState
+	resumed := false
+	if cfg.StateDir != "" {
+		if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+			return nil, fmt.Errorf("devnet: state directory: %w", err)
+		}
+		var err error
+		if saved, resumed, err = loadState(cfg.StateDir); err != nil {
+			return nil, err
+		}
+		switch {
+		case resumed:
+			cfg.Seed = saved.Seed
+		case cfg.Seed == 0:
+			cfg.Seed = newSeed()
+		}
+	}
 	if cfg.Seed == 0 {
 		cfg.Seed = 1
 	}
@@ -169,7 +196,13 @@ func Start(ctx context.Context, cfg Config) (*Chain, error) {
 		genesis:     time.Now(),
 	}
 	c.ps = newPubsub(c)
-	c.genesisState()
+	if resumed {
+		if err := c.restore(saved); err != nil {
+			return nil, err
+		}
+	} else {
+		c.genesisState()
+	}
 	if err := c.listen(cfg.Addr); err != nil {
 		return nil, err
 	}
@@ -182,11 +215,22 @@ func Start(ctx context.Context, cfg Config) (*Chain, error) {
 		c.wg.Add(1)
 		go func() { defer c.wg.Done(); c.clock(runCtx) }()
 	}
-	if cfg.Attestations > 0 || cfg.Agents > 0 {
+	if !resumed && (cfg.Attestations > 0 || cfg.Agents > 0) {
 		agents := max(cfg.Agents, 1)
 		if _, err := c.Generate(ctx, agents, cfg.Attestations, cfg.Batch); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("devnet: initial traffic: %w", err)
+		}
+	}
+	if cfg.StateDir != "" {
+		if err := c.save(); err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.wg.Add(1)
+		go func() { defer c.wg.Done(); c.saveLoop(runCtx) }()
+		if resumed {
+			c.log.Info("devnet continues its saved chain", "dir", cfg.StateDir, "slot", c.Slot(), "agents", len(saved.Agents))
 		}
 	}
 	if cfg.Rate > 0 {
@@ -275,6 +319,9 @@ func (c *Chain) Close() {
 			_ = c.wsSrv.Shutdown(ctx)
 		}
 		c.wg.Wait()
+		if err := c.save(); err != nil {
+			c.log.Warn("devnet cannot save its chain", "dir", c.cfg.StateDir, "err", err)
+		}
 	})
 }
 

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/attestd/attestd/internal/devnet"
+	"github.com/attestd/attestd/internal/devstack"
+	"github.com/attestd/attestd/internal/testenv"
+	"github.com/gagliardetto/solana-go/rpc"
+	"github.com/jackc/pgx/v5"
+)
+
+// statsCount reads /api/v1/stats' attestation count; ok is false while the
+// API does not answer.
+func statsCount(base string) (int, bool) {
+	cl := &http.Client{Timeout: 3 * time.Second}
+	resp, err := cl.Get(base + "/api/v1/stats")
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	var st struct{ Attestations int }
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
+		return 0, false
+	}
+	return st.Attestations, true
+}
+
+// indexedSlot reads /api/v1/stats' indexedSlot (0 while it does not
+// answer).
+func indexedSlot(base string) uint64 {
+	cl := &http.Client{Timeout: 3 * time.Second}
+	resp, err := cl.Get(base + "/api/v1/stats")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var st struct{ IndexedSlot uint64 }
+	if json.NewDecoder(resp.Body).Decode(&st) != nil {
+		return 0
+	}
+	return st.IndexedSlot
+}
+
+// TestLocalContinuesItsChain runs `attestd local` (make run) twice in the
+// same directory. The first run lasts about 20 s past its first traffic
+// (its chain passes slot 50); the second must index new attestations within 10 s of its API
+// answering, because its simulator continues the kept chain (.run/chain)
+// instead of replaying it from slot 1 below the indexer's checkpoint.
+func TestLocalContinuesItsChain(t *testing.T) {
+	bin := testenv.BuildAttestd(t)
+	dir := t.TempDir()
+	port, err := devstack.FreePort()
+	testenv.Must(t, err, "free port")
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "ATTESTD_HTTP_ADDR=127.0.0.1:" + fmt.Sprint(port),
+		"ATTESTD_METRICS_ADDR=", "ATTESTD_INDEXER_METRICS_ADDR=", "ATTESTD_WORKER_METRICS_ADDR=", "ATTESTD_RATE_LIMIT=0"}
+	// waitCount polls /stats until cond holds or the deadline passes.
+	waitCount := func(d *daemon, deadline time.Time, what string, cond func(int) bool) int {
+		t.Helper()
+		for {
+			select {
+			case <-d.done:
+				t.Fatalf("attestd local exited while waiting for %s:\n%s", what, d.output.String())
+			default:
+			}
+			if n, ok := statsCount(base); ok && cond(n) {
+				return n
+			}
+			if time.Now().After(deadline) {
+				n, _ := statsCount(base)
+				t.Fatalf("%s: not within the deadline (count %d):\n%s", what, n, d.output.String())
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	first := startDaemonIn(t, dir, bin, env, "local", "--agents", "2", "--attestations", "20")
+	// 20 seeded + 2,000 of the simulator's first traffic, then 2 a second.
+	seeded := waitCount(first, time.Now().Add(3*time.Minute), "first run indexes the simulator", func(n int) bool { return n >= 2020 })
+	// About 20 s of live traffic (2 a second): the chain passes slot 50.
+	before := waitCount(first, time.Now().Add(time.Minute), "live attestations in the first run", func(n int) bool { return n >= seeded+40 })
+	lastSlot := indexedSlot(base)
+	first.stop()
+	chainFile := filepath.Join(dir, ".run", "chain", "chain.json")
+	firstChain, firstErr := os.ReadFile(chainFile) // checked after the second run
+
+	second := startDaemonIn(t, dir, bin, env, "local", "--agents", "2", "--attestations", "20")
+	waitCount(second, time.Now().Add(3*time.Minute), "second run serves", func(int) bool { return true })
+	// New attestations, from slots past those the first run indexed (a
+	// replayed chain would be below them for as long as the first run
+	// lasted).
+	after := waitCount(second, time.Now().Add(10*time.Second), "new attestations within 10 s of the second start",
+		func(n int) bool { return n > before && indexedSlot(base) > lastSlot })
+	testenv.Must(t, firstErr, "the first run keeps its chain")
+	var saved struct {
+		Seed int64
+		Slot uint64
+	}
+	testenv.Must(t, json.Unmarshal(firstChain, &saved), "decode %s", chainFile)
+	logs := second.output.String()
+	if !strings.Contains(logs, "devnet continues its saved chain") {
+		t.Fatalf("the second run did not continue the kept chain:\n%s", logs)
+	}
+	b, err := os.ReadFile(chainFile)
+	testenv.Must(t, err, "read kept chain")
+	var now struct {
+		Seed int64
+		Slot uint64
+	}
+	testenv.Must(t, json.Unmarshal(b, &now), "decode %s", chainFile)
+	if now.Seed != saved.Seed || now.Slot <= saved.Slot {
+		t.Fatalf("kept chain seed %d slot %d after the second run; the first left seed %d slot %d", now.Seed, now.Slot, saved.Seed, saved.Slot)
+	}
+	t.Logf("first run: %d attestations at slot %d; second run: %d", before, saved.Slot, after)
+}
+
+// rowCounts counts indexed rows and reads the indexer's checkpoint slot.
+func rowCounts(t *testing.T, dbURL string) (atts, agents, slot int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	testenv.Must(t, err, "connect")
+	defer conn.Close(ctx)
+	testenv.Must(t, conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM attestations), (SELECT count(*) FROM agents),
+		COALESCE((SELECT slot FROM checkpoints WHERE name = 'indexer'), -1)`).Scan(&atts, &agents, &slot), "count rows")
+	return atts, agents, slot
+}
+
+// TestHealthOnAnotherChain points an API node and an indexer at a second
+// simulator (another genesis) after the database was indexed from a first
+// one: /health is degraded and names both genesis hashes and the flag,
+// `attestd index` refuses with the same and writes nothing; `attestd index
+// --start-over` then indexes the second chain, keeping the first's rows.
+func TestHealthOnAnotherChain(t *testing.T) {
+	bin := testenv.BuildAttestd(t)
+	_, envA := startChain(t, devnet.Config{Seed: 11, Agents: 2, Attestations: 40, SlotInterval: 50 * time.Millisecond})
+	chainB, envB := startChain(t, devnet.Config{Seed: 12, Agents: 1, Attestations: 25, SlotInterval: 50 * time.Millisecond})
+	redisURL, prefix := testenv.Redis(t)
+	db := testenv.Database(t)
+	common := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "DATABASE_URL=" + db,
+		"REDIS_URL=" + redisURL, "ATTESTD_REDIS_PREFIX=" + prefix, "ATTESTD_METRICS_ADDR=", "ATTESTD_INDEXER_METRICS_ADDR=",
+		"ATTESTD_LOG_LEVEL=warn", "ATTESTD_TRUSTED_PROXIES=127.0.0.1/32"}
+	onA, onB := append(append([]string{}, common...), envA...), append(append([]string{}, common...), envB...)
+	runCmd(t, bin, onA, "migrate")
+	nodeA := serveNode(t, bin, onA)
+	ixA := startDaemon(t, bin, onA, "index")
+	waitHealth(t, nodeA, "ok on the first chain", func(h health) bool { return h.Status == "ok" && h.Indexer.Synced })
+	deadline := time.Now().Add(30 * time.Second)
+	for a, _, _ := rowCounts(t, db); a < 40; a, _, _ = rowCounts(t, db) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first chain's 40 attestations not indexed (%d)", a)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // finality: the first chain's rows are final before the switch
+	ixA.stop()
+	atts, agents, slot := rowCounts(t, db)
+
+	ga, gb := genesisHash(t, envA), genesisHash(t, envB)
+	nodeB := serveNode(t, bin, onB)
+	h := waitHealth(t, nodeB, "degraded on another chain", func(h health) bool {
+		return h.Status == "degraded" && !h.Indexer.Synced && hasReason(h, ga) && hasReason(h, gb) && hasReason(h, "--start-over")
+	})
+	t.Logf("/health on another chain: %v", h.Reasons)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "index")
+	cmd.Env = onB
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("attestd index on another chain exited 0:\n%s", out)
+	}
+	for _, sub := range []string{ga, gb, "--start-over"} {
+		if !strings.Contains(string(out), sub) {
+			t.Fatalf("attestd index's error does not name %q:\n%s", sub, out)
+		}
+	}
+	if a2, g2, s2 := rowCounts(t, db); a2 != atts || g2 != agents || s2 != slot {
+		t.Fatalf("rows or checkpoint changed on another chain: %d/%d/%d, were %d/%d/%d", a2, g2, s2, atts, agents, slot)
+	}
+
+	startDaemon(t, bin, onB, "index", "--start-over")
+	waitHealth(t, nodeB, "ok after starting over", func(h health) bool { return h.Status == "ok" && h.Indexer.Synced })
+	deadline = time.Now().Add(30 * time.Second)
+	for a, _, _ := rowCounts(t, db); a < atts+25; a, _, _ = rowCounts(t, db) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after --start-over: %d attestations, want the first chain's %d and the second's 25", a, atts)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = chainB
+}
+
+func hasReason(h health, sub string) bool {
+	for _, r := range h.Reasons {
+		if strings.Contains(r, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// genesisHash asks the chain named in env (ATTESTD_SOLANA_RPC_URL=...) for
+// its genesis hash.
+func genesisHash(t *testing.T, env []string) string {
+	t.Helper()
+	var url string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "ATTESTD_SOLANA_RPC_URL="); ok {
+			url = v
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cl := rpc.New(url)
+	defer cl.Close()
+	h, err := cl.GetGenesisHash(ctx)
+	testenv.Must(t, err, "getGenesisHash %s", url)
+	return h.String()
+}
