@@ -25,6 +25,8 @@ type ListenOptions struct {
 	// ReusePort binds the listener with SO_REUSEPORT, so a replacement
 	// can bind the same address while this node drains.
 	ReusePort bool
+	// Listener (nil: bind addr) is a listener already bound with Bind.
+	Listener net.Listener
 	// Listening (nil: none) is called once the listener is bound, before
 	// the first request is accepted: the place to say "serving".
 	Listening func(addr net.Addr)
@@ -37,9 +39,12 @@ func (a *API) Draining() bool { return a.draining.Load() }
 // ListenWith serves on addr until ctx ends, drains for opt.Drain (or
 // until opt.SkipDrain closes), then shuts down within opt.Grace.
 func (a *API) ListenWith(ctx context.Context, addr string, opt ListenOptions) error {
-	ln, err := listen(addr, opt.ReusePort)
-	if err != nil {
-		return err
+	ln := opt.Listener
+	if ln == nil {
+		var err error
+		if ln, err = Bind(addr, opt.ReusePort); err != nil {
+			return err
+		}
 	}
 	if opt.Listening != nil {
 		opt.Listening(ln.Addr())
@@ -85,7 +90,10 @@ func (a *API) drain(d time.Duration, skip <-chan struct{}, errc <-chan error) er
 }
 
 // listen binds addr, with SO_REUSEPORT when reusePort.
-func listen(addr string, reusePort bool) (net.Listener, error) {
+// Bind binds addr for ListenOptions.Listener, with SO_REUSEPORT when
+// reusePort is set (a replacement may then bind the same address while
+// this node drains).
+func Bind(addr string, reusePort bool) (net.Listener, error) {
 	var lc net.ListenConfig
 	if reusePort {
 		lc.Control = func(_, _ string, c syscall.RawConn) error {

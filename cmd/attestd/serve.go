@@ -44,9 +44,14 @@ func runServe(ctx context.Context, args []string) error {
 	if err := requireSchema(ctx, cfg, log); err != nil {
 		return err
 	}
-	if err := checkListen(cfg.HTTPAddr); err != nil {
+	// The API's address is bound first, so a taken port is said before
+	// anything starts; with ATTESTD_REUSE_PORT a replacement binds it beside
+	// a node that drains.
+	ln, err := bindHTTP(cfg.HTTPAddr, cfg.ReusePort)
+	if err != nil {
 		return err
 	}
+	defer ln.Close()
 	n, err := openNode(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -113,7 +118,7 @@ func runServe(ctx context.Context, args []string) error {
 	// requests are still served (a second signal ends it), then the
 	// graceful shutdown within ATTESTD_SHUTDOWN_TIMEOUT.
 	return api.ListenWith(ctx, cfg.HTTPAddr, app.ListenOptions{Drain: cfg.DrainTimeout, SkipDrain: secondSignal(ctx),
-		Grace: cfg.ShutdownTimeout, ReusePort: cfg.ReusePort,
+		Grace: cfg.ShutdownTimeout, Listener: ln,
 		Listening: func(addr net.Addr) { log.Info("serving", "addr", addr.String(), "version", buildinfo.Version) }})
 }
 
