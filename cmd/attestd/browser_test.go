@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -163,6 +164,31 @@ func (b *browser) checkPage(t *testing.T, what string) {
 	if v := eval[[]string](t, b, `[...document.querySelectorAll("button,a")].filter((e) => !(e.innerText.trim() || e.getAttribute("aria-label"))).map((e) => e.outerHTML)`); len(v) > 0 {
 		t.Errorf("%s: buttons or links without a name: %q", what, v)
 	}
+	b.shoot(t, what)
+}
+
+// shoot saves the page, at a phone's and a desktop's width, as
+// PNG files under ATTESTD_TEST_SCREENSHOTS (unset: none), for a person to
+// look at.
+func (b *browser) shoot(t *testing.T, what string) {
+	t.Helper()
+	dir := os.Getenv("ATTESTD_TEST_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	testenv.Must(t, os.MkdirAll(dir, 0o755), "screenshot directory")
+	for _, v := range []struct {
+		name          string
+		width, height int64
+	}{{"phone", 390, 844}, {"desktop", 1280, 900}} {
+		b.do(t, "viewport "+v.name, chromedp.EmulateViewport(v.width, v.height))
+		time.Sleep(300 * time.Millisecond) // the layout settles
+		png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+		testenv.Must(t, err, "screenshot of %s", what)
+		name := strings.NewReplacer(" ", "-", "/", "-").Replace(what) + "-" + v.name + ".png"
+		testenv.Must(t, os.WriteFile(filepath.Join(dir, name), png, 0o644), "write %s", name)
+	}
+	b.do(t, "viewport back", chromedp.EmulateViewport(1200, 900))
 }
 
 // webNode is an `attestd serve` process and an `attestd worker` over a

@@ -27,6 +27,7 @@ var Vars = []config.Var{
 	{Name: EnvRedis, Default: "(set by make test)", Help: "Redis server the suite uses with per-test key prefixes"},
 	{Name: "ATTESTD_TEST_LOGS", Default: "(unset)", Help: "1 shows the test nodes' logs"},
 	{Name: "ATTESTD_TEST_VERBOSE", Default: "(unset)", Help: "1 shows the indexer tests' logs"},
+	{Name: "ATTESTD_TEST_SCREENSHOTS", Default: "(unset)", Help: "a directory: the browser tests save each page they check there, at phone and desktop widths"},
 }
 
 // Environment variables that point tests at servers started once for a
