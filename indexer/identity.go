@@ -65,11 +65,7 @@ func (ix *Indexer) genesisHash(ctx context.Context) (string, error) {
 // taken as the chain to follow: the checkpoint is forgotten and the next
 // sync starts from the program's first transaction.
 func (ix *Indexer) checkChain(ctx context.Context) error {
-	chain, err := ix.genesisHash(ctx)
-	if err != nil {
-		return err
-	}
-	recorded, ok, err := ix.st.ChainGenesis(ctx, ix.cfg.Checkpoint)
+	chain, recorded, ok, err := ix.genesisPair(ctx)
 	if err != nil {
 		return err
 	}
@@ -134,14 +130,20 @@ func (ix *Indexer) headName() string {
 	return ix.cfg.Checkpoint + ":head"
 }
 
+// genesisPair is the RPC node's genesis hash and the one recorded with
+// the checkpoint (ok false: none recorded yet).
+func (ix *Indexer) genesisPair(ctx context.Context) (chain, recorded string, ok bool, err error) {
+	if chain, err = ix.genesisHash(ctx); err != nil {
+		return "", "", false, err
+	}
+	recorded, ok, err = ix.st.ChainGenesis(ctx, ix.cfg.Checkpoint)
+	return chain, recorded, ok, err
+}
+
 // sameChain re-checks, at each sync, that the RPC node still serves the
 // recorded chain (a validator reset under a running indexer).
 func (ix *Indexer) sameChain(ctx context.Context) error {
-	chain, err := ix.genesisHash(ctx)
-	if err != nil {
-		return err
-	}
-	recorded, ok, err := ix.st.ChainGenesis(ctx, ix.cfg.Checkpoint)
+	chain, recorded, ok, err := ix.genesisPair(ctx)
 	if err != nil {
 		return err
 	}

@@ -503,10 +503,8 @@ func (a *API) test(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if body, err := app.Body(c, maxBody); err != nil {
+	if err := noBody(c); err != nil {
 		return err
-	} else if len(body) > 0 {
-		return apierror.Invalid("this route takes no body")
 	}
 	d, err := a.opt.Store.InsertTestEvent(c.UserContext(), p.AccountID, id, testPayload(id, a.opt.Now()))
 	if errors.Is(err, store.ErrNotFound) {
@@ -521,6 +519,18 @@ func (a *API) test(c *fiber.Ctx) error {
 	}{QueuedView{DeliveryID: d.ID, EventID: EventID(d.OutboxID), EventType: store.EventWebhookTest, Status: "queued"}})
 }
 
+// noBody refuses a body on a route that takes none.
+func noBody(c *fiber.Ctx) error {
+	body, err := app.Body(c, maxBody)
+	if err != nil {
+		return err
+	}
+	if len(body) > 0 {
+		return apierror.Invalid("this route takes no body")
+	}
+	return nil
+}
+
 // verify starts a new endpoint verification round of the webhook: its
 // deliveries wait until the receiver answers the challenge again.
 func (a *API) verify(c *fiber.Ctx) error {
@@ -528,10 +538,8 @@ func (a *API) verify(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if body, err := app.Body(c, maxBody); err != nil {
+	if err := noBody(c); err != nil {
 		return err
-	} else if len(body) > 0 {
-		return apierror.Invalid("this route takes no body")
 	}
 	w, err := a.opt.Store.RestartVerification(c.UserContext(), p.AccountID, id)
 	if err != nil {
