@@ -256,7 +256,7 @@ func (a *API) readAddress(c *fiber.Ctx, r *addressRead) error {
 	if _, err := QueryParams(c); err != nil {
 		return err
 	}
-	raw := c.Params(r.param) // Fiber's buffer: used within this request only
+	raw := c.Params(r.param)                   // Fiber's buffer: used within this request only
 	if len(raw) <= attestation.MaxAddressLen { // a longer text is a 400 below
 		if v, ok := a.deps.Cache.Peek(cache.NewKey(r.kind).String(raw).Bytes()); ok {
 			return sendCacheable(c, v, r.caching(a, raw, v.Immutable))
