@@ -31,12 +31,16 @@ type chainCheck struct{ rpc *rpc.Client }
 // once the height is past it a missing status is final. lastValid 0 means
 // unknown (the answer is never stateExpired).
 func (c chainCheck) state(ctx context.Context, sig solana.Signature, lastValid uint64) (chainState, string, error) {
-	hctx, cancel := context.WithTimeout(ctx, rpcTimeout)
-	height, err := c.rpc.GetBlockHeight(hctx, rpc.CommitmentConfirmed)
-	cancel()
+	height, err := c.blockHeight(ctx)
 	if err != nil {
 		return stateInFlight, "", fmt.Errorf("get block height: %w", err)
 	}
+	return c.stateAt(ctx, sig, lastValid, height)
+}
+
+// stateAt is state with the block height read before (by the caller, at
+// any earlier moment: an older height only delays stateExpired).
+func (c chainCheck) stateAt(ctx context.Context, sig solana.Signature, lastValid, height uint64) (chainState, string, error) {
 	sctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	st, err := c.rpc.GetSignatureStatuses(sctx, true, sig)
 	cancel()

@@ -94,7 +94,23 @@ func (r *Reconciler) Run(ctx context.Context) error {
 func (r *Reconciler) RunOnce(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		n, err := r.ledger.ReconcilePayments(ctx, reconcileBatch, r.decide)
+		// One block height per batch, read before any row's status (see
+		// chainCheck.state), not one per row.
+		var height uint64
+		var herr error
+		read := false
+		n, err := r.ledger.ReconcilePayments(ctx, reconcileBatch, func(ctx context.Context, p store.Payment) store.Verdict {
+			if !read {
+				read = true
+				if height, herr = r.chain.blockHeight(ctx); herr != nil {
+					r.log.Warn("cannot read the block height", "err", herr)
+				}
+			}
+			if herr != nil {
+				return store.Verdict{}
+			}
+			return r.decide(ctx, p, height)
+		})
 		total += n
 		if err != nil || n < reconcileBatch {
 			return total, err
@@ -103,12 +119,12 @@ func (r *Reconciler) RunOnce(ctx context.Context) (int, error) {
 }
 
 // decide asks the chain about one open row ("" status: still open).
-func (r *Reconciler) decide(ctx context.Context, p store.Payment) store.Verdict {
+func (r *Reconciler) decide(ctx context.Context, p store.Payment, height uint64) store.Verdict {
 	sig, err := solana.SignatureFromBase58(p.TxSignature)
 	if err != nil {
 		return store.Verdict{}
 	}
-	st, reason, err := r.chain.state(ctx, sig, p.LastValidHeight)
+	st, reason, err := r.chain.stateAt(ctx, sig, p.LastValidHeight, height)
 	if err != nil {
 		r.log.Warn("cannot ask the chain about a payment", "id", p.ID, "tx", p.TxSignature, "err", err)
 		return store.Verdict{}

@@ -14,6 +14,7 @@ import (
 	"github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/rpc"
 	"github.com/gagliardetto/solana-go/rpc/jsonrpc"
+	"golang.org/x/sync/singleflight"
 )
 
 // rpcTimeout bounds one Solana RPC call.
@@ -31,7 +32,8 @@ type selfSettler struct {
 	hintMu      sync.Mutex
 	hint        blockhashHint
 	hintLoading bool
-	hintFailed  time.Time // last failed refresh (an unreachable RPC is not waited for on every answer)
+	hintFailed  time.Time          // last failed refresh (an unreachable RPC is not waited for on every answer)
+	hintSF      singleflight.Group // answers after an idle period share one refresh
 }
 
 type blockhashHint struct {
@@ -76,7 +78,7 @@ func (s *selfSettler) recentBlockhash() (solana.Hash, uint64, bool) {
 		return solana.Hash{}, 0, false // a refresh just failed: do not wait again
 	}
 	s.hintMu.Unlock()
-	s.refreshHint(hintWait)
+	_, _, _ = s.hintSF.Do("hint", func() (any, error) { s.refreshHint(hintWait); return nil, nil })
 	s.hintMu.Lock()
 	defer s.hintMu.Unlock()
 	h = s.hint
@@ -103,10 +105,15 @@ func (s *selfSettler) refreshHint(wait time.Duration) {
 // blockhashValidity is how many blocks a blockhash stays valid (150).
 const blockhashValidity = 150
 
+// heightSlack covers a blockhash newer than the confirmed height it is
+// bounded by (taken from a processed block, a few blocks ahead): without
+// it such a transaction could still land after its row was released.
+const heightSlack = 32
+
 // lastValidHeight bounds the block height after which p's transaction can
 // no longer land: the hint's when the payer used the hinted blockhash,
 // otherwise the current height plus a blockhash's life (the blockhash is
-// valid now, so it cannot outlive that).
+// valid now, so it cannot outlive that) plus heightSlack.
 func (s *selfSettler) lastValidHeight(ctx context.Context, p *Payment) uint64 {
 	s.hintMu.Lock()
 	h := s.hint
@@ -118,7 +125,7 @@ func (s *selfSettler) lastValidHeight(ctx context.Context, p *Payment) uint64 {
 	if err != nil {
 		return 0 // unknown: the reconciler falls back to the row's age
 	}
-	return height + blockhashValidity
+	return height + blockhashValidity + heightSlack
 }
 
 // verify signs as fee payer and simulates the complete transaction: the

@@ -458,8 +458,10 @@ func (v *Verifier) Settle(ctx context.Context, p *Payment) (x402.SettleResponse,
 // tells which).
 func (v *Verifier) presentedBefore(ctx context.Context, req Request, p *Payment) (out outcome, done, released bool) {
 	hash := p.Checked.MessageHash
+	var row store.Payment
+	err := store.ErrNotFound
 	if p.paymentID != "" {
-		row, err := v.ledger.PaymentByID(ctx, p.paymentID)
+		row, err = v.ledger.PaymentByID(ctx, p.paymentID)
 		switch {
 		case err == nil && row.MessageHash != hash:
 			return outcome{ref: &Refusal{Status: http.StatusConflict, Code: apierror.CodePaymentReplayed, Reason: ReasonReplayed, Challenge: true,
@@ -468,7 +470,9 @@ func (v *Verifier) presentedBefore(ctx context.Context, req Request, p *Payment)
 			return v.ledgerDown(err), true, false
 		}
 	}
-	row, err := v.ledger.PaymentByMessage(ctx, hash)
+	if err != nil { // no row found by identifier (or none sent): by message
+		row, err = v.ledger.PaymentByMessage(ctx, hash)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return outcome{}, false, false
 	}

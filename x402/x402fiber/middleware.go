@@ -39,10 +39,14 @@ func New(v *verifier.Verifier, origin config.Origin) fiber.Handler {
 		// Header values live in Fiber's buffers: copy them before they are
 		// decoded or kept.
 		req := verifier.Request{Path: path, ResourceURL: resource,
-			PaymentV2:   utils.CopyString(c.Get(x402.HeaderPaymentSignature)),
-			PaymentV1:   utils.CopyString(c.Get(x402.HeaderPaymentV1)),
-			Fingerprint: verifier.Fingerprint(c.Method(), c.Path(), string(c.Request().URI().QueryString()), c.Request().Body()),
-			Described:   c.Method() + " " + strings.Clone(c.Path())}
+			PaymentV2: utils.CopyString(c.Get(x402.HeaderPaymentSignature)),
+			PaymentV1: utils.CopyString(c.Get(x402.HeaderPaymentV1))}
+		if req.PaymentV2 != "" || req.PaymentV1 != "" {
+			// Only a payment is matched to its request: a bare challenge
+			// neither hashes the body nor parses the query.
+			req.Fingerprint = verifier.Fingerprint(c.Method(), c.Path(), string(c.Request().URI().QueryString()), c.Request().Body())
+			req.Described = c.Method() + " " + strings.Clone(c.Path())
+		}
 		ctx := context.Background()
 		p, ref := v.Begin(ctx, req)
 		if ref != nil {
