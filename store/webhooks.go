@@ -178,7 +178,7 @@ func (s *Store) ListWebhooks(ctx context.Context, accountID int64, limit, offset
 // UpdateWebhook applies p to the account's webhook id and returns it;
 // ErrNotFound for another account's webhook or an unknown id. A URL that
 // differs from the stored one starts a new verification round (pending,
-// due now), as RestartVerification does.
+// due now: restartDue), as RestartVerification does.
 func (s *Store) UpdateWebhook(ctx context.Context, accountID int64, id string, p WebhookPatch) (Webhook, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
@@ -271,6 +271,14 @@ func (s *Store) ResealSecret(ctx context.Context, id, oldKeyID string, sealed []
 	return tag.RowsAffected() == 1, nil
 }
 
+// restartDue is when a new round's first attempt is due: now, but a
+// round restarted while an attempt is scheduled or in flight (claimed)
+// keeps that time, brought to at most 10 s ahead. Restarts repeated as
+// fast as the API answers (POST /verify, PATCH url back and forth) thus
+// send the receiver at most one request per 10 s, not one per restart.
+const restartDue = `CASE WHEN verification = 'pending'
+				THEN LEAST(GREATEST(now(), verify_next_at), now() + interval '10 seconds') ELSE now() END`
+
 // restartIf is the SET list that starts a new verification round when
 // cond holds (and leaves the verification as it is otherwise).
 func restartIf(cond string) string {
@@ -279,12 +287,13 @@ func restartIf(cond string) string {
 			verification_at = CASE WHEN ` + c + ` THEN now() ELSE verification_at END,
 			verify_round = CASE WHEN ` + c + ` THEN verify_round + 1 ELSE verify_round END,
 			verify_attempts = CASE WHEN ` + c + ` THEN 0 ELSE verify_attempts END,
-			verify_next_at = CASE WHEN ` + c + ` THEN now() ELSE verify_next_at END,
+			verify_next_at = CASE WHEN ` + c + ` THEN ` + restartDue + ` ELSE verify_next_at END,
 			verify_error = CASE WHEN ` + c + ` THEN NULL ELSE verify_error END`
 }
 
 // RestartVerification starts a new verification round of the account's
-// webhook id, whatever its state: pending, due now, no attempts yet.
+// webhook id, whatever its state: pending, due now (restartDue), no
+// attempts yet.
 // Deliveries wait until it is verified again. ErrNotFound for another
 // account's webhook or an unknown id.
 func (s *Store) RestartVerification(ctx context.Context, accountID int64, id string) (Webhook, error) {

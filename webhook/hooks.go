@@ -106,13 +106,15 @@ func (h *hook) ttl() time.Duration {
 	return hookTTL
 }
 
-// hostOf is the lower-case host of a webhook URL ("" when it does not parse).
+// hostOf is the lower-case host of a webhook URL without the root's
+// trailing dot ("" when it does not parse): example.com, EXAMPLE.com. and
+// example.com:443 are one host for the cap.
 func hostOf(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return ""
 	}
-	return strings.ToLower(u.Hostname())
+	return strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 }
 
 // forget drops cached webhooks (deactivated by this worker).

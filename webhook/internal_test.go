@@ -201,3 +201,14 @@ func TestThrottleSharesOneRateInRedis(t *testing.T) {
 		t.Fatal("no throttle must not wait")
 	}
 }
+
+// TestHostOfIsOneKeyPerHost: the per-host cap's key ignores case, the
+// port and the root's trailing dot.
+func TestHostOfIsOneKeyPerHost(t *testing.T) {
+	for _, raw := range []string{"https://example.com/a", "https://EXAMPLE.com./b", "https://example.com:443/c",
+		"https://Example.Com.:8443/d?x=1"} {
+		if got := hostOf(raw); got != "example.com" {
+			t.Errorf("hostOf(%q) = %q, want example.com", raw, got)
+		}
+	}
+}

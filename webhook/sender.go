@@ -571,27 +571,13 @@ var userAgent = "attestd-webhooks/" + buildinfo.Version
 // send makes the attempt: POST the body, signed, within the timeout;
 // read at most a snippet of the answer.
 func (w *Worker) send(ctx context.Context, h *hook, job *queue.Job) result {
-	body := []byte(job.Body)
 	r := result{at: w.now()}
 	ctx, cancel := context.WithTimeout(ctx, 2*w.cfg.Timeout+time.Second) // the client bounds each try
 	defer cancel()
-	ctx = context.WithValue(ctx, signingKey{}, signing{signer: h.signer, id: job.Delivery, body: body})
-	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, h.url, body)
-	if err != nil {
-		r.err = "invalid request: " + err.Error()
-		return r
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", userAgent)
-	h.signer.Set(req.Header, job.Delivery, time.Now(), body)
 	start := time.Now()
-	resp, err := w.client.Do(req)
-	if err != nil {
-		r.latency = time.Since(start)
-		r.err = describeError(err, w.cfg.Timeout)
-		if resp != nil {
-			resp.Body.Close()
-		}
+	resp, why := w.post(ctx, h.url, signing{signer: h.signer, id: job.Delivery, body: []byte(job.Body)})
+	if resp == nil {
+		r.latency, r.err = time.Since(start), why
 		return r
 	}
 	r.status = resp.StatusCode
@@ -607,6 +593,26 @@ func (w *Worker) send(ctx context.Context, h *hook, job *queue.Job) result {
 		}
 	}
 	return r
+}
+
+// post sends s.body to url, signed as s (again on the client's retry);
+// without an answer, why says why (the caller closes an answer's body).
+func (w *Worker) post(ctx context.Context, url string, s signing) (resp *http.Response, why string) {
+	req, err := retryablehttp.NewRequestWithContext(context.WithValue(ctx, signingKey{}, s), http.MethodPost, url, s.body)
+	if err != nil {
+		return nil, "invalid request: " + err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", userAgent)
+	s.signer.Set(req.Header, s.id, time.Now(), s.body)
+	resp, err = w.client.Do(req)
+	if err != nil {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		return nil, describeError(err, w.cfg.Timeout)
+	}
+	return resp, ""
 }
 
 // describeError says why an attempt got no answer, without the URL (the

@@ -18,7 +18,6 @@ import (
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/webhook/signature"
-	"github.com/hashicorp/go-retryablehttp"
 )
 
 // VerifyEvent is the type of the endpoint verification request. A new
@@ -191,20 +190,9 @@ func (w *Worker) challenge(ctx context.Context, j store.VerifyJob) string {
 	body := verifyRequest(id, j.WebhookID, challenge, w.now())
 	ctx, cancel := context.WithTimeout(ctx, 2*w.cfg.Timeout+time.Second)
 	defer cancel()
-	ctx = context.WithValue(ctx, signingKey{}, signing{signer: signer, id: id, body: body})
-	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, j.URL, body)
-	if err != nil {
-		return "invalid request: " + err.Error()
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", userAgent)
-	signer.Set(req.Header, id, time.Now(), body)
-	resp, err := w.client.Do(req)
-	if err != nil {
-		if resp != nil {
-			resp.Body.Close()
-		}
-		return describeError(err, w.cfg.Timeout)
+	resp, why := w.post(ctx, j.URL, signing{signer: signer, id: id, body: body})
+	if resp == nil {
+		return why
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxChallengeAnswer+1))

@@ -319,3 +319,30 @@ func TestHostCapAcrossAccountsAndWorkers(t *testing.T) {
 	}
 	t.Logf("%d deliveries and %d verifications, at most %d in a second (cap %d/s)", total, len(rc.verifications()), most, cfg.HostRate)
 }
+
+// TestRepeatedRestartsAreSpaced: POST /verify as fast as the API answers,
+// on a receiver that never echoes, sends it one request per 10 s at most,
+// not one per call.
+func TestRepeatedRestartsAreSpaced(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpt{})
+	key := h.key(t, "acme")
+	rc := newReceiverWith(t, nil, noEcho)
+	cfg := h.cfg
+	cfg.VerifySchedule = []time.Duration{time.Hour}
+	w := h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
+	h.startWorker(t, cfg, "w1")
+	h.startWorker(t, cfg, "w2")
+	waitFor(t, "the first verification request", 30*time.Second, func() bool { return len(rc.verifications()) == 1 })
+	calls := 0
+	for start := time.Now(); time.Since(start) < 3*time.Second; calls++ {
+		if r := h.do(t, http.MethodPost, "/webhooks/"+w.ID+"/verify", key, nil); r.Status != http.StatusAccepted {
+			t.Fatalf("POST verify: %d %s", r.Status, r.Body)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := len(rc.verifications()); n != 1 {
+		t.Fatalf("%d POST /verify within 3 s sent the receiver %d more verification requests, want none before 10 s", calls, n-1)
+	}
+}
