@@ -89,7 +89,6 @@ func (a *API) drain(d time.Duration, skip <-chan struct{}, errc <-chan error) er
 	return nil
 }
 
-// listen binds addr, with SO_REUSEPORT when reusePort.
 // Bind binds addr for ListenOptions.Listener, with SO_REUSEPORT when
 // reusePort is set (a replacement may then bind the same address while
 // this node drains).

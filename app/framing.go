@@ -18,6 +18,7 @@ var (
 	hostName             = []byte("Host")
 	contentLengthName    = []byte("Content-Length")
 	transferEncodingName = []byte("Transfer-Encoding")
+	chunkedValue         = []byte("chunked")
 )
 
 // framingMessage says what is ambiguous in the request's header block, or
@@ -26,6 +27,7 @@ var (
 // allocating: it runs on every request.
 func framingMessage(raw []byte) string {
 	var hosts, lengths, codings int
+	otherCoding := false // a Transfer-Encoding other than exactly chunked
 	for len(raw) > 0 {
 		line := raw
 		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
@@ -49,6 +51,12 @@ func framingMessage(raw []byte) string {
 		case 't':
 			if named(line, transferEncodingName) {
 				codings++
+				// fasthttp reads any coding but identity as chunked, so
+				// "chunked, identity" or "gzip" is framed as chunked here
+				// and otherwise elsewhere (RFC 9112 section 6.1: chunked
+				// must be the final coding, else 400). Rare: only these
+				// lines have their value read.
+				otherCoding = otherCoding || !bytes.EqualFold(bytes.Trim(line[len(transferEncodingName)+1:], " \t\r"), chunkedValue)
 			}
 		}
 	}
@@ -57,6 +65,8 @@ func framingMessage(raw []byte) string {
 		return "the request has more than one Content-Length header; send exactly one"
 	case lengths > 0 && codings > 0:
 		return "the request has both Content-Length and Transfer-Encoding; send one of them"
+	case codings > 1 || otherCoding:
+		return "the request's Transfer-Encoding is not exactly chunked; send one Transfer-Encoding: chunked, or a Content-Length"
 	case hosts > 1:
 		return "the request has more than one Host header; send exactly one"
 	}

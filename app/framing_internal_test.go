@@ -16,6 +16,12 @@ func TestFramingMessage(t *testing.T) {
 		{"Host: x\r\nhOST: y\r\n\r\n", "Host"},
 		{"Transfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n", "Transfer-Encoding"},
 		{"Content-Length: 2\r\ntransfer-encoding: identity\r\n\r\n", "Transfer-Encoding"},
+		// A coding other than chunked alone, or the header twice: fasthttp
+		// reads all of them as chunked, a proxy in front may not.
+		{"Transfer-Encoding: chunked, identity\r\n\r\n", "Transfer-Encoding"},
+		{"Transfer-Encoding: IDENTITY\r\n\r\n", "Transfer-Encoding"},
+		{"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", "Transfer-Encoding"},
+		{"Transfer-Encoding: Chunked \r\n\r\n", ""},
 	} {
 		got := framingMessage([]byte(tc.headers))
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {

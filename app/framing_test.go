@@ -63,6 +63,8 @@ func TestAmbiguousFramingIsRefused(t *testing.T) {
 		{"two Host, same value", "GET /api/v1/stats HTTP/1.1\r\nHOST: x\r\nhost: x\r\n\r\n" + next, "Host"},
 		{"Content-Length then Transfer-Encoding", "POST /api/v1/stats HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + next, "Transfer-Encoding"},
 		{"Transfer-Encoding then Content-Length", "POST /api/v1/stats HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 40\r\n\r\n0\r\n\r\n" + next, "Transfer-Encoding"},
+		{"Transfer-Encoding chunked, identity", "POST /api/v1/stats HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n" + next, "Transfer-Encoding"},
+		{"Transfer-Encoding twice", "POST /api/v1/stats HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + next, "Transfer-Encoding"},
 		{"Content-Length with Transfer-Encoding identity", "POST /api/v1/stats HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: identity\r\n\r\n{}" + next, "Transfer-Encoding"},
 		// What fasthttp refuses itself: the envelope, and closed too.
 		{"two Content-Length, one not a number", "POST /api/v1/stats HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: x\r\n\r\n{}" + next, ""},

@@ -17,6 +17,7 @@ import (
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/premium"
+	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/web"
 	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/webhook/keyring"
@@ -53,6 +54,8 @@ type harnessOpt struct {
 	chainID string
 	// newAccounts bounds the accounts one client IP makes per hour (0: none).
 	newAccounts int
+	// resolver finds the client IP (nil: the socket peer).
+	resolver *ratelimit.IPResolver
 }
 
 func newHarness(t testing.TB, o harnessOpt) *harness {
@@ -90,7 +93,7 @@ func newHarness(t testing.TB, o harnessOpt) *harness {
 		Configure: func(d *app.Deps) { deps = *d },
 		Routes: func(api *app.API) {
 			h.web, err = web.New(web.Options{Store: deps.Store, Redis: rdb, Prefix: h.env.Prefix + "web:",
-				Config: cfg, Logger: apptest.Logger(), Now: func() time.Time { return h.now() }})
+				Config: cfg, Resolver: o.resolver, Logger: apptest.Logger(), Now: func() time.Time { return h.now() }})
 			testenv.Must(t, err, "web")
 			h.web.Routes(api)
 			h.keys, err = apikey.New(context.Background(), apikey.Options{Store: deps.Store, Logger: apptest.Logger(), Sessions: h.web})

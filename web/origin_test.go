@@ -2,11 +2,13 @@ package web_test
 
 import (
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/web"
 )
 
@@ -153,5 +155,31 @@ func TestConsoleOffWithoutOrigin(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("GET /: %d", res.StatusCode)
+	}
+}
+
+// TestNewAccountsPerIPSpellings: behind a trusted proxy, an IPv4 client
+// and its IPv4-mapped IPv6 spellings share one allowance, as do the
+// addresses of one IPv6 /64; another /64 has its own.
+func TestNewAccountsPerIPSpellings(t *testing.T) {
+	t.Parallel()
+	res, err := ratelimit.NewIPResolver([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, harnessOpt{newAccounts: 2, resolver: res})
+	for _, c := range []struct {
+		client string
+		want   int
+	}{
+		{"1.2.3.4", http.StatusOK}, {"::ffff:1.2.3.4", http.StatusOK}, {"::ffff:102:304", http.StatusTooManyRequests},
+		{"2001:db8::1", http.StatusOK}, {"2001:db8::ffff:2", http.StatusOK}, {"2001:DB8::3", http.StatusTooManyRequests},
+		{"2001:db8:0:1::1", http.StatusOK},
+	} {
+		w := newWallet(t)
+		msg := h.message(w, h.nonce(t)).String()
+		if r := h.signIn(t, msg, w.sign(msg), map[string]string{"X-Forwarded-For": c.client}); r.Status != c.want {
+			t.Errorf("new account from %s: %d %s, want %d", c.client, r.Status, r.Body, c.want)
+		}
 	}
 }

@@ -46,10 +46,9 @@ type Options struct {
 // Web serves the pages, the assets and the sign-in routes, and
 // authenticates sessions for the account routes (apikey.Sessions).
 type Web struct {
-	opt      Options
-	assets   map[string]*asset
-	log      *slog.Logger
-	resolver *ratelimit.IPResolver
+	opt    Options
+	assets map[string]*asset
+	log    *slog.Logger
 }
 
 // New loads the embedded assets and checks the options.
@@ -77,7 +76,7 @@ func New(opt Options) (*Web, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Web{opt: opt, assets: a, log: opt.Logger, resolver: opt.Resolver}, nil
+	return &Web{opt: opt, assets: a, log: opt.Logger}, nil
 }
 
 // Routes adds the pages (/ and /assets/*) and the sign-in routes

@@ -52,6 +52,12 @@ func ParseOrigin(s string) (Origin, error) {
 	if strings.ContainsAny(host, " %\\") {
 		return o, fmt.Errorf("bad host %q in %q", host, s)
 	}
+	for i := 0; i < len(host); i++ {
+		if host[i] >= 0x80 {
+			// Browsers send, and wallets compare with, the A-label.
+			return o, fmt.Errorf("write the host of %q in ASCII (an internationalized name as its xn-- form)", s)
+		}
+	}
 	if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}

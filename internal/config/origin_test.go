@@ -23,7 +23,8 @@ func TestParseOrigin(t *testing.T) {
 	}
 	for _, in := range []string{"", "attestd.example.com", "ftp://x.example", "https://", "https://x.example/api",
 		"https://x.example?a=1", "https://x.example/#f", "https://u:p@x.example", "https://x.example:0",
-		"https://x.example:99999", "https://x.example:", "https:x.example", "https://x.example/?", "javascript:alert(1)"} {
+		"https://x.example:99999", "https://x.example:", "https:x.example", "https://x.example/?", "javascript:alert(1)",
+		"https://ÉX.com", "https://bücher.example"} {
 		if o, err := ParseOrigin(in); err == nil {
 			t.Errorf("%q: accepted as %q", in, o)
 		}
