@@ -56,6 +56,11 @@ func runLocal(ctx context.Context, args []string) error {
 		return err
 	}
 	defer release()
+	// A stores.env left by a local that was killed names stores gone by
+	// now; one-shot commands must not take it for this run's meanwhile.
+	if err := os.Remove(filepath.Join(abs, storesFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
 	banner := localBanner{addr: cfg.HTTPAddr, dir: abs}
 	if os.Getenv("DATABASE_URL") == "" {
 		want := filepath.Join(abs, "pg")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -110,8 +111,21 @@ func resetLocal(dir string, w io.Writer) error {
 	if rel, err := filepath.Rel(dir, cwd); (err == nil && !strings.HasPrefix(rel, "..")) || dir == home || dir == filepath.Dir(dir) {
 		return usageErrorf("local --reset: refusing to delete %s: it holds the current directory (or is the home or root directory); name the run directory with --dir", dir)
 	}
-	if localRunning(dir) {
-		return fmt.Errorf("refusing to reset %s: %w there; stop it first (Ctrl-C in its terminal)", dir, errLocalRunning)
+	if !looksLikeRunDir(dir) {
+		return usageErrorf("local --reset: refusing to delete %s: it holds files but none that attestd local or cluster makes (%s); name the run directory with --dir",
+			dir, strings.Join(runDirMarkers, ", "))
+	}
+	if exists(dir) {
+		// Held while deleting: a local starting meanwhile waits for nothing
+		// and is refused, rather than running on a directory going away.
+		release, err := lockRunDir(dir)
+		if errors.Is(err, errLocalRunning) {
+			return fmt.Errorf("refusing to reset %s: %w there; stop it first (Ctrl-C in its terminal)", dir, errLocalRunning)
+		}
+		if err != nil {
+			return err
+		}
+		defer release()
 	}
 	relocated, err := devstack.RelocatedDataDirs(filepath.Join(dir, "pg"))
 	if err != nil {
@@ -134,6 +148,28 @@ func resetLocal(dir string, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "deleted the demo data: %s; the next make run starts afresh\n", strings.Join(deleted, ", "))
 	return nil
+}
+
+// runDirMarkers are entries attestd local (make run) or cluster makes in
+// its run directory; a non-empty directory with none of them is not one.
+var runDirMarkers = []string{lockFileName, storesFileName, "pg", "redis", "chain", "x402", "webhook-keys", "cluster"}
+
+// looksLikeRunDir reports whether dir is missing, an empty directory, or holds one of
+// runDirMarkers: what --reset may delete (--dir ~/src may not).
+func looksLikeRunDir(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist) // missing: nothing to delete; a file or unreadable: not one
+	}
+	if len(entries) == 0 {
+		return true
+	}
+	for _, m := range runDirMarkers {
+		if _, err := os.Lstat(filepath.Join(dir, m)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // diskUsage is the total size of the regular files under path.

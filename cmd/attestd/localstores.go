@@ -81,13 +81,23 @@ func writeStoresFile(dir string, getenv func(string) string) (remove func(), err
 	return func() { os.Remove(path) }, nil
 }
 
-// readStoresFile parses a stores.env: NAME=value lines of storesVars.
+// readStoresFile parses a stores.env: NAME=value lines of storesVars. It
+// reads only a regular file of this user's, as writeStoresFile makes: not
+// a symlink, not a FIFO (whose open would block the command for good), not
+// another account's file.
 func readStoresFile(path string) (map[string]string, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.Mode().IsRegular() || (ok && int(st.Uid) != os.Getuid()) {
+		return nil, fmt.Errorf("read %s: not a regular file of this user's", path)
+	}
 	vals := map[string]string{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {

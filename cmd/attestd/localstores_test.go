@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -157,5 +158,35 @@ func TestResetRefusesTheWorkingDirectory(t *testing.T) {
 	}
 	if _, err := os.Stat(keep); err != nil {
 		t.Fatalf("the working directory lost a file: %v", err)
+	}
+}
+
+// TestResetRefusesWhatIsNotARunDirectory: --dir naming a source tree or a
+// file (none of the entries local makes) is refused and nothing is
+// deleted; a run directory is deleted.
+func TestResetRefusesWhatIsNotARunDirectory(t *testing.T) {
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	testenv.Must(t, os.Mkdir(src, 0o755), "mkdir src")
+	testenv.Must(t, os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\n"), 0o644), "write")
+	file := filepath.Join(root, "notes.txt")
+	testenv.Must(t, os.WriteFile(file, []byte("x"), 0o644), "write")
+	for _, p := range []string{src, file} {
+		var out strings.Builder
+		err := resetLocal(p, &out)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "refusing to delete") {
+			t.Errorf("reset --dir %s: %v, want a usage error refusing", p, err)
+		}
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("reset --dir %s deleted it: %v", p, err)
+		}
+	}
+	run := filepath.Join(root, "run")
+	testenv.Must(t, os.MkdirAll(filepath.Join(run, "chain"), 0o755), "mkdir run/chain")
+	var out strings.Builder
+	testenv.Must(t, resetLocal(run, &out), "reset a run directory")
+	if _, err := os.Stat(run); !os.IsNotExist(err) || !strings.Contains(out.String(), "deleted") {
+		t.Errorf("the run directory survives (%v): %s", err, out.String())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -94,7 +95,32 @@ func loadState(dir string) (savedState, bool, error) {
 	if s.Version != 1 || s.Seed == 0 {
 		return s, false, fmt.Errorf("devnet: saved chain %s: unknown version %d (delete it to start a new chain)", filepath.Join(dir, stateFile), s.Version)
 	}
+	if err := s.check(); err != nil {
+		return s, false, fmt.Errorf("devnet: saved chain %s: %w (delete it to start a new chain)", filepath.Join(dir, stateFile), err)
+	}
 	return s, true, nil
+}
+
+// check refuses what restore cannot take: keys of another length (they
+// would panic when used) and a slot with no next one.
+func (s savedState) check() error {
+	if s.Slot == math.MaxUint64 {
+		return fmt.Errorf("slot %d has no next slot", s.Slot)
+	}
+	if len(s.Faucet) != ed25519.PrivateKeySize {
+		return fmt.Errorf("faucet key of %d bytes", len(s.Faucet))
+	}
+	for k, auth := range s.Mints {
+		if len(auth) != ed25519.PrivateKeySize {
+			return fmt.Errorf("mint %s: authority key of %d bytes", k, len(auth))
+		}
+	}
+	for _, a := range s.Agents {
+		if len(a.Operator) != ed25519.PrivateKeySize || len(a.Key) != ed25519.PrivateKeySize {
+			return fmt.Errorf("agent %d: keys of %d and %d bytes", a.Index, len(a.Operator), len(a.Key))
+		}
+	}
+	return nil
 }
 
 // snapshot captures the chain for saving.

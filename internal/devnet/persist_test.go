@@ -2,6 +2,10 @@ package devnet
 
 import (
 	"context"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,5 +75,30 @@ func TestStateDirContinuesTheChain(t *testing.T) {
 	fresh, _ := start(t, Config{StateDir: t.TempDir(), SlotInterval: -1})
 	if g := genesis(fresh); g == g1 {
 		t.Fatalf("a fresh state directory has the same genesis %s", g)
+	}
+}
+
+// TestCorruptStateIsRefused: a chain.json cut short, or with keys of the
+// wrong length or the last slot, is refused with a reason naming the file,
+// never a panic or a chain at slot 0.
+func TestCorruptStateIsRefused(t *testing.T) {
+	key := `"` + base64.StdEncoding.EncodeToString(make([]byte, 64)) + `"`
+	for name, body := range map[string]string{
+		"truncated": `{"version":1,"seed":5,"slot":`,
+		"agent key": `{"version":1,"seed":5,"slot":3,"faucet":` + key + `,"agents":[{"index":0,"operator":` + key + `,"key":"AAAA"}]}`,
+		"faucet":    `{"version":1,"seed":5,"slot":3,"faucet":"AAAA"}`,
+		"last slot": `{"version":1,"seed":5,"slot":18446744073709551615,"faucet":` + key + `}`,
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, stateFile), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Start(context.Background(), Config{StateDir: dir, SlotInterval: -1, Addr: "127.0.0.1:0"})
+		if err == nil {
+			c.Close()
+			t.Errorf("%s: a corrupt chain.json was accepted", name)
+		} else if !strings.Contains(err.Error(), stateFile) {
+			t.Errorf("%s: %v, want the file named", name, err)
+		}
 	}
 }
