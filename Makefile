@@ -10,7 +10,7 @@ RACE_PKGS := ./app/... ./cache/... ./store/... ./internal/pubsub/... ./internal/
              ./apikey/... ./premium/... ./mcp/... ./client/... ./x402/... ./webhook/... ./web/...
 TEST_TIMEOUT ?= 8m
 
-.PHONY: build run reset test test-race test-plain bench fuzz vet fmt clean image cluster
+.PHONY: build run reset test test-race test-plain bench fuzz vet fmt clean image cluster answers
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/attestd
@@ -52,6 +52,16 @@ test-plain:
 
 test-race:
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(race-list)
+
+## answers: regenerate openapi/testdata/answers, one recorded answer of every operation and status that
+## the clients tests (openapi/answers_test.go, clients_test.go) validate and decode: first what
+## TestDriveEveryOperation provokes, then the first answer of every other one the packages' tests receive
+ANSWERS     ?= $(CURDIR)/openapi/testdata/answers
+ANSWER_PKGS := ./app/ ./apikey/ ./premium/ ./web/ ./webhook/ ./x402/x402fiber/ ./client/
+answers: build
+	rm -rf $(ANSWERS)
+	./$(BIN) stores -- $(GO) test -count=1 -run '^TestDriveEveryOperation$$' ./openapi -args -record -answers=$(ANSWERS)
+	ATTESTD_OPENAPI_RECORD=$(ANSWERS) ./$(BIN) stores -- $(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) $(ANSWER_PKGS)
 
 ## bench: bounded load runs on loopback (docs/performance.md)
 bench: build

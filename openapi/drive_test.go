@@ -1,0 +1,192 @@
+package openapi_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/attestd/attestd/apikey"
+	"github.com/attestd/attestd/app"
+	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/premium"
+	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/web"
+	"github.com/attestd/attestd/webhook"
+	"github.com/attestd/attestd/webhook/keyring"
+	"github.com/attestd/attestd/webhook/queue"
+	"github.com/mr-tron/base58"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	record     = flag.Bool("record", false, "write the answers TestDriveEveryOperation receives to -answers (make answers)")
+	recordInto = flag.String("answers", answersDir, "where -record writes")
+)
+
+// fullNode starts a node with every feature a node serves without
+// payments (web sign-in, keys, webhooks, premium behind keys), over env;
+// limit > 0 puts the per-IP rate limiter in front.
+func fullNode(t *testing.T, env *apptest.Env, limit int) (*apptest.Node, *apikey.Service) {
+	t.Helper()
+	wopt, err := redis.ParseURL(env.RedisURL)
+	testenv.Must(t, err, "redis url")
+	wopt.ReadTimeout, wopt.WriteTimeout = 3*time.Second, 3*time.Second
+	rdb := redis.NewClient(wopt)
+	t.Cleanup(func() { rdb.Close() })
+	spec, err := keyring.Generate("k1")
+	testenv.Must(t, err, "webhook key")
+	ring, err := keyring.Parse(spec)
+	testenv.Must(t, err, "keyring")
+	wcfg := webhook.DefaultConfig()
+	wcfg.Keys, wcfg.AllowLoopback = ring, true
+	origin, err := config.ParseOrigin("http://console.test")
+	testenv.Must(t, err, "origin")
+	var deps app.Deps
+	var keys *apikey.Service
+	node := env.StartNode(t, apptest.NodeOptions{
+		Configure: func(d *app.Deps) {
+			if limit > 0 {
+				d.Middleware = append(d.Middleware, env.NewLimiter(t, limit).Middleware())
+			}
+			deps = *d
+		},
+		Routes: func(api *app.API) {
+			site, err := web.New(web.Options{Store: deps.Store, Redis: rdb, Prefix: env.Prefix + "web:",
+				Config: web.Config{SessionTTL: time.Hour, Origin: origin}, Logger: apptest.Logger()})
+			testenv.Must(t, err, "web")
+			site.Routes(api)
+			keys, err = apikey.New(context.Background(), apikey.Options{Store: deps.Store, Logger: apptest.Logger(), Sessions: site})
+			testenv.Must(t, err, "key service")
+			keys.Routes(api)
+			hooks, err := webhook.NewAPI(webhook.APIOptions{Store: deps.Store, Queue: queue.New(rdb, env.Prefix, wcfg.Partitions),
+				Config: wcfg, Logger: apptest.Logger()})
+			testenv.Must(t, err, "webhook api")
+			hooks.Routes(api, keys.Require(apikey.RequireOptions{AllowSession: true}))
+			prem, err := premium.New(premium.Options{Store: deps.Store, Cache: deps.Cache, Logger: apptest.Logger()})
+			testenv.Must(t, err, "premium")
+			prem.Routes(api, keys.Require(apikey.RequireOptions{}))
+		},
+	})
+	t.Cleanup(keys.Close)
+	return node, keys
+}
+
+// TestDriveEveryOperation sends, to nodes with every feature, the requests
+// that provoke each documented answer the rest of the suite does not (no
+// key, a refused query, a body too large, a wallet whose account name is
+// taken, and a 429 from every operation), every answer validated by the
+// apptest client (kin-openapi and the strict validator). With -record it
+// writes them to testdata/answers (make answers, which then adds the first
+// answer of every other operation and status the suite's tests receive).
+func TestDriveEveryOperation(t *testing.T) {
+	if *record {
+		dir, err := filepath.Abs(*recordInto)
+		testenv.Must(t, err, "answers dir")
+		t.Setenv(apptest.RecordEnv, dir)
+	}
+	env := apptest.NewEnv(t, apptest.Options{Agents: 3, Attestations: 40})
+	node, keys := fullNode(t, env, 0)
+	acc, _, err := keys.Store().EnsureAccount(context.Background(), "driver")
+	testenv.Must(t, err, "account")
+	admin, err := keys.CreateWithRole(context.Background(), acc.ID, "admin", apikey.RoleAdmin)
+	testenv.Must(t, err, "admin key")
+	key := map[string]string{"x-api-key": admin.Secret}
+	agent := env.Seeded.Agents[0].PDA.String()
+
+	expect := func(r *apptest.Response, want int, what string) {
+		t.Helper()
+		if r.Status != want {
+			t.Errorf("%s: %d, want %d: %s", what, r.Status, want, r.Body)
+		}
+	}
+	// A webhook and its delivery, to aim the webhook routes at.
+	hook := node.Do(t, http.MethodPost, "/webhooks", []byte(`{"url":"http://127.0.0.1:9/hook","events":["attestation.created"]}`), key)
+	expect(hook, http.StatusCreated, "create webhook")
+	var created struct{ Data struct{ ID string } }
+	hook.JSON(t, &created)
+	wh := "/webhooks/" + created.Data.ID
+	delivery := wh + "/deliveries/msg_" + strings.Repeat("0", 32) + "/retry"
+
+	// 401: every keyed operation without a key.
+	for _, c := range []struct{ method, path, body string }{
+		{http.MethodPost, "/keys", `{"label":"x"}`}, {http.MethodGet, "/keys", ""}, {http.MethodDelete, "/keys/11111111", ""},
+		{http.MethodPost, "/webhooks", `{"url":"http://127.0.0.1:9/","events":["agent.registered"]}`}, {http.MethodGet, "/webhooks", ""},
+		{http.MethodGet, wh, ""}, {http.MethodPatch, wh, `{"active":false}`}, {http.MethodDelete, wh, ""},
+		{http.MethodGet, wh + "/deliveries", ""}, {http.MethodPost, delivery, ""}, {http.MethodPost, wh + "/verify", ""},
+		{http.MethodPost, wh + "/test", ""}, {http.MethodPost, "/auth/signout", ""}, {http.MethodGet, "/auth/session", ""},
+		{http.MethodGet, "/auth/payments", ""}, {http.MethodGet, "/premium/full-history/" + agent, ""},
+		{http.MethodGet, "/premium/forensic-report/" + agent, ""}, {http.MethodPost, "/premium/bulk-verify", `{"ids":["x"]}`},
+	} {
+		var body []byte
+		if c.body != "" {
+			body = []byte(c.body)
+		}
+		expect(node.Do(t, c.method, c.path, body, nil), http.StatusUnauthorized, c.method+" "+c.path+" without a key")
+	}
+	// 400: a query parameter no operation takes.
+	for _, p := range []string{"/stats", "/health", "/auth/nonce", "/auth/session"} {
+		expect(node.Get(t, p+"?unknown=1"), http.StatusBadRequest, p+"?unknown=1")
+	}
+	expect(node.Do(t, http.MethodPost, "/auth/signout?unknown=1", nil, nil), http.StatusBadRequest, "signout?unknown=1")
+	// 413: a PATCH body over the bound.
+	big := []byte(`{"description":"` + strings.Repeat("x", 20<<10) + `"}`)
+	expect(node.Do(t, http.MethodPatch, wh, big, key), http.StatusRequestEntityTooLarge, "PATCH a webhook with 20 KiB")
+	// 200s the rest of the suite also provokes, so that this test alone
+	// records one answer of every operation.
+	for _, p := range []string{"/health", "/stats", "/attestations?limit=2", "/agents/" + agent, "/agents/" + agent + "/stats",
+		"/auth/nonce"} {
+		expect(node.Get(t, p), http.StatusOK, p)
+	}
+	for _, p := range []string{"/keys", "/webhooks", wh, wh + "/deliveries", "/premium/full-history/" + agent + "?limit=2",
+		"/premium/forensic-report/" + agent} {
+		expect(node.Do(t, http.MethodGet, p, nil, key), http.StatusOK, p)
+	}
+	expect(node.Do(t, http.MethodPost, "/premium/bulk-verify", []byte(`{"ids":["`+agent+`","nope"]}`), key), http.StatusOK, "bulk verify")
+	expect(node.Do(t, http.MethodPost, wh+"/test", nil, key), http.StatusAccepted, "test webhook")
+
+	// 409: a wallet whose account name is taken by an account made on the
+	// CLI (without a wallet).
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	testenv.Must(t, err, "wallet")
+	wallet := base58.Encode(pub)
+	_, _, err = keys.Store().EnsureAccount(context.Background(), store.WalletAccountName(wallet))
+	testenv.Must(t, err, "account named as the wallet's")
+	var nonce struct{ Data web.NonceView }
+	node.Get(t, "/auth/nonce").JSON(t, &nonce)
+	now := time.Now().UTC().Truncate(time.Second)
+	msg := web.Message{Domain: nonce.Data.Domain, Address: wallet, Statement: nonce.Data.Statement, URI: nonce.Data.URI, Version: "1",
+		ChainID: nonce.Data.ChainID, Nonce: nonce.Data.Nonce, IssuedAt: now, ExpirationTime: now.Add(5 * time.Minute)}.String()
+	signin, _ := json.Marshal(map[string]string{"message": msg, "signature": base64.StdEncoding.EncodeToString(ed25519.Sign(priv, []byte(msg)))})
+	expect(node.Do(t, http.MethodPost, "/auth/signin", signin, nil), http.StatusConflict, "sign in as a wallet whose account name is taken")
+
+	// 429: a node limited to one request a minute, then every operation.
+	limited, _ := fullNode(t, env, 1)
+	limited.Get(t, "/stats")
+	for _, c := range []struct{ method, path string }{
+		{http.MethodGet, "/health"}, {http.MethodGet, "/stats"}, {http.MethodGet, "/attestations"}, {http.MethodGet, "/attestations/x"},
+		{http.MethodGet, "/agents/" + agent}, {http.MethodGet, "/agents/" + agent + "/stats"}, {http.MethodGet, "/openapi.json"},
+		{http.MethodPost, "/keys"}, {http.MethodGet, "/keys"}, {http.MethodDelete, "/keys/11111111"},
+		{http.MethodGet, "/auth/nonce"}, {http.MethodPost, "/auth/signin"}, {http.MethodGet, "/auth/session"},
+		{http.MethodPost, "/auth/signout"}, {http.MethodGet, "/auth/payments"},
+		{http.MethodGet, "/premium/full-history/" + agent}, {http.MethodGet, "/premium/forensic-report/" + agent},
+		{http.MethodPost, "/premium/bulk-verify"}, {http.MethodPost, "/webhooks"}, {http.MethodGet, "/webhooks"},
+		{http.MethodGet, wh}, {http.MethodPatch, wh}, {http.MethodDelete, wh}, {http.MethodGet, wh + "/deliveries"},
+		{http.MethodPost, delivery}, {http.MethodPost, wh + "/verify"}, {http.MethodPost, wh + "/test"},
+	} {
+		expect(limited.Do(t, c.method, c.path, nil, key), http.StatusTooManyRequests, c.method+" "+c.path+" over the limit")
+	}
+	if *record {
+		t.Logf("recorded into %s", os.Getenv(apptest.RecordEnv))
+	}
+}
