@@ -75,6 +75,14 @@ const client = createClient<paths>({
 			r.Method, r.Path, r.Status, r.ContentType, body, pj)
 	}
 	prog.WriteString(`
+// The example of docs/clients.md, compiled (not called).
+export async function example(): Promise<void> {
+  const api = createClient<paths>({ baseUrl: "http://127.0.0.1:8080/api/v1", headers: { "x-api-key": "atst_..." } });
+  const { data, error } = await api.GET("/agents/{agentId}", { params: { path: { agentId: "..." } } });
+  if (data) console.log(data.data.revokedAt ?? "not revoked"); // string | null
+  else console.error(error.error.code);                      // the error envelope
+}
+
 let decoded = 0;
 for (const a of answers) {
   current = a;
