@@ -172,7 +172,9 @@ func TestPaymentRequired(t *testing.T) {
 		c.Status(http.StatusPaymentRequired).Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 		return c.SendString(instructions)
 	})
-	_, err := newClient(t, node.URL).BulkVerify(ctx(t), []string{unknownPDA})
+	// The 402 is a double's (partial instructions), not the node's: around
+	// the validating transport.
+	_, err := newClient(t, node.URL, client.WithHTTPClient(http.DefaultClient)).BulkVerify(ctx(t), []string{unknownPDA})
 	e, ok := client.AsAPIError(err)
 	if !ok || e.Status != 402 || e.Code != "PAYMENT_REQUIRED" || !strings.Contains(e.Message, "x-api-key") || !strings.Contains(string(e.Body), `"x402Version":2`) {
 		t.Fatalf("got %T %v %+v", err, err, e)

@@ -140,6 +140,11 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // connect serves cfg's tools to an in-memory client session.
 func connect(t *testing.T, cfg mcp.Config) *mcpsdk.ClientSession {
 	t.Helper()
+	if cfg.HTTPClient == nil {
+		// Every answer the tools receive is validated against the OpenAPI
+		// document on its way.
+		cfg.HTTPClient = &http.Client{Transport: apptest.Transport(t, nil)}
+	}
 	srv, err := mcp.New(cfg)
 	testenv.Must(t, err, "mcp.New")
 	ctx, cancel := context.WithCancel(context.Background())

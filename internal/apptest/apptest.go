@@ -162,6 +162,8 @@ func (e *Env) StartNode(t testing.TB, opt NodeOptions) *Node {
 		st.Close()
 	})
 	root := "http://" + ln.Addr().String()
+	nodeHosts.Store(ln.Addr().String(), true)
+	t.Cleanup(func() { nodeHosts.Delete(ln.Addr().String()) })
 	return &Node{URL: root + app.Prefix, Root: root, API: a, Store: st, Cache: c, Redis: rdb, Reg: reg, prefix: e.Prefix}
 }
 

@@ -236,3 +236,42 @@ func firstLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// nodeHosts holds the host:port of every node StartNode started.
+var nodeHosts sync.Map
+
+// Transport returns an http.RoundTripper (over next, or a default one when
+// nil) that validates every exchange with a node StartNode started as Do
+// does (answers of other servers, test doubles, pass unchecked), for tests whose requests
+// go through a client of their own (the Go client, the MCP server): every
+// answer a test receives is checked against the document, whoever asks.
+// A failed round trip is returned as is.
+func Transport(t testing.TB, next http.RoundTripper) http.RoundTripper {
+	if next == nil {
+		next = httpClient.Transport
+	}
+	return validating{t: t, next: next}
+}
+
+type validating struct {
+	t    testing.TB
+	next http.RoundTripper
+}
+
+func (v validating) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := v.next.RoundTrip(req)
+	if err != nil {
+		return res, err
+	}
+	if _, ours := nodeHosts.Load(req.URL.Host); !ours {
+		return res, nil // a double of the outside world, not an attestd node
+	}
+	b, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	res.Body = io.NopCloser(bytes.NewReader(b))
+	if err != nil {
+		return res, nil // the caller reads what came and sees the cut
+	}
+	Validate(v.t, req, &Response{Status: res.StatusCode, Header: res.Header, Body: b})
+	return res, nil
+}
