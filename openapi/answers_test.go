@@ -163,3 +163,47 @@ func TestRecordedAnswersValidWithAjv(t *testing.T) {
 		t.Errorf("answers invalid under openapi-response-validator:\n%s", out)
 	}
 }
+
+// TestStrictValidatorRefusesWhatClientsRefuse mutates recorded answers the
+// way a wrong document would let through, and checks that the strict
+// validator refuses each, and accepts the nulls the document declares.
+func TestStrictValidatorRefusesWhatClientsRefuse(t *testing.T) {
+	byName := map[string]apptest.Recording{}
+	for _, r := range loadAnswers(t) {
+		byName[apptest.RecordingName(r.OperationID, r.Status)] = r
+	}
+	for _, c := range []struct {
+		name, file string
+		mutate     func(body map[string]any)
+		valid      bool
+	}{
+		{"revokedAt null", "getAgent.200.json", func(b map[string]any) { b["data"].(map[string]any)["revokedAt"] = nil }, true},
+		{"revokedAt a time", "getAgent.200.json", func(b map[string]any) { b["data"].(map[string]any)["revokedAt"] = "2026-11-24T10:00:00Z" }, true},
+		{"revokedAt not a time", "getAgent.200.json", func(b map[string]any) { b["data"].(map[string]any)["revokedAt"] = "yesterday" }, false},
+		{"revokedAt a time with an offset", "getAgent.200.json", func(b map[string]any) { b["data"].(map[string]any)["revokedAt"] = "2026-11-24T10:00:00+01:00" }, false},
+		{"revoked null", "getAgent.200.json", func(b map[string]any) { b["data"].(map[string]any)["revoked"] = nil }, false},
+		{"a field the document does not list", "getAgent.200.json", func(b map[string]any) { b["data"].(map[string]any)["extra"] = 1 }, false},
+		{"a required field missing", "getAgent.200.json", func(b map[string]any) { delete(b["data"].(map[string]any), "revokedAt") }, false},
+		{"bulk reason null", "bulkVerify.200.json", func(b map[string]any) { item(b)["reason"] = nil }, true},
+		{"bulk reason unknown", "bulkVerify.200.json", func(b map[string]any) { item(b)["reason"] = "expired" }, false},
+		{"bulk actionType null", "bulkVerify.200.json", func(b map[string]any) { item(b)["actionType"] = nil }, true},
+		{"bulk actionType unknown", "bulkVerify.200.json", func(b map[string]any) { item(b)["actionType"] = "Nope" }, false},
+		{"bulk timestamp null", "bulkVerify.200.json", func(b map[string]any) { item(b)["timestamp"] = nil }, true},
+		{"health status unknown", "getHealth.200.json", func(b map[string]any) { b["status"] = "fine" }, false},
+	} {
+		r, ok := byName[c.file]
+		if !ok {
+			t.Fatalf("no recording %s", c.file)
+		}
+		var body map[string]any
+		testenv.Must(t, json.Unmarshal(r.Body, &body), "decode %s", c.file)
+		c.mutate(body)
+		b, err := json.Marshal(body)
+		testenv.Must(t, err, "encode")
+		if err := openapi.ValidateAnswer(r.Method, r.Path, r.Status, b); (err == nil) != c.valid {
+			t.Errorf("%s: valid %v, want %v (%v)", c.name, err == nil, c.valid, err)
+		}
+	}
+}
+
+func item(b map[string]any) map[string]any { return b["data"].([]any)[0].(map[string]any) }
