@@ -34,6 +34,9 @@ var (
 	recordInto = flag.String("answers", answersDir, "where -record writes")
 )
 
+// The limits of the driven node, low so that their 409s are reached.
+const maxKeys, maxWebhooks = 4, 3
+
 // fullNode starts a node with every feature a node serves without
 // payments (web sign-in, keys, webhooks, premium behind keys), over env;
 // limit > 0 puts the per-IP rate limiter in front.
@@ -50,6 +53,7 @@ func fullNode(t *testing.T, env *apptest.Env, limit int) (*apptest.Node, *apikey
 	testenv.Must(t, err, "keyring")
 	wcfg := webhook.DefaultConfig()
 	wcfg.Keys, wcfg.AllowLoopback = ring, true
+	wcfg.MaxPerAccount = maxWebhooks
 	origin, err := config.ParseOrigin("http://console.test")
 	testenv.Must(t, err, "origin")
 	var deps app.Deps
@@ -66,7 +70,8 @@ func fullNode(t *testing.T, env *apptest.Env, limit int) (*apptest.Node, *apikey
 				Config: web.Config{SessionTTL: time.Hour, Origin: origin}, Logger: apptest.Logger()})
 			testenv.Must(t, err, "web")
 			site.Routes(api)
-			keys, err = apikey.New(context.Background(), apikey.Options{Store: deps.Store, Logger: apptest.Logger(), Sessions: site})
+			keys, err = apikey.New(context.Background(), apikey.Options{Store: deps.Store, Logger: apptest.Logger(), Sessions: site,
+				MaxActiveKeys: maxKeys})
 			testenv.Must(t, err, "key service")
 			keys.Routes(api)
 			hooks, err := webhook.NewAPI(webhook.APIOptions{Store: deps.Store, Queue: queue.New(rdb, env.Prefix, wcfg.Partitions),
@@ -155,6 +160,10 @@ func TestDriveEveryOperation(t *testing.T) {
 	expect(node.Do(t, http.MethodPost, "/premium/bulk-verify", []byte(`{"ids":["`+agent+`","nope"]}`), key), http.StatusOK, "bulk verify")
 	expect(node.Do(t, http.MethodPost, wh+"/test", nil, key), http.StatusAccepted, "test webhook")
 
+	// Every other documented answer but the x402 ones (x402fiber's tests)
+	// and the 5xx, operation by operation.
+	driveTheRest(t, node, keys, acc.ID, admin.Secret, agent, env.Seeded.Agents[1].PDA.String())
+
 	// 409: a wallet whose account name is taken by an account made on the
 	// CLI (without a wallet).
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
@@ -189,4 +198,166 @@ func TestDriveEveryOperation(t *testing.T) {
 	if *record {
 		t.Logf("recorded into %s", os.Getenv(apptest.RecordEnv))
 	}
+}
+
+// driveTheRest provokes, on node, the 2xx, 304 and 4xx answers of every
+// operation that TestDriveEveryOperation does not provoke itself.
+func driveTheRest(t *testing.T, node *apptest.Node, keys *apikey.Service, account int64, adminKey, agent, other string) {
+	t.Helper()
+	read, err := keys.CreateWithRole(context.Background(), account, "read", apikey.RoleRead)
+	testenv.Must(t, err, "read key")
+	admin := map[string]string{"x-api-key": adminKey}
+	reader := map[string]string{"x-api-key": read.Secret}
+	send := func(method, path string, body []byte, hdr map[string]string, want int) *apptest.Response {
+		t.Helper()
+		r := node.Do(t, method, path, body, hdr)
+		if r.Status != want {
+			t.Errorf("%s %s: %d, want %d: %.300s", method, path, r.Status, want, r.Body)
+		}
+		return r
+	}
+	with := func(h map[string]string, k, v string) map[string]string {
+		out := map[string]string{k: v}
+		for a, b := range h {
+			out[a] = b
+		}
+		return out
+	}
+	// Public reads: 200, then 304 with the ETag, 400 and 404.
+	var page struct{ Data []struct{ PDA string } }
+	send(http.MethodGet, "/attestations?limit=1", nil, nil, http.StatusOK).JSON(t, &page)
+	if len(page.Data) == 0 {
+		t.Fatal("no attestation to aim at")
+	}
+	unknown := "11111111111111111111111111111112"
+	for _, p := range []string{"/stats", "/attestations?limit=1", "/attestations/" + page.Data[0].PDA, "/agents/" + agent,
+		"/agents/" + agent + "/stats", "/openapi.json"} {
+		r := send(http.MethodGet, p, nil, nil, http.StatusOK)
+		send(http.MethodGet, p, nil, map[string]string{"If-None-Match": r.Header.Get("ETag")}, http.StatusNotModified)
+	}
+	for _, p := range []string{"/attestations?limit=0", "/attestations/not-an-id", "/agents/not-an-id", "/agents/not-an-id/stats"} {
+		send(http.MethodGet, p, nil, nil, http.StatusBadRequest)
+	}
+	for _, p := range []string{"/attestations/" + unknown, "/agents/" + unknown, "/agents/" + unknown + "/stats"} {
+		send(http.MethodGet, p, nil, nil, http.StatusNotFound)
+	}
+	// Premium: 400, 404, 413, 415, 422.
+	send(http.MethodGet, "/premium/full-history/"+agent+"?limit=0", nil, admin, http.StatusBadRequest)
+	send(http.MethodGet, "/premium/forensic-report/"+agent+"?from=x", nil, admin, http.StatusBadRequest)
+	send(http.MethodGet, "/premium/full-history/"+unknown, nil, admin, http.StatusNotFound)
+	send(http.MethodGet, "/premium/forensic-report/"+unknown, nil, admin, http.StatusNotFound)
+	send(http.MethodPost, "/premium/bulk-verify", []byte(`{"ids":"x"}`), admin, http.StatusBadRequest)
+	send(http.MethodPost, "/premium/bulk-verify", []byte(`{"ids":[]}`), admin, http.StatusUnprocessableEntity)
+	send(http.MethodPost, "/premium/bulk-verify", []byte(`{"ids":["`+strings.Repeat("x", 300<<10)+`"]}`), admin, http.StatusRequestEntityTooLarge)
+	send(http.MethodPost, "/premium/bulk-verify", []byte(`ids=x`), with(admin, "Content-Type", "text/plain"), http.StatusUnsupportedMediaType)
+
+	// Keys: 201, 200, 204, 400, 403 (a read key), 404, 409 (the limit), 413, 415.
+	var made struct{ Data struct{ Prefix string } }
+	send(http.MethodPost, "/keys", []byte(`{"label":"driven"}`), admin, http.StatusCreated).JSON(t, &made)
+	send(http.MethodGet, "/keys", nil, admin, http.StatusOK)
+	send(http.MethodGet, "/keys?limit=0", nil, admin, http.StatusBadRequest)
+	send(http.MethodGet, "/keys", nil, reader, http.StatusForbidden)
+	send(http.MethodPost, "/keys", []byte(`{"label":"x"}`), reader, http.StatusForbidden)
+	send(http.MethodDelete, "/keys/"+made.Data.Prefix, nil, reader, http.StatusForbidden)
+	send(http.MethodPost, "/keys", []byte(`{"label":5}`), admin, http.StatusBadRequest)
+	send(http.MethodPost, "/keys", []byte(`{"label":"`+strings.Repeat("x", 64<<10)+`"}`), admin, http.StatusRequestEntityTooLarge)
+	send(http.MethodPost, "/keys", []byte(`label=x`), with(admin, "Content-Type", "text/plain"), http.StatusUnsupportedMediaType)
+	send(http.MethodDelete, "/keys/not-a-prefix", nil, admin, http.StatusBadRequest)
+	send(http.MethodDelete, "/keys/11111111", nil, admin, http.StatusNotFound)
+	send(http.MethodDelete, "/keys/"+made.Data.Prefix, nil, admin, http.StatusNoContent)
+	for i := 0; i < maxKeys; i++ { // the admin and read keys count: the limit is met on the way
+		if r := node.Do(t, http.MethodPost, "/keys", []byte(`{"label":"fill"}`), admin); r.Status == http.StatusConflict {
+			break
+		}
+	}
+	send(http.MethodPost, "/keys", []byte(`{"label":"one too many"}`), admin, http.StatusConflict)
+
+	// Webhooks: 200, 202, 204, 400, 403, 404, 409, 413, 415.
+	var hook struct{ Data struct{ ID string } }
+	send(http.MethodPost, "/webhooks", []byte(`{"url":"http://127.0.0.1:9/a","events":["agent.revoked"]}`), admin, http.StatusCreated).JSON(t, &hook)
+	wh := "/webhooks/" + hook.Data.ID
+	none := "/webhooks/wh_" + strings.Repeat("0", 24)
+	send(http.MethodPatch, wh, []byte(`{"description":"driven"}`), admin, http.StatusOK)
+	var queued struct{ Data struct{ DeliveryID string } }
+	send(http.MethodPost, wh+"/test", nil, admin, http.StatusAccepted).JSON(t, &queued)
+	retry := wh + "/deliveries/" + queued.Data.DeliveryID + "/retry"
+	send(http.MethodPost, retry, nil, admin, http.StatusAccepted)
+	send(http.MethodPost, wh+"/verify", nil, admin, http.StatusAccepted)
+	for _, c := range []struct{ method, path string }{
+		{http.MethodGet, "/webhooks?limit=0"}, {http.MethodGet, wh + "?x=1"}, {http.MethodDelete, wh + "?x=1"},
+		{http.MethodGet, wh + "/deliveries?limit=0"}, {http.MethodPost, wh + "/deliveries/msg_x/retry"},
+		{http.MethodPost, wh + "/verify?x=1"}, {http.MethodPost, wh + "/test?x=1"},
+	} {
+		send(c.method, c.path, nil, admin, http.StatusBadRequest)
+	}
+	send(http.MethodPost, "/webhooks", []byte(`{"url":5}`), admin, http.StatusBadRequest)
+	send(http.MethodPatch, wh, []byte(`{"active":"yes"}`), admin, http.StatusBadRequest)
+	for _, c := range []struct{ method, path string }{
+		{http.MethodGet, "/webhooks"}, {http.MethodGet, wh}, {http.MethodPatch, wh}, {http.MethodDelete, wh},
+		{http.MethodGet, wh + "/deliveries"}, {http.MethodPost, retry}, {http.MethodPost, wh + "/verify"},
+		{http.MethodPost, wh + "/test"}, {http.MethodPost, "/webhooks"},
+	} {
+		var body []byte
+		if c.method == http.MethodPatch || c.path == "/webhooks" && c.method == http.MethodPost {
+			body = []byte(`{"description":"x"}`)
+		}
+		send(c.method, c.path, body, reader, http.StatusForbidden)
+	}
+	for _, c := range []struct{ method, path string }{
+		{http.MethodGet, none}, {http.MethodPatch, none}, {http.MethodDelete, none}, {http.MethodGet, none + "/deliveries"},
+		{http.MethodPost, none + "/deliveries/" + queued.Data.DeliveryID + "/retry"}, {http.MethodPost, none + "/verify"},
+		{http.MethodPost, none + "/test"},
+	} {
+		var body []byte
+		if c.method == http.MethodPatch {
+			body = []byte(`{"description":"x"}`)
+		}
+		send(c.method, c.path, body, admin, http.StatusNotFound)
+	}
+	send(http.MethodPost, "/webhooks", []byte(`{"description":"`+strings.Repeat("x", 20<<10)+`"}`), admin, http.StatusRequestEntityTooLarge)
+	send(http.MethodPost, "/webhooks", []byte(`url=x`), with(admin, "Content-Type", "text/plain"), http.StatusUnsupportedMediaType)
+	send(http.MethodPatch, wh, []byte(`url=x`), with(admin, "Content-Type", "text/plain"), http.StatusUnsupportedMediaType)
+	send(http.MethodPatch, wh, []byte(`{"active":false}`), admin, http.StatusOK)
+	send(http.MethodPost, retry, nil, admin, http.StatusConflict) // an inactive webhook
+	send(http.MethodDelete, wh, nil, admin, http.StatusNoContent)
+	for i := 0; i < maxWebhooks+1; i++ {
+		if r := node.Do(t, http.MethodPost, "/webhooks", []byte(`{"url":"http://127.0.0.1:9/f","events":["agent.revoked"]}`), admin); r.Status == http.StatusConflict {
+			break
+		}
+	}
+	send(http.MethodPost, "/webhooks", []byte(`{"url":"http://127.0.0.1:9/g","events":["agent.revoked"]}`), admin, http.StatusConflict)
+
+	// Sign-in: 200, 400, 401, 413, 415; then the session's 200s and 204, and a 403 without the CSRF token.
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	testenv.Must(t, err, "wallet")
+	wallet := base58.Encode(pub)
+	var nonce struct{ Data web.NonceView }
+	node.Get(t, "/auth/nonce").JSON(t, &nonce)
+	now := time.Now().UTC().Truncate(time.Second)
+	msg := web.Message{Domain: nonce.Data.Domain, Address: wallet, Statement: nonce.Data.Statement, URI: nonce.Data.URI, Version: "1",
+		ChainID: nonce.Data.ChainID, Nonce: nonce.Data.Nonce, IssuedAt: now, ExpirationTime: now.Add(5 * time.Minute)}.String()
+	signed := func(sig []byte) []byte {
+		b, _ := json.Marshal(map[string]string{"message": msg, "signature": base64.StdEncoding.EncodeToString(sig)})
+		return b
+	}
+	send(http.MethodPost, "/auth/signin", []byte(`{"message":5}`), nil, http.StatusBadRequest)
+	send(http.MethodPost, "/auth/signin", signed(make([]byte, 64)), nil, http.StatusUnauthorized)
+	send(http.MethodPost, "/auth/signin", []byte(`{"message":"`+strings.Repeat("x", 64<<10)+`"}`), nil, http.StatusRequestEntityTooLarge)
+	send(http.MethodPost, "/auth/signin", []byte(`message=x`), map[string]string{"Content-Type": "text/plain"}, http.StatusUnsupportedMediaType)
+	in := send(http.MethodPost, "/auth/signin", signed(ed25519.Sign(priv, []byte(msg))), nil, http.StatusOK)
+	var session struct{ Data web.SessionView }
+	in.JSON(t, &session)
+	var cookie string
+	for _, c := range (&http.Response{Header: in.Header}).Cookies() {
+		if c.Name == web.CookieName {
+			cookie = c.Name + "=" + c.Value
+		}
+	}
+	browser := map[string]string{"Cookie": cookie}
+	send(http.MethodGet, "/auth/session", nil, browser, http.StatusOK)
+	send(http.MethodGet, "/auth/payments", nil, browser, http.StatusOK)
+	send(http.MethodGet, "/auth/payments?limit=0", nil, browser, http.StatusBadRequest)
+	send(http.MethodPost, "/auth/signout", nil, browser, http.StatusForbidden)
+	send(http.MethodPost, "/auth/signout", nil, with(browser, web.CSRFHeader, session.Data.CSRFToken), http.StatusNoContent)
+	_ = other
 }
