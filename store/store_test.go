@@ -291,7 +291,14 @@ func TestEveryReadIsAnIndexScan(t *testing.T) {
 		stmt{"summarise agent", sumQ, sumArgs},
 		stmt{"recent of agent", recentSQL, []any{"agent7"}},
 		stmt{"known transactions", knownTransactionsSQL, []any{[]string{"tx5", "tx19999", "nope"}}},
+		stmt{"first activity", firstActivitySQL, []any{""}},
 	)
+	agentsQ, agentsArgs := listAgentsSQL(AgentFilter{Limit: 100})
+	agentsCurQ, agentsCurArgs := listAgentsSQL(AgentFilter{Limit: 100, After: &AgentCursor{ActivityAt: day, PDA: "agent5"}})
+	actQ, actArgs := activitySQL("", longAgo, now)
+	agentActQ, agentActArgs := activitySQL("agent7", longAgo, now)
+	stmts = append(stmts, stmt{"list agents", agentsQ, agentsArgs}, stmt{"list agents after a cursor", agentsCurQ, agentsCurArgs},
+		stmt{"activity", actQ, actArgs}, stmt{"agent activity", agentActQ, agentActArgs})
 	// The forensic report of an agent over 90 days, and the write path's
 	// search for repeated hashes.
 	period := Range{From: &longAgo, To: &day}
