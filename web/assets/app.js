@@ -1,11 +1,11 @@
 // The single page: a hash router over the explorer and the console. Every
 // view reads the public API at /api/v1; nothing is loaded from elsewhere.
-import { listView, attestationView, agentView, statsView } from "./explorer.js";
+import { listView, attestationView, agentView, agentsView, statsView } from "./explorer.js";
 import { consoleView } from "./console.js";
 import { el } from "./util.js";
 
 const main = document.getElementById("main");
-let stop = null; // the current view's cleanup (stops polling)
+let stop = null; // the current view's cleanup (closes the live stream)
 
 // route parses location.hash: "#/path?query".
 export function route() {
@@ -21,7 +21,8 @@ async function render() {
   const r = route();
   for (const a of document.querySelectorAll("nav a")) {
     const target = a.getAttribute("href");
-    const current = target === "#/" + (r.parts[0] || "") || (target === "#/" && ["attestation", "agent"].includes(r.parts[0]));
+    const current = target === "#/" + (r.parts[0] || "") || (target === "#/" && r.parts[0] === "attestation") ||
+      (target === "#/agents" && r.parts[0] === "agent");
     if (current) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
   }
   main.replaceChildren();
@@ -30,6 +31,7 @@ async function render() {
       case "": stop = await listView(main, r.params); break;
       case "attestation": stop = await attestationView(main, r.parts[1] || ""); break;
       case "agent": stop = await agentView(main, r.parts[1] || ""); break;
+      case "agents": stop = await agentsView(main, r.params); break;
       case "stats": stop = await statsView(main); break;
       case "console": stop = await consoleView(main); break;
       default: main.append(el("h1", {}, "Not found"), el("p", {}, "No page here. ", el("a", { href: "#/" }, "Back to the explorer")));
@@ -40,4 +42,6 @@ async function render() {
 }
 
 window.addEventListener("hashchange", () => { render(); main.focus(); });
+// The skip link moves focus to the content without touching the route.
+document.querySelector(".skip").addEventListener("click", (e) => { e.preventDefault(); main.focus(); });
 render();
