@@ -110,6 +110,11 @@ func (b *browser) shootWidth(t *testing.T, what string, width int64) {
 	testenv.Must(t, err, "screenshot of %s", what)
 	name := fmt.Sprintf("%s-%d.png", strings.NewReplacer(" ", "-", "/", "-").Replace(what), width)
 	testenv.Must(t, os.WriteFile(filepath.Join(dir, name), png, 0o644), "write %s", name)
+	// The first screen alone, at full size, for a person to read.
+	png, err = chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+	testenv.Must(t, err, "screenshot of %s", what)
+	name = fmt.Sprintf("%s-%d-screen.png", strings.NewReplacer(" ", "-", "/", "-").Replace(what), width)
+	testenv.Must(t, os.WriteFile(filepath.Join(dir, name), png, 0o644), "write %s", name)
 }
 
 // explorerPage is a page of the explorer and what says it has rendered.
@@ -330,7 +335,7 @@ func TestBrowserLiveStream(t *testing.T) {
 	res.Body.Close()
 	cancel()
 	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
-		t.Fatalf("GET /api/v1/attestations/stream answers %d %q, not a text/event-stream: the stream endpoint is not on this branch (it lands with the stream work of issue 23)",
+		t.Fatalf("GET /api/v1/attestations/stream answers %d %q, not a text/event-stream: the stream endpoint is not on this branch (without it the path falls to GET /attestations/:id, 400; it lands with the stream work of issue 23)",
 			res.StatusCode, res.Header.Get("Content-Type"))
 	}
 

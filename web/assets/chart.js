@@ -1,14 +1,15 @@
 // Charts drawn as SVG from API figures: no library.
 import { el, actionTypes, typeColors, num } from "./util.js";
 
-// barChart draws one bar per {label, value}.
-export function barChart(title, rows) {
-  const w = 640, rowH = 28, left = 140, h = rows.length * rowH + 8;
+// barChart draws one bar per {label, value}, w user units wide (the width
+// it is shown at, so its text keeps its size).
+export function barChart(title, rows, w = 640) {
+  const rowH = 28, left = 128, h = rows.length * rowH + 8;
   const max = Math.max(1, ...rows.map((r) => r.value));
   const svg = el("svg", { viewBox: `0 0 ${w} ${h}`, width: "100%", role: "img", "aria-label": title, class: "bars" });
   svg.append(el("title", {}, title));
   rows.forEach((r, i) => {
-    const y = 4 + i * rowH, bw = Math.round(((w - left - 90) * r.value) / max);
+    const y = 4 + i * rowH, bw = Math.round(((w - left - 70) * r.value) / max);
     svg.append(el("text", { x: 0, y: y + 17 }, r.label));
     svg.append(el("rect", { x: left, y, width: Math.max(bw, 1), height: rowH - 8, fill: r.color || typeColors[0], rx: 2 }));
     svg.append(el("text", { x: left + bw + 6, y: y + 17, "data-bar": r.label, "data-value": r.value }, num(r.value)));

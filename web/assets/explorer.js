@@ -198,6 +198,9 @@ function rangeQuery(key) {
   return key === "24h" ? "bucket=hour" : key === "7d" ? "bucket=hour&from=" + ago(7) : key === "30d" ? "bucket=day&from=" + ago(30) : "bucket=day";
 }
 
+// chartWidth is the width a chart is drawn at: the content's, 300 to 960.
+function chartWidth(main) { return Math.max(300, Math.min(960, main.clientWidth - 10)); }
+
 function ago(days) { return new Date(Date.now() - days * 86400e3).toISOString().slice(0, 13) + ":00:00Z"; }
 
 // activityChart draws the series of path (an activity route) with a range
@@ -216,7 +219,7 @@ function activityChart(main, path, title) {
       const rows = s.series.map((p) => ({ label: day ? p.at.slice(0, 10) : p.at.slice(5, 13).replace("T", " ") + "h", counts: p.byType, total: p.total }));
       const sum = s.series.reduce((n, p) => n + p.total, 0);
       const peak = s.series.reduce((m, p) => (p.total > m.total ? p : m), { total: -1 });
-      box.replaceChildren(stackedTimeline(`${title}, ${r[1]}, per ${s.bucket}`, rows, Math.max(300, Math.min(960, main.clientWidth - 8))));
+      box.replaceChildren(stackedTimeline(`${title}, ${r[1]}, per ${s.bucket}`, rows, chartWidth(main)));
       note.textContent = `${num(sum)} attestations from ${exact(s.from)} to ${exact(s.to)}, per ${s.bucket}` +
         (peak.total > 0 ? `; busiest ${s.bucket}: ${day ? peak.at.slice(0, 10) : exact(peak.at)} with ${num(peak.total)}.` : ".");
       box.dataset.total = String(sum);
@@ -253,7 +256,7 @@ export async function agentView(main, id) {
     el("p", { class: "muted" }, "First attestation ", when(s.firstAttestationAt), ", last ", when(s.lastAttestationAt), "."),
     el("h2", {}, "Activity over time"), ...chart.nodes,
     el("h2", {}, "All attestations by action type"),
-    barChart("Attestations by action type", actionTypes.map((t, i) => ({ label: t, value: s.byType[t], color: typeColors[i] }))),
+    barChart("Attestations by action type", actionTypes.map((t, i) => ({ label: t, value: s.byType[t], color: typeColors[i] })), chartWidth(main)),
     el("p", {}, el("a", { href: "#/?agent=" + enc }, "Browse this agent's attestations")));
   await chart.show("all");
   return null;
@@ -292,7 +295,7 @@ export async function statsView(main) {
       card("Last 24 h", s.last24h, "last24h"), card("Indexed slot", s.indexedSlot, "indexedSlot")),
     el("h2", {}, "Activity over time"), ...chart.nodes,
     el("h2", {}, "Attestations by action type"),
-    barChart("Attestations by action type", actionTypes.map((t, i) => ({ label: t, value: s.byType[t], color: typeColors[i] }))));
+    barChart("Attestations by action type", actionTypes.map((t, i) => ({ label: t, value: s.byType[t], color: typeColors[i] })), chartWidth(main)));
   await chart.show("7d");
   return null;
 }
