@@ -120,7 +120,7 @@ func (a *API) listAgents(c *fiber.Ctx) error {
 
 // Bounds of an activity series: at most this span per bucket size.
 const (
-	MaxHourSpan = 31 * 24 * time.Hour    // 744 hourly buckets
+	MaxHourSpan = 31 * 24 * time.Hour   // 744 hourly buckets
 	MaxDaySpan  = 3660 * 24 * time.Hour // 3660 daily buckets (about ten years)
 )
 

@@ -240,7 +240,9 @@ func TestBrowserPaging(t *testing.T) {
 			}
 		}
 	}
-	first := func(pda any) string { return fmt.Sprintf(`document.querySelector("#att-rows tr[data-pda]") && document.querySelector("#att-rows tr[data-pda]").dataset.pda === %q`, pda) }
+	first := func(pda any) string {
+		return fmt.Sprintf(`document.querySelector("#att-rows tr[data-pda]") && document.querySelector("#att-rows tr[data-pda]").dataset.pda === %q`, pda)
+	}
 	b.do(t, "open the explorer", chromedp.Navigate(n.root+"/"))
 	b.waitFor(t, "page 1", first(p1.Data[0]["pda"]), 20*time.Second)
 	same("page 1", p1.Data)
