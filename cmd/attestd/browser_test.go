@@ -476,6 +476,17 @@ func TestBrowserConsole(t *testing.T) {
 		t.Error("the console shows no payments table")
 	}
 	b.checkPage(t, "console")
+	// Signed in, with a key, a webhook and its log: the console fits every
+	// width and axe-core finds no serious or critical violation.
+	src := axeSource(t)
+	for _, w := range widths {
+		b.do(t, "viewport", chromedp.EmulateViewport(w, 900))
+		what := fmt.Sprintf("signed-in console at %d px", w)
+		b.fits(t, what)
+		b.axe(t, src, what)
+		b.shootWidth(t, "signed-in-console", w)
+	}
+	b.do(t, "viewport back", chromedp.EmulateViewport(1200, 900))
 	// Pause it.
 	b.do(t, "pause the webhook", chromedp.Click(chromedp.CSS(fmt.Sprintf("button[data-toggle=%q]", hook))))
 	b.waitFor(t, "paused", fmt.Sprintf(`document.querySelector('#hook-rows tr[data-hook=%q] td[data-state=paused]')`, hook), 10*time.Second)
