@@ -197,6 +197,19 @@ func TestBrowserVerifyBox(t *testing.T) {
 		t.Error("an attestation without a published payload offers a sample")
 	}
 
+	// Copy buttons: reached by keyboard, they copy the whole value and say
+	// so through the live region. (The clipboard is recorded in the page:
+	// headless Chromium grants no clipboard.)
+	eval[bool](t, b, `Object.defineProperty(navigator, "clipboard", {value: {writeText: async (t) => { window.__copied = t; }}}); true`)
+	b.do(t, "copy the action hash by keyboard", chromedp.Focus(chromedp.CSS(`button[aria-label="Copy action hash"]`)), chromedp.KeyEvent("\r"))
+	b.waitFor(t, "copied", `document.getElementById("announcer").textContent === "Copied action hash"`, 5*time.Second)
+	if got := eval[string](t, b, `window.__copied`); got != fmt.Sprintf("%x", recs[0].ActionHash) {
+		t.Errorf("the copy button copied %q", got)
+	}
+	if n := eval[int](t, b, `document.querySelectorAll("button.copy").length`); n < 6 {
+		t.Errorf("the attestation page has %d copy buttons, want one per id and hash (6)", n)
+	}
+
 	// A seeded attestation whose payload is published: the page offers it,
 	// and it matches.
 	if len(n.env.Seeded.Samples) == 0 {
