@@ -117,7 +117,13 @@ export async function listView(main, params) {
       if (tr) { tr.remove(); total = Math.max(0, total - 1); say("live"); }
     },
     state(s) { say(s); },
-  });
+  }, page.data.length ? cursorOf(page.data[0]) : "");
+}
+
+// cursorOf is an attestation's list cursor (what the API's nextCursor and
+// the stream's event ids are): base64url of "unix.slot.pda".
+function cursorOf(a) {
+  return btoa(`${Math.floor(Date.parse(a.timestamp) / 1000)}.${a.slot}.${a.pda}`).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
 function field(label, input) {

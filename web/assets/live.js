@@ -5,8 +5,12 @@
 // the last id seen (?after=), waiting longer each time (2 s doubling to
 // 60 s). No polling: one connection per tab, one request against the
 // rate limit per (re)connection.
-export function liveStream(filters, on) {
-  let es = null, lastId = "", timer = null, wait = 2000, stopped = false;
+//
+// since is the list cursor of the newest attestation already shown: the
+// stream starts after it, so none that landed between the list's fetch
+// and the stream's opening is missed.
+export function liveStream(filters, on, since = "") {
+  let es = null, lastId = since, timer = null, wait = 2000, stopped = false;
   const connect = () => {
     if (stopped) return;
     const q = new URLSearchParams(filters);
