@@ -128,13 +128,17 @@ type Activity struct {
 	Series   []ActivityPoint  `json:"series"`
 }
 
-// activitySQL reads the hourly counter rows of agent ("": all agents), per
-// type and all types, in [from, to): a range scan of the counters' key
-// per type.
-func activitySQL(agent string, from, to time.Time) (string, []any) {
+// activitySQL reads the counter rows of agent ("": all agents), per type
+// and all types, in [from, to): attestation_hours by hour, attestation_days
+// by day; a range scan of the counters' key per type.
+func activitySQL(agent string, from, to time.Time, bucket string) (string, []any) {
 	var a args
-	return `SELECT action_type, hour, n FROM attestation_hours WHERE agent_pda = ` + a.add(agent) +
-		` AND action_type = ANY('{-1,0,1,2,3,4,5,6}'::smallint[]) AND hour >= ` + a.add(from.UTC()) + ` AND hour < ` + a.add(to.UTC()), a
+	table, col := "attestation_hours", "hour"
+	if bucket == BucketDay {
+		table, col = "attestation_days", "day"
+	}
+	return `SELECT action_type, ` + col + `, n FROM ` + table + ` WHERE agent_pda = ` + a.add(agent) +
+		` AND action_type = ANY('{-1,0,1,2,3,4,5,6}'::smallint[]) AND ` + col + ` >= ` + a.add(from.UTC()) + ` AND ` + col + ` < ` + a.add(to.UTC()), a
 }
 
 // FirstActivity is the first hour with an attestation of agent ("": any
@@ -198,7 +202,7 @@ func (s *Store) GetActivity(ctx context.Context, agent string, bucket string, fr
 				return nil, ErrNotFound
 			}
 		}
-		q, args := activitySQL(agent, from, to)
+		q, args := activitySQL(agent, from, to, bucket)
 		rs, err := db.Query(ctx, q, args...)
 		if err != nil {
 			return nil, fmt.Errorf("read activity: %w", err)

@@ -20,7 +20,7 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-func open(t *testing.T) *Store {
+func open(t testing.TB) *Store {
 	t.Helper()
 	st, err := Open(context.Background(), testenv.Database(t), Options{})
 	testenv.Must(t, err, "open")
@@ -295,10 +295,11 @@ func TestEveryReadIsAnIndexScan(t *testing.T) {
 	)
 	agentsQ, agentsArgs := listAgentsSQL(AgentFilter{Limit: 100})
 	agentsCurQ, agentsCurArgs := listAgentsSQL(AgentFilter{Limit: 100, After: &AgentCursor{ActivityAt: day, PDA: "agent5"}})
-	actQ, actArgs := activitySQL("", longAgo, now)
-	agentActQ, agentActArgs := activitySQL("agent7", longAgo, now)
+	actQ, actArgs := activitySQL("", day.Add(-7*24*time.Hour), now, BucketHour)
+	dayQ, dayArgs := activitySQL("", longAgo, now, BucketDay)
+	agentActQ, agentActArgs := activitySQL("agent7", longAgo, now, BucketDay)
 	stmts = append(stmts, stmt{"list agents", agentsQ, agentsArgs}, stmt{"list agents after a cursor", agentsCurQ, agentsCurArgs},
-		stmt{"activity", actQ, actArgs}, stmt{"agent activity", agentActQ, agentActArgs})
+		stmt{"activity by hour", actQ, actArgs}, stmt{"activity by day", dayQ, dayArgs}, stmt{"agent activity by day", agentActQ, agentActArgs})
 	// The forensic report of an agent over 90 days, and the write path's
 	// search for repeated hashes.
 	period := Range{From: &longAgo, To: &day}

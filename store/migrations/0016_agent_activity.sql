@@ -52,3 +52,53 @@ CREATE TABLE sample_payloads (
     CHECK (action_hash = sha256(convert_to(payload, 'UTF8'))),
     created_at  timestamptz NOT NULL DEFAULT now()
 );
+
+-- Daily counters, kept from the hourly ones by statement-level triggers
+-- (every write of attestation_hours, whatever its path), so a chart by day
+-- over a long range reads one row per day and type rather than 24. Rows
+-- are upserted in key order, as the write path does, so concurrent
+-- writers cannot deadlock on them.
+CREATE TABLE attestation_days (
+    agent_pda   text        NOT NULL,
+    action_type smallint    NOT NULL CHECK (action_type BETWEEN -1 AND 6),
+    day         timestamptz NOT NULL CHECK (date_trunc('day', day, 'UTC') = day),
+    n           bigint      NOT NULL,
+    PRIMARY KEY (agent_pda, action_type, day) INCLUDE (n)
+);
+INSERT INTO attestation_days (agent_pda, action_type, day, n)
+SELECT agent_pda, action_type, date_trunc('day', hour, 'UTC'), sum(n) FROM attestation_hours GROUP BY 1, 2, 3;
+
+CREATE FUNCTION attestation_days_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO attestation_days (agent_pda, action_type, day, n)
+    SELECT agent_pda, action_type, date_trunc('day', hour, 'UTC'), sum(n) FROM new_rows GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (agent_pda, action_type, day) DO UPDATE SET n = attestation_days.n + EXCLUDED.n;
+    RETURN NULL;
+END $$;
+
+CREATE FUNCTION attestation_days_after_update() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO attestation_days (agent_pda, action_type, day, n)
+    SELECT d.agent_pda, d.action_type, d.day, sum(d.n) FROM (
+        SELECT agent_pda, action_type, date_trunc('day', hour, 'UTC') AS day, n FROM new_rows
+        UNION ALL
+        SELECT agent_pda, action_type, date_trunc('day', hour, 'UTC'), -n FROM old_rows) d
+    GROUP BY 1, 2, 3 HAVING sum(d.n) <> 0 ORDER BY 1, 2, 3
+    ON CONFLICT (agent_pda, action_type, day) DO UPDATE SET n = attestation_days.n + EXCLUDED.n;
+    RETURN NULL;
+END $$;
+
+CREATE FUNCTION attestation_days_after_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO attestation_days (agent_pda, action_type, day, n)
+    SELECT agent_pda, action_type, date_trunc('day', hour, 'UTC'), -sum(n) FROM old_rows GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (agent_pda, action_type, day) DO UPDATE SET n = attestation_days.n + EXCLUDED.n;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER attestation_hours_days_insert AFTER INSERT ON attestation_hours
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION attestation_days_after_insert();
+CREATE TRIGGER attestation_hours_days_update AFTER UPDATE ON attestation_hours
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION attestation_days_after_update();
+CREATE TRIGGER attestation_hours_days_delete AFTER DELETE ON attestation_hours
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION attestation_days_after_delete();
