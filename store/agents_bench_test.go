@@ -40,7 +40,10 @@ func BenchmarkActivityAndAgents(b *testing.B) {
 		run  func() error
 	}{
 		{"global 7 days by hour", func() error { _, err := st.GetActivity(ctx, "", BucketHour, now.Add(-7*24*time.Hour), now); return err }},
-		{"global 365 days by day", func() error { _, err := st.GetActivity(ctx, "", BucketDay, day.Add(-366*24*time.Hour), day); return err }},
+		{"global 365 days by day", func() error {
+			_, err := st.GetActivity(ctx, "", BucketDay, day.Add(-366*24*time.Hour), day)
+			return err
+		}},
 		{"agent 365 days by day", func() error {
 			_, err := st.GetActivity(ctx, "agent7", BucketDay, day.Add(-366*24*time.Hour), day)
 			return err
