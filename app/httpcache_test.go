@@ -99,6 +99,11 @@ func TestETagAndNotModifiedOnEveryCacheableRoute(t *testing.T) {
 		{"/agents/" + agent, cc.Index, "agents agent-" + agent},
 		{"/agents/" + agent + "/stats", cc.Index, "agents agent-" + agent},
 		{"/openapi.json", "public, max-age=300", "openapi"},
+		{"/agents", cc.Index, "agents"},
+		{"/agents?limit=2&offset=1", cc.Index, "agents"},
+		{"/stats/activity?bucket=day", cc.Index, "stats"},
+		{"/agents/" + agent + "/activity", cc.Index, "agents agent-" + agent},
+		{"/samples", cc.Index, "stats"},
 	} {
 		tags := map[string]string{}
 		for _, enc := range []string{"", "gzip"} {

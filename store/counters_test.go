@@ -64,6 +64,14 @@ func TestCountersMatchCountingRows(t *testing.T) {
 	if n := scalar(t, st, "SELECT count(*) FROM attestation_hours WHERE n < 0"); n != 0 {
 		t.Fatalf("%d negative hourly counters", n)
 	}
+	// The daily counters (migration 0016, kept by triggers) are the
+	// hourly ones summed per UTC day, after inserts, repeats and the fork.
+	if n := scalar(t, st, `SELECT count(*) FROM (
+			SELECT agent_pda, action_type, date_trunc('day', hour, 'UTC') AS day, sum(n) AS n FROM attestation_hours GROUP BY 1, 2, 3 HAVING sum(n) <> 0) h
+		FULL JOIN (SELECT * FROM attestation_days WHERE n <> 0) d USING (agent_pda, action_type, day)
+		WHERE h.n IS DISTINCT FROM d.n`); n != 0 {
+		t.Fatalf("%d daily counters differ from the hourly ones", n)
+	}
 }
 
 // finalizeAndFork finalizes a third of txs and then removes half of them

@@ -20,7 +20,7 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-func open(t *testing.T) *Store {
+func open(t testing.TB) *Store {
 	t.Helper()
 	st, err := Open(context.Background(), testenv.Database(t), Options{})
 	testenv.Must(t, err, "open")
@@ -291,7 +291,15 @@ func TestEveryReadIsAnIndexScan(t *testing.T) {
 		stmt{"summarise agent", sumQ, sumArgs},
 		stmt{"recent of agent", recentSQL, []any{"agent7"}},
 		stmt{"known transactions", knownTransactionsSQL, []any{[]string{"tx5", "tx19999", "nope"}}},
+		stmt{"first activity", firstActivitySQL, []any{""}},
 	)
+	agentsQ, agentsArgs := listAgentsSQL(AgentFilter{Limit: 100})
+	agentsCurQ, agentsCurArgs := listAgentsSQL(AgentFilter{Limit: 100, After: &AgentCursor{ActivityAt: day, PDA: "agent5"}})
+	actQ, actArgs := activitySQL("", day.Add(-7*24*time.Hour), now, BucketHour)
+	dayQ, dayArgs := activitySQL("", longAgo, now, BucketDay)
+	agentActQ, agentActArgs := activitySQL("agent7", longAgo, now, BucketDay)
+	stmts = append(stmts, stmt{"list agents", agentsQ, agentsArgs}, stmt{"list agents after a cursor", agentsCurQ, agentsCurArgs},
+		stmt{"activity by hour", actQ, actArgs}, stmt{"activity by day", dayQ, dayArgs}, stmt{"agent activity by day", agentActQ, agentActArgs})
 	// The forensic report of an agent over 90 days, and the write path's
 	// search for repeated hashes.
 	period := Range{From: &longAgo, To: &day}

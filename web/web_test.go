@@ -54,6 +54,9 @@ func TestPagesAndAssets(t *testing.T) {
 		{"/assets/explorer.js", "text/javascript; charset=utf-8", 200},
 		{"/assets/console.js", "text/javascript; charset=utf-8", 200},
 		{"/assets/style.css", "text/css; charset=utf-8", 200},
+		{"/assets/live.js", "text/javascript; charset=utf-8", 200},
+		{"/assets/devwallet.js", "text/javascript; charset=utf-8", 200},
+		{"/assets/favicon.svg", "image/svg+xml", 200},
 		{"/assets/nope.js", "application/json", 404},
 		{"/assets/index.html", "application/json", 404},
 		{"/assets/..%2fweb.go", "application/json", 404},
@@ -102,7 +105,8 @@ func TestPagesAndAssets(t *testing.T) {
 		if strings.Contains(string(body), "<script>") || strings.Contains(string(body), " onclick=") || strings.Contains(string(body), "style=") {
 			t.Errorf("%s: inline script or style", tc.path)
 		}
-		if strings.Contains(string(body), "http://") || strings.Contains(string(body), "https://cdn") {
+		// (The SVG namespace is a name, never fetched.)
+		if b := strings.ReplaceAll(string(body), `xmlns="http://www.w3.org/2000/svg"`, ""); strings.Contains(b, "http://") || strings.Contains(b, "https://cdn") {
 			t.Errorf("%s: refers to another origin", tc.path)
 		}
 	}
@@ -120,5 +124,15 @@ func TestPagesAndAssets(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST /: %d", res.StatusCode)
+	}
+}
+
+// TestIndexLinksTheFavicon: the page names its icon, an asset served here.
+func TestIndexLinksTheFavicon(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpt{})
+	_, body := get(t, h.node.Root+"/", nil)
+	if !strings.Contains(string(body), `<link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">`) {
+		t.Errorf("index.html links no SVG favicon:\n%s", body)
 	}
 }

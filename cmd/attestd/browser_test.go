@@ -252,8 +252,8 @@ func (n *webNode) apiGet(t *testing.T, path, key string, out any) int {
 type apiAttestation map[string]any
 
 // TestBrowserExplorer drives the explorer in headless Chromium against a
-// running node: the list shows what the API serves, a new attestation
-// appears without a reload within 2 s, the attestation page shows every
+// running node: the list shows what the API serves (a new attestation
+// appearing by itself is TestBrowserLiveStream), the attestation page shows every
 // field and its payload check says match and mismatch, the agent and
 // stats pages show the API's figures. It logs the first page's bytes and
 // time to a rendered list.
@@ -289,8 +289,9 @@ func TestBrowserExplorer(t *testing.T) {
 		}
 	}
 
-	// A new attestation, with a payload we know, appears without a reload.
-	eval[bool](t, b, `window.__sameDocument = true`)
+	// An attestation with a payload we know (written after the page
+	// loaded: TestBrowserLiveStream checks that the list shows it by
+	// itself).
 	payload := `{"tool":"search","query":"attestd","at":"` + time.Now().UTC().Format(time.RFC3339) + `"}`
 	agent := n.env.Seeded.Agents[0]
 	var maxSlot uint64
@@ -303,12 +304,6 @@ func TestBrowserExplorer(t *testing.T) {
 	newPDA := recs[0].PDA
 	if _, err := n.env.Store.Apply(context.Background(), &store.Batch{Attestations: recs}); err != nil {
 		t.Fatal(err)
-	}
-	written := time.Now()
-	b.waitFor(t, "the new attestation in the live list within 2 s", fmt.Sprintf(`document.querySelector('#att-rows tr[data-pda=%q]')`, newPDA), 2*time.Second)
-	t.Logf("a new attestation was on screen %s after its write", time.Since(written).Round(10*time.Millisecond))
-	if !eval[bool](t, b, `window.__sameDocument === true && document.querySelector("#att-rows tr").dataset.pda === `+fmt.Sprintf("%q", newPDA)) {
-		t.Error("the page reloaded, or the new attestation is not first")
 	}
 
 	// Filters live in the URL: a shared link opens the same filtered list.
@@ -336,6 +331,9 @@ func TestBrowserExplorer(t *testing.T) {
 		if k == "privacyMode" {
 			want = map[bool]string{true: "yes", false: "no"}[v.(bool)]
 		}
+		if k == "slot" {
+			want = commas(int64(v.(float64)))
+		}
 		if fields[k] != want {
 			t.Errorf("field %s: page %q, API %q", k, fields[k], want)
 		}
@@ -357,9 +355,9 @@ func TestBrowserExplorer(t *testing.T) {
 	b.do(t, "open the agent", chromedp.Navigate(n.root+"/#/agent/"+agent.PDA.String()))
 	b.waitFor(t, "the agent page", `document.querySelector("[data-stat=totalAttestations]") && document.querySelectorAll("svg rect").length > 7`, 10*time.Second)
 	got := eval[map[string]string](t, b, `Object.fromEntries([...document.querySelectorAll("[data-stat],[data-bar]")].map((e) => [e.dataset.stat || e.dataset.bar, e.textContent]))`)
-	want := map[string]string{"totalAttestations": fmt.Sprint(stats.Data.TotalAttestations), "last24h": fmt.Sprint(stats.Data.Last24h), "last7d": fmt.Sprint(stats.Data.Last7d)}
+	want := map[string]string{"totalAttestations": commas(int64(stats.Data.TotalAttestations)), "last24h": commas(int64(stats.Data.Last24h)), "last7d": commas(int64(stats.Data.Last7d))}
 	for typ, c := range stats.Data.ByType {
-		want[typ] = fmt.Sprint(c)
+		want[typ] = commas(int64(c))
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -374,9 +372,9 @@ func TestBrowserExplorer(t *testing.T) {
 	b.do(t, "open the stats", chromedp.Navigate(n.root+"/#/stats"))
 	b.waitFor(t, "the stats page", `document.querySelector("[data-stat=attestations]")`, 10*time.Second)
 	got = eval[map[string]string](t, b, `Object.fromEntries([...document.querySelectorAll("[data-stat],[data-bar]")].map((e) => [e.dataset.stat || e.dataset.bar, e.textContent]))`)
-	want = map[string]string{"agents": fmt.Sprint(global.Agents), "attestations": fmt.Sprint(global.Attestations), "last24h": fmt.Sprint(global.Last24h), "indexedSlot": fmt.Sprint(global.IndexedSlot)}
+	want = map[string]string{"agents": commas(int64(global.Agents)), "attestations": commas(int64(global.Attestations)), "last24h": commas(int64(global.Last24h)), "indexedSlot": commas(int64(global.IndexedSlot))}
 	for typ, c := range global.ByType {
-		want[typ] = fmt.Sprint(c)
+		want[typ] = commas(int64(c))
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -478,6 +476,17 @@ func TestBrowserConsole(t *testing.T) {
 		t.Error("the console shows no payments table")
 	}
 	b.checkPage(t, "console")
+	// Signed in, with a key, a webhook and its log: the console fits every
+	// width and axe-core finds no serious or critical violation.
+	src := axeSource(t)
+	for _, w := range widths {
+		b.do(t, "viewport", chromedp.EmulateViewport(w, 900))
+		what := fmt.Sprintf("signed-in console at %d px", w)
+		b.fits(t, what)
+		b.axe(t, src, what)
+		b.shootWidth(t, "signed-in-console", w)
+	}
+	b.do(t, "viewport back", chromedp.EmulateViewport(1200, 900))
 	// Pause it.
 	b.do(t, "pause the webhook", chromedp.Click(chromedp.CSS(fmt.Sprintf("button[data-toggle=%q]", hook))))
 	b.waitFor(t, "paused", fmt.Sprintf(`document.querySelector('#hook-rows tr[data-hook=%q] td[data-state=paused]')`, hook), 10*time.Second)

@@ -56,6 +56,8 @@ func (b localBanner) text(base string) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "\n  attestd is running (make run)\n\n")
 	fmt.Fprintf(&s, "  explorer     %s/\n", base)
+	fmt.Fprintf(&s, "  console      %s/#/console   (no Solana wallet in this browser? the page offers a local test wallet:\n", base)
+	fmt.Fprintf(&s, "               a throwaway key kept in the browser, enough to sign in and make keys and webhooks)\n")
 	fmt.Fprintf(&s, "  API          %s/api/v1/   try: curl -s %s/api/v1/stats\n", base, base)
 	fmt.Fprintf(&s, "  API key      ./bin/attestd keys create --account demo   (another terminal, this directory: it finds\n")
 	fmt.Fprintf(&s, "               the stores in %s)\n", filepath.Join(rel, storesFileName))

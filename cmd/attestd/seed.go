@@ -61,7 +61,20 @@ func runSeed(ctx context.Context, args []string) error {
 		return err
 	}
 	log.Info("seeded", "agents", len(res.Agents), "attestations", res.Attestations, "duration", res.Duration.String())
+	printSamples(os.Stdout, res.Samples)
 	return nil
+}
+
+// printSamples shows the attestations whose payloads the seed published,
+// so a person can check one on the explorer's attestation page.
+func printSamples(w io.Writer, samples []seed.Sample) {
+	if len(samples) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "Sample payloads (published: the explorer's attestation page offers \"Try the sample payload\"):\n")
+	for _, s := range samples {
+		fmt.Fprintf(w, "  attestation %s\n    actionHash %s\n    payload    %s\n", s.PDA, s.ActionHash, s.Payload)
+	}
 }
 
 // progressLine shows a long run's progress on w: one line rewritten in

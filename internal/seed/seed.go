@@ -65,7 +65,20 @@ type Result struct {
 	Agents       []Agent
 	Attestations int
 	Duration     time.Duration
+	// Samples are the newest attestations, whose payloads the run
+	// published (store.PublishSamples): the demo data's "try the sample
+	// payload".
+	Samples []Sample
 }
+
+// Sample is an attestation whose payload is published.
+type Sample struct {
+	PDA, ActionHash, Payload string
+}
+
+// SampleCount is how many of the newest attestations get their payload
+// published.
+const SampleCount = 5
 
 // Run generates the data and applies it with st.Apply.
 func Run(ctx context.Context, st *store.Store, opt Options) (Result, error) {
@@ -137,11 +150,18 @@ func Run(ctx context.Context, st *store.Store, opt Options) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("seed attestations: %w", err)
 	}
+	payloads := make([]string, len(g.samples))
+	for i, x := range g.samples {
+		payloads[i] = x.Payload
+	}
+	if err := st.PublishSamples(ctx, payloads); err != nil {
+		return Result{}, fmt.Errorf("seed sample payloads: %w", err)
+	}
 	// Revocations and policy updates last, so they come after the agents' activity.
 	if _, err := st.Apply(ctx, g.agentChanges(agents)); err != nil {
 		return Result{}, fmt.Errorf("seed agent changes: %w", err)
 	}
-	return Result{Agents: agents, Attestations: written, Duration: time.Since(start)}, nil
+	return Result{Agents: agents, Attestations: written, Duration: time.Since(start), Samples: g.samples}, nil
 }
 
 type generator struct {
@@ -149,6 +169,9 @@ type generator struct {
 	rng  *rand.Rand
 	slot uint64
 	done int // attestations generated so far
+	// samples: the last SampleCount attestations of the run, with their
+	// payloads.
+	samples []Sample
 }
 
 func (g *generator) bytes(n int) []byte {
@@ -228,6 +251,7 @@ func (g *generator) attestations(agents []Agent, n int) []store.AttestationRecor
 		nonce uint64
 	}
 	jobs := make([]job, n)
+	payloads := make([]string, n)
 	span := g.opt.Span.Seconds()
 	for i := 0; i < n; {
 		size := min(1+g.rng.IntN(100), n-i)
@@ -264,9 +288,13 @@ func (g *generator) attestations(agents []Agent, n int) []store.AttestationRecor
 			for k := w; k < len(jobs); k += workers {
 				j := jobs[k]
 				r := &recs[j.i]
+				// The nonce stays below 2^53, a number JavaScript reads exactly,
+				// so the RFC 8785 form of a payload is its bytes (keys sorted,
+				// no spaces) and both checks of the explorer match.
 				payload, _ := json.Marshal(map[string]any{"kind": payloadKinds[r.ActionType], "agent": j.agent.PDA.String(),
-					"nonce": j.nonce, "at": r.Timestamp.Unix()})
+					"nonce": j.nonce >> 11, "at": r.Timestamp.Unix()})
 				r.ActionHash = sha256.Sum256(payload)
+				payloads[j.i] = string(payload)
 				copy(r.Signature[:], ed25519.Sign(j.agent.Key, r.ActionHash[:]))
 				// Valid by construction: signed just now with the agent's key
 				// (the tests verify every seeded signature).
@@ -280,6 +308,11 @@ func (g *generator) attestations(agents []Agent, n int) []store.AttestationRecor
 		}(w)
 	}
 	wg.Wait()
+	for i := range recs {
+		if g.done-n+i >= g.opt.Attestations-SampleCount {
+			g.samples = append(g.samples, Sample{PDA: recs[i].PDA, ActionHash: fmt.Sprintf("%x", recs[i].ActionHash), Payload: payloads[i]})
+		}
+	}
 	sort.SliceStable(recs, func(a, b int) bool { return recs[a].Slot < recs[b].Slot })
 	return recs
 }

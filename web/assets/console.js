@@ -54,7 +54,43 @@ function signInView(main) {
     el("p", {}, "Your account is your Solana wallet. Sign in to create and revoke API keys and manage webhooks. ",
       "Your wallet shows the message it signs: check that it names this site."),
     el("p", {}, button), status);
+  if (!hasWallet()) noWallet(main, button);
   return null;
+}
+
+function hasWallet() { return !!(window.solana && typeof window.solana.signMessage === "function"); }
+
+// noWallet explains how to get a wallet; on a node served from this
+// machine (make run) it offers a local test wallet instead.
+function noWallet(main, button) {
+  button.disabled = true;
+  button.setAttribute("aria-describedby", "no-wallet-h");
+  const local = ["127.0.0.1", "localhost", "[::1]"].includes(location.hostname);
+  const sec = el("section", { id: "no-wallet", "aria-labelledby": "no-wallet-h" },
+    el("h2", { id: "no-wallet-h" }, "No Solana wallet in this browser"),
+    el("p", {}, "Signing in needs a Solana wallet extension that can sign messages. Install one, reload this page, and sign in: ",
+      "signing in costs nothing and sends no transaction."),
+    el("ul", { class: "wallets" },
+      el("li", {}, el("a", { href: "https://phantom.com/download", rel: "noopener", target: "_blank" }, "Phantom"), " (Chrome, Firefox, Brave, Edge; iOS and Android apps)"),
+      el("li", {}, el("a", { href: "https://solflare.com/download", rel: "noopener", target: "_blank" }, "Solflare"), " (browser extension and mobile apps)"),
+      el("li", {}, el("a", { href: "https://backpack.app/download", rel: "noopener", target: "_blank" }, "Backpack"), " (browser extension and mobile apps)")),
+    el("p", { class: "muted" }, "On a phone, open this page in your wallet app's built-in browser."));
+  if (local) {
+    const use = el("button", { type: "button", class: "secondary", id: "use-test-wallet" }, "Use a local test wallet");
+    use.addEventListener("click", async () => {
+      const { installTestWallet } = await import("./devwallet.js");
+      const address = await installTestWallet();
+      button.disabled = false;
+      button.removeAttribute("aria-describedby");
+      use.replaceWith(el("span", { id: "test-wallet-address" }, "Test wallet ", el("code", {}, address), " ready: press Sign in with Solana."));
+      button.focus();
+    });
+    sec.append(el("h3", {}, "Trying attestd on this machine?"),
+      el("p", {}, "This node is served from this computer (make run). A test wallet is an Ed25519 key made in this browser and kept in its ",
+        "local storage: enough to sign in and try the console, never a wallet for funds. Anyone using this browser profile can use it."),
+      el("p", {}, use));
+  }
+  main.append(sec);
 }
 
 // signIn asks the wallet to sign a Sign-In-With-Solana message built from

@@ -1,25 +1,57 @@
-// The public explorer: the live list with filters in the URL, attestation
-// and agent pages, the payload check, global stats.
-import { el, api, APIError, actionTypes, typeColors, short } from "./util.js";
+// The public explorer: the live list (server-sent events, no polling) with
+// filters and cursor paging in the URL, attestation, agent and agents
+// pages, the payload check, global stats with activity over time.
+import { el, api, APIError, actionTypes, typeColors, short, num, when, badge, idWithCopy, copyButton, sha256hex, canonicalJSON, exact } from "./util.js";
 import { barChart, stackedTimeline, legend } from "./chart.js";
+import { liveStream } from "./live.js";
 
-// POLL_MS is how often the live list asks for the newest page while the
-// tab is visible (a 304 when nothing changed).
-const POLL_MS = 1200;
 const PAGE = 25;
 
 const filterNames = [["agent", "agentPda"], ["type", "actionType"], ["from", "from"], ["to", "to"]];
 
+// pager is the Newer/Older navigation of a list paged by cursor: the
+// cursors of the pages before this one ride in the URL ("back").
+function pager(base, params, nextCursor, label) {
+  const nav = el("nav", { class: "pager", "aria-label": label + " pages" });
+  const back = (params.get("back") || "").split(",").filter(Boolean);
+  const href = (cursor, stack) => {
+    const q = new URLSearchParams(params);
+    q.delete("cursor"); q.delete("back");
+    if (cursor) { q.set("cursor", cursor); if (stack.length) q.set("back", stack.join(",")); }
+    const s = q.toString();
+    return base + (s ? "?" + s : "");
+  };
+  if (params.get("cursor")) {
+    nav.append(el("a", { href: href("", []), id: "page-newest" }, "« Newest"), " ");
+    nav.append(el("a", { href: href(back[back.length - 1] || "", back.slice(0, -1)), id: "page-newer", rel: "prev" }, "‹ Newer"), " ");
+  }
+  if (nextCursor) {
+    const stack = params.get("cursor") ? [...back, params.get("cursor")] : [];
+    nav.append(el("a", { href: href(nextCursor, stack.slice(-20)), id: "page-older", rel: "next" }, "Older ›"));
+  }
+  return nav;
+}
+
+function attestationRow(a, fresh) {
+  return el("tr", { "data-pda": a.pda, class: fresh ? "new" : null },
+    el("td", { "data-label": "Time" }, when(a.timestamp)),
+    el("td", { "data-label": "Agent" }, el("a", { href: "#/agent/" + a.agentPda, class: "mono", title: a.agentPda }, short(a.agentPda, 12))),
+    el("td", { "data-label": "Action type" }, badge(a.actionType)),
+    el("td", { "data-label": "Action hash" }, el("span", { class: "mono", title: a.actionHash }, short(a.actionHash, 16)), " ", copyButton(a.actionHash, "action hash")),
+    el("td", { "data-label": "Finality", "data-commitment": a.commitment }, a.commitment),
+    el("td", { "data-label": "Attestation" }, el("a", { href: "#/attestation/" + a.pda, class: "mono", title: a.pda }, short(a.pda, 12)), " ",
+      copyButton(a.pda, "attestation pda")));
+}
+
 export async function listView(main, params) {
-  const status = el("p", { class: "status muted", role: "status", "aria-live": "polite", id: "live-status" });
+  const status = el("p", { class: "status muted", role: "status", id: "live-status" });
   const form = el("form", { class: "filters", role: "search", "aria-label": "Filter attestations" },
-    field("Agent (pda)", el("input", { id: "f-agent", name: "agent", size: 46, spellcheck: "false", value: params.get("agent") || "" })),
+    field("Agent (pda)", el("input", { id: "f-agent", name: "agent", spellcheck: "false", autocomplete: "off", value: params.get("agent") || "" })),
     field("Action type", el("select", { id: "f-type", name: "type" }, el("option", { value: "" }, "Any"),
       actionTypes.map((t) => el("option", { value: t, selected: params.get("type") === t }, t)))),
-    field("From", el("input", { id: "f-from", name: "from", placeholder: "2026-11-01", size: 22, value: params.get("from") || "" })),
-    field("To (exclusive)", el("input", { id: "f-to", name: "to", placeholder: "2026-11-21T10:00:00Z", size: 22, value: params.get("to") || "" })),
-    el("button", { type: "submit" }, "Apply"),
-    el("a", { href: "#/" }, "Clear filters"));
+    field("From", el("input", { id: "f-from", name: "from", placeholder: "2026-11-01", value: params.get("from") || "" })),
+    field("To (exclusive)", el("input", { id: "f-to", name: "to", placeholder: "2026-11-21T10:00:00Z", value: params.get("to") || "" })),
+    el("div", { class: "actions" }, el("button", { type: "submit" }, "Apply"), " ", el("a", { href: "#/" }, "Clear filters")));
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const q = new URLSearchParams();
@@ -30,58 +62,72 @@ export async function listView(main, params) {
     const s = q.toString();
     location.hash = "#/" + (s ? "?" + s : "");
   });
+  const cursor = params.get("cursor");
+  const live = !cursor && !params.get("to");
   const tbody = el("tbody", { id: "att-rows" });
-  const table = el("table", { id: "att-table" },
-    el("caption", { class: "muted" }, "Newest first; the list updates by itself while this tab is visible."),
-    el("thead", {}, el("tr", {}, ["Time (UTC)", "Agent", "Action type", "Action hash", "Finality", "Attestation"].map((h) => el("th", { scope: "col" }, h)))),
+  const table = el("table", { id: "att-table", class: "cards-narrow" },
+    el("caption", { class: "muted" }, live ? "Newest first; new attestations appear by themselves." : "Newest first."),
+    el("thead", {}, el("tr", {}, ["Time", "Agent", "Action type", "Action hash", "Finality", "Attestation"].map((h) => el("th", { scope: "col" }, h)))),
     tbody);
-  main.append(el("h1", {}, "Newest attestations"), form, status, table);
+  main.append(el("h1", {}, cursor ? "Attestations" : "Newest attestations"), form, status, table);
 
   const query = new URLSearchParams({ limit: String(PAGE) });
   for (const [name, apiName] of filterNames) if (params.get(name)) query.set(apiName, params.get(name));
-  const seen = new Set();
-  let first = true, busy = false, timer = null;
-  async function poll() {
-    if (busy || document.visibilityState !== "visible") return;
-    busy = true;
-    try {
-      const page = await api("/attestations?" + query.toString());
-      const rows = page.data.map((a) => {
-        const tr = el("tr", { "data-pda": a.pda, class: !first && !seen.has(a.pda) ? "new" : null },
-          el("td", {}, a.timestamp.replace("T", " ").replace("Z", "")),
-          el("td", {}, el("a", { href: "#/agent/" + a.agentPda, class: "mono" }, short(a.agentPda, 12))),
-          el("td", {}, a.actionType),
-          el("td", { class: "mono" }, short(a.actionHash, 16)),
-          el("td", {}, a.commitment),
-          el("td", {}, el("a", { href: "#/attestation/" + a.pda, class: "mono", "aria-label": "Attestation " + a.pda }, short(a.pda, 12))));
-        return tr;
-      });
-      for (const a of page.data) seen.add(a.pda);
-      tbody.replaceChildren(...rows);
-      if (!rows.length) tbody.append(el("tr", {}, el("td", { colspan: 6 }, "No attestation matches these filters.")));
-      if (first) performance.mark("attestd:list-rendered"); // time to a rendered list, for measurements
-      first = false;
-      status.textContent = `${page.pagination.total} attestations; updated ${new Date().toISOString().slice(11, 19)} UTC`;
-      status.classList.remove("error");
-    } catch (e) {
-      status.textContent = !(e instanceof APIError) || e.status >= 500 ? "Cannot reach the API (retrying): " + e.message
-        : e.status === 429 ? "Too many requests from your address; the list resumes within a minute."
-        : e.status === 400 ? "The filters are not valid: " + e.message : e.message;
-      status.classList.add("error");
-      if (e instanceof APIError && e.status === 400) { clearInterval(timer); timer = null; }
-    } finally {
-      busy = false;
-    }
+  if (cursor) query.set("cursor", cursor);
+  let page;
+  try {
+    page = await api("/attestations?" + query.toString());
+  } catch (e) {
+    status.textContent = e instanceof APIError && e.status === 400 ? "The filters are not valid: " + e.message
+      : e instanceof APIError && e.status === 429 ? "Too many requests from your address; try again within a minute." : "Cannot reach the API: " + e.message;
+    status.classList.add("error");
+    return null;
   }
-  const onVisible = () => { if (document.visibilityState === "visible") poll(); };
-  document.addEventListener("visibilitychange", onVisible);
-  await poll();
-  if (!status.classList.contains("error")) timer = setInterval(poll, POLL_MS);
-  return () => { if (timer) clearInterval(timer); document.removeEventListener("visibilitychange", onVisible); };
+  tbody.replaceChildren(...page.data.map((a) => attestationRow(a, false)));
+  if (!page.data.length) tbody.append(el("tr", {}, el("td", { colspan: 6 }, "No attestation matches these filters.")));
+  performance.mark("attestd:list-rendered"); // time to a rendered list, for measurements
+  let total = page.pagination.total;
+  const say = (extra) => { status.textContent = `${num(total)} attestations` + (extra ? "; " + extra : ""); };
+  say("");
+  main.append(pager("#/", params, page.pagination.nextCursor, "Attestation"));
+  if (!live) return null;
+
+  // Live: the stream's events keep the first page exact.
+  const filters = new URLSearchParams();
+  if (params.get("agent")) filters.set("agentPda", params.get("agent"));
+  if (params.get("type")) filters.set("actionType", params.get("type"));
+  const from = params.get("from");
+  return liveStream(filters, {
+    attestation(a) {
+      if (tbody.querySelector(`tr[data-pda="${CSS.escape(a.pda)}"]`)) return;
+      if (from && Date.parse(a.timestamp) < Date.parse(from)) return;
+      const empty = tbody.querySelector("tr:not([data-pda])");
+      if (empty) empty.remove();
+      tbody.prepend(attestationRow(a, true));
+      while (tbody.rows.length > PAGE) tbody.rows[tbody.rows.length - 1].remove();
+      total++;
+      say("live");
+    },
+    commitment(a) {
+      const td = tbody.querySelector(`tr[data-pda="${CSS.escape(a.pda)}"] td[data-commitment]`);
+      if (td) { td.textContent = a.commitment; td.dataset.commitment = a.commitment; }
+    },
+    removed(r) {
+      const tr = tbody.querySelector(`tr[data-pda="${CSS.escape(r.pda)}"]`);
+      if (tr) { tr.remove(); total = Math.max(0, total - 1); say("live"); }
+    },
+    state(s) { say(s); },
+  }, page.data.length ? cursorOf(page.data[0]) : "");
+}
+
+// cursorOf is an attestation's list cursor (what the API's nextCursor and
+// the stream's event ids are): base64url of "unix.slot.pda".
+function cursorOf(a) {
+  return btoa(`${Math.floor(Date.parse(a.timestamp) / 1000)}.${a.slot}.${a.pda}`).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
 function field(label, input) {
-  return el("div", {}, el("label", { for: input.id }, label), input);
+  return el("div", { class: "field" }, el("label", { for: input.id }, label), input);
 }
 
 function notFound(main, what, e) {
@@ -95,96 +141,167 @@ function notFound(main, what, e) {
 export async function attestationView(main, id) {
   let a;
   try { a = (await api("/attestations/" + encodeURIComponent(id))).data; } catch (e) { notFound(main, "Attestation", e); return null; }
-  const rows = [
-    ["pda", "Attestation (pda)", a.pda], ["agentPda", "Agent (pda)", a.agentPda], ["agentId", "Agent key", a.agentId],
-    ["actionType", "Action type", a.actionType], ["actionHash", "Action hash (SHA-256 of the payload)", a.actionHash],
-    ["txSignature", "Transaction signature", a.txSignature], ["slot", "Slot", String(a.slot)], ["timestamp", "Time (UTC)", a.timestamp],
-    ["privacyMode", "Privacy mode", a.privacyMode ? "yes" : "no"], ["agentSignature", "Agent signature (Ed25519 over the hash)", a.agentSignature],
-    ["commitment", "Finality", a.commitment],
-  ];
   const dl = el("dl", { class: "fields" });
-  for (const [key, label, value] of rows) {
-    let v = el("span", { class: "mono", "data-field": key }, value);
-    if (key === "agentPda") v = el("a", { href: "#/agent/" + value, class: "mono", "data-field": key }, value);
-    dl.append(el("dt", {}, label), el("dd", {}, v, key === "commitment" ? el("span", { class: "muted" },
-      value === "finalized" ? " (final: cannot be rolled back)" : " (confirmed: a fork can still drop it)") : null));
-  }
-  const payload = el("textarea", { id: "payload", spellcheck: "false", "aria-describedby": "payload-help" });
+  const add = (label, ...value) => dl.append(el("div", {}, el("dt", {}, label), el("dd", {}, ...value)));
+  add("Attestation (pda)", idWithCopy(a.pda, "attestation pda", { field: "pda" }));
+  add("Agent (pda)", idWithCopy(a.agentPda, "agent pda", { field: "agentPda", href: "#/agent/" + a.agentPda }));
+  add("Agent key", idWithCopy(a.agentId, "agent key", { field: "agentId" }));
+  add("Action type", el("span", { "data-field": "actionType", hidden: true }, a.actionType), badge(a.actionType));
+  add("Action hash (SHA-256 of the payload)", idWithCopy(a.actionHash, "action hash", { field: "actionHash" }));
+  add("Transaction signature", idWithCopy(a.txSignature, "transaction signature", { field: "txSignature" }));
+  add("Slot", el("span", { class: "mono", "data-field": "slot", "data-value": a.slot }, num(a.slot)));
+  add("Time", el("span", { "data-field": "timestamp", class: "mono" }, a.timestamp), " (", when(a.timestamp), ")");
+  add("Privacy mode", el("span", { "data-field": "privacyMode" }, a.privacyMode ? "yes" : "no"));
+  add("Agent signature (Ed25519 over the hash)", idWithCopy(a.agentSignature, "agent signature", { field: "agentSignature" }));
+  add("Finality", el("span", { "data-field": "commitment" }, a.commitment), el("span", { class: "muted" },
+    a.commitment === "finalized" ? " (final: cannot be rolled back)" : " (confirmed: a fork can still drop it)"));
+
+  const payload = el("textarea", { id: "payload", spellcheck: "false", "aria-describedby": "payload-help", rows: 5 });
   const result = el("output", { id: "verify-result", for: "payload", role: "status", "aria-live": "polite" });
-  const form = el("form", { id: "verify-form" },
+  const sample = el("p", { id: "sample" });
+  const form = el("form", { id: "verify-form", novalidate: true },
     el("label", { for: "payload" }, "Payload"),
-    el("p", { id: "payload-help", class: "muted" }, "Paste the action payload exactly as the agent hashed it (UTF-8 bytes). It is hashed in your browser; nothing is sent."),
-    payload, el("p", {}, el("button", { type: "submit" }, "Verify"), " ", result));
+    el("p", { id: "payload-help", class: "muted" }, "Paste the action payload. It is hashed in your browser (nothing is sent): its UTF-8 bytes as given, ",
+      "and, when it is JSON, its RFC 8785 canonical form too, as the MCP verify tool does."),
+    payload, sample, el("p", {}, el("button", { type: "submit" }, "Verify")), result);
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
-    const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(payload.value));
-    const hex = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-    const ok = hex === a.actionHash;
-    result.replaceChildren(el("span", { class: ok ? "result-match" : "result-mismatch", "data-result": ok ? "match" : "mismatch" },
-      ok ? "Match: this payload is the one attested." : "Mismatch: this payload's SHA-256 is " + hex + "."));
+    result.replaceChildren(...await verify(payload.value, a.actionHash));
   });
-  main.append(el("h1", {}, "Attestation"), dl, el("h2", {}, "Verify a payload"), form);
+  main.append(el("h1", {}, "Attestation"), dl,
+    el("section", { id: "log-proof", "aria-live": "polite" }),
+    el("h2", {}, "Verify a payload"), form);
+  // A published sample payload (demo data): offer it.
+  api("/samples?actionHash=" + a.actionHash).then((s) => {
+    if (!s.data.length) return;
+    const b = el("button", { type: "button", class: "secondary", id: "try-sample" }, "Try the sample payload");
+    b.addEventListener("click", () => { payload.value = s.data[0].payload; payload.focus(); });
+    sample.replaceChildren(b, el("span", { class: "muted" }, " This attestation's payload is published with the demo data."));
+  }).catch(() => {});
   return null;
+}
+
+// verify hashes text both ways and says which form matched.
+async function verify(text, want) {
+  if (text.length === 0) {
+    return [el("span", { class: "result-mismatch", "data-result": "empty" }, "Paste a payload first: an empty box has nothing to check.")];
+  }
+  const raw = await sha256hex(new TextEncoder().encode(text));
+  let canon = null, why = "not JSON";
+  try { canon = await sha256hex(new TextEncoder().encode(canonicalJSON(JSON.parse(text)))); } catch (e) { why = e instanceof SyntaxError ? "not JSON" : e.message; }
+  const line = (name, h) => el("li", {}, name + ": ", el("span", { class: "mono" }, h), h === want ? el("strong", {}, " (matches)") : null);
+  const details = el("ul", { class: "hashes" }, line("SHA-256 of the bytes", raw),
+    canon ? line("SHA-256 of the RFC 8785 form", canon) : el("li", {}, "RFC 8785 form: none (" + why + ")"));
+  if (raw === want) return [el("span", { class: "result-match", "data-result": "match", "data-form": "raw" }, "Match: the payload's bytes are the ones attested."), details];
+  if (canon === want) return [el("span", { class: "result-match", "data-result": "match", "data-form": "canonical" }, "Match: the payload's RFC 8785 canonical form is the one attested."), details];
+  return [el("span", { class: "result-mismatch", "data-result": "mismatch" }, "Mismatch: neither form hashes to " + short(want, 16) + "."), details];
+}
+
+// ranges of the activity charts.
+const ranges = [["24h", "24 h"], ["7d", "7 days"], ["30d", "30 days"], ["all", "All"]];
+
+function rangeQuery(key) {
+  return key === "24h" ? "bucket=hour" : key === "7d" ? "bucket=hour&from=" + ago(7) : key === "30d" ? "bucket=day&from=" + ago(30) : "bucket=day";
+}
+
+// chartWidth is the width a chart is drawn at: the content's, 300 to 960.
+function chartWidth(main) { return Math.max(300, Math.min(960, main.clientWidth - 10)); }
+
+function ago(days) { return new Date(Date.now() - days * 86400e3).toISOString().slice(0, 13) + ":00:00Z"; }
+
+// activityChart draws the series of path (an activity route) with a range
+// picker; range is the selected one's key.
+function activityChart(main, path, title) {
+  const box = el("div", { class: "chart", id: "activity" });
+  const picker = el("div", { class: "ranges", role: "group", "aria-label": "Range of the chart" });
+  const note = el("p", { class: "muted", id: "activity-note", role: "status" });
+  async function show(key) {
+    for (const b of picker.children) b.setAttribute("aria-pressed", String(b.dataset.range === key));
+    const r = ranges.find((x) => x[0] === key);
+    const q = rangeQuery(key);
+    try {
+      const s = (await api(path + "?" + q)).data;
+      const day = s.bucket === "day";
+      const rows = s.series.map((p) => ({ label: day ? p.at.slice(0, 10) : p.at.slice(5, 13).replace("T", " ") + "h", counts: p.byType, total: p.total }));
+      const sum = s.series.reduce((n, p) => n + p.total, 0);
+      const peak = s.series.reduce((m, p) => (p.total > m.total ? p : m), { total: -1 });
+      box.replaceChildren(stackedTimeline(`${title}, ${r[1]}, per ${s.bucket}`, rows, chartWidth(main)));
+      note.textContent = `${num(sum)} attestations from ${exact(s.from)} to ${exact(s.to)}, per ${s.bucket}` +
+        (peak.total > 0 ? `; busiest ${s.bucket}: ${day ? peak.at.slice(0, 10) : exact(peak.at)} with ${num(peak.total)}.` : ".");
+      box.dataset.total = String(sum);
+    } catch (e) {
+      note.textContent = "Could not load the chart: " + e.message;
+    }
+  }
+  for (const [key, label] of ranges) {
+    const b = el("button", { type: "button", class: "secondary", "data-range": key, "aria-pressed": "false" }, label);
+    b.addEventListener("click", () => show(key));
+    picker.append(b, " ");
+  }
+  return { nodes: [picker, box, legend(), note], show };
 }
 
 export async function agentView(main, id) {
   const enc = encodeURIComponent(id);
-  let agent, stats, list;
+  let agent, stats;
   try {
-    [agent, stats, list] = await Promise.all([api("/agents/" + enc), api("/agents/" + enc + "/stats"),
-      api("/attestations?limit=100&agentPda=" + enc)]);
+    [agent, stats] = await Promise.all([api("/agents/" + enc), api("/agents/" + enc + "/stats")]);
   } catch (e) { notFound(main, "Agent", e); return null; }
   const a = agent.data, s = stats.data;
   const dl = el("dl", { class: "fields" });
-  for (const [key, label, value] of [["pda", "Agent (pda)", a.pda], ["agentId", "Agent key", a.agentId], ["operator", "Operator", a.operator],
-    ["policyRoot", "Policy root", a.policyRoot], ["registeredAt", "Registered", a.registeredAt], ["revoked", "Revoked", a.revoked ? "yes, " + a.revokedAt : "no"]]) {
-    dl.append(el("dt", {}, label), el("dd", { class: "mono", "data-field": key }, value));
-  }
+  const add = (label, ...value) => dl.append(el("div", {}, el("dt", {}, label), el("dd", {}, ...value)));
+  add("Agent (pda)", idWithCopy(a.pda, "agent pda", { field: "pda" }));
+  add("Agent key", idWithCopy(a.agentId, "agent key", { field: "agentId" }));
+  add("Operator", idWithCopy(a.operator, "operator", { field: "operator" }));
+  add("Policy root", idWithCopy(a.policyRoot, "policy root", { field: "policyRoot" }));
+  add("Registered", el("span", { "data-field": "registeredAt", class: "mono" }, a.registeredAt), " (", when(a.registeredAt), ")");
+  add("Status", el("span", { "data-field": "revoked", class: a.revoked ? "status-revoked" : "status-active" }, a.revoked ? "revoked " + exact(a.revokedAt) : "active"));
+  const chart = activityChart(main, "/agents/" + enc + "/activity", "Attestations of this agent over time by action type");
   main.append(el("h1", {}, "Agent"), dl,
     el("div", { class: "cards" }, card("Attestations", s.totalAttestations, "totalAttestations"), card("Last 24 h", s.last24h, "last24h"), card("Last 7 days", s.last7d, "last7d")),
-    el("h2", {}, "Activity over time by action type"),
-    el("p", { class: "muted" }, `The newest ${list.data.length} attestations of ${s.totalAttestations}, by ${bucketUnit(list.data)}.`),
-    stackedTimeline("Attestations over time by action type", buckets(list.data)), legend(),
+    el("p", { class: "muted" }, "First attestation ", when(s.firstAttestationAt), ", last ", when(s.lastAttestationAt), "."),
+    el("h2", {}, "Activity over time"), ...chart.nodes,
     el("h2", {}, "All attestations by action type"),
-    barChart("Attestations by action type", actionTypes.map((t, i) => ({ label: t, value: s.byType[t], color: typeColors[i] }))),
+    barChart("Attestations by action type", actionTypes.map((t, i) => ({ label: t, value: s.byType[t], color: typeColors[i] })), chartWidth(main)),
     el("p", {}, el("a", { href: "#/?agent=" + enc }, "Browse this agent's attestations")));
+  await chart.show("all");
   return null;
 }
 
 function card(label, n, key) {
-  return el("div", { class: "card" }, el("div", { class: "muted" }, label), el("div", { class: "n", "data-stat": key }, String(n)));
+  return el("div", { class: "card" }, el("div", { class: "muted" }, label), el("div", { class: "n", "data-stat": key, "data-value": n }, num(n)));
 }
 
-// units of the activity chart, finest first: the finest that spans the
-// attestations shown in at most 48 buckets.
-const units = [["minute", 60e3, 11, 16], ["hour", 3600e3, 5, 16], ["day", 86400e3, 5, 10]];
-
-function unitOf(items) {
-  const span = items.length < 2 ? 0 : Date.parse(items[0].timestamp) - Date.parse(items[items.length - 1].timestamp);
-  return units.find((u) => span / u[1] < 48) || units[units.length - 1];
-}
-
-function bucketUnit(items) { return unitOf(items)[0]; }
-
-// buckets groups attestations by minute, hour or day, oldest first, empty
-// buckets included.
-function buckets(items) {
-  if (!items.length) return [];
-  const [, unit, from, to] = unitOf(items);
-  const keyOf = (t) => Math.floor(Date.parse(t) / unit) * unit;
-  const newest = keyOf(items[0].timestamp), oldest = keyOf(items[items.length - 1].timestamp);
-  const out = new Map();
-  for (let k = oldest; k <= newest && out.size < 400; k += unit) out.set(k, {});
-  for (const a of items) { const b = out.get(keyOf(a.timestamp)); if (b) b[a.actionType] = (b[a.actionType] || 0) + 1; }
-  return [...out].map(([k, counts]) => ({ label: new Date(k).toISOString().slice(from, to).replace("T", " "), counts }));
+export async function agentsView(main, params) {
+  const q = new URLSearchParams({ limit: String(PAGE) });
+  if (params.get("cursor")) q.set("cursor", params.get("cursor"));
+  let page;
+  try { page = await api("/agents?" + q.toString()); } catch (e) { notFound(main, "Agents page", e); return null; }
+  const tbody = el("tbody", { id: "agent-rows" }, page.data.map((a) => el("tr", { "data-agent": a.pda },
+    el("td", { "data-label": "Agent" }, el("a", { href: "#/agent/" + a.pda, class: "mono", title: a.pda }, short(a.pda, 14)), " ", copyButton(a.pda, "agent pda")),
+    el("td", { "data-label": "Attestations", "data-count": a.attestationCount, class: "num" }, num(a.attestationCount)),
+    el("td", { "data-label": "Last activity" }, when(a.lastActivityAt)),
+    el("td", { "data-label": "Last attestation" }, when(a.lastAttestationAt)),
+    el("td", { "data-label": "Registered" }, when(a.registeredAt)),
+    el("td", { "data-label": "Status", "data-state": a.revoked ? "revoked" : "active" }, a.revoked ? "revoked" : "active"))));
+  if (!page.data.length) tbody.append(el("tr", {}, el("td", { colspan: 6 }, "No agent registered yet.")));
+  main.append(el("h1", {}, "Agents"),
+    el("p", { class: "muted", id: "agents-total" }, `${num(page.pagination.total)} agents, the most recently active first.`),
+    el("table", { id: "agents-table", class: "cards-narrow" },
+      el("thead", {}, el("tr", {}, ["Agent", "Attestations", "Last activity", "Last attestation", "Registered", "Status"].map((h) => el("th", { scope: "col" }, h)))), tbody),
+    pager("#/agents", params, page.pagination.nextCursor, "Agent"));
+  return null;
 }
 
 export async function statsView(main) {
   const s = await api("/stats"); // /stats answers the object itself (SPEC.md)
+  const chart = activityChart(main, "/stats/activity", "Attestations over time by action type");
   main.append(el("h1", {}, "Global statistics"),
     el("div", { class: "cards" }, card("Agents", s.agents, "agents"), card("Attestations", s.attestations, "attestations"),
       card("Last 24 h", s.last24h, "last24h"), card("Indexed slot", s.indexedSlot, "indexedSlot")),
+    el("h2", {}, "Activity over time"), ...chart.nodes,
     el("h2", {}, "Attestations by action type"),
-    barChart("Attestations by action type", actionTypes.map((t, i) => ({ label: t, value: s.byType[t], color: typeColors[i] }))));
+    barChart("Attestations by action type", actionTypes.map((t, i) => ({ label: t, value: s.byType[t], color: typeColors[i] })), chartWidth(main)));
+  await chart.show("7d");
   return null;
 }
