@@ -6,14 +6,16 @@
 //     the lag of the log behind finality (the age of the oldest finalized
 //     attestation without a leaf) sampled every 50 ms, and the appender's
 //     rate on a queue of -backlog attestations;
+//
 //   - proof: hot inclusion proofs (GET /attestations/:id/proof, answered
 //     from the node's memory) against the bare Fiber baseline, with wrk,
 //     interleaved rounds as bench/edge does;
+//
 //   - scale: the proof's database work (the leaf by index, then the
 //     O(log n) stored hashes in one query, and tlog.ProveRecord) at 100k
 //     and at -big leaves, stored hashes and leaves bulk-loaded with COPY.
 //
-//	go run ./bench/log [-parts append,proof,scale] [-big 10000000]
+//     go run ./bench/log [-parts append,proof,scale] [-big 10000000]
 //
 // Run from the repository root after `make build` and
 // `go build -o bin/baseline ./bench/baseline`. It uses
