@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -55,7 +56,8 @@ var (
 
 const strictURL = "https://attestd.invalid/openapi.json"
 
-var knownFormats = map[string]bool{"date-time": true, "date": true, "int32": true, "int64": true, "float": true, "double": true}
+var knownFormats = map[string]bool{"date-time": true, "date": true, "int32": true, "int64": true, "float": true, "double": true,
+	"byte": true, "binary": true}
 
 func loadStrict() {
 	raw, err := JSON()
@@ -79,6 +81,16 @@ func loadStrict() {
 	for _, f := range []string{"int32", "int64", "float", "double"} {
 		c.RegisterFormat(&jsonschema.Format{Name: f, Validate: func(any) error { return nil }})
 	}
+	// byte is standard base64 (OpenAPI 3.0.3 data types); binary is any octets.
+	c.RegisterFormat(&jsonschema.Format{Name: "byte", Validate: func(v any) error {
+		if s, ok := v.(string); ok {
+			if _, err := base64.StdEncoding.DecodeString(s); err != nil {
+				return fmt.Errorf("not standard base64: %w", err)
+			}
+		}
+		return nil
+	}})
+	c.RegisterFormat(&jsonschema.Format{Name: "binary", Validate: func(any) error { return nil }})
 	if err := c.AddResource(strictURL, doc); err != nil {
 		strictErr = fmt.Errorf("strict openapi document: %w", err)
 		return
