@@ -2,6 +2,7 @@ package x402fiber
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -70,6 +71,7 @@ func New(v *verifier.Verifier, origin config.Origin) fiber.Handler {
 			return nil
 		}
 		settled = true
+		p.Answered(answerBody(c))
 		resp, sref := v.Settle(ctx, p)
 		hdr := x402.HeaderPaymentResponse
 		if p.V1 {
@@ -127,10 +129,11 @@ func resourceURL(origin config.Origin, c *fiber.Ctx) string {
 // PaymentRequired's own error string travels in the header and as
 // error.reason.
 type body2 struct {
-	X402Version int                 `json:"x402Version"`
-	Resource    x402.ResourceInfo   `json:"resource"`
-	Accepts     []x402.Requirements `json:"accepts"`
-	Error       envelope            `json:"error"`
+	X402Version int                        `json:"x402Version"`
+	Resource    x402.ResourceInfo          `json:"resource"`
+	Accepts     []x402.Requirements        `json:"accepts"`
+	Extensions  map[string]json.RawMessage `json:"extensions,omitempty"`
+	Error       envelope                   `json:"error"`
 }
 
 type body1 struct {
@@ -165,6 +168,9 @@ func refuse(c *fiber.Ctx, v *verifier.Verifier, path, resource string, v1 bool, 
 		return c.Status(r.Status).JSON(body1{X402Version: 1, Accepts: []x402.RequirementsV1{q.V1(res)}, Error: env})
 	}
 	pr := x402.PaymentRequired{X402Version: 2, Error: r.Message, Resource: res, Accepts: []x402.Requirements{q}}
+	if bz := v.Bazaar(path, pathValue(c, path)); bz != nil {
+		pr.Extensions = map[string]json.RawMessage{x402.ExtensionBazaar: bz}
+	}
 	if r.Reason != verifier.ReasonMissing {
 		pr.Error = r.Reason + ": " + r.Message
 	}
@@ -174,5 +180,33 @@ func refuse(c *fiber.Ctx, v *verifier.Verifier, path, resource string, v1 bool, 
 	}
 	c.Set(x402.HeaderPaymentRequired, h)
 	c.Set("Access-Control-Expose-Headers", x402.HeaderPaymentRequired)
-	return c.Status(r.Status).JSON(body2{X402Version: 2, Resource: res, Accepts: pr.Accepts, Error: env})
+	return c.Status(r.Status).JSON(body2{X402Version: 2, Resource: res, Accepts: pr.Accepts, Extensions: pr.Extensions, Error: env})
+}
+
+// maxPathValue bounds a path parameter echoed in a 402's bazaar extension.
+const maxPathValue = 64
+
+// pathValue is the request's value of the route's path parameter ("" for
+// a static route), copied and bounded.
+func pathValue(c *fiber.Ctx, path string) string {
+	r, ok := verifier.RouteByPath(path)
+	if !ok || r.Input.PathParam == "" {
+		return ""
+	}
+	val := c.Params(r.Input.PathParam)
+	if len(val) > maxPathValue || val == "" {
+		return ""
+	}
+	return strings.Clone(val)
+}
+
+// answerBody is the answer as the client reads it: decompressed when the
+// handler gzipped it (the receipt's responseDigest is of these bytes).
+func answerBody(c *fiber.Ctx) []byte {
+	if strings.EqualFold(string(c.Response().Header.Peek(fiber.HeaderContentEncoding)), "gzip") {
+		if b, err := c.Response().BodyGunzip(); err == nil {
+			return b
+		}
+	}
+	return c.Response().Body()
 }
