@@ -127,13 +127,13 @@ func resourceURL(origin config.Origin, c *fiber.Ctx) string {
 
 // body2 is a v2 refusal: the PaymentRequired fields beside the envelope.
 // PaymentRequired's own error string travels in the header and as
-// error.reason.
+// error.reason; its extensions (bazaar, with an example answer) in the
+// header only, so a refusal's body never holds answer-shaped data.
 type body2 struct {
-	X402Version int                        `json:"x402Version"`
-	Resource    x402.ResourceInfo          `json:"resource"`
-	Accepts     []x402.Requirements        `json:"accepts"`
-	Extensions  map[string]json.RawMessage `json:"extensions,omitempty"`
-	Error       envelope                   `json:"error"`
+	X402Version int                 `json:"x402Version"`
+	Resource    x402.ResourceInfo   `json:"resource"`
+	Accepts     []x402.Requirements `json:"accepts"`
+	Error       envelope            `json:"error"`
 }
 
 type body1 struct {
@@ -180,7 +180,7 @@ func refuse(c *fiber.Ctx, v *verifier.Verifier, path, resource string, v1 bool, 
 	}
 	c.Set(x402.HeaderPaymentRequired, h)
 	c.Set("Access-Control-Expose-Headers", x402.HeaderPaymentRequired)
-	return c.Status(r.Status).JSON(body2{X402Version: 2, Resource: res, Accepts: pr.Accepts, Extensions: pr.Extensions, Error: env})
+	return c.Status(r.Status).JSON(body2{X402Version: 2, Resource: res, Accepts: pr.Accepts, Error: env})
 }
 
 // maxPathValue bounds a path parameter echoed in a 402's bazaar extension.
