@@ -3,6 +3,9 @@ package x402fiber_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net"
 	"os"
 	"os/exec"
@@ -166,4 +169,83 @@ func TestMCPPaymentsOverHTTP(t *testing.T) {
 	if rows := ledger(t, n.Store, store.PaymentSettled); len(rows) != 1 || s.settles.Load() != 1 {
 		t.Fatalf("ledger %+v settles %d", rows, s.settles.Load())
 	}
+}
+
+// Hostile payments over the MCP transport are clear tool errors (or a 413
+// for an oversized request), never a charge, a panic or an answer.
+func TestMCPHostilePayments(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	n := f.node(t, f.config(), nil)
+	srv, err := mcp.New(mcp.Config{APIURL: n.Root})
+	testenv.Must(t, err, "mcp server")
+	h := httptest.NewServer(srv.Handler())
+	t.Cleanup(h.Close)
+	post := func(body string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, h.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		res, err := http.DefaultClient.Do(req)
+		testenv.Must(t, err, "post")
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	call := func(tool, args, meta string) (int, string) {
+		return post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args +
+			`,"_meta":{"x402/payment":` + meta + `}}}`)
+	}
+	hist := `{"agentPda":"` + f.agent + `"}`
+	// A genuine payment for the full history, to replay elsewhere.
+	pr := n.challenge(t, http.MethodGet, "/premium/full-history/"+f.agent, nil)
+	wire, err := x402.BuildExact(pr.Accepts[0], x402.Payment{Payer: f.payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
+	testenv.Must(t, err, "build")
+	genuine, _ := json.Marshal(x402.NewPaymentPayload(pr.Resource, pr.Accepts[0], wire))
+	before := f.balance(t)
+	cases := []struct {
+		name, tool, args, meta string
+		want                   []string
+	}{
+		{"string", mcp.ToolGetFullHistory, hist, `"abc"`, []string{`"isError":true`, "want a PaymentPayload object"}},
+		{"number", mcp.ToolGetFullHistory, hist, `12`, []string{`"isError":true`, "PaymentPayload object"}},
+		{"null", mcp.ToolGetFullHistory, hist, `null`, []string{`"isError":true`}},
+		{"empty object", mcp.ToolGetFullHistory, hist, `{}`, []string{`"isError":true`, "nothing was charged"}},
+		{"v1", mcp.ToolGetFullHistory, hist, `{"x402Version":1,"accepted":{},"payload":{"transaction":"AA=="}}`, []string{`"isError":true`, "invalid_x402_version"}},
+		{"huge", mcp.ToolGetFullHistory, hist, `{"x402Version":2,"pad":"` + strings.Repeat("A", 200_000) + `"}`, []string{`"isError":true`, "at most"}},
+		{"deep", mcp.ToolGetFullHistory, hist, strings.Repeat(`{"a":`, 3000) + `1` + strings.Repeat(`}`, 3000), []string{"nesting depth"}},
+		{"bad transaction", mcp.ToolGetFullHistory, hist, `{"x402Version":2,"accepted":` + mustJSON(pr.Accepts[0]) + `,"payload":{"transaction":"!!!"}}`, []string{`"isError":true`, "not standard base64", "nothing was charged"}},
+		{"replayed on another resource", mcp.ToolBulkVerify, `{"ids":["` + f.agent + `"]}`, string(genuine), []string{`"isError":true`, `"x402Version":2`, "invalid_payment_requirements"}},
+	}
+	for _, c := range cases {
+		status, body := call(c.tool, c.args, c.meta)
+		// Nesting past 1000 is refused by the MCP SDK itself: a protocol
+		// error (400) naming it.
+		if c.name == "deep" && status == http.StatusBadRequest {
+			status = http.StatusOK
+		}
+		if status != http.StatusOK {
+			t.Errorf("%s: HTTP %d %.300s", c.name, status, body)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(body, w) {
+				t.Errorf("%s: answer lacks %q: %.400s", c.name, w, body)
+			}
+		}
+		if strings.Contains(body, `"pagination"`) || strings.Contains(body, "x402/payment-response") {
+			t.Errorf("%s: an answer or settlement leaked: %.300s", c.name, body)
+		}
+	}
+	if status, _ := post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_stats","arguments":{"pad":"` + strings.Repeat("A", 2<<20) + `"}}}`); status != http.StatusRequestEntityTooLarge {
+		t.Errorf("2 MiB request: %d", status)
+	}
+	if got := f.balance(t); got != before {
+		t.Fatalf("hostile payments moved money: %d -> %d", before, got)
+	}
+	t.Logf("%d hostile MCP payments refused", len(cases)+1)
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
