@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/attestd/attestd/internal/apierror"
@@ -75,27 +76,37 @@ var errNoChain = errors.New("x402 verifier: settled by a facilitator: the chain 
 
 // Verifier guards payable routes. It is safe for concurrent use.
 type Verifier struct {
-	cfg     Config
-	log     *slog.Logger
-	ledger  Ledger
-	guard   *replayGuard
-	m       *metrics
-	s       settler
-	node    string
-	routes  map[string]route
-	signer  *receipt.Signer
-	now     func() time.Time
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	closeMu sync.Once
+	cfg    Config
+	log    *slog.Logger
+	ledger Ledger
+	guard  *replayGuard
+	m      *metrics
+	s      settler
+	node   string
+	routes map[string]route
+	signer *receipt.Signer
+	now    func() time.Time
+	// base58 of the asset and payTo, encoded once
+	assetStr, payToStr string
+	fpStr              atomic.Pointer[pubString]
+	cancel             context.CancelFunc
+	wg                 sync.WaitGroup
+	closeMu            sync.Once
 }
 
 type route struct {
 	Route
-	amount uint64
-	terms  x402.ExactTerms
-	bazaar json.RawMessage // the declaration's bazaar extension
+	amount    uint64
+	terms     x402.ExactTerms
+	bazaar    json.RawMessage // the declaration's bazaar extension
+	amountStr string
+	// bazaarPre and bazaarPost surround the path value's JSON string in
+	// a request's bazaar extension (nil: encode it whole).
+	bazaarPre, bazaarPost []byte
 }
+
+// pathPlaceholder stands for the path value in the pre-encoded bazaar.
+const pathPlaceholder = "@@attestd-path-value@@"
 
 // New builds a verifier. With a facilitator it reads /supported first
 // (retrying in the background while the facilitator does not answer; until
@@ -117,6 +128,7 @@ func New(ctx context.Context, opt Options) (*Verifier, error) {
 	}
 	v := &Verifier{cfg: cfg, log: opt.Logger.With("component", "x402"), ledger: opt.Ledger, m: newMetrics(opt.Registerer),
 		node: opt.Node, routes: map[string]route{}, signer: opt.Receipts, now: time.Now,
+		assetStr: cfg.Asset.String(), payToStr: cfg.PayTo.String(),
 		guard: &replayGuard{rdb: opt.Redis, prefix: opt.KeyPrefix, timeout: 500 * time.Millisecond}}
 	runCtx, cancel := context.WithCancel(context.Background())
 	v.cancel = cancel
@@ -144,8 +156,18 @@ func New(ctx context.Context, opt Options) (*Verifier, error) {
 			continue
 		}
 		rt := route{Route: r, amount: amount, terms: x402.ExactTerms{PayTo: cfg.PayTo, Asset: cfg.Asset, Amount: amount, Decimals: cfg.Decimals}}
+		rt.amountStr = strconv.FormatUint(amount, 10)
 		if b, err := json.Marshal(r.Bazaar("")); err == nil {
 			rt.bazaar = b
+		}
+		if r.Input.PathParam != "" {
+			// Encoded once around a placeholder: a 402 only splices in
+			// its path value.
+			if b, err := json.Marshal(r.Bazaar(pathPlaceholder)); err == nil {
+				if pre, post, ok := bytes.Cut(b, []byte(`"`+pathPlaceholder+`"`)); ok && !bytes.Contains(post, []byte(pathPlaceholder)) {
+					rt.bazaarPre, rt.bazaarPost = pre, post
+				}
+			}
 		}
 		if err := rt.terms.Prepare(); err != nil {
 			cancel()
@@ -208,6 +230,14 @@ func (v *Verifier) Bazaar(path, pathValue string) json.RawMessage {
 	if pathValue == "" || rt.Input.PathParam == "" {
 		return rt.bazaar
 	}
+	if rt.bazaarPre != nil {
+		q, err := json.Marshal(pathValue)
+		if err != nil {
+			return rt.bazaar
+		}
+		b := make([]byte, 0, len(rt.bazaarPre)+len(q)+len(rt.bazaarPost))
+		return append(append(append(b, rt.bazaarPre...), q...), rt.bazaarPost...)
+	}
 	b, err := json.Marshal(rt.Bazaar(pathValue))
 	if err != nil {
 		return rt.bazaar
@@ -227,14 +257,29 @@ func (v *Verifier) Requirements(path, resourceURL string) (q x402.Requirements, 
 	if !found || !known {
 		return q, r, false
 	}
-	extra := &x402.Extra{FeePayer: fp.String()}
+	extra := &x402.Extra{FeePayer: v.feePayerString(fp)}
 	if h, lv, ok := v.s.recentBlockhash(); ok {
 		extra.RecentBlockhash, extra.LastValidBlockHeight = h.String(), strconv.FormatUint(lv, 10)
 	}
-	q = x402.Requirements{Scheme: x402.SchemeExact, Network: v.cfg.Network.CAIP2, Amount: strconv.FormatUint(rt.amount, 10),
-		Asset: v.cfg.Asset.String(), PayTo: v.cfg.PayTo.String(), MaxTimeoutSeconds: MaxTimeoutSeconds, Extra: extra}
+	q = x402.Requirements{Scheme: x402.SchemeExact, Network: v.cfg.Network.CAIP2, Amount: rt.amountStr,
+		Asset: v.assetStr, PayTo: v.payToStr, MaxTimeoutSeconds: MaxTimeoutSeconds, Extra: extra}
 	r = x402.ResourceInfo{URL: resourceURL, Description: rt.Description, MimeType: "application/json"}
 	return q, r, true
+}
+
+// feePayerString is fp in base58, encoded once per fee payer.
+func (v *Verifier) feePayerString(fp solana.PublicKey) string {
+	if c := v.fpStr.Load(); c != nil && c.pk == fp {
+		return c.s
+	}
+	c := &pubString{pk: fp, s: fp.String()}
+	v.fpStr.Store(c)
+	return c.s
+}
+
+type pubString struct {
+	pk solana.PublicKey
+	s  string
 }
 
 // Request is a payable request as the middleware saw it. The strings must

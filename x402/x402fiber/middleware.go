@@ -2,9 +2,11 @@ package x402fiber
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/config"
@@ -167,20 +169,80 @@ func refuse(c *fiber.Ctx, v *verifier.Verifier, path, resource string, v1 bool, 
 	if v1 {
 		return c.Status(r.Status).JSON(body1{X402Version: 1, Accepts: []x402.RequirementsV1{q.V1(res)}, Error: env})
 	}
-	pr := x402.PaymentRequired{X402Version: 2, Error: r.Message, Resource: res, Accepts: []x402.Requirements{q}}
-	if bz := v.Bazaar(path, pathValue(c, path)); bz != nil {
-		pr.Extensions = map[string]json.RawMessage{x402.ExtensionBazaar: bz}
+	// The same challenge (route, resource, refusal, fee payer, blockhash
+	// hint) is encoded once: a popular resource's 402s reuse the bytes.
+	var ex x402.Extra
+	if q.Extra != nil {
+		ex = *q.Extra
 	}
-	if r.Reason != verifier.ReasonMissing {
-		pr.Error = r.Reason + ": " + r.Message
+	key := challengeKey{v: v, path: path, resource: resource, status: r.Status, code: r.Code, message: r.Message, reason: r.Reason, extra: ex}
+	e, hit := lastChallenge.Load(challengeSlot{v, path})
+	ch, _ := e.(*challenge)
+	if !hit || ch.key != key {
+		pr := x402.PaymentRequired{X402Version: 2, Error: r.Message, Resource: res, Accepts: []x402.Requirements{q}}
+		if r.Reason != verifier.ReasonMissing {
+			pr.Error = r.Reason + ": " + r.Message
+		}
+		h, err := encodeRequired(pr, v.Bazaar(path, pathValue(c, path)))
+		if err != nil {
+			return err
+		}
+		body, err := json.Marshal(body2{X402Version: 2, Resource: res, Accepts: pr.Accepts, Error: env})
+		if err != nil {
+			return err
+		}
+		ch = &challenge{key: key, header: h, body: body}
+		lastChallenge.Store(challengeSlot{v, path}, ch)
 	}
-	h, err := x402.EncodeHeader(pr)
-	if err != nil {
-		return err
-	}
-	c.Set(x402.HeaderPaymentRequired, h)
+	c.Set(x402.HeaderPaymentRequired, ch.header)
 	c.Set("Access-Control-Expose-Headers", x402.HeaderPaymentRequired)
-	return c.Status(r.Status).JSON(body2{X402Version: 2, Resource: res, Accepts: pr.Accepts, Error: env})
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Status(r.Status).Send(ch.body)
+}
+
+// lastChallenge holds, per verifier and route, the last 402 encoded
+// (immutable entries, replaced whole).
+var lastChallenge sync.Map // challengeSlot -> *challenge
+
+type challengeSlot struct {
+	v    *verifier.Verifier
+	path string
+}
+
+// challengeKey is everything a v2 402's bytes depend on.
+type challengeKey struct {
+	v                     *verifier.Verifier
+	path, resource        string
+	status                int
+	code, message, reason string
+	extra                 x402.Extra
+}
+
+type challenge struct {
+	key    challengeKey
+	header string
+	body   []byte
+}
+
+// encodeRequired is the PAYMENT-REQUIRED header of pr with the bazaar
+// extension bz (already JSON, trusted: made by the verifier), spliced in
+// rather than re-validated by encoding/json: the extension is most of the
+// header.
+func encodeRequired(pr x402.PaymentRequired, bz json.RawMessage) (string, error) {
+	if bz == nil {
+		return x402.EncodeHeader(pr)
+	}
+	b, err := json.Marshal(pr)
+	if err != nil {
+		return "", err
+	}
+	// b ends with "}": insert the extensions member before it.
+	out := make([]byte, 0, len(b)+len(bz)+32)
+	out = append(out, b[:len(b)-1]...)
+	out = append(out, `,"extensions":{"bazaar":`...)
+	out = append(out, bz...)
+	out = append(out, "}}"...)
+	return base64.StdEncoding.EncodeToString(out), nil
 }
 
 // maxPathValue bounds a path parameter echoed in a 402's bazaar extension.
