@@ -198,7 +198,13 @@ func (c Config) DiscoveryDocument(origin config.Origin, feePayer string, lastUpd
 		if !ok {
 			continue
 		}
-		bz, err := json.Marshal(r.Bazaar(""))
+		b := r.Bazaar("")
+		if b.Info.Output != nil {
+			// The example answer is in the route's 402; the catalog keeps
+			// its type only, and stays small (it is fetched often).
+			b.Info.Output = &x402.BazaarOutput{Type: b.Info.Output.Type}
+		}
+		bz, err := json.Marshal(b)
 		if err != nil {
 			continue
 		}

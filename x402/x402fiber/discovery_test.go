@@ -106,6 +106,11 @@ func TestDiscoveryAgreesWithLive402s(t *testing.T) {
 			}
 			live.Info.Input.PathParams = listed.Info.Input.PathParams
 		}
+		// The catalog lists the output's type; its example is in the 402.
+		if listed.Info.Output == nil || listed.Info.Output.Type != live.Info.Output.Type || listed.Info.Output.Example != nil {
+			t.Errorf("%s: listed output %+v", r.Path, listed.Info.Output)
+		}
+		listed.Info.Output = live.Info.Output
 		if !reflect.DeepEqual(live, listed) {
 			t.Errorf("%s: the 402's bazaar and the listed one differ:\n%+v\n%+v", r.Path, live, listed)
 		}
@@ -331,4 +336,57 @@ func TestPaymentIdentifierChargedOnce(t *testing.T) {
 	if rows := ledger(t, n.Store, ""); len(rows) != 1 {
 		t.Fatalf("ledger rows %d", len(rows))
 	}
+}
+
+// Hostile path values never break a 402's bazaar extension, and the
+// discovery documents answer only GET and HEAD, whatever the query.
+func TestDiscoveryHostileInputs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	n := f.node(t, f.config(), nil)
+	n1 := 0
+	for _, id := range []string{`%22%7D%7D%2C%22x%22%3A1`, `%E2%80%A8%3Cscript%3E`, strings.Repeat("1", 65), strings.Repeat("Z", 44),
+		`..%2F..%2Fetc`, `%00%01%02`, strings.Repeat("%F0%9F%98%80", 20)} {
+		res, err := http.Get(n.URL + "/premium/full-history/" + id)
+		testenv.Must(t, err, "GET")
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		n1++
+		if res.StatusCode != http.StatusPaymentRequired && res.StatusCode != http.StatusBadRequest && res.StatusCode != http.StatusNotFound {
+			t.Errorf("agent %q: %d", id, res.StatusCode)
+			continue
+		}
+		if h := res.Header.Get(x402.HeaderPaymentRequired); h != "" {
+			pr, err := x402.DecodePaymentRequired(h)
+			if err != nil {
+				t.Errorf("agent %q: PAYMENT-REQUIRED does not decode: %v", id, err)
+				continue
+			}
+			var bz x402.Bazaar
+			if err := json.Unmarshal(pr.Extensions[x402.ExtensionBazaar], &bz); err != nil || bz.RouteTemplate == "" {
+				t.Errorf("agent %q: bazaar %v %+v", id, err, bz)
+			}
+			if v := bz.Info.Input.PathParams["agentId"]; len(v) > 64 {
+				t.Errorf("agent %q: pathParams echo %d bytes", id, len(v))
+			}
+		}
+	}
+	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
+		req, _ := http.NewRequest(m, n.Root+x402fiber.PathWellKnown+"?x="+strings.Repeat("a", 2000), strings.NewReader("{}"))
+		res, err := http.DefaultClient.Do(req)
+		testenv.Must(t, err, "%s", m)
+		res.Body.Close()
+		n1++
+		if res.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("%s /.well-known/x402: %d", m, res.StatusCode)
+		}
+	}
+	for _, p := range []string{x402fiber.PathWellKnown + "?a=%ZZ", x402fiber.PathLLMs + "?" + strings.Repeat("q", 4000), x402fiber.PathJWKS, x402fiber.PathDID} {
+		res, b := get(t, n.Root, p)
+		n1++
+		if res.StatusCode != http.StatusOK || len(b) == 0 {
+			t.Errorf("%s: %d", p, res.StatusCode)
+		}
+	}
+	t.Logf("%d hostile discovery requests", n1)
 }

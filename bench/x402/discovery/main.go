@@ -140,6 +140,7 @@ func run(ctx context.Context, dur time.Duration, rounds, conns, threads int) err
 	load1, _ := os.ReadFile("/proc/loadavg")
 	sc := []*scenario{
 		{name: "baseline", what: "bare Fiber JSON handler (bench/baseline)", url: "http://" + baseAddr + "/json"},
+		{name: "app floor", what: "GET /api/v1/nope: an unknown route of the same node, 404 in the envelope (every middleware, no feature)", url: node + "/api/v1/nope"},
 		{name: "discovery", what: "GET /.well-known/x402 (the catalog, 3 resources)", url: node + "/.well-known/x402"},
 		{name: "402 bazaar", what: "GET /premium/full-history/:agentId unpaid: 402, PAYMENT-REQUIRED with bazaar", url: node + "/api/v1/premium/full-history/" + agent},
 	}
@@ -172,9 +173,18 @@ func run(ctx context.Context, dur time.Duration, rounds, conns, threads int) err
 			runs = append(runs, strconv.FormatFloat(x, 'f', 0, 64))
 		}
 		fmt.Printf("| %s | %s | %.0f (%s) | %.0f%% | %s | %s |\n", s.name, s.what, mean(s.rps), strings.Join(runs, ", "),
-			100*shares[len(shares)/2], s.p50, s.p99)
+			100*median(shares), s.p50, s.p99)
 	}
 	return nil
+}
+
+// median of sorted xs (the mean of the middle two for an even count).
+func median(xs []float64) float64 {
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 func mean(xs []float64) float64 {
