@@ -67,7 +67,9 @@ func (s *Server) x402Middleware(next mcpsdk.MethodHandler) mcpsdk.MethodHandler 
 			}
 			return paymentRequired(pr), nil
 		}
-		if fwd.PaymentResponse != "" && !out.IsError {
+		// A settled payment is reported even if the tool then failed (say,
+		// a report whose hash did not check out): the caller was charged.
+		if fwd.PaymentResponse != "" {
 			if sr, derr := x402.DecodeSettleResponse(fwd.PaymentResponse); derr == nil {
 				if out.Meta == nil {
 					out.Meta = mcpsdk.Meta{}
