@@ -55,6 +55,9 @@ type Deps struct {
 	// Timeouts bound each connection's reads, writes and idle waits (zero
 	// fields: the defaults).
 	Timeouts Timeouts
+	// OpenAPIPatch, when set, rewrites the served OpenAPI document (JSON)
+	// once at start: x402 sets each payable operation's live price.
+	OpenAPIPatch func([]byte) ([]byte, error)
 }
 
 // API is the HTTP application.
@@ -84,7 +87,11 @@ func New(d Deps) *API {
 	a := &API{deps: d, log: d.Logger, started: time.Now(), m: newHTTPMetrics(d.Registerer)}
 	cc := d.HTTPCache.Headers()
 	a.control.index, a.control.confirmed, a.control.finalized = []byte(cc.Index), []byte(cc.Confirmed), []byte(cc.Finalized)
-	if b, err := openapi.JSON(); err != nil {
+	b, err := openapi.JSON()
+	if err == nil && d.OpenAPIPatch != nil {
+		b, err = d.OpenAPIPatch(b)
+	}
+	if err != nil {
 		a.docErr = err
 	} else {
 		a.doc = cache.MakeValue(b, true)

@@ -43,6 +43,7 @@ type Client struct {
 	timeout   time.Duration
 	userAgent string
 	payer     *payer
+	rkeys     receiptKeys
 }
 
 // Option configures a Client.
@@ -111,8 +112,9 @@ func (c *Client) BaseURL() string { return c.base }
 // CanPay reports whether the client pays 402 answers (WithPayer, no key).
 func (c *Client) CanPay() bool { return c.payer != nil && c.apiKey == "" }
 
-// receipt records a paid call for RecordPayments.
-func (c *Client) receipt(ctx context.Context, r request, q x402.Requirements, h http.Header) {
+// receipt records a paid call for RecordPayments, with its signed
+// receipt verified (Receipt.Signed, Claims, ReceiptErr).
+func (c *Client) receipt(ctx context.Context, r request, q x402.Requirements, h http.Header, body []byte) {
 	rec, _ := ctx.Value(receiptsKey{}).(*Receipts)
 	if rec == nil {
 		return
@@ -121,6 +123,14 @@ func (c *Client) receipt(ctx context.Context, r request, q x402.Requirements, h 
 	x := Receipt{Method: r.method, Path: r.path, Amount: amount, Asset: q.Asset, Network: q.Network, Payer: c.payer.Key.PublicKey().String()}
 	if sr, err := x402.DecodeSettleResponse(h.Get(x402.HeaderPaymentResponse)); err == nil {
 		x.Transaction = sr.Transaction
+		if x.Signed = ReceiptOf(sr); x.Signed != "" {
+			claims, err := c.checkReceipt(ctx, r, sr, body)
+			if err != nil {
+				x.ReceiptErr = err
+			} else {
+				x.Claims = &claims
+			}
+		}
 	}
 	rec.add(x)
 }
@@ -143,9 +153,29 @@ type request struct {
 func (c *Client) do(ctx context.Context, r request, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	fwd, _ := ctx.Value(forwardKey{}).(*Forward)
+	if fwd != nil {
+		r.payment = fwd.Payment
+	}
 	status, header, body, err := c.roundTrip(ctx, r)
 	if err != nil {
 		return err
+	}
+	if fwd != nil {
+		// A payment made elsewhere (an MCP caller's): sent as given,
+		// never replaced by one of ours; the caller reads the outcome.
+		fwd.Status, fwd.PaymentRequired, fwd.PaymentResponse = status, header.Get(x402.HeaderPaymentRequired), header.Get(x402.HeaderPaymentResponse)
+		fwd.Body = body
+		if status < 200 || status > 299 {
+			return newAPIError(r.method, r.path, status, header, body)
+		}
+		if out == nil {
+			return nil
+		}
+		if err := json.Unmarshal(body, out); err != nil {
+			return fmt.Errorf("attestd client: %s %s: decode %d response: %w", r.method, r.path, status, err)
+		}
+		return nil
 	}
 	if status == http.StatusPaymentRequired && c.payer != nil && c.apiKey == "" && r.payment == "" {
 		hdr, q, perr := c.payer.pay(ctx, header)
@@ -158,7 +188,7 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 			return err
 		}
 		if status >= 200 && status <= 299 {
-			c.receipt(ctx, r, q, header)
+			c.receipt(ctx, r, q, header, body)
 		}
 	}
 	if status < 200 || status > 299 {
@@ -198,7 +228,7 @@ func (c *Client) roundTrip(ctx context.Context, r request) (int, http.Header, []
 	if c.userAgent != "" {
 		req.Header.Set("User-Agent", c.userAgent)
 	}
-	if c.apiKey != "" {
+	if c.apiKey != "" && !Forwarding(ctx) {
 		req.Header.Set(APIKeyHeader, c.apiKey)
 	}
 	if r.payment != "" {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/attestd/attestd/x402"
+	"github.com/attestd/attestd/x402/receipt"
 	"github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/rpc"
 )
@@ -39,6 +40,34 @@ type Receipt struct {
 	Network      string
 	Transaction  string // the settled transaction's signature
 	Payer        string
+	// Signed is the service's signed receipt (a compact JWS, "" when the
+	// service issues none); Claims what it says once verified under the
+	// service's published key and matched to this answer; ReceiptErr why
+	// it did not verify (wrapping ErrBadReceipt), the answer being kept.
+	Signed     string
+	Claims     *receipt.Payload
+	ReceiptErr error
+}
+
+// Forward carries a payment made elsewhere (an MCP client's
+// _meta["x402/payment"]) through one call: Payment ("" for none) is sent
+// as PAYMENT-SIGNATURE as is, the client never pays itself, and the
+// outcome is recorded: the status, the PAYMENT-REQUIRED of a 402, the
+// PAYMENT-RESPONSE of a paid answer, and the body.
+type Forward struct {
+	Payment         string
+	Status          int
+	PaymentRequired string
+	PaymentResponse string
+	Body            []byte
+}
+
+type forwardKey struct{}
+
+// ForwardPayment returns a context under which calls send f.Payment and
+// record their outcome in f (one call per Forward).
+func ForwardPayment(ctx context.Context, f *Forward) context.Context {
+	return context.WithValue(ctx, forwardKey{}, f)
 }
 
 // Display is the amount in units: "0.01 USDC" for USDC.
@@ -197,4 +226,10 @@ func (p *payer) mint(ctx context.Context, mint solana.PublicKey) (mintInfo, erro
 	p.decimals[mint] = mi
 	p.mu.Unlock()
 	return mi, nil
+}
+
+// Forwarding reports whether ctx carries a Forward.
+func Forwarding(ctx context.Context) bool {
+	_, ok := ctx.Value(forwardKey{}).(*Forward)
+	return ok
 }

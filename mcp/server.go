@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/attestd/attestd/internal/config"
@@ -94,6 +95,10 @@ type Server struct {
 	api    *client.Client
 	log    *slog.Logger
 	budget *budget // nil: the server does not pay
+	// askPrice: a premium call without payment, key or payer asks the API
+	// for its payment requirements (the x402 MCP transport); set once the
+	// server is served over HTTP, where callers pay for themselves.
+	askPrice atomic.Bool
 }
 
 // Instructions tell clients what the server is for.
@@ -131,6 +136,7 @@ func New(cfg Config) (*Server, error) {
 	if err := s.addTools(); err != nil {
 		return nil, err
 	}
+	s.mcp.AddReceivingMiddleware(s.x402Middleware)
 	return s, nil
 }
 
@@ -153,8 +159,26 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 // Handler is the stateless streamable-HTTP handler (JSON responses, no
 // sessions, so any number of nodes can serve it without sticky routing).
 func (s *Server) Handler() http.Handler {
-	return mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return s.mcp },
-		&mcpsdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log})
+	s.askPrice.Store(true)
+	return boundBody(mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return s.mcp },
+		&mcpsdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log}))
+}
+
+// maxRequestBody bounds a request to the HTTP transport (a tool call with
+// 1000 ids and a payment in _meta is under 100 KB).
+const maxRequestBody = 1 << 20
+
+// boundBody refuses request bodies over maxRequestBody before they are
+// decoded.
+func boundBody(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > maxRequestBody {
+			http.Error(w, "request body larger than 1 MiB", http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxRequestBody)
+		h.ServeHTTP(w, r)
+	})
 }
 
 // ListenAddr completes addr for ServeHTTP: a missing host means 127.0.0.1,

@@ -166,7 +166,7 @@ func (s *Server) addTools() error {
 				address(p["attestationPda"])
 			}, s.verifyActionHash),
 		addTool(s, &mcpsdk.Tool{Name: ToolGetFullHistory, Annotations: readOnly("Full history (premium)"),
-			Description: "Premium (needs ATTESTD_API_KEY): the full attestation history of one agent, newest first, up to 1000 per call, " +
+			Description: "Premium (an API key on this server, or an x402 payment in _meta[\"x402/payment\"]): the full attestation history of one agent, newest first, up to 1000 per call, " +
 				"with the agent record; optional time range (from inclusive, to exclusive); more with pagination.nextCursor as cursor."},
 			func(p map[string]*jsonschema.Schema) {
 				address(p["agentPda"])
@@ -174,12 +174,12 @@ func (s *Server) addTools() error {
 				p["offset"].Minimum = ptr(0.0)
 			}, s.fullHistory),
 		addTool(s, &mcpsdk.Tool{Name: ToolGetForensicReport, Annotations: readOnly("Forensic report (premium)"),
-			Description: "Premium (needs ATTESTD_API_KEY): a structured audit report on one agent: period, totals by type, daily timeline, " +
+			Description: "Premium (an API key on this server, or an x402 payment in _meta[\"x402/payment\"]): a structured audit report on one agent: period, totals by type, daily timeline, " +
 				"signature integrity, anomalies (bursts, gaps, activity after revocation, duplicate hashes), policy history; " +
 				"its reportHash is recomputed and checked here. Optional period: from (inclusive), to (exclusive)."},
 			func(p map[string]*jsonschema.Schema) { address(p["agentPda"]) }, s.forensicReport),
 		addTool(s, &mcpsdk.Tool{Name: ToolBulkVerify, Annotations: readOnly("Bulk verify (premium)"),
-			Description: "Premium (needs ATTESTD_API_KEY): verify 1 to 1000 attestations by pda in one call. Valid means indexed, " +
+			Description: "Premium (an API key on this server, or an x402 payment in _meta[\"x402/payment\"]): verify 1 to 1000 attestations by pda in one call. Valid means indexed, " +
 				"finalized, and the agent's Ed25519 signature over the hash checks out; otherwise a reason is given."},
 			func(p map[string]*jsonschema.Schema) {
 				ids := p["ids"]
@@ -248,7 +248,7 @@ func (s *Server) getAgentStats(ctx context.Context, in AgentInput) (client.Agent
 }
 
 func (s *Server) fullHistory(ctx context.Context, in HistoryInput) (client.FullHistory, string, error) {
-	if err := s.needKey(ToolGetFullHistory); err != nil {
+	if err := s.needKey(ctx, ToolGetFullHistory); err != nil {
 		return client.FullHistory{}, "", err
 	}
 	p := client.HistoryParams{Limit: in.Limit, Offset: in.Offset, Cursor: in.Cursor}
@@ -268,7 +268,7 @@ func (s *Server) fullHistory(ctx context.Context, in HistoryInput) (client.FullH
 }
 
 func (s *Server) forensicReport(ctx context.Context, in ReportInput) (ForensicOutput, string, error) {
-	if err := s.needKey(ToolGetForensicReport); err != nil {
+	if err := s.needKey(ctx, ToolGetForensicReport); err != nil {
 		return ForensicOutput{}, "", err
 	}
 	var p client.ReportParams
@@ -293,7 +293,7 @@ func (s *Server) forensicReport(ctx context.Context, in ReportInput) (ForensicOu
 }
 
 func (s *Server) bulkVerify(ctx context.Context, in BulkVerifyInput) (client.BulkVerifyResult, string, error) {
-	if err := s.needKey(ToolBulkVerify); err != nil {
+	if err := s.needKey(ctx, ToolBulkVerify); err != nil {
 		return client.BulkVerifyResult{}, "", err
 	}
 	var res *client.BulkVerifyResult
@@ -305,8 +305,8 @@ func (s *Server) bulkVerify(ctx context.Context, in BulkVerifyInput) (client.Bul
 }
 
 // needKey refuses a premium tool without an API key, before any request.
-func (s *Server) needKey(tool string) error {
-	if s.api.HasAPIKey() || s.api.CanPay() {
+func (s *Server) needKey(ctx context.Context, tool string) error {
+	if s.api.HasAPIKey() || s.api.CanPay() || forwarding(ctx) {
 		return nil
 	}
 	return fmt.Errorf("%s is a premium tool and needs an attestd API key; no request was made. "+

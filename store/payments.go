@@ -47,6 +47,9 @@ type Payment struct {
 	// LastValidHeight is the block height after which the transaction can
 	// no longer land (0: unknown).
 	LastValidHeight uint64
+	// Receipt is the signed receipt (compact JWS) of a settled payment, ""
+	// when none was issued.
+	Receipt string
 }
 
 // ClaimPayment records a verified payment as pending before its answer is
@@ -143,7 +146,7 @@ func (s *Store) NotePayment(ctx context.Context, id int64, reason string) error 
 // paymentColumns are what scanPayment reads.
 const paymentColumns = `id, message_hash, COALESCE(tx_signature, ''), network, asset, pay_to, payer, amount,
 	route, status, reason, node, created_at, updated_at, settled_at, request_fingerprint, request,
-	COALESCE(payment_id, ''), COALESCE(last_valid_height, 0)`
+	COALESCE(payment_id, ''), COALESCE(last_valid_height, 0), COALESCE(receipt, '')`
 
 func scanPayment(row pgx.Row) (Payment, error) {
 	var p Payment
@@ -151,7 +154,7 @@ func scanPayment(row pgx.Row) (Payment, error) {
 	var amount, lastValid int64
 	if err := row.Scan(&p.ID, &hash, &p.TxSignature, &p.Network, &p.Asset, &p.PayTo, &p.Payer, &amount, &p.Route,
 		&p.Status, &p.Reason, &p.Node, &p.CreatedAt, &p.UpdatedAt, &p.SettledAt, &p.RequestFingerprint, &p.Request,
-		&p.PaymentID, &lastValid); err != nil {
+		&p.PaymentID, &lastValid, &p.Receipt); err != nil {
 		return p, err
 	}
 	copy(p.MessageHash[:], hash)
@@ -187,6 +190,39 @@ func (s *Store) PaymentByID(ctx context.Context, paymentID string) (Payment, err
 		return p, fmt.Errorf("payment by id: %w", err)
 	}
 	return p, nil
+}
+
+// PaymentByTransaction reads the ledger row of a settled transaction
+// signature (ErrNotFound: none).
+func (s *Store) PaymentByTransaction(ctx context.Context, txSignature string) (Payment, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	p, err := scanPayment(s.pool.QueryRow(ctx, `SELECT `+paymentColumns+` FROM payments WHERE tx_signature = $1`, txSignature))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return p, ErrNotFound
+	}
+	if err != nil {
+		return p, fmt.Errorf("payment by transaction: %w", err)
+	}
+	return p, nil
+}
+
+// SaveReceipt keeps the signed receipt of a settled payment, unless it
+// has one already, and returns the one kept: the first receipt issued is
+// the payment's receipt for good.
+func (s *Store) SaveReceipt(ctx context.Context, id int64, receipt string) (string, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var kept string
+	err := s.pool.QueryRow(ctx, `UPDATE payments SET receipt = COALESCE(receipt, $2) WHERE id = $1 AND status = 'settled'
+		RETURNING receipt`, id, receipt).Scan(&kept)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("save receipt of payment %d: %w (not settled)", id, ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("save receipt of payment %d: %w", id, err)
+	}
+	return kept, nil
 }
 
 // Verdict is what the chain says of an open payment: a final status

@@ -86,6 +86,8 @@ type PaymentRequired struct {
 	Error       string         `json:"error,omitempty"`
 	Resource    ResourceInfo   `json:"resource"`
 	Accepts     []Requirements `json:"accepts"`
+	// Extensions carry optional capabilities by name (bazaar discovery).
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
 // ExactPayload is the scheme-specific payload: a partially signed
@@ -144,6 +146,9 @@ type SettleResponse struct {
 	Transaction string `json:"transaction"` // base58 signature; "" on failure
 	Network     string `json:"network"`
 	Amount      string `json:"amount,omitempty"`
+	// Extensions carry optional results by name (offer-receipt: the
+	// signed receipt).
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
 // V1 converts v2 requirements to their v1 form for resource r.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/attestd/attestd/internal/devnet"
 	"github.com/attestd/attestd/x402"
+	"github.com/attestd/attestd/x402/receipt"
 	"github.com/gagliardetto/solana-go"
 )
 
@@ -131,8 +132,8 @@ func startLocalDevnet(ctx context.Context, dir string, log *slog.Logger) error {
 
 // localPayments turns pay per request on for make run, on the simulator:
 // a generated fee payer with SOL, a payTo wallet whose devnet USDC account
-// exists, and a demo payer with SOL and 100 USDC, their keypairs kept under
-// dir. Left alone when ATTESTD_X402_PAY_TO is set.
+// exists, a demo payer with SOL and 100 USDC, and the receipt key, their
+// keypairs kept under dir. Left alone when ATTESTD_X402_PAY_TO is set.
 func localPayments(chain *devnet.Chain, dir string, log *slog.Logger) error {
 	if os.Getenv("ATTESTD_X402_PAY_TO") != "" {
 		return nil
@@ -141,7 +142,7 @@ func localPayments(chain *devnet.Chain, dir string, log *slog.Logger) error {
 		return fmt.Errorf("local payments: %w", err)
 	}
 	keys := map[string]solana.PrivateKey{}
-	for _, name := range []string{"fee-payer", "pay-to", "payer"} {
+	for _, name := range []string{"fee-payer", "pay-to", "payer", "receipt"} {
 		file := filepath.Join(dir, name+".json")
 		k, err := solana.PrivateKeyFromSolanaKeygenFile(file)
 		if err != nil {
@@ -166,6 +167,11 @@ func localPayments(chain *devnet.Chain, dir string, log *slog.Logger) error {
 	os.Setenv("ATTESTD_X402_NETWORK", "solana-devnet")
 	os.Setenv("ATTESTD_X402_FEE_PAYER_KEYPAIR", filepath.Join(dir, "fee-payer.json"))
 	os.Setenv("ATTESTD_X402_RPC_URL", chain.RPCURL())
+	if os.Getenv(receipt.EnvKey) == "" && os.Getenv(receipt.EnvKeyFile) == "" {
+		// Paid answers carry receipts signed with this key (an Ed25519
+		// keypair file, as receipt.ParseKey reads it).
+		os.Setenv(receipt.EnvKeyFile, filepath.Join(dir, "receipt.json"))
+	}
 	log.Info("pay per request on the local chain", "pay_to", keys["pay-to"].PublicKey().String(),
 		"fee_payer", keys["fee-payer"].PublicKey().String(), "demo_payer_keypair", filepath.Join(dir, "payer.json"),
 		"demo_payer", payer.Wallet.String(), "demo_payer_usdc", x402.FormatAmount(payer.USDC, x402.USDCDecimals),

@@ -75,7 +75,7 @@ func originNode(t *testing.T, cfg config.Config) *app.API {
 	site, err := n.web(ratelimit.Config{})
 	testenv.Must(t, err, "web")
 	site.Routes(api)
-	pay, err := n.payPerRequest(ctx)
+	pay, err := n.payPerRequest(ctx, api)
 	testenv.Must(t, err, "pay per request")
 	if pay == nil {
 		t.Fatal("pay per request off with ATTESTD_X402_PAY_TO set")

@@ -24,6 +24,7 @@ import (
 	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/webhook/queue"
 	"github.com/attestd/attestd/x402"
+	"github.com/attestd/attestd/x402/receipt"
 	"github.com/attestd/attestd/x402/verifier"
 	"github.com/attestd/attestd/x402/x402fiber"
 	"github.com/gofiber/fiber/v2"
@@ -79,7 +80,12 @@ func runServe(ctx context.Context, args []string) error {
 	if err := n.indexerHealth(&deps); err != nil {
 		return fmt.Errorf("indexer health: %w", err)
 	}
-	// 3. The public read API.
+	// 3. The public read API; with payments on, its OpenAPI document
+	//    prices each payable operation (x-x402) from the same catalog as
+	//    the 402s.
+	if vcfg, err := verifier.ConfigFromEnv(os.Getenv); err == nil && vcfg.Enabled() {
+		deps.OpenAPIPatch = vcfg.PatchOpenAPI
+	}
 	api := app.New(deps)
 	// 4. The web application at / (explorer, console) and its Sign-In-With-
 	//    Solana sessions, which act as admins of their account on the
@@ -98,8 +104,10 @@ func runServe(ctx context.Context, args []string) error {
 	keys.Routes(api)
 	// 6. Pay per request for the premium routes (x402): on when
 	//    ATTESTD_X402_PAY_TO is set; otherwise a premium request without a
-	//    key is 401.
-	payPerRequest, err := n.payPerRequest(ctx)
+	//    key is 401. With it, discovery for paying agents at the origin's
+	//    root (/.well-known/x402, /llms.txt) and, with a receipt key, the
+	//    key that signs receipts (/.well-known/jwks.json, did.json).
+	payPerRequest, err := n.payPerRequest(ctx, api)
 	if err != nil {
 		return fmt.Errorf("pay per request: %w", err)
 	}
@@ -275,7 +283,7 @@ func (n *node) web(rcfg ratelimit.Config) (*web.Web, error) {
 // payPerRequest builds the x402 verifier and its middleware when payments
 // are configured (nil otherwise): replay claims in Redis, the ledger in
 // Postgres, metrics on the node's registry.
-func (n *node) payPerRequest(ctx context.Context) (fiber.Handler, error) {
+func (n *node) payPerRequest(ctx context.Context, api *app.API) (fiber.Handler, error) {
 	cfg, err := verifier.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return nil, err
@@ -291,11 +299,26 @@ func (n *node) payPerRequest(ctx context.Context) (fiber.Handler, error) {
 		n.log.Warn("pay per request off (premium requests without a key answer 503)", "reason", err.Error())
 		return x402fiber.Unavailable, nil
 	}
+	var signer *receipt.Signer
+	if cfg.ReceiptKey != nil {
+		if signer, err = receipt.NewSigner(cfg.ReceiptKey, origin); err != nil {
+			return nil, err
+		}
+		n.log.Info("x402 receipts on", "kid", signer.KeyID(), "jwks", origin.URL(x402fiber.PathJWKS))
+	} else {
+		n.log.Info("x402 receipts off (set " + receipt.EnvKey + " to sign one for every paid answer)")
+	}
 	v, err := verifier.New(ctx, verifier.Options{Config: cfg, Redis: n.redis, KeyPrefix: n.cfg.RedisPrefix + "x402:",
-		Ledger: n.store, Logger: n.log, Registerer: n.reg})
+		Ledger: n.store, Logger: n.log, Registerer: n.reg, Receipts: signer})
 	if err != nil {
 		return nil, err
 	}
+	disc, err := x402fiber.NewDiscovery(v, origin)
+	if err != nil {
+		v.Close()
+		return nil, err
+	}
+	disc.Routes(api.Page)
 	n.closers = append(n.closers, v.Close)
 	v.Preflight(ctx)
 	settler := "facilitator " + cfg.FacilitatorURL

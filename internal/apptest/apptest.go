@@ -131,6 +131,9 @@ type NodeOptions struct {
 	Configure func(*app.Deps)
 	// Routes may add routes to the built app.
 	Routes func(*app.API)
+	// Listener, when set, is where the node serves (a test that must know
+	// the node's address before its routes are built binds it first).
+	Listener net.Listener
 }
 
 // StartNode starts an API node over e's database and Redis prefix.
@@ -153,8 +156,12 @@ func (e *Env) StartNode(t testing.TB, opt NodeOptions) *Node {
 	if opt.Routes != nil {
 		opt.Routes(a)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	testenv.Must(t, err, "listen")
+	ln := opt.Listener
+	if ln == nil {
+		var err error
+		ln, err = net.Listen("tcp", "127.0.0.1:0")
+		testenv.Must(t, err, "listen")
+	}
 	go func() { _ = a.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = a.Fiber().ShutdownWithTimeout(5 * time.Second)

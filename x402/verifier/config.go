@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/x402"
+	"github.com/attestd/attestd/x402/receipt"
 	"github.com/gagliardetto/solana-go"
 )
 
@@ -20,16 +22,25 @@ type Route struct {
 	Env         string
 	Default     string // price in units of the asset, e.g. "0.01"
 	Description string
+	Input       Input // how it is called, for discovery (catalog.go)
 }
 
 // Routes are the premium routes, payable per request.
 var Routes = []Route{
 	{http.MethodGet, "/premium/full-history/:agentId", "ATTESTD_X402_PRICE_FULL_HISTORY", "0.01",
-		"Full attestation history of one agent: up to 1000 receipts, newest first"},
+		"Full attestation history of one agent: up to 1000 receipts, newest first",
+		Input{PathParam: "agentId", Output: "full-history.json", Query: []Param{
+			{"limit", "100", `{"type":"string","pattern":"^[0-9]{1,4}$","description":"page size, 1..1000 (default 1000)"}`},
+			{"offset", "", `{"type":"string","pattern":"^[0-9]{1,6}$","description":"records skipped, 0..100000"}`},
+			{"cursor", "", `{"type":"string","description":"pagination.nextCursor of the previous page"}`},
+			{"from", "", timeSchema}, {"to", "", timeSchema}}}},
 	{http.MethodGet, "/premium/forensic-report/:agentId", "ATTESTD_X402_PRICE_FORENSIC_REPORT", "0.05",
-		"Forensic audit report of one agent, sealed with a verifiable reportHash"},
+		"Forensic audit report of one agent, sealed with a verifiable reportHash",
+		Input{PathParam: "agentId", Output: "forensic-report.json", Query: []Param{{"from", "2026-11-01", timeSchema}, {"to", "", timeSchema}}}},
 	{http.MethodPost, "/premium/bulk-verify", "ATTESTD_X402_PRICE_BULK_VERIFY", "0.02",
-		"Verification of up to 1000 attestations in one call"},
+		"Verification of up to 1000 attestations in one call",
+		Input{Output: "bulk-verify.json", Body: `{"ids":["` + ExampleAgent + `"]}`,
+			BodySchema: `{"type":"object","properties":{"ids":{"type":"array","minItems":1,"maxItems":1000,"items":` + addressSchema + `}},"required":["ids"],"additionalProperties":false}`}},
 }
 
 // Vars lists the variables ConfigFromEnv reads.
@@ -44,6 +55,8 @@ var Vars = func() []config.Var {
 		{Name: "ATTESTD_X402_FEE_PAYER_KEYPAIR", Default: "(none)", Help: "settle ourselves: Solana CLI keypair file of the fee payer"},
 		{Name: "ATTESTD_X402_RPC_URL", Default: "(ATTESTD_SOLANA_RPC_URL)", Help: "Solana RPC used to simulate, send and confirm payments"},
 		{Name: "ATTESTD_X402_SETTLE_TIMEOUT", Default: "20s", Help: "longest wait for a settlement to confirm"},
+		{Name: receipt.EnvKey, Default: "(none)", Help: "signs a receipt for every paid answer (offer-and-receipt, JWS EdDSA): base64 of a 32-byte Ed25519 seed (openssl rand -base64 32); published at /.well-known/jwks.json"},
+		{Name: receipt.EnvKeyFile, Default: "(none)", Help: "the receipt key from a file instead: base64 seed or a Solana CLI keypair"},
 	}
 	for _, r := range Routes {
 		v = append(v, config.Var{Name: r.Env, Default: r.Default, Help: "price of " + r.Method + " " + r.Path + " in units of the asset"})
@@ -69,6 +82,8 @@ type Config struct {
 	SettleTimeout      time.Duration
 	// FeePayerIsPayTo: the fee payer also receives the payments.
 	FeePayerIsPayTo bool
+	// ReceiptKey signs a receipt for every paid answer (nil: no receipts).
+	ReceiptKey ed25519.PrivateKey
 }
 
 // Enabled reports whether payments are on.
@@ -137,6 +152,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			e.Fail(r.Env, "%s is more than 1000 units of the asset; is it a price in atomic units? write it in units (0.01)", v)
 		}
 		c.Prices[r.Path] = n
+	}
+	if k, err := receipt.KeyFromEnv(getenv); err != nil {
+		e.Fail(receipt.EnvKey, "%v", err)
+	} else {
+		c.ReceiptKey = k
 	}
 	c.FacilitatorURL = e.String("ATTESTD_X402_FACILITATOR_URL", "")
 	c.FacilitatorTimeout = e.Duration("ATTESTD_X402_FACILITATOR_TIMEOUT", 10*time.Second, 100*time.Millisecond, 2*time.Minute)

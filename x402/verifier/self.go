@@ -25,6 +25,7 @@ const rpcTimeout = 5 * time.Second
 // after it.
 type selfSettler struct {
 	key           solana.PrivateKey
+	pub           solana.PublicKey // key's, derived once (PublicKey validates the key: ~30 µs)
 	rpc           *rpc.Client
 	chain         chainCheck
 	settleTimeout time.Duration
@@ -44,10 +45,10 @@ type blockhashHint struct {
 
 func newSelfSettler(key solana.PrivateKey, rpcURL string, settleTimeout time.Duration) *selfSettler {
 	c := rpc.New(rpcURL)
-	return &selfSettler{key: key, rpc: c, chain: chainCheck{rpc: c}, settleTimeout: settleTimeout}
+	return &selfSettler{key: key, pub: key.PublicKey(), rpc: c, chain: chainCheck{rpc: c}, settleTimeout: settleTimeout}
 }
 
-func (s *selfSettler) feePayer() (solana.PublicKey, bool) { return s.key.PublicKey(), true }
+func (s *selfSettler) feePayer() (solana.PublicKey, bool) { return s.pub, true }
 
 // Ages of the blockhash hint: past hintFresh it is refreshed in the
 // background; past hintStale (after an idle period) the answer waits for a

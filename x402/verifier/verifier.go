@@ -3,6 +3,8 @@ package verifier
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,11 +13,13 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/x402"
+	"github.com/attestd/attestd/x402/receipt"
 	"github.com/gagliardetto/solana-go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -32,6 +36,7 @@ type Ledger interface {
 	NotePayment(ctx context.Context, id int64, reason string) error
 	PaymentByMessage(ctx context.Context, hash [32]byte) (store.Payment, error)
 	PaymentByID(ctx context.Context, paymentID string) (store.Payment, error)
+	SaveReceipt(ctx context.Context, id int64, receipt string) (string, error)
 }
 
 // Options configure a Verifier.
@@ -49,6 +54,8 @@ type Options struct {
 	HTTPClient *http.Client
 	// Node names this process in the ledger (default: the host name).
 	Node string
+	// Receipts signs a receipt for every paid answer (nil: none).
+	Receipts *receipt.Signer
 }
 
 // settler is how payments are checked against the chain and settled.
@@ -69,24 +76,37 @@ var errNoChain = errors.New("x402 verifier: settled by a facilitator: the chain 
 
 // Verifier guards payable routes. It is safe for concurrent use.
 type Verifier struct {
-	cfg     Config
-	log     *slog.Logger
-	ledger  Ledger
-	guard   *replayGuard
-	m       *metrics
-	s       settler
-	node    string
-	routes  map[string]route
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	closeMu sync.Once
+	cfg    Config
+	log    *slog.Logger
+	ledger Ledger
+	guard  *replayGuard
+	m      *metrics
+	s      settler
+	node   string
+	routes map[string]route
+	signer *receipt.Signer
+	now    func() time.Time
+	// base58 of the asset and payTo, encoded once
+	assetStr, payToStr string
+	fpStr              atomic.Pointer[pubString]
+	cancel             context.CancelFunc
+	wg                 sync.WaitGroup
+	closeMu            sync.Once
 }
 
 type route struct {
 	Route
-	amount uint64
-	terms  x402.ExactTerms
+	amount    uint64
+	terms     x402.ExactTerms
+	bazaar    json.RawMessage // the declaration's bazaar extension
+	amountStr string
+	// bazaarPre and bazaarPost surround the path value's JSON string in
+	// a request's bazaar extension (nil: encode it whole).
+	bazaarPre, bazaarPost []byte
 }
+
+// pathPlaceholder stands for the path value in the pre-encoded bazaar.
+const pathPlaceholder = "@@attestd-path-value@@"
 
 // New builds a verifier. With a facilitator it reads /supported first
 // (retrying in the background while the facilitator does not answer; until
@@ -107,7 +127,8 @@ func New(ctx context.Context, opt Options) (*Verifier, error) {
 		opt.Node, _ = os.Hostname()
 	}
 	v := &Verifier{cfg: cfg, log: opt.Logger.With("component", "x402"), ledger: opt.Ledger, m: newMetrics(opt.Registerer),
-		node: opt.Node, routes: map[string]route{},
+		node: opt.Node, routes: map[string]route{}, signer: opt.Receipts, now: time.Now,
+		assetStr: cfg.Asset.String(), payToStr: cfg.PayTo.String(),
 		guard: &replayGuard{rdb: opt.Redis, prefix: opt.KeyPrefix, timeout: 500 * time.Millisecond}}
 	runCtx, cancel := context.WithCancel(context.Background())
 	v.cancel = cancel
@@ -135,6 +156,19 @@ func New(ctx context.Context, opt Options) (*Verifier, error) {
 			continue
 		}
 		rt := route{Route: r, amount: amount, terms: x402.ExactTerms{PayTo: cfg.PayTo, Asset: cfg.Asset, Amount: amount, Decimals: cfg.Decimals}}
+		rt.amountStr = strconv.FormatUint(amount, 10)
+		if b, err := json.Marshal(r.Bazaar("")); err == nil {
+			rt.bazaar = b
+		}
+		if r.Input.PathParam != "" {
+			// Encoded once around a placeholder: a 402 only splices in
+			// its path value.
+			if b, err := json.Marshal(r.Bazaar(pathPlaceholder)); err == nil {
+				if pre, post, ok := bytes.Cut(b, []byte(`"`+pathPlaceholder+`"`)); ok && !bytes.Contains(post, []byte(pathPlaceholder)) {
+					rt.bazaarPre, rt.bazaarPost = pre, post
+				}
+			}
+		}
 		if err := rt.terms.Prepare(); err != nil {
 			cancel()
 			return nil, fmt.Errorf("x402 verifier: derive payTo's token account: %w", err)
@@ -182,6 +216,35 @@ func (v *Verifier) Payable(path string) bool {
 	return ok
 }
 
+// Receipts is the receipt signer (nil: no receipts).
+func (v *Verifier) Receipts() *receipt.Signer { return v.signer }
+
+// Bazaar is the bazaar extension of a route's 402 for a request whose
+// path parameter is pathValue ("" for a static route: the declaration,
+// encoded once).
+func (v *Verifier) Bazaar(path, pathValue string) json.RawMessage {
+	rt, ok := v.routes[path]
+	if !ok {
+		return nil
+	}
+	if pathValue == "" || rt.Input.PathParam == "" {
+		return rt.bazaar
+	}
+	if rt.bazaarPre != nil {
+		q, err := json.Marshal(pathValue)
+		if err != nil {
+			return rt.bazaar
+		}
+		b := make([]byte, 0, len(rt.bazaarPre)+len(q)+len(rt.bazaarPost))
+		return append(append(append(b, rt.bazaarPre...), q...), rt.bazaarPost...)
+	}
+	b, err := json.Marshal(rt.Bazaar(pathValue))
+	if err != nil {
+		return rt.bazaar
+	}
+	return b
+}
+
 // Price is a route's price in atomic units (0: not payable).
 func (v *Verifier) Price(path string) uint64 { return v.routes[path].amount }
 
@@ -194,14 +257,29 @@ func (v *Verifier) Requirements(path, resourceURL string) (q x402.Requirements, 
 	if !found || !known {
 		return q, r, false
 	}
-	extra := &x402.Extra{FeePayer: fp.String()}
+	extra := &x402.Extra{FeePayer: v.feePayerString(fp)}
 	if h, lv, ok := v.s.recentBlockhash(); ok {
 		extra.RecentBlockhash, extra.LastValidBlockHeight = h.String(), strconv.FormatUint(lv, 10)
 	}
-	q = x402.Requirements{Scheme: x402.SchemeExact, Network: v.cfg.Network.CAIP2, Amount: strconv.FormatUint(rt.amount, 10),
-		Asset: v.cfg.Asset.String(), PayTo: v.cfg.PayTo.String(), MaxTimeoutSeconds: MaxTimeoutSeconds, Extra: extra}
+	q = x402.Requirements{Scheme: x402.SchemeExact, Network: v.cfg.Network.CAIP2, Amount: rt.amountStr,
+		Asset: v.assetStr, PayTo: v.payToStr, MaxTimeoutSeconds: MaxTimeoutSeconds, Extra: extra}
 	r = x402.ResourceInfo{URL: resourceURL, Description: rt.Description, MimeType: "application/json"}
 	return q, r, true
+}
+
+// feePayerString is fp in base58, encoded once per fee payer.
+func (v *Verifier) feePayerString(fp solana.PublicKey) string {
+	if c := v.fpStr.Load(); c != nil && c.pk == fp {
+		return c.s
+	}
+	c := &pubString{pk: fp, s: fp.String()}
+	v.fpStr.Store(c)
+	return c.s
+}
+
+type pubString struct {
+	pk solana.PublicKey
+	s  string
 }
 
 // Request is a payable request as the middleware saw it. The strings must
@@ -234,7 +312,13 @@ type Payment struct {
 	lastValid uint64 // block height after which the transaction cannot land (0: unknown)
 	paymentID string // the payment-identifier extension's id
 	ledgerID  int64
-	done      bool
+	// fingerprint is the request's; answer the SHA-256 of the answer
+	// body (hex), set by Answered; receipt the stored receipt of a
+	// settled payment presented again.
+	fingerprint []byte
+	answer      string
+	receipt     string
+	done        bool
 	// replay: a settled payment presented again for the request it
 	// bought: the answer is given again, nothing is charged.
 	replay bool
@@ -242,6 +326,10 @@ type Payment struct {
 
 // Payer is the paying wallet.
 func (p *Payment) Payer() string { return p.Checked.Payer.String() }
+
+// Answered records the answer body the payment buys (before Settle): its
+// digest goes in the receipt.
+func (p *Payment) Answered(body []byte) { p.answer = receipt.Digest(body) }
 
 // Begin verifies the payment a request carries and claims it; the
 // request's handler may run when it returns a Payment. A request without a
@@ -279,7 +367,7 @@ func (v *Verifier) begin(ctx context.Context, req Request) outcome {
 			x402.FormatAmount(rt.amount, v.cfg.Decimals), v.assetName()))}
 	}
 	start := time.Now()
-	p := &Payment{Path: req.Path, Requirements: q, Resource: res, Amount: rt.amount}
+	p := &Payment{Path: req.Path, Requirements: q, Resource: res, Amount: rt.amount, fingerprint: req.Fingerprint}
 	var raw []byte
 	if req.PaymentV2 != "" {
 		payload, tx, err := x402.DecodePaymentV2(req.PaymentV2)
@@ -409,6 +497,7 @@ func (v *Verifier) Settle(ctx context.Context, p *Payment) (x402.SettleResponse,
 	}
 	if p.replay {
 		resp.Success, resp.Transaction = true, p.txSig
+		v.attachReceipt(ctx, p, &resp)
 		return resp, nil
 	}
 	start := time.Now()
@@ -446,7 +535,45 @@ func (v *Verifier) Settle(ctx context.Context, p *Payment) (x402.SettleResponse,
 		// the reconciler, which finds the transaction on chain.
 		v.log.Error("ledger: record settlement", "id", p.ledgerID, "tx", sig, "err", err)
 	}
+	p.txSig = sig
+	v.attachReceipt(lctx, p, &resp)
 	return resp, nil
+}
+
+// attachReceipt puts the payment's signed receipt in resp: the stored one
+// for a payment presented again, else a new one, kept in the ledger (the
+// first kept wins, so the same payment always shows the same receipt).
+// A receipt that cannot be made or kept is logged; the answer, paid for,
+// still leaves.
+func (v *Verifier) attachReceipt(ctx context.Context, p *Payment, resp *x402.SettleResponse) {
+	if v.signer == nil {
+		return
+	}
+	jws := p.receipt
+	if jws == "" {
+		pl := receipt.Payload{Amount: p.Requirements.Amount, Asset: p.Requirements.Asset, IssuedAt: v.now().Unix(),
+			Network: v.cfg.Network.CAIP2, Payer: p.Payer(), PayTo: p.Requirements.PayTo, RequestDigest: hex.EncodeToString(p.fingerprint),
+			ResourceURL: p.Resource.URL, ResponseDigest: p.answer, Transaction: p.txSig, Version: receipt.Version}
+		signed, err := v.signer.Sign(pl)
+		if err != nil {
+			v.log.Error("receipt: sign", "tx", p.txSig, "err", err)
+			return
+		}
+		jws = signed
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		kept, err := v.ledger.SaveReceipt(sctx, p.ledgerID, signed)
+		cancel()
+		if err != nil {
+			v.log.Warn("receipt: keep in the ledger", "id", p.ledgerID, "tx", p.txSig, "err", err)
+		} else {
+			jws = kept
+		}
+	}
+	b, err := json.Marshal(receipt.Wrap(jws))
+	if err != nil {
+		return
+	}
+	resp.Extensions = map[string]json.RawMessage{receipt.Extension: b}
 }
 
 // presentedBefore handles a payment the ledger knows: settled, it buys its
@@ -522,7 +649,7 @@ func (v *Verifier) represent(row store.Payment, req Request, p *Payment) outcome
 		return outcome{ref: &Refusal{Status: http.StatusConflict, Code: apierror.CodePaymentReplayed, Reason: ReasonReplayed, Challenge: true,
 			Message: fmt.Sprintf("this payment was settled for another request (%s, with its parameters); presented again it answers only that one; sign a new payment for this request", clip(bought, 200))}}
 	}
-	p.replay, p.txSig, p.ledgerID = true, row.TxSignature, row.ID
+	p.replay, p.txSig, p.ledgerID, p.receipt = true, row.TxSignature, row.ID, row.Receipt
 	return outcome{p: p}
 }
 

@@ -7,10 +7,20 @@ import (
 	"testing"
 	"time"
 
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
 	"github.com/attestd/attestd/client"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/mcp"
+	"github.com/attestd/attestd/x402"
+	"github.com/attestd/attestd/x402/receipt"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
 )
 
 // The Go client pays when given a payer, within its maximum price, and
@@ -104,5 +114,84 @@ func TestMCPPaysWithinCap(t *testing.T) {
 	}
 	if got := f.balance(t); got != before+3*price {
 		t.Fatalf("payTo %d -> %d, want +%d", before, got, 3*price)
+	}
+}
+
+// The Go client verifies each paid answer's receipt under the service's
+// published key and against the answer it came with; a receipt forged on
+// the way (another key under the service's kid, or one for another
+// transaction) is reported, never taken as genuine.
+func TestGoClientVerifiesReceipts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	n := f.node(t, f.config(), nil)
+	ctx := context.Background()
+	c, err := client.New(n.Root, client.WithPayer(client.Payer{Key: f.payer, MaxAmount: 30_000}))
+	testenv.Must(t, err, "client")
+	var rec client.Receipts
+	_, err = c.FullHistory(client.RecordPayments(ctx, &rec), f.agent, client.HistoryParams{Limit: 2})
+	testenv.Must(t, err, "paid history")
+	got := rec.All()[0]
+	if got.Signed == "" || got.ReceiptErr != nil || got.Claims == nil || got.Claims.Transaction != got.Transaction ||
+		got.Claims.Amount != "10000" || got.Claims.Payer != f.payer.PublicKey().String() {
+		t.Fatalf("receipt %+v (claims %+v)", got, got.Claims)
+	}
+	if _, err := c.VerifyReceipt(ctx, got.Signed); err != nil {
+		t.Fatalf("VerifyReceipt: %v", err)
+	}
+
+	// A proxy that rewrites the receipt in PAYMENT-RESPONSE.
+	forger, err := receipt.NewSigner(ed25519.NewKeyFromSeed(make([]byte, 32)), testOrigin) // not the node's key
+	testenv.Must(t, err, "forger")
+	var forge atomic.Value
+	target, _ := url.Parse(n.Root)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(res *http.Response) error {
+		h := res.Header.Get(x402.HeaderPaymentResponse)
+		if h == "" {
+			return nil
+		}
+		sr, err := x402.DecodeSettleResponse(h)
+		if err != nil {
+			return err
+		}
+		jws := forge.Load().(func(receipt.Payload) string)(receipt.Payload{Amount: "1", Asset: sr.Network, IssuedAt: 1, Network: sr.Network,
+			Payer: sr.Payer, PayTo: "x", RequestDigest: strings.Repeat("0", 64), ResourceURL: "https://attestd.test/api/v1/premium/full-history/" + f.agent,
+			ResponseDigest: strings.Repeat("0", 64), Transaction: sr.Transaction, Version: 1})
+		b, _ := json.Marshal(receipt.Wrap(jws))
+		sr.Extensions = map[string]json.RawMessage{receipt.Extension: b}
+		enc, _ := x402.EncodeHeader(sr)
+		res.Header.Set(x402.HeaderPaymentResponse, enc)
+		return nil
+	}
+	ps := httptest.NewServer(proxy)
+	t.Cleanup(ps.Close)
+	pc, err := client.New(ps.URL, client.WithPayer(client.Payer{Key: f.payer, MaxAmount: 30_000}))
+	testenv.Must(t, err, "proxied client")
+	for name, sign := range map[string]func(receipt.Payload) string{
+		// Signed by another key but naming the node's kid.
+		"another key": func(p receipt.Payload) string {
+			s, _ := forger.Sign(p)
+			parts := strings.SplitN(s, ".", 2)
+			hdr, _ := json.Marshal(map[string]string{"alg": "EdDSA", "kid": n.signer.KeyID()})
+			return base64.RawURLEncoding.EncodeToString(hdr) + "." + parts[1]
+		},
+		// Genuinely signed by the node's key, but about another answer.
+		"another answer": func(p receipt.Payload) string {
+			s, _ := receipt.NewSigner(receiptKey, testOrigin)
+			jws, _ := s.Sign(p)
+			return jws
+		},
+		"garbage": func(receipt.Payload) string { return "a.b.c" },
+	} {
+		forge.Store(sign)
+		var rec client.Receipts
+		if _, err := pc.FullHistory(client.RecordPayments(ctx, &rec), f.agent, client.HistoryParams{Limit: 1}); err != nil {
+			t.Fatalf("%s: paid call: %v", name, err)
+		}
+		r := rec.All()[0]
+		if r.Claims != nil || !errors.Is(r.ReceiptErr, client.ErrBadReceipt) {
+			t.Errorf("%s: forged receipt accepted: claims %+v err %v", name, r.Claims, r.ReceiptErr)
+		}
 	}
 }

@@ -2,8 +2,10 @@ package x402fiber_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,11 +14,13 @@ import (
 	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/devnet"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/x402"
+	"github.com/attestd/attestd/x402/receipt"
 	"github.com/attestd/attestd/x402/verifier"
 	"github.com/attestd/attestd/x402/x402fiber"
 	"github.com/gagliardetto/solana-go"
@@ -78,8 +82,9 @@ func (f *fixture) balance(t *testing.T) uint64 {
 // paidNode is an API node with keys, premium routes and pay per request.
 type paidNode struct {
 	*apptest.Node
-	v   *verifier.Verifier
-	reg *prometheus.Registry
+	v      *verifier.Verifier
+	reg    *prometheus.Registry
+	signer *receipt.Signer
 }
 
 func (f *fixture) node(t *testing.T, cfg verifier.Config, hc *http.Client) *paidNode {
@@ -90,18 +95,35 @@ func (f *fixture) node(t *testing.T, cfg verifier.Config, hc *http.Client) *paid
 // nodeWith may leave the replay guard out of Redis (the ledger alone guards).
 func (f *fixture) nodeWith(t *testing.T, cfg verifier.Config, hc *http.Client, redisGuard bool) *paidNode {
 	t.Helper()
+	return f.nodeAt(t, cfg, hc, redisGuard, nil, testOrigin)
+}
+
+// receiptKey signs the test nodes' receipts.
+var receiptKey = ed25519.NewKeyFromSeed([]byte("attestd x402 test receipt key 32"))
+
+// nodeAt serves on ln (nil: any port) at public origin, with receipts and
+// the discovery documents, as serve builds them.
+func (f *fixture) nodeAt(t *testing.T, cfg verifier.Config, hc *http.Client, redisGuard bool, ln net.Listener, origin config.Origin) *paidNode {
+	t.Helper()
 	pn := &paidNode{}
 	var deps app.Deps
 	pn.Node = f.env.StartNode(t, apptest.NodeOptions{
-		Configure: func(d *app.Deps) { deps = *d },
+		Listener: ln,
+		Configure: func(d *app.Deps) {
+			d.OpenAPIPatch = cfg.PatchOpenAPI
+			deps = *d
+		},
 		Routes: func(api *app.API) {
 			svc, err := apikey.New(context.Background(), apikey.Options{Store: deps.Store, Redis: apptest.NewRedis(t, f.env.RedisURL),
 				Channel: f.env.Prefix + apikey.ChannelSuffix, Logger: deps.Logger})
 			testenv.Must(t, err, "key service")
 			t.Cleanup(svc.Close)
 			pn.reg = prometheus.NewRegistry()
+			signer, err := receipt.NewSigner(receiptKey, origin)
+			testenv.Must(t, err, "receipt signer")
+			pn.signer = signer
 			vopt := verifier.Options{Config: cfg, KeyPrefix: f.env.Prefix + "x402:", Ledger: deps.Store, Logger: apptest.Logger(),
-				Registerer: pn.reg, HTTPClient: hc}
+				Registerer: pn.reg, HTTPClient: hc, Receipts: signer}
 			if redisGuard {
 				vopt.Redis = apptest.NewRedis(t, f.env.RedisURL)
 			}
@@ -111,7 +133,10 @@ func (f *fixture) nodeWith(t *testing.T, cfg verifier.Config, hc *http.Client, r
 			pn.v = v
 			h, err := premium.New(premium.Options{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
 			testenv.Must(t, err, "premium")
-			h.Routes(api, svc.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, testOrigin)}))
+			h.Routes(api, svc.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, origin)}))
+			disc, err := x402fiber.NewDiscovery(v, origin)
+			testenv.Must(t, err, "discovery")
+			disc.Routes(api.Page)
 		},
 	})
 	return pn

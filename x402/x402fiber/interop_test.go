@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +24,8 @@ import (
 // by the lock file's hash, once per machine, and returns that directory.
 func tsClient(t *testing.T) string {
 	t.Helper()
+	tsMu.Lock()
+	defer tsMu.Unlock()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is not installed: the interoperability test needs Node.js and npm (apt-get install nodejs npm)", tool)
@@ -58,11 +61,16 @@ func tsClient(t *testing.T) string {
 		testenv.Must(t, err, "npm ci in %s: %s", dir, out)
 		testenv.Must(t, os.WriteFile(marker, []byte(time.Now().UTC().Format(time.RFC3339)), 0o644), "marker")
 	}
-	script, err := os.ReadFile("testdata/tsclient/pay.mjs")
-	testenv.Must(t, err, "read pay.mjs")
-	testenv.Must(t, os.WriteFile(filepath.Join(dir, "pay.mjs"), script, 0o644), "pay.mjs")
+	for _, name := range []string{"pay.mjs", "discover.mjs", "mcp.mjs"} {
+		script, err := os.ReadFile("testdata/tsclient/" + name)
+		testenv.Must(t, err, "read %s", name)
+		testenv.Must(t, os.WriteFile(filepath.Join(dir, name), script, 0o644), "%s", name)
+	}
 	return dir
 }
+
+// tsMu: one npm install at a time.
+var tsMu sync.Mutex
 
 type tsResult struct {
 	Status          int                  `json:"status"`

@@ -2,8 +2,11 @@ package x402fiber
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/config"
@@ -70,6 +73,7 @@ func New(v *verifier.Verifier, origin config.Origin) fiber.Handler {
 			return nil
 		}
 		settled = true
+		p.Answered(answerBody(c))
 		resp, sref := v.Settle(ctx, p)
 		hdr := x402.HeaderPaymentResponse
 		if p.V1 {
@@ -125,7 +129,8 @@ func resourceURL(origin config.Origin, c *fiber.Ctx) string {
 
 // body2 is a v2 refusal: the PaymentRequired fields beside the envelope.
 // PaymentRequired's own error string travels in the header and as
-// error.reason.
+// error.reason; its extensions (bazaar, with an example answer) in the
+// header only, so a refusal's body never holds answer-shaped data.
 type body2 struct {
 	X402Version int                 `json:"x402Version"`
 	Resource    x402.ResourceInfo   `json:"resource"`
@@ -164,15 +169,106 @@ func refuse(c *fiber.Ctx, v *verifier.Verifier, path, resource string, v1 bool, 
 	if v1 {
 		return c.Status(r.Status).JSON(body1{X402Version: 1, Accepts: []x402.RequirementsV1{q.V1(res)}, Error: env})
 	}
-	pr := x402.PaymentRequired{X402Version: 2, Error: r.Message, Resource: res, Accepts: []x402.Requirements{q}}
-	if r.Reason != verifier.ReasonMissing {
-		pr.Error = r.Reason + ": " + r.Message
+	// The same challenge (route, resource, refusal, fee payer, blockhash
+	// hint) is encoded once: a popular resource's 402s reuse the bytes.
+	var ex x402.Extra
+	if q.Extra != nil {
+		ex = *q.Extra
 	}
-	h, err := x402.EncodeHeader(pr)
-	if err != nil {
-		return err
+	key := challengeKey{v: v, path: path, resource: resource, status: r.Status, code: r.Code, message: r.Message, reason: r.Reason, extra: ex}
+	e, hit := lastChallenge.Load(challengeSlot{v, path})
+	ch, _ := e.(*challenge)
+	if !hit || ch.key != key {
+		pr := x402.PaymentRequired{X402Version: 2, Error: r.Message, Resource: res, Accepts: []x402.Requirements{q}}
+		if r.Reason != verifier.ReasonMissing {
+			pr.Error = r.Reason + ": " + r.Message
+		}
+		h, err := encodeRequired(pr, v.Bazaar(path, pathValue(c, path)))
+		if err != nil {
+			return err
+		}
+		body, err := json.Marshal(body2{X402Version: 2, Resource: res, Accepts: pr.Accepts, Error: env})
+		if err != nil {
+			return err
+		}
+		ch = &challenge{key: key, header: h, body: body}
+		lastChallenge.Store(challengeSlot{v, path}, ch)
 	}
-	c.Set(x402.HeaderPaymentRequired, h)
+	c.Set(x402.HeaderPaymentRequired, ch.header)
 	c.Set("Access-Control-Expose-Headers", x402.HeaderPaymentRequired)
-	return c.Status(r.Status).JSON(body2{X402Version: 2, Resource: res, Accepts: pr.Accepts, Error: env})
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Status(r.Status).Send(ch.body)
+}
+
+// lastChallenge holds, per verifier and route, the last 402 encoded
+// (immutable entries, replaced whole).
+var lastChallenge sync.Map // challengeSlot -> *challenge
+
+type challengeSlot struct {
+	v    *verifier.Verifier
+	path string
+}
+
+// challengeKey is everything a v2 402's bytes depend on.
+type challengeKey struct {
+	v                     *verifier.Verifier
+	path, resource        string
+	status                int
+	code, message, reason string
+	extra                 x402.Extra
+}
+
+type challenge struct {
+	key    challengeKey
+	header string
+	body   []byte
+}
+
+// encodeRequired is the PAYMENT-REQUIRED header of pr with the bazaar
+// extension bz (already JSON, trusted: made by the verifier), spliced in
+// rather than re-validated by encoding/json: the extension is most of the
+// header.
+func encodeRequired(pr x402.PaymentRequired, bz json.RawMessage) (string, error) {
+	if bz == nil {
+		return x402.EncodeHeader(pr)
+	}
+	b, err := json.Marshal(pr)
+	if err != nil {
+		return "", err
+	}
+	// b ends with "}": insert the extensions member before it.
+	out := make([]byte, 0, len(b)+len(bz)+32)
+	out = append(out, b[:len(b)-1]...)
+	out = append(out, `,"extensions":{"bazaar":`...)
+	out = append(out, bz...)
+	out = append(out, "}}"...)
+	return base64.StdEncoding.EncodeToString(out), nil
+}
+
+// maxPathValue bounds a path parameter echoed in a 402's bazaar extension.
+const maxPathValue = 64
+
+// pathValue is the request's value of the route's path parameter ("" for
+// a static route), copied and bounded.
+func pathValue(c *fiber.Ctx, path string) string {
+	r, ok := verifier.RouteByPath(path)
+	if !ok || r.Input.PathParam == "" {
+		return ""
+	}
+	val := c.Params(r.Input.PathParam)
+	if len(val) > maxPathValue || val == "" {
+		return ""
+	}
+	return strings.Clone(val)
+}
+
+// answerBody is the answer as the client reads it: decompressed when the
+// handler gzipped it (the receipt's responseDigest is of these bytes).
+func answerBody(c *fiber.Ctx) []byte {
+	if strings.EqualFold(string(c.Response().Header.Peek(fiber.HeaderContentEncoding)), "gzip") {
+		if b, err := c.Response().BodyGunzip(); err == nil {
+			return b
+		}
+	}
+	return c.Response().Body()
 }

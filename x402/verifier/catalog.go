@@ -1,0 +1,288 @@
+package verifier
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/x402"
+)
+
+// The catalog is the one source of what is sold: the 402s' bazaar
+// extension, /.well-known/x402, the OpenAPI document's x-x402 members and
+// /llms.txt are all made from Routes, their Input and the Config.
+
+// Input is how a payable route is called, for discovery: its path
+// parameter, query parameters and body, each with an example and a JSON
+// Schema, and the file (examples/) holding an example of its answer.
+type Input struct {
+	PathParam string  // "" for a static route
+	Query     []Param // query parameters (GET)
+	// Body is an example JSON body and BodySchema its schema (POST).
+	Body       string
+	BodySchema string
+	// Output names the example answer in examples/ (a real answer,
+	// trimmed: see TestExamplesMatchOpenAPI).
+	Output string
+}
+
+// Param is one parameter: its name, an example value and its JSON Schema.
+type Param struct {
+	Name, Example, Schema string
+}
+
+// ExampleAgent is the agent pda used in examples.
+const ExampleAgent = "9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin"
+
+const addressSchema = `{"type":"string","pattern":"^[1-9A-HJ-NP-Za-km-z]{32,44}$"}`
+const timeSchema = `{"type":"string","description":"RFC 3339 date-time or YYYY-MM-DD"}`
+
+//go:embed examples/*.json
+var examples embed.FS
+
+// Example is the example answer of a route ("" when it has none).
+func (r Route) Example() json.RawMessage {
+	if r.Input.Output == "" {
+		return nil
+	}
+	b, err := examples.ReadFile("examples/" + r.Input.Output)
+	if err != nil {
+		panic(fmt.Sprintf("x402 verifier: example %s: %v", r.Input.Output, err)) // embedded: a build defect
+	}
+	return b
+}
+
+// RouteByPath finds a payable route by its path below /api/v1.
+func RouteByPath(path string) (Route, bool) {
+	for _, r := range Routes {
+		if r.Path == path {
+			return r, true
+		}
+	}
+	return Route{}, false
+}
+
+// Bazaar is the route's bazaar extension; pathValue is the request's
+// path parameter ("" for the declaration: the example is used).
+func (r Route) Bazaar(pathValue string) x402.Bazaar {
+	in := x402.BazaarInput{Type: "http", Method: r.Method}
+	props := []string{`"type":{"type":"string","const":"http"}`, `"method":{"type":"string","enum":[` + strconv.Quote(r.Method) + `]}`}
+	required := `["type","method"]`
+	if r.Input.PathParam != "" {
+		if pathValue == "" {
+			pathValue = ExampleAgent
+		}
+		in.PathParams = map[string]string{r.Input.PathParam: pathValue}
+		props = append(props, `"pathParams":{"type":"object","properties":{`+strconv.Quote(r.Input.PathParam)+`:`+addressSchema+
+			`},"required":[`+strconv.Quote(r.Input.PathParam)+`],"additionalProperties":false}`)
+		required = `["type","method","pathParams"]`
+	}
+	if len(r.Input.Query) > 0 {
+		in.QueryParams = map[string]string{}
+		var qp []string
+		for _, p := range r.Input.Query {
+			if p.Example != "" {
+				in.QueryParams[p.Name] = p.Example
+			}
+			qp = append(qp, strconv.Quote(p.Name)+":"+p.Schema)
+		}
+		props = append(props, `"queryParams":{"type":"object","properties":{`+strings.Join(qp, ",")+`},"additionalProperties":false}`)
+	}
+	if r.Input.Body != "" {
+		in.BodyType, in.Body = "json", json.RawMessage(r.Input.Body)
+		props = append(props, `"bodyType":{"type":"string","enum":["json"]}`, `"body":`+r.Input.BodySchema)
+		required = `["type","method","bodyType","body"]`
+	}
+	props = append(props, `"headers":{"type":"object","additionalProperties":{"type":"string"}}`)
+	schema := `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"input":{"type":"object","properties":{` +
+		strings.Join(props, ",") + `},"required":` + required + `,"additionalProperties":false},` +
+		`"output":{"type":"object","properties":{"type":{"type":"string"},"example":{"type":"object"}},"required":["type"]}},"required":["input"]}`
+	b := x402.Bazaar{Info: x402.BazaarInfo{Input: in}, Schema: json.RawMessage(schema)}
+	if ex := r.Example(); ex != nil {
+		b.Info.Output = &x402.BazaarOutput{Type: "json", Example: ex}
+	}
+	if r.Input.PathParam != "" {
+		b.RouteTemplate = r.APIPath()
+	}
+	return b
+}
+
+// APIPath is the route's path as clients call it (with /api/v1).
+func (r Route) APIPath() string { return "/api/v1" + r.Path }
+
+// Offer is what one payable route costs under cfg: the requirements
+// without the per-request hints (blockhash), feePayer when known.
+func (c Config) Offer(r Route, feePayer string) (x402.Requirements, bool) {
+	amount, ok := c.Prices[r.Path]
+	if !ok || amount == 0 {
+		return x402.Requirements{}, false
+	}
+	q := x402.Requirements{Scheme: x402.SchemeExact, Network: c.Network.CAIP2, Amount: strconv.FormatUint(amount, 10),
+		Asset: c.Asset.String(), PayTo: c.PayTo.String(), MaxTimeoutSeconds: MaxTimeoutSeconds}
+	if feePayer != "" {
+		q.Extra = &x402.Extra{FeePayer: feePayer}
+	}
+	return q, true
+}
+
+// Price is what the OpenAPI document's x-x402 member of a payable
+// operation says, and /llms.txt in words.
+type Price struct {
+	Price    string   `json:"price"`  // in units of the asset, e.g. "0.01"
+	Amount   string   `json:"amount"` // atomic units
+	Asset    string   `json:"asset"`
+	Symbol   string   `json:"symbol,omitempty"`
+	Network  string   `json:"network"`
+	PayTo    string   `json:"payTo,omitempty"`
+	Schemes  []string `json:"schemes"`
+	PriceEnv string   `json:"priceEnv"`
+}
+
+// Prices402 are the x-x402 members by "METHOD /path" (the path as
+// OpenAPI writes it, below /api/v1, with {name} parameters).
+func (c Config) Prices402() map[string]Price {
+	out := map[string]Price{}
+	for _, r := range Routes {
+		q, ok := c.Offer(r, "")
+		if !ok {
+			continue
+		}
+		units, _ := q.AmountUnits()
+		p := Price{Price: x402.FormatAmount(units, c.Decimals), Amount: q.Amount, Asset: q.Asset, Network: q.Network,
+			PayTo: q.PayTo, Schemes: []string{x402.SchemeExact}, PriceEnv: r.Env}
+		if c.Asset == c.Network.USDC {
+			p.Symbol = "USDC"
+		}
+		out[r.Method+" "+OpenAPIPath(r.Path)] = p
+	}
+	return out
+}
+
+// OpenAPIPath writes :name parameters as {name}.
+func OpenAPIPath(p string) string {
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		if strings.HasPrefix(s, ":") {
+			parts[i] = "{" + s[1:] + "}"
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+// Discovery is the /.well-known/x402 document: the origin's payable
+// resources in the envelope of a facilitator's GET /discovery/resources
+// (items of DiscoveredResource; the proposal x402-foundation/x402#2582),
+// with the plain list of "METHOD URL" that simpler crawlers read.
+type Discovery struct {
+	X402Version  int                       `json:"x402Version"`
+	Version      int                       `json:"version"`
+	Resources    []string                  `json:"resources"`
+	Items        []x402.DiscoveredResource `json:"items"`
+	Instructions string                    `json:"instructions"`
+}
+
+// DiscoveryDocument lists every payable route at origin. feePayer is the
+// one the 402s name ("" while unknown: the accepts then carry no extra).
+// lastUpdated is the Unix time the configuration was loaded.
+func (c Config) DiscoveryDocument(origin config.Origin, feePayer string, lastUpdated int64) Discovery {
+	d := Discovery{X402Version: 2, Version: 1, Resources: []string{}, Items: []x402.DiscoveredResource{},
+		Instructions: "Call a resource without payment to get its 402 (PAYMENT-REQUIRED header, x402 v2, scheme exact on Solana); " +
+			"pay with PAYMENT-SIGNATURE; the answer carries PAYMENT-RESPONSE with a signed receipt (offer-receipt extension) " +
+			"verifiable with " + origin.URL("/.well-known/jwks.json") + ". Or send an API key in x-api-key instead of paying."}
+	for _, r := range Routes {
+		q, ok := c.Offer(r, feePayer)
+		if !ok {
+			continue
+		}
+		b := r.Bazaar("")
+		if b.Info.Output != nil {
+			// The example answer is in the route's 402; the catalog keeps
+			// its type only, and stays small (it is fetched often).
+			b.Info.Output = &x402.BazaarOutput{Type: b.Info.Output.Type}
+		}
+		bz, err := json.Marshal(b)
+		if err != nil {
+			continue
+		}
+		res := origin.URL(r.APIPath())
+		d.Resources = append(d.Resources, r.Method+" "+res)
+		d.Items = append(d.Items, x402.DiscoveredResource{Resource: res, Type: "http", X402Version: 2,
+			Accepts: []x402.Requirements{q}, LastUpdated: lastUpdated,
+			Metadata: map[string]any{"method": r.Method, "description": r.Description, "mimeType": "application/json",
+				"routeTemplate": r.APIPath(), "priceEnv": r.Env},
+			Extensions: map[string]json.RawMessage{x402.ExtensionBazaar: bz}})
+	}
+	sort.SliceStable(d.Items, func(i, j int) bool { return d.Items[i].Resource < d.Items[j].Resource })
+	sort.Strings(d.Resources)
+	return d
+}
+
+// LLMsText is /llms.txt: what the service sells and how to pay, in words.
+func (c Config) LLMsText(origin config.Origin, receipts bool) string {
+	var b strings.Builder
+	b.WriteString("# attestd\n\n> An index of AI-agent attestations issued on Solana: public reads are free; " +
+		"premium answers are sold per request (x402) or with an API key.\n\n")
+	b.WriteString("## What is sold\n\n")
+	for _, r := range Routes {
+		q, ok := c.Offer(r, "")
+		if !ok {
+			continue
+		}
+		units, _ := q.AmountUnits()
+		asset := "atomic units of token " + q.Asset
+		amount := q.Amount
+		if c.Asset == c.Network.USDC {
+			asset, amount = "USDC", x402.FormatAmount(units, c.Decimals)
+		}
+		fmt.Fprintf(&b, "- [%s %s](%s): %s. Price: %s %s per request.\n", r.Method, r.APIPath(), origin.URL(r.APIPath()), r.Description, amount, asset)
+	}
+	fmt.Fprintf(&b, "\n## How to pay\n\n"+
+		"- Protocol: x402 version 2, scheme `exact`, network `%s` (%s), asset `%s`, paid to `%s`.\n"+
+		"- Call the resource without payment: the 402 answer's PAYMENT-REQUIRED header (base64 JSON) says what to pay, "+
+		"and its `extensions.bazaar` says how to call the resource and what it answers.\n"+
+		"- Send the signed payment in the PAYMENT-SIGNATURE header; the answer comes with PAYMENT-RESPONSE (the settled transaction).\n"+
+		"- The same payment presented again for the same request answers again without a new charge; the `payment-identifier` "+
+		"extension makes a paid request idempotent.\n", c.Network.CAIP2, c.Network.Name, c.Asset, c.PayTo)
+	if receipts {
+		fmt.Fprintf(&b, "- Every paid answer carries a signed receipt (offer-receipt extension, JWS EdDSA) in PAYMENT-RESPONSE "+
+			"`extensions[\"offer-receipt\"].info.receipt`; its key is at %s.\n", origin.URL("/.well-known/jwks.json"))
+	}
+	fmt.Fprintf(&b, "- Or skip payments: send an API key in the `x-api-key` header.\n\n## Discovery\n\n"+
+		"- [Payable resources](%s): price, network, asset, payTo, schemes and input schema of each.\n"+
+		"- [OpenAPI](%s): every route; payable operations carry `x-x402` with their price.\n"+
+		"- MCP: `attestd mcp --http` serves the tools over streamable HTTP; premium tools are paid with `_meta[\"x402/payment\"]` (x402 MCP transport).\n",
+		origin.URL("/.well-known/x402"), origin.URL("/api/v1/openapi.json"))
+	return b.String()
+}
+
+// ExtensionOpenAPI is the OpenAPI member that prices a payable operation.
+const ExtensionOpenAPI = "x-x402"
+
+// PatchOpenAPI sets the x-x402 member of every payable operation of an
+// OpenAPI document (JSON) to this configuration's price, and removes it
+// from operations that are not payable here.
+func (c Config) PatchOpenAPI(doc []byte) ([]byte, error) {
+	var d map[string]any
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return nil, fmt.Errorf("x402: openapi document: %w", err)
+	}
+	paths, _ := d["paths"].(map[string]any)
+	prices := c.Prices402()
+	for _, r := range Routes {
+		item, _ := paths[OpenAPIPath(r.Path)].(map[string]any)
+		op, _ := item[strings.ToLower(r.Method)].(map[string]any)
+		if op == nil {
+			return nil, fmt.Errorf("x402: openapi document has no %s %s", r.Method, OpenAPIPath(r.Path))
+		}
+		if p, ok := prices[r.Method+" "+OpenAPIPath(r.Path)]; ok {
+			op[ExtensionOpenAPI] = p
+		} else {
+			delete(op, ExtensionOpenAPI)
+		}
+	}
+	return json.Marshal(d)
+}
