@@ -215,19 +215,21 @@ func (s *Store) InsertTestEvent(ctx context.Context, accountID int64, webhookID 
 
 // DeliveryJob is what the worker needs to (re)build a delivery's job.
 type DeliveryJob struct {
-	ID            string
-	WebhookID     string
-	Status        string
-	Attempts      int
+	ID        string
+	WebhookID string
+	Status    string
+	Attempts  int
+	// AttemptsBase is the attempts made before the current run.
+	AttemptsBase  int
 	NextAttemptAt *time.Time
 	Event         OutboxEvent
 }
 
-const deliveryJobColumns = `d.id, d.webhook_id, d.status, d.attempts, d.next_attempt_at, o.id, o.event_type, o.payload, o.created_at`
+const deliveryJobColumns = `d.id, d.webhook_id, d.status, d.attempts, d.attempts_base, d.next_attempt_at, o.id, o.event_type, o.payload, o.created_at`
 
 func scanDeliveryJob(r pgx.Row) (DeliveryJob, error) {
 	var j DeliveryJob
-	err := r.Scan(&j.ID, &j.WebhookID, &j.Status, &j.Attempts, &j.NextAttemptAt, &j.Event.ID, &j.Event.Type, &j.Event.Payload, &j.Event.CreatedAt)
+	err := r.Scan(&j.ID, &j.WebhookID, &j.Status, &j.Attempts, &j.AttemptsBase, &j.NextAttemptAt, &j.Event.ID, &j.Event.Type, &j.Event.Payload, &j.Event.CreatedAt)
 	return j, err
 }
 

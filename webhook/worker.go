@@ -96,8 +96,12 @@ type Worker struct {
 	// hostThr caps requests per destination host, deliveries and
 	// verifications together, across workers (nil: no cap).
 	hostThr *throttle
-	disp    *dispatcher
-	rec     *recorder
+	// ownThr enforces subscribers' own rate limits across workers.
+	ownThr *throttle
+	// pauses are receivers that asked for a pause (Retry-After).
+	pauses pauses
+	disp   *dispatcher
+	rec    *recorder
 
 	tokens    chan struct{} // one per job held in this process
 	held      heldSet
@@ -149,6 +153,7 @@ func NewWorker(opt WorkerOptions) (*Worker, error) {
 	}
 	w.thr = newThrottle(opt.Queue.Redis(), opt.Queue.Prefix(), cfg.EndpointRate)
 	w.hostThr = newHostThrottle(opt.Queue.Redis(), opt.Queue.Prefix(), cfg.HostRate)
+	w.ownThr = newOwnThrottle(opt.Queue.Redis(), opt.Queue.Prefix())
 	if len(cfg.VerifySchedule) == 0 {
 		w.cfg.VerifySchedule = DefaultVerifySchedule
 	}

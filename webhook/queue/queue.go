@@ -29,8 +29,11 @@ type Job struct {
 	Created  int64  `json:"c"` // the event's creation, Unix ms
 	Queued   int64  `json:"q"` // first queued, Unix ms
 	Attempts int    `json:"n"` // attempts made so far
-	Manual   bool   `json:"m,omitempty"`
-	Body     string `json:"b"` // the exact bytes sent
+	// Base is the attempts made before the delivery's current run (a
+	// recovery starts a new run with the whole retry schedule).
+	Base   int    `json:"r,omitempty"`
+	Manual bool   `json:"m,omitempty"`
+	Body   string `json:"b"` // the exact bytes sent
 }
 
 // Event is one outbox event on the event stream.
