@@ -15,7 +15,7 @@ func TestRetryAfterBounds(t *testing.T) {
 		"9223372036": maxRetryAfter, "9223372037": maxRetryAfter, "18446744074": maxRetryAfter, "9999999999999": maxRetryAfter, "99999999999999999999999": maxRetryAfter,
 		"3600": time.Hour, "3601": maxRetryAfter, "0": 0, " 7 ": 7 * time.Second, "+5": 0, "1.5": 0, "5 s": 0,
 		now.Add(48 * time.Hour).Format(http.TimeFormat): maxRetryAfter,
-		now.Add(2 * time.Second).Format(time.RFC850):   2 * time.Second,
+		now.Add(2 * time.Second).Format(time.RFC850):    2 * time.Second,
 	} {
 		if got := ParseRetryAfter(v, now); got != want {
 			t.Errorf("Retry-After %q: %s, want %s", v, got, want)

@@ -212,6 +212,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	spawn("scheduler", w.schedule)
 	spawn("maintenance", w.maintain)
 	spawn("verifier", func(ctx context.Context) { w.verifyLoop(ctx, sendCtx) })
+	spawn("recovery", w.recoverLoop)
 	wg.Wait()
 	w.disp.stopping.Store(true)
 

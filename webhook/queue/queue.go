@@ -591,6 +591,16 @@ func (q *Queue) Depth(ctx context.Context, p int, now time.Time) (Depth, error) 
 	return d, nil
 }
 
+// StreamLen is how many messages partition p's stream holds (waiting or
+// being sent).
+func (q *Queue) StreamLen(ctx context.Context, p int) (int64, error) {
+	n, err := q.rdb.XLen(ctx, q.streamKey(p)).Result()
+	if err != nil {
+		return 0, fmt.Errorf("length of partition %d: %w", p, err)
+	}
+	return n, nil
+}
+
 // EventBacklog is how many events wait on the event stream (read or not).
 func (q *Queue) EventBacklog(ctx context.Context) (int64, error) {
 	return q.rdb.XLen(ctx, q.eventsKey()).Result()
