@@ -392,6 +392,7 @@ func (a *API) update(c *fiber.Ctx) error {
 	if err != nil {
 		return webhookErr(err, id)
 	}
+	a.changed(c.UserContext(), id)
 	a.log.Info("webhook updated", "account", p.AccountID, "webhook", id, "active", w.Active, "verification", w.Verification)
 	return c.JSON(struct {
 		Data View `json:"data"`
@@ -407,6 +408,7 @@ func (a *API) delete(c *fiber.Ctx) error {
 	if err != nil {
 		return webhookErr(err, id)
 	}
+	a.changed(c.UserContext(), id)
 	a.log.Info("webhook deleted", "account", p.AccountID, "webhook", id)
 	return c.SendStatus(http.StatusNoContent)
 }
@@ -577,4 +579,14 @@ func (a *API) verify(c *fiber.Ctx) error {
 	return c.Status(http.StatusAccepted).JSON(struct {
 		Data View `json:"data"`
 	}{viewOf(w)})
+}
+
+// changed tells the workers to read webhook id again now (best effort:
+// their cache expires within 5 seconds anyway).
+func (a *API) changed(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	if err := a.opt.Queue.NotifyChanged(ctx, id); err != nil {
+		a.log.Warn("could not tell the workers a webhook changed; they notice within 5 s", "webhook", id, "err", err)
+	}
 }

@@ -373,6 +373,7 @@ func (a *API) rotateSecret(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	a.changed(c.UserContext(), id)
 	a.log.Info("webhook secret rotated", "account", p.AccountID, "webhook", id, "overlap", overlap.String())
 	return c.JSON(struct {
 		Data CreatedView `json:"data"`

@@ -158,3 +158,10 @@ func signerOf(keys *keyring.Keyring, w store.Webhook) (*signature.Signer, error)
 	}
 	return s, nil
 }
+
+// forgetAll drops every cached webhook.
+func (c *hookCache) forgetAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.m)
+}

@@ -213,6 +213,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	spawn("maintenance", w.maintain)
 	spawn("verifier", func(ctx context.Context) { w.verifyLoop(ctx, sendCtx) })
 	spawn("recovery", w.recoverLoop)
+	spawn("changes", func(ctx context.Context) {
+		w.q.WatchChanged(ctx, func(id string) {
+			if id == "" {
+				w.hooks.forgetAll()
+				return
+			}
+			w.hooks.forget(id)
+		})
+	})
 	wg.Wait()
 	w.disp.stopping.Store(true)
 

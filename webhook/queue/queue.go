@@ -591,6 +591,50 @@ func (q *Queue) Depth(ctx context.Context, p int, now time.Time) (Depth, error) 
 	return d, nil
 }
 
+// changedChannel is the Pub/Sub channel on which API nodes name webhooks
+// they changed (secrets, scheme, URL, state), so workers read them again
+// at once instead of after their cache's few seconds.
+func (q *Queue) changedChannel() string { return q.prefix + "wh:changed" }
+
+// NotifyChanged tells the workers that webhook id changed (best effort:
+// their cache expires within seconds anyway).
+func (q *Queue) NotifyChanged(ctx context.Context, id string) error {
+	if err := q.rdb.Publish(ctx, q.changedChannel(), id).Err(); err != nil {
+		return fmt.Errorf("notify change of %s: %w", id, err)
+	}
+	return nil
+}
+
+// WatchChanged calls changed with each webhook id NotifyChanged names
+// until ctx ends, resubscribing after errors; every (re)subscription
+// first calls changed with "" (anything may have changed meanwhile).
+func (q *Queue) WatchChanged(ctx context.Context, changed func(id string)) {
+	for ctx.Err() == nil {
+		sub := q.rdb.Subscribe(ctx, q.changedChannel())
+		if _, err := sub.Receive(ctx); err == nil {
+			changed("")
+			ch := sub.Channel(redis.WithChannelHealthCheckInterval(10 * time.Second))
+		loop:
+			for {
+				select {
+				case <-ctx.Done():
+					break loop
+				case m, ok := <-ch:
+					if !ok {
+						break loop
+					}
+					changed(m.Payload)
+				}
+			}
+		}
+		sub.Close()
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // StreamLen is how many messages partition p's stream holds (waiting or
 // being sent).
 func (q *Queue) StreamLen(ctx context.Context, p int) (int64, error) {
