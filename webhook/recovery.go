@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/attestd/attestd/store"
@@ -22,10 +23,23 @@ const (
 	recoveryBacklog = 256
 	// recoveryMaxBatch bounds one batch of a recovery.
 	recoveryMaxBatch = 500
+	// recoveryStartRate and recoveryMinRate bound the adaptive rate of a
+	// recovery (deliveries per second, within the configured rate).
+	recoveryStartRate = 500
+	recoveryMinRate   = 20
+	// liveWaitHigh and liveWaitLow: the recoveries of a worker slow down
+	// while live deliveries wait in the queue longer than liveWaitHigh
+	// (from fan-out to their first attempt), and speed up while they wait
+	// less than liveWaitLow.
+	liveWaitHigh = 100 * time.Millisecond
+	liveWaitLow  = 30 * time.Millisecond
+	// recoveryLoops is how many recoveries (of different webhooks, or
+	// windows) one worker runs at once.
+	recoveryLoops = 4
 )
 
 // recoverLoop runs recoveries (POST /webhooks/:id/recover), one at a time
-// per worker: it makes the window's deliveries pending again in batches
+// per loop (a worker runs recoveryLoops): it makes the window's deliveries pending again in batches
 // and queues their jobs, at most cfg.RecoveryRate per second (and never
 // faster than the webhook's own limits), and only while the partition's
 // stream is short, so live deliveries keep their latency.
@@ -69,15 +83,25 @@ func (w *Worker) runRecovery(ctx context.Context, r store.Recovery) {
 		log.Warn("recovery: cannot load its webhook; another try later", "err", err)
 		return // the lease runs out and a worker takes it again
 	}
-	rate := w.recoveryRate(h)
-	batch := min(recoveryMaxBatch, max(1, rate/20))
+	maxRate := w.recoveryRate(h)
+	rate := min(maxRate, recoveryStartRate)
 	p := w.q.Partition(r.WebhookID)
 	start, queued := time.Now(), 0
+	next := start
 	var wait time.Duration
 	for ctx.Err() == nil {
-		// The rate: the n-th delivery is queued no sooner than n/rate.
-		if due := start.Add(time.Duration(float64(queued) / float64(rate) * float64(time.Second))); time.Now().Before(due) {
-			sleep(ctx, time.Until(due))
+		// Live deliveries first: the rate halves while they wait in the
+		// queue longer than liveWaitHigh, and grows back while they do not.
+		switch lw := w.liveWait.get(time.Now()); {
+		case lw > liveWaitHigh:
+			rate = max(rate/2, recoveryMinRate)
+		case lw < liveWaitLow:
+			rate = min(rate+max(maxRate/20, 1), maxRate)
+		}
+		batch := min(recoveryMaxBatch, max(1, rate/20))
+		// The rate: batches are spaced batch/rate apart.
+		if time.Now().Before(next) {
+			sleep(ctx, time.Until(next))
 		}
 		// The backlog: wait while the partition's stream is long.
 		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -85,9 +109,9 @@ func (w *Worker) runRecovery(ctx context.Context, r store.Recovery) {
 		cancel()
 		if err == nil && n >= recoveryBacklog {
 			sleep(ctx, 20*time.Millisecond)
-			start = start.Add(20 * time.Millisecond) // no catching up after a wait
 			continue
 		}
+		next = time.Now().Add(time.Duration(float64(batch) / float64(rate) * float64(time.Second)))
 		djs, done, err := w.st.RecoverBatch(ctx, r.ID, batch, recoveryLease)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -125,4 +149,33 @@ func (w *Worker) runRecovery(ctx context.Context, r store.Recovery) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	_ = w.st.ReleaseRecovery(rctx, r.ID)
+}
+
+// liveWait is a moving average of how long live deliveries (first
+// attempts of events, not recovered ones) waited from fan-out to their
+// attempt in this worker; 0 when none came for a second.
+type liveWait struct {
+	mu   sync.Mutex
+	avg  time.Duration
+	last time.Time
+}
+
+func (l *liveWait) observe(d time.Duration, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.last) > time.Second {
+		l.avg = d
+	} else {
+		l.avg = (7*l.avg + d) / 8
+	}
+	l.last = now
+}
+
+func (l *liveWait) get(now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.last) > time.Second {
+		return 0
+	}
+	return l.avg
 }

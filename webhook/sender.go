@@ -443,6 +443,9 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 			Park: job.Webhook, ProbeAt: w.now().Add(w.probeEvery)}})
 		return
 	}
+	if job.Attempts == 0 && !job.Manual && job.Queued > 0 {
+		w.liveWait.observe(w.now().Sub(time.UnixMilli(job.Queued)), time.Now())
+	}
 	res := w.send(ctx, h, job)
 	if ctx.Err() != nil { // stopped mid-attempt: not the receiver's failure
 		w.rec.add(outcome{part: m.Part, releaseOnly: m.StreamID})

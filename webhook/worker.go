@@ -100,6 +100,9 @@ type Worker struct {
 	ownThr *throttle
 	// pauses are receivers that asked for a pause (Retry-After).
 	pauses pauses
+	// liveWait is how long live deliveries wait for their first attempt
+	// (recoveries slow down when it grows).
+	liveWait liveWait
 	disp   *dispatcher
 	rec    *recorder
 
@@ -212,7 +215,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	spawn("scheduler", w.schedule)
 	spawn("maintenance", w.maintain)
 	spawn("verifier", func(ctx context.Context) { w.verifyLoop(ctx, sendCtx) })
-	spawn("recovery", w.recoverLoop)
+	for range recoveryLoops {
+		spawn("recovery", w.recoverLoop)
+	}
 	spawn("changes", func(ctx context.Context) {
 		w.q.WatchChanged(ctx, func(id string) {
 			if id == "" {

@@ -45,13 +45,14 @@ import (
 )
 
 func main() {
-	failed := flag.Int("failed", 100_000, "failed deliveries to recover")
+	failed := flag.Int("failed", 100_000, "failed deliveries to recover, spread over -recovering webhooks")
+	recovering := flag.Int("recovering", 4, "webhooks whose receivers were down, each recovered at once")
 	live := flag.Int("live", 4, "live webhooks, each receiving every live event")
 	rate := flag.Int("rate", 100, "live events per second")
 	baseline := flag.Duration("baseline", 15*time.Second, "how long live events run before the recovery (the baseline)")
 	verbose := flag.Bool("v", false, "show the worker's logs")
 	flag.Parse()
-	if err := run(context.Background(), *failed, *live, *rate, *baseline, *verbose); err != nil {
+	if err := run(context.Background(), *failed, *recovering, *live, *rate, *baseline, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "webhookrecovery-bench:", err)
 		os.Exit(1)
 	}
@@ -119,7 +120,7 @@ const payload = `{"pda":"7Np41oeYqPefeNQEHSv1UDhYrehxin3NStELsSKCT4K2","agentPda
 	"abababababababababababababababababababababababababababababababab" + `","txSignature":"5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW",` +
 	`"slot":312456789,"timestamp":"2026-11-21T10:00:00Z","privacyMode":false,"agentSignature":"5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW","commitment":"confirmed"}`
 
-func run(ctx context.Context, failed, live, rate int, baseline time.Duration, verbose bool) error {
+func run(ctx context.Context, failed, recovering, live, rate int, baseline time.Duration, verbose bool) error {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cache.RouteRedisLogs(quiet)
 	log := quiet
@@ -181,18 +182,23 @@ func run(ctx context.Context, failed, live, rate int, baseline time.Duration, ve
 		_, err = st.InsertWebhook(ctx, store.Webhook{ID: id, AccountID: acc.ID, URL: url, Events: events, SecretSealed: sealed, SecretKeyID: keyID}, 0)
 		return id, err
 	}
-	// The recovering webhook subscribes to another event type than the live
-	// ones, so live events are not delivered to it.
-	recv, recURL, err := startReceiver()
-	if err != nil {
-		return err
-	}
-	recID, err := newHook(recURL, []string{store.EventAgentRevoked})
-	if err != nil {
-		return err
+	// The recovering webhooks subscribe to another event type than the
+	// live ones, so live events are not delivered to them.
+	var recRecv []*receiver
+	var recIDs []string
+	for range recovering {
+		r, url, err := startReceiver()
+		if err != nil {
+			return err
+		}
+		id, err := newHook(url, []string{store.EventAgentRevoked})
+		if err != nil {
+			return err
+		}
+		recRecv, recIDs = append(recRecv, r), append(recIDs, id)
 	}
 	var liveRecv []*receiver
-	var ids = []string{recID}
+	ids := append([]string(nil), recIDs...)
 	for range live {
 		r, url, err := startReceiver()
 		if err != nil {
@@ -207,16 +213,20 @@ func run(ctx context.Context, failed, live, rate int, baseline time.Duration, ve
 	// The outage, already over: -failed events an hour ago, each delivery
 	// failed after 7 attempts, dispatched long since.
 	t0 := time.Now()
-	if _, err := st.Pool().Exec(ctx, `WITH ev AS (
-			INSERT INTO outbox (event_type, payload, created_at, dispatched_at, published_at)
-			SELECT 'agent.revoked', jsonb_set($2::jsonb, '{slot}', to_jsonb(i)), now() - interval '1 hour' + i * interval '1 ms',
-				now() - interval '1 hour', now() - interval '1 hour'
-			FROM generate_series(1, $1) i RETURNING id, created_at)
-		INSERT INTO webhook_deliveries (id, webhook_id, outbox_id, status, attempts, created_at, updated_at)
-		SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), $3, ev.id, 'failed', 7, ev.created_at, ev.created_at FROM ev`,
-		failed, payload, recID); err != nil {
-		return err
+	per := failed / recovering
+	for _, id := range recIDs {
+		if _, err := st.Pool().Exec(ctx, `WITH ev AS (
+				INSERT INTO outbox (event_type, payload, created_at, dispatched_at, published_at)
+				SELECT 'agent.revoked', jsonb_set($2::jsonb, '{slot}', to_jsonb(i)), now() - interval '1 hour' + i * interval '1 ms',
+					now() - interval '1 hour', now() - interval '1 hour'
+				FROM generate_series(1, $1) i RETURNING id, created_at)
+			INSERT INTO webhook_deliveries (id, webhook_id, outbox_id, status, attempts, created_at, updated_at)
+			SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), $3, ev.id, 'failed', 7, ev.created_at, ev.created_at FROM ev`,
+			per, payload, id); err != nil {
+			return err
+		}
 	}
+	failed = per * recovering
 	if _, err := st.Pool().Exec(ctx, `ANALYZE`); err != nil {
 		return err
 	}
@@ -247,8 +257,8 @@ func run(ctx context.Context, failed, live, rate int, baseline time.Duration, ve
 	defer stopLive()
 	liveDone := make(chan error, 1)
 	go func() {
-		every := time.Second / time.Duration(max(rate/50, 1)) // a write every 20 ms
-		per := max(rate/50, 1)
+		per := max(rate/50, 1) // a write every 20 ms
+		every := time.Second * time.Duration(per) / time.Duration(rate)
 		next := time.Now()
 		for lctx.Err() == nil {
 			rows, err := st.Pool().Query(ctx, `INSERT INTO outbox (event_type, payload)
@@ -277,18 +287,27 @@ func run(ctx context.Context, failed, live, rate int, baseline time.Duration, ve
 	time.Sleep(baseline)
 	baseEnd := time.Now()
 
-	// The recovery, as POST /webhooks/:id/recover starts it.
+	// The recoveries, as POST /webhooks/:id/recover starts them.
 	recStart := time.Now()
-	r, _, err := st.StartRecovery(ctx, acc.ID, store.Recovery{ID: "rcv_" + randHex(12), WebhookID: recID,
-		Since: time.Now().Add(-2 * time.Hour), Until: time.Now(), OnlyFailed: true})
-	if err != nil {
-		return err
+	for _, id := range recIDs {
+		r, _, err := st.StartRecovery(ctx, acc.ID, store.Recovery{ID: "rcv_" + randHex(12), WebhookID: id,
+			Since: time.Now().Add(-2 * time.Hour), Until: time.Now(), OnlyFailed: true})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("recovery %s: %d deliveries to queue again (answered in %s)\n", r.ID, r.Total, time.Since(recStart).Round(time.Millisecond))
 	}
-	fmt.Printf("recovery %s: %d deliveries to queue again (answered in %s)\n", r.ID, r.Total, time.Since(recStart).Round(time.Millisecond))
+	recovered := func() int {
+		n := 0
+		for _, r := range recRecv {
+			n += r.count()
+		}
+		return n
+	}
 	deadline := time.Now().Add(10 * time.Minute)
-	for recv.count() < failed {
+	for recovered() < failed {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d recovered deliveries after 10 minutes", recv.count(), failed)
+			return fmt.Errorf("%d of %d recovered deliveries after 10 minutes", recovered(), failed)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -298,17 +317,21 @@ func run(ctx context.Context, failed, live, rate int, baseline time.Duration, ve
 		return err
 	}
 	time.Sleep(3 * time.Second) // the last live deliveries arrive
-	recv.mu.Lock()
 	var lastRec time.Time
-	for _, at := range recv.first {
-		if at.After(lastRec) {
-			lastRec = at
+	var requests, dups int64
+	for _, r := range recRecv {
+		r.mu.Lock()
+		for _, at := range r.first {
+			if at.After(lastRec) {
+				lastRec = at
+			}
 		}
+		r.mu.Unlock()
+		requests, dups = requests+r.requests.Load(), dups+r.dups.Load()
 	}
-	recv.mu.Unlock()
 	took := lastRec.Sub(recStart)
-	fmt.Printf("recovery: %d deliveries in %s: %.0f deliveries/s; %d requests (%d duplicates)\n\n", failed, took.Round(time.Millisecond),
-		float64(failed)/took.Seconds(), recv.requests.Load(), recv.dups.Load())
+	fmt.Printf("recovery: %d deliveries to %d webhooks in %s: %.0f deliveries/s; %d requests (%d duplicates)\n\n", failed, recovering,
+		took.Round(time.Millisecond), float64(failed)/took.Seconds(), requests, dups)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -340,11 +363,11 @@ func run(ctx context.Context, failed, live, rate int, baseline time.Duration, ve
 	}
 	report("live without a recovery", baseStart.Add(2*time.Second), baseEnd)
 	report("live during the recovery", recStart, recEnd)
-	dups := int64(0)
+	liveDups := int64(0)
 	for _, lr := range liveRecv {
-		dups += lr.dups.Load()
+		liveDups += lr.dups.Load()
 	}
-	fmt.Printf("live duplicates: %d\n", dups)
+	fmt.Printf("live duplicates: %d\n", liveDups)
 	return nil
 }
 
