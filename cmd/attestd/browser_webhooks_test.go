@@ -47,7 +47,7 @@ func TestBrowserConsoleWebhookTools(t *testing.T) {
 
 	// The catalog.
 	b.waitFor(t, "the catalog", `document.querySelectorAll("#event-catalog details").length === 6`, 10*time.Second)
-	if !eval[bool](t, b, `document.querySelector('#event-catalog details[data-event-type="webhook.disabled"] pre').innerText.includes('"webhookId"')`) {
+	if !eval[bool](t, b, `document.querySelector('#event-catalog details[data-event-type="webhook.disabled"] pre').textContent.includes('"webhookId"')`) {
 		t.Error("the catalog shows no schema for webhook.disabled")
 	}
 	b.checkPage(t, "console webhook tools")
