@@ -250,6 +250,39 @@ func TestIssue26InputValidation(t *testing.T) {
 			t.Errorf("%s %s %v: %d %s", method, b.path, b.body, r.Status, r.Body)
 		}
 	}
+	// Hostile bodies: each refused in the envelope, never a 500.
+	hostile := []struct {
+		path, ctype string
+		body        string
+		status      int
+	}{
+		{"/recover", "application/json", `{"since": "` + strings.Repeat("x", 20<<10) + `"}`, http.StatusRequestEntityTooLarge},
+		{"/recover", "text/plain", `{"since": "` + iso(-time.Hour) + `"}`, http.StatusUnsupportedMediaType},
+		{"/recover", "application/json", strings.Repeat("[", 5000) + strings.Repeat("]", 5000), http.StatusBadRequest},
+		{"/recover", "application/json", `{"since": "2026-11-21T10:00:00+99:00"}`, http.StatusBadRequest},
+		{"/recover", "application/json", `{"since": "2026-11-21T10:00:00\u0000Z"}`, http.StatusBadRequest},
+		{"/recover", "application/json", `{"since": "` + iso(-time.Hour) + `"} {}`, http.StatusBadRequest},
+		{"/recover", "application/json", `{"since": null}`, http.StatusBadRequest},
+		{"/recover", "application/json", `{"since": "` + iso(-time.Hour) + `", "until": {}}`, http.StatusBadRequest},
+		{"/recover", "application/json", "ÿþ", http.StatusBadRequest},
+		{"/rotate-secret", "application/json", `{"overlapSeconds": 1e400}`, http.StatusBadRequest},
+		{"/rotate-secret", "application/json", `{"overlapSeconds": 99999999999999999999}`, http.StatusBadRequest},
+		{"/rotate-secret", "application/json", `{"overlapSeconds": null}`, http.StatusBadRequest},
+		{"/rotate-secret", "application/json", `null`, http.StatusBadRequest},
+		{"", "application/json", `{"rateLimitPerSecond": 1e2}`, http.StatusBadRequest},
+		{"", "application/json", `{"signatureScheme": "V1A"}`, http.StatusBadRequest},
+		{"", "application/json", `{"signatureScheme": "v1\u0000"}`, http.StatusBadRequest},
+	}
+	for _, x := range hostile {
+		method := http.MethodPost
+		if x.path == "" {
+			method = http.MethodPatch
+		}
+		r := h.node.Do(t, method, "/webhooks/"+c.ID+x.path, []byte(x.body), map[string]string{"x-api-key": key, "content-type": x.ctype})
+		if r.Status != x.status || r.ErrorCode() == "" {
+			t.Errorf("%s %s %.60q: %d %s, want %d", method, x.path, x.body, r.Status, r.Body, x.status)
+		}
+	}
 	// Valid edge values pass.
 	if v := h.patch(t, key, c.ID, map[string]any{"rateLimitPerSecond": 100000}); v.RateLimitPerSecond == nil {
 		t.Error("rateLimitPerSecond 100000 refused")
