@@ -31,8 +31,8 @@ const (
 	// while live deliveries wait in the queue longer than liveWaitHigh
 	// (from fan-out to their first attempt), and speed up while they wait
 	// less than liveWaitLow.
-	liveWaitHigh = 100 * time.Millisecond
-	liveWaitLow  = 30 * time.Millisecond
+	liveWaitHigh = 50 * time.Millisecond
+	liveWaitLow  = 20 * time.Millisecond
 	// recoveryLoops is how many recoveries (of different webhooks, or
 	// windows) one worker runs at once.
 	recoveryLoops = 4

@@ -103,8 +103,8 @@ type Worker struct {
 	// liveWait is how long live deliveries wait for their first attempt
 	// (recoveries slow down when it grows).
 	liveWait liveWait
-	disp   *dispatcher
-	rec    *recorder
+	disp     *dispatcher
+	rec      *recorder
 
 	tokens    chan struct{} // one per job held in this process
 	held      heldSet
