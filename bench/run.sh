@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench: every bounded load benchmark, on loopback only. Each part
 # starts its own throwaway Postgres and Redis. Choose parts with
-# BENCH="api ratelimit indexer premium x402 webhook scale edge fleet" (default: all).
+# BENCH="api ratelimit indexer premium x402 webhook webhookrecovery scale edge fleet" (default: all).
 # It prints every part's figures and writes them, with the machine described,
 # to bench/RESULTS.md (BENCH_OUT=path to write elsewhere). A part that fails
 # is marked failed there and the others still run; the exit status says so.
@@ -11,6 +11,7 @@
 #   premium    bulk verify, full history and forensic report latencies
 #   x402       local payment verification (µs) and paid vs keyed premium requests/s on the simulator
 #   webhook    10,000 events to 10 webhooks (one receiver dead): deliveries/s, event-to-delivery latency
+#   webhookrecovery  recovery of 100,000 failed deliveries beside live events: deliveries/s, live p99
 #   scale      uncached reads at 10M attestations against 100k (the data is
 #              seeded once, with attestd seed, and kept under .run/bench-scale)
 #   edge       304 answers vs the bare Fiber baseline; a hot list through the nginx edge vs one node
@@ -21,7 +22,7 @@ cd "$(dirname "$0")/.."
 command -v wrk >/dev/null || { echo "installing wrk"; apt-get install -y -qq wrk >/dev/null; }
 go build -o bin/attestd ./cmd/attestd || exit 1
 go build -o bin/baseline ./bench/baseline || exit 1
-PARTS=${BENCH:-api ratelimit indexer premium x402 webhook scale edge fleet}
+PARTS=${BENCH:-api ratelimit indexer premium x402 webhook webhookrecovery scale edge fleet}
 OUT=${BENCH_OUT:-bench/RESULTS.md}
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 {
@@ -45,6 +46,7 @@ for part in $PARTS; do
     premium)   go run ./bench/premium -n 50 -cold 15 ;;
     x402)      go run ./bench/x402 -n 5000 -duration 5s -c 16 ;;
     webhook)   go run ./bench/webhook -events 10000 -webhooks 10 -rate 250 ;;
+    webhookrecovery) go run ./bench/webhookrecovery -failed 100000 -live 4 -rate 100 -baseline 15s ;;
     scale)     go run ./bench/scale -n "${BENCH_SCALE_N:-400}" -out bench/scale/latest.md ;;
     edge)      ./bin/attestd stores -- go run ./bench/edge -duration "${BENCH_DURATION:-10s}" | tee bench/edge/latest.md ;;
     fleet)     go run ./bench/fleet -duration "${BENCH_FLEET_DURATION:-5s}" ;;

@@ -215,19 +215,21 @@ func (s *Store) InsertTestEvent(ctx context.Context, accountID int64, webhookID 
 
 // DeliveryJob is what the worker needs to (re)build a delivery's job.
 type DeliveryJob struct {
-	ID            string
-	WebhookID     string
-	Status        string
-	Attempts      int
+	ID        string
+	WebhookID string
+	Status    string
+	Attempts  int
+	// AttemptsBase is the attempts made before the current run.
+	AttemptsBase  int
 	NextAttemptAt *time.Time
 	Event         OutboxEvent
 }
 
-const deliveryJobColumns = `d.id, d.webhook_id, d.status, d.attempts, d.next_attempt_at, o.id, o.event_type, o.payload, o.created_at`
+const deliveryJobColumns = `d.id, d.webhook_id, d.status, d.attempts, d.attempts_base, d.next_attempt_at, o.id, o.event_type, o.payload, o.created_at`
 
 func scanDeliveryJob(r pgx.Row) (DeliveryJob, error) {
 	var j DeliveryJob
-	err := r.Scan(&j.ID, &j.WebhookID, &j.Status, &j.Attempts, &j.NextAttemptAt, &j.Event.ID, &j.Event.Type, &j.Event.Payload, &j.Event.CreatedAt)
+	err := r.Scan(&j.ID, &j.WebhookID, &j.Status, &j.Attempts, &j.AttemptsBase, &j.NextAttemptAt, &j.Event.ID, &j.Event.Type, &j.Event.Payload, &j.Event.CreatedAt)
 	return j, err
 }
 
@@ -417,6 +419,9 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, disabl
 				WHERE webhook_id = ANY($1) AND status = 'pending'`, disabled); err != nil {
 				return fmt.Errorf("fail deliveries of deactivated webhooks: %w", err)
 			}
+			if err := disabledEvents(ctx, tx, disabled); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -490,6 +495,7 @@ func (s *Store) PruneWebhookLog(ctx context.Context, cutoff time.Time, batch int
 	var total int64
 	for _, q := range []string{
 		`DELETE FROM webhook_attempts WHERE id IN (SELECT id FROM webhook_attempts WHERE at < $1 ORDER BY id LIMIT $2)`,
+		`DELETE FROM webhook_recoveries WHERE id IN (SELECT id FROM webhook_recoveries WHERE state = 'done' AND finished_at < $1 LIMIT $2)`,
 		`DELETE FROM outbox WHERE id IN (SELECT o.id FROM outbox o WHERE o.dispatched_at IS NOT NULL AND o.created_at < $1
 			AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.outbox_id = o.id AND d.status = 'pending')
 			ORDER BY o.id LIMIT $2)`,
@@ -526,4 +532,26 @@ func (s *Store) OutboxBacklog(ctx context.Context) (int64, time.Time, error) {
 		return n, time.Time{}, nil
 	}
 	return n, *oldest, nil
+}
+
+// disabledEvents writes a webhook.disabled event for each webhook just
+// deactivated to every other active, verified webhook of its account
+// (each its own outbox row, targeted like a test event), and wakes the
+// relays.
+func disabledEvents(ctx context.Context, tx pgx.Tx, disabled []string) error {
+	tag, err := tx.Exec(ctx, `INSERT INTO outbox (event_type, payload, target_webhook)
+		SELECT $2, jsonb_build_object('webhookId', d.id, 'url', d.url, 'reason', d.disabled_reason,
+				'disabledAt', to_char(d.disabled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')), o.id
+		FROM webhooks d JOIN webhooks o ON o.account_id = d.account_id AND o.id <> d.id AND o.active AND o.verification = 'verified'
+		WHERE d.id = ANY($1) AND NOT d.active
+		ORDER BY d.id, o.id`, disabled, EventWebhookDisabled)
+	if err != nil {
+		return fmt.Errorf("webhook.disabled events: %w", err)
+	}
+	if tag.RowsAffected() > 0 {
+		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, OutboxChannel); err != nil {
+			return fmt.Errorf("notify: %w", err)
+		}
+	}
+	return nil
 }

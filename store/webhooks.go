@@ -40,7 +40,32 @@ type Webhook struct {
 	VerifyAttempts int
 	VerifyNextAt   *time.Time
 	VerifyError    *string
+	// PreviousSecretSealed is the secret before the last rotation, still
+	// signed with until PreviousSecretUntil (nil: none). SignatureScheme
+	// is SchemeV1, SchemeV1a or SchemeBoth; Ed25519Sealed the sealed
+	// Ed25519 private key (seed) of v1a signatures, PublicKey its whpk_
+	// public key. Every sealed value is sealed with SecretKeyID.
+	PreviousSecretSealed []byte
+	PreviousSecretUntil  *time.Time
+	SignatureScheme      string
+	Ed25519Sealed        []byte
+	PublicKey            *string
+	// RateLimit is the subscriber's cap on deliveries per second (nil:
+	// the server's).
+	RateLimit *int32
 }
+
+// Signature schemes of a webhook: which webhook-signature entries its
+// deliveries carry.
+const (
+	SchemeV1   = "v1"   // HMAC-SHA256 with the shared secret
+	SchemeV1a  = "v1a"  // Ed25519
+	SchemeBoth = "both" // both entries
+)
+
+// ErrSecretChanged: the webhook's secrets changed since they were read
+// (a concurrent rotation); read it again.
+var ErrSecretChanged = errors.New("the webhook's secrets changed meanwhile")
 
 // States of a webhook's endpoint verification.
 const (
@@ -58,17 +83,24 @@ type WebhookPatch struct {
 	ActionTypes *[]string
 	Description *string
 	Active      *bool
+	// SignatureScheme changes the scheme (v1a needs the key: SetSecrets).
+	SignatureScheme *string
+	// SetRateLimit changes the rate limit to RateLimit (nil: the server's).
+	SetRateLimit bool
+	RateLimit    *int32
 }
 
 const webhookColumns = `id, account_id, url, events, agents, action_types, description, secret_sealed, secret_key_id,
 	active, disabled_reason, disabled_at, failing_since, created_at, updated_at,
-	verification, verification_at, verify_attempts, verify_next_at, verify_error`
+	verification, verification_at, verify_attempts, verify_next_at, verify_error,
+	previous_secret_sealed, previous_secret_until, signature_scheme, ed25519_sealed, public_key, rate_limit_per_second`
 
 func scanWebhook(row pgx.Row) (Webhook, error) {
 	var w Webhook
 	err := row.Scan(&w.ID, &w.AccountID, &w.URL, &w.Events, &w.Agents, &w.ActionTypes, &w.Description, &w.SecretSealed,
 		&w.SecretKeyID, &w.Active, &w.DisabledReason, &w.DisabledAt, &w.FailingSince, &w.CreatedAt, &w.UpdatedAt,
-		&w.Verification, &w.VerificationAt, &w.VerifyAttempts, &w.VerifyNextAt, &w.VerifyError)
+		&w.Verification, &w.VerificationAt, &w.VerifyAttempts, &w.VerifyNextAt, &w.VerifyError,
+		&w.PreviousSecretSealed, &w.PreviousSecretUntil, &w.SignatureScheme, &w.Ed25519Sealed, &w.PublicKey, &w.RateLimit)
 	return w, err
 }
 
@@ -199,13 +231,15 @@ func (s *Store) UpdateWebhook(ctx context.Context, accountID int64, id string, p
 			action_types = COALESCE($6, action_types),
 			description = COALESCE($7, description),
 			active = COALESCE($8, active),
+			signature_scheme = COALESCE($9, signature_scheme),
+			rate_limit_per_second = CASE WHEN $10 THEN $11 ELSE rate_limit_per_second END,
 			disabled_reason = CASE WHEN $8 IS NULL THEN disabled_reason WHEN $8 THEN NULL ELSE 'disabled by its owner' END,
 			disabled_at = CASE WHEN $8 IS NULL THEN disabled_at WHEN $8 THEN NULL ELSE COALESCE(disabled_at, now()) END,
 			failing_since = CASE WHEN $8 THEN NULL ELSE failing_since END,
 			`+restartIf(`$3::text IS NOT NULL AND $3::text <> url`)+`,
 			updated_at = now()
 		WHERE id = $1 AND account_id = $2 RETURNING `+webhookColumns,
-		id, accountID, p.URL, events, agents, types, p.Description, p.Active))
+		id, accountID, p.URL, events, agents, types, p.Description, p.Active, p.SignatureScheme, p.SetRateLimit, p.RateLimit))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return w, ErrNotFound
 	}
@@ -230,11 +264,15 @@ func (s *Store) DeleteWebhook(ctx context.Context, accountID int64, id string) e
 	return nil
 }
 
-// SealedSecret is one webhook's sealed secret, for re-sealing under a new key.
+// SealedSecret is one webhook's sealed values, for re-sealing under a new
+// key: the secret, and the previous secret and the Ed25519 key (nil when
+// absent).
 type SealedSecret struct {
 	WebhookID string
 	KeyID     string
 	Sealed    []byte
+	Previous  []byte
+	Ed25519   []byte
 }
 
 // SecretsNotSealedWith lists up to limit secrets sealed with a key other
@@ -242,14 +280,14 @@ type SealedSecret struct {
 func (s *Store) SecretsNotSealedWith(ctx context.Context, keyID, afterID string, limit int) ([]SealedSecret, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT id, secret_key_id, secret_sealed FROM webhooks
+	rows, err := s.pool.Query(ctx, `SELECT id, secret_key_id, secret_sealed, previous_secret_sealed, ed25519_sealed FROM webhooks
 		WHERE secret_key_id <> $1 AND id > $2 ORDER BY id LIMIT $3`, keyID, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list sealed secrets: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (SealedSecret, error) {
 		var s SealedSecret
-		return s, r.Scan(&s.WebhookID, &s.KeyID, &s.Sealed)
+		return s, r.Scan(&s.WebhookID, &s.KeyID, &s.Sealed, &s.Previous, &s.Ed25519)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list sealed secrets: %w", err)
@@ -257,16 +295,17 @@ func (s *Store) SecretsNotSealedWith(ctx context.Context, keyID, afterID string,
 	return out, nil
 }
 
-// ResealSecret replaces a webhook's sealed secret when it is still the one
-// read (old key id), so a concurrent change is never overwritten. It
-// reports whether the row changed.
-func (s *Store) ResealSecret(ctx context.Context, id, oldKeyID string, sealed []byte, keyID string) (bool, error) {
+// ResealSecret replaces a webhook's sealed values (r: sealed again, with
+// the same absent ones) when they are still the ones read (old key id and
+// secret), so a concurrent change is never overwritten. It reports whether
+// the row changed.
+func (s *Store) ResealSecret(ctx context.Context, old SealedSecret, r SealedSecret) (bool, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	tag, err := s.pool.Exec(ctx, `UPDATE webhooks SET secret_sealed = $3, secret_key_id = $4
-		WHERE id = $1 AND secret_key_id = $2`, id, oldKeyID, sealed, keyID)
+	tag, err := s.pool.Exec(ctx, `UPDATE webhooks SET secret_sealed = $4, secret_key_id = $5, previous_secret_sealed = $6, ed25519_sealed = $7
+		WHERE id = $1 AND secret_key_id = $2 AND secret_sealed = $3`, old.WebhookID, old.KeyID, old.Sealed, r.Sealed, r.KeyID, r.Previous, r.Ed25519)
 	if err != nil {
-		return false, fmt.Errorf("reseal secret of %s: %w", id, err)
+		return false, fmt.Errorf("reseal secret of %s: %w", old.WebhookID, err)
 	}
 	return tag.RowsAffected() == 1, nil
 }
@@ -380,4 +419,38 @@ func (s *Store) RecordVerification(ctx context.Context, o VerifyOutcome) (bool, 
 		return false, fmt.Errorf("record verification of %s: %w", o.WebhookID, err)
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+// Secrets is the whole signing material of a webhook, sealed with KeyID:
+// what a rotation or a first v1a key writes at once.
+type Secrets struct {
+	KeyID         string
+	Secret        []byte
+	Previous      []byte     // nil: none
+	PreviousUntil *time.Time // when Previous stops being signed with
+	Ed25519       []byte     // nil: none
+	PublicKey     *string
+}
+
+// SetSecrets replaces the signing material of the account's webhook id
+// when its sealed secret is still expectSealed (the one the caller read
+// and opened); ErrSecretChanged otherwise, ErrNotFound for another
+// account's webhook or an unknown id.
+func (s *Store) SetSecrets(ctx context.Context, accountID int64, id string, expectSealed []byte, sec Secrets) (Webhook, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	w, err := scanWebhook(s.pool.QueryRow(ctx, `UPDATE webhooks SET secret_key_id = $4, secret_sealed = $5,
+			previous_secret_sealed = $6, previous_secret_until = $7, ed25519_sealed = $8, public_key = $9, updated_at = now()
+		WHERE id = $1 AND account_id = $2 AND secret_sealed = $3 RETURNING `+webhookColumns,
+		id, accountID, expectSealed, sec.KeyID, sec.Secret, sec.Previous, sec.PreviousUntil, sec.Ed25519, sec.PublicKey))
+	if errors.Is(err, pgx.ErrNoRows) {
+		if _, err := s.WebhookOf(ctx, accountID, id); err != nil {
+			return w, err
+		}
+		return w, ErrSecretChanged
+	}
+	if err != nil {
+		return w, fmt.Errorf("set secrets of %s: %w", id, err)
+	}
+	return w, nil
 }

@@ -84,6 +84,8 @@ func (a *API) Routes(api *app.API, auth fiber.Handler) {
 	route := func(method, path string, h fiber.Handler) {
 		api.Route(method, path, append(append([]fiber.Handler{}, mw...), h)...)
 	}
+	// The catalog is public and cacheable: before /webhooks/:id.
+	api.Route(http.MethodGet, "/webhooks/event-types", eventTypes)
 	route(http.MethodPost, "/webhooks", a.create)
 	route(http.MethodGet, "/webhooks", a.list)
 	route(http.MethodGet, "/webhooks/:id", a.get)
@@ -93,6 +95,9 @@ func (a *API) Routes(api *app.API, auth fiber.Handler) {
 	route(http.MethodPost, "/webhooks/:id/deliveries/:deliveryId/retry", a.retry)
 	route(http.MethodPost, "/webhooks/:id/test", a.test)
 	route(http.MethodPost, "/webhooks/:id/verify", a.verify)
+	route(http.MethodPost, "/webhooks/:id/recover", a.recover)
+	route(http.MethodGet, "/webhooks/:id/recoveries/:recoveryId", a.recovery)
+	route(http.MethodPost, "/webhooks/:id/rotate-secret", a.rotateSecret)
 }
 
 // onlyAdmins is the one place the key-role rule of CONTRACT.md applies to
@@ -120,6 +125,15 @@ type View struct {
 	CreatedAt      attestation.Time  `json:"createdAt"`
 	UpdatedAt      attestation.Time  `json:"updatedAt"`
 	Verification   VerificationView  `json:"verification"`
+	// SignatureScheme is v1 (HMAC), v1a (Ed25519) or both; PublicKey the
+	// whpk_ key v1a signatures verify with (null without v1a).
+	SignatureScheme string  `json:"signatureScheme"`
+	PublicKey       *string `json:"publicKey"`
+	// RateLimitPerSecond is the subscriber's own limit (null: the server's).
+	RateLimitPerSecond *int32 `json:"rateLimitPerSecond"`
+	// PreviousSecretExpiresAt: until then deliveries are signed with the
+	// secret before the last rotation too (null: no overlap).
+	PreviousSecretExpiresAt *attestation.Time `json:"previousSecretExpiresAt"`
 }
 
 // VerificationView is the state of a webhook's endpoint verification:
@@ -142,6 +156,13 @@ func viewOf(w store.Webhook) View {
 	v.DisabledAt, v.FailingSince = attestation.OptTime(w.DisabledAt), attestation.OptTime(w.FailingSince)
 	v.Verification = VerificationView{Status: w.Verification, At: attestation.OptTime(w.VerificationAt),
 		Attempts: w.VerifyAttempts, NextAttemptAt: attestation.OptTime(w.VerifyNextAt), Error: w.VerifyError}
+	v.SignatureScheme, v.PublicKey, v.RateLimitPerSecond = w.SignatureScheme, w.PublicKey, w.RateLimit
+	if w.SignatureScheme == store.SchemeV1 {
+		v.PublicKey = nil // a key made for v1a earlier, not in use
+	}
+	if w.PreviousSecretSealed != nil && w.PreviousSecretUntil != nil && time.Now().Before(*w.PreviousSecretUntil) {
+		v.PreviousSecretExpiresAt = attestation.OptTime(w.PreviousSecretUntil)
+	}
 	if v.Filter.Agents == nil {
 		v.Filter.Agents = []string{}
 	}
@@ -344,11 +365,18 @@ func (a *API) update(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	req, err := parseBody(c.Get(fiber.HeaderContentType), body, "url", "events", "filter", "description", "active")
+	req, err := parseBody(c.Get(fiber.HeaderContentType), body, "url", "events", "filter", "description", "active",
+		"signatureScheme", "rateLimitPerSecond")
 	if err != nil {
 		return err
 	}
 	var patch store.WebhookPatch
+	if req.SignatureScheme != nil && *req.SignatureScheme != store.SchemeV1 {
+		if err := a.ensureEd25519(c.UserContext(), p.AccountID, id); err != nil {
+			return err
+		}
+	}
+	patch.SignatureScheme, patch.SetRateLimit, patch.RateLimit = req.SignatureScheme, req.RateLimitSet, req.RateLimit
 	if req.URL != nil {
 		url, err := a.checkURL(c.UserContext(), *req.URL)
 		if err != nil {
@@ -364,6 +392,7 @@ func (a *API) update(c *fiber.Ctx) error {
 	if err != nil {
 		return webhookErr(err, id)
 	}
+	a.changed(c.UserContext(), id)
 	a.log.Info("webhook updated", "account", p.AccountID, "webhook", id, "active", w.Active, "verification", w.Verification)
 	return c.JSON(struct {
 		Data View `json:"data"`
@@ -379,6 +408,7 @@ func (a *API) delete(c *fiber.Ctx) error {
 	if err != nil {
 		return webhookErr(err, id)
 	}
+	a.changed(c.UserContext(), id)
 	a.log.Info("webhook deleted", "account", p.AccountID, "webhook", id)
 	return c.SendStatus(http.StatusNoContent)
 }
@@ -549,4 +579,14 @@ func (a *API) verify(c *fiber.Ctx) error {
 	return c.Status(http.StatusAccepted).JSON(struct {
 		Data View `json:"data"`
 	}{viewOf(w)})
+}
+
+// changed tells the workers to read webhook id again now (best effort:
+// their cache expires within 5 seconds anyway).
+func (a *API) changed(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	if err := a.opt.Queue.NotifyChanged(ctx, id); err != nil {
+		a.log.Warn("could not tell the workers a webhook changed; they notice within 5 s", "webhook", id, "err", err)
+	}
 }

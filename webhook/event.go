@@ -54,12 +54,11 @@ func quote(s string) []byte {
 	return b
 }
 
+// testMessage is the message of every test event.
+const testMessage = "A test delivery from attestd: your endpoint received it and can check its signature."
+
 // testPayload is the data of a test event.
 func testPayload(webhookID string, at time.Time) []byte {
-	b, _ := json.Marshal(map[string]string{
-		"webhookId": webhookID,
-		"message":   "A test delivery from attestd: your endpoint received it and can check its signature.",
-		"sentAt":    attestation.At(at).String(),
-	})
+	b, _ := json.Marshal(WebhookTestData{WebhookID: webhookID, Message: testMessage, SentAt: attestation.At(at)})
 	return b
 }

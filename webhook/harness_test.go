@@ -308,7 +308,9 @@ type receiver struct {
 	got      []delivery
 	verifies []delivery
 	respond  func(n int, r *http.Request) int // n: 1 for the first request
-	arrived  chan struct{}
+	// headers, when set, adds headers to the answer to request n.
+	headers func(n int, h http.Header)
+	arrived chan struct{}
 }
 
 // challengeFunc answers a verification request's body: status and body.
@@ -352,6 +354,9 @@ func newReceiverWith(t *testing.T, respond func(n int, r *http.Request) int, cha
 		status := http.StatusNoContent
 		if rc.respond != nil {
 			status = rc.respond(n, r)
+		}
+		if rc.headers != nil {
+			rc.headers(n, w.Header())
 		}
 		w.WriteHeader(status)
 		fmt.Fprintf(w, "answer %d", n)

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"net/url"
@@ -33,7 +34,9 @@ type hook struct {
 	// verification is the endpoint verification's state (store.Verification*).
 	verification string
 	signer       *signature.Signer
-	loaded       time.Time
+	// rate is the subscriber's own deliveries-per-second cap (0: none).
+	rate   int
+	loaded time.Time
 }
 
 // hookCache loads webhooks from the store and opens their secrets.
@@ -86,12 +89,11 @@ func (c *hookCache) load(ctx context.Context, id string) (*hook, error) {
 	if err != nil {
 		return nil, err
 	}
-	secret, err := c.keys.Open(w.SecretSealed, w.SecretKeyID, []byte(id))
-	if err != nil {
-		return nil, fmt.Errorf("open the secret of webhook %s (sealed with key %q): %w", id, w.SecretKeyID, err)
+	if h.signer, err = signerOf(c.keys, w); err != nil {
+		return nil, err
 	}
-	if h.signer, err = signature.NewSigner(string(secret)); err != nil {
-		return nil, fmt.Errorf("secret of webhook %s: %w", id, err)
+	if w.RateLimit != nil {
+		h.rate = int(*w.RateLimit)
 	}
 	h.found, h.url, h.active, h.verification = true, w.URL, w.Active, w.Verification
 	h.host = hostOf(w.URL)
@@ -124,4 +126,42 @@ func (c *hookCache) forget(ids ...string) {
 	for _, id := range ids {
 		delete(c.m, id)
 	}
+}
+
+// signerOf opens a webhook's sealed values and makes the signer of its
+// scheme: v1 with the secret (and the previous one, which the signer
+// stops using when the overlap ends), v1a with the Ed25519 key.
+func signerOf(keys *keyring.Keyring, w store.Webhook) (*signature.Signer, error) {
+	k := signature.Keys{V1: w.SignatureScheme != store.SchemeV1a}
+	secret, err := keys.Open(w.SecretSealed, w.SecretKeyID, []byte(w.ID))
+	if err != nil {
+		return nil, fmt.Errorf("open the secret of webhook %s (sealed with key %q): %w", w.ID, w.SecretKeyID, err)
+	}
+	k.Secret = string(secret)
+	if w.PreviousSecretSealed != nil && w.PreviousSecretUntil != nil {
+		prev, err := keys.Open(w.PreviousSecretSealed, w.SecretKeyID, []byte(w.ID))
+		if err != nil {
+			return nil, fmt.Errorf("open the previous secret of webhook %s: %w", w.ID, err)
+		}
+		k.Previous, k.PreviousUntil = string(prev), *w.PreviousSecretUntil
+	}
+	if w.SignatureScheme != store.SchemeV1 && w.Ed25519Sealed != nil {
+		seed, err := keys.Open(w.Ed25519Sealed, w.SecretKeyID, ed25519AAD(w.ID))
+		if err != nil || len(seed) != ed25519.SeedSize {
+			return nil, fmt.Errorf("open the Ed25519 key of webhook %s: %v", w.ID, err)
+		}
+		k.Ed25519 = ed25519.NewKeyFromSeed(seed)
+	}
+	s, err := signature.NewSignerWith(k)
+	if err != nil {
+		return nil, fmt.Errorf("signing keys of webhook %s: %w", w.ID, err)
+	}
+	return s, nil
+}
+
+// forgetAll drops every cached webhook.
+func (c *hookCache) forgetAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.m)
 }

@@ -130,7 +130,7 @@ func (w *Worker) restore(ctx context.Context, ids []string) (int, error) {
 			continue
 		}
 		j := queue.Job{ID: d.ID, Delivery: d.ID, Webhook: d.WebhookID, Event: d.Event.ID, Type: d.Event.Type,
-			Created: d.Event.CreatedAt.UnixMilli(), Queued: now.UnixMilli(), Attempts: d.Attempts, Body: Body(d.Event)}
+			Created: d.Event.CreatedAt.UnixMilli(), Queued: now.UnixMilli(), Attempts: d.Attempts, Base: d.AttemptsBase, Body: Body(d.Event)}
 		if d.NextAttemptAt != nil && d.NextAttemptAt.After(now) {
 			later, at = append(later, j), append(at, *d.NextAttemptAt)
 		} else {
@@ -229,17 +229,13 @@ func Reseal(ctx context.Context, st *store.Store, keys *keyring.Keyring, log *sl
 		}
 		for _, s := range batch {
 			after = s.WebhookID
-			secret, err := keys.Open(s.Sealed, s.KeyID, []byte(s.WebhookID))
+			r, err := resealOne(keys, s)
 			if err != nil {
 				log.Error("cannot open a webhook secret to re-seal it; is its key still listed?", "webhook", s.WebhookID,
 					"key", s.KeyID, "err", err)
 				continue
 			}
-			sealed, keyID, err := keys.Seal(secret, []byte(s.WebhookID))
-			if err != nil {
-				return n, err
-			}
-			ok, err := st.ResealSecret(ctx, s.WebhookID, s.KeyID, sealed, keyID)
+			ok, err := st.ResealSecret(ctx, s, r)
 			if err != nil {
 				return n, err
 			}
@@ -250,3 +246,36 @@ func Reseal(ctx context.Context, st *store.Store, keys *keyring.Keyring, log *sl
 	}
 	return n, ctx.Err()
 }
+
+// resealOne opens every sealed value of one webhook and seals it again
+// under the newest key.
+func resealOne(keys *keyring.Keyring, s store.SealedSecret) (store.SealedSecret, error) {
+	r := store.SealedSecret{WebhookID: s.WebhookID}
+	again := func(sealed, aad []byte) ([]byte, error) {
+		if sealed == nil {
+			return nil, nil
+		}
+		plain, err := keys.Open(sealed, s.KeyID, aad)
+		if err != nil {
+			return nil, err
+		}
+		out, keyID, err := keys.Seal(plain, aad)
+		r.KeyID = keyID
+		return out, err
+	}
+	var err error
+	if r.Sealed, err = again(s.Sealed, []byte(s.WebhookID)); err != nil {
+		return r, err
+	}
+	if r.Previous, err = again(s.Previous, []byte(s.WebhookID)); err != nil {
+		return r, err
+	}
+	if r.Ed25519, err = again(s.Ed25519, ed25519AAD(s.WebhookID)); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// ed25519AAD binds a sealed Ed25519 key to its webhook, apart from its
+// secrets (one cannot be put in place of the other).
+func ed25519AAD(webhookID string) []byte { return []byte(webhookID + "/ed25519") }

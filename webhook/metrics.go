@@ -13,6 +13,7 @@ type metrics struct {
 	fannedOut      prometheus.Counter
 	claimed        prometheus.Counter
 	restored       prometheus.Counter
+	recovered      prometheus.Counter
 	deactivated    prometheus.Counter
 	dataLoss       prometheus.Counter
 	pruned         prometheus.Counter
@@ -54,6 +55,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		relayed:     c("events_relayed_total", "Outbox events published to the event stream."),
 		fannedOut:   c("deliveries_queued_total", "Delivery jobs queued by the fan-out."),
 		claimed:     c("jobs_taken_over_total", "Jobs taken over from workers that stopped holding them."),
+		recovered:   c("deliveries_recovered_total", "Deliveries queued again by a recovery (POST /webhooks/:id/recover)."),
 		restored:    c("jobs_restored_total", "Pending deliveries queued again because the queue had lost their job."),
 		deactivated: c("webhooks_deactivated_total", "Webhooks deactivated after failing too long or answering 410."),
 		dataLoss:    c("queue_data_loss_total", "Times the worker found the Redis queue had lost its data and replayed from PostgreSQL."),

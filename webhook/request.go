@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode"
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/jsonbody"
+	"github.com/attestd/attestd/store"
 )
 
 // Limits of the request bodies.
@@ -35,6 +37,12 @@ type request struct {
 	Filter      *Filter
 	Description *string
 	Active      *bool
+	// SignatureScheme is v1, v1a or both.
+	SignatureScheme *string
+	// RateLimitSet: rateLimitPerSecond was given, RateLimit its value
+	// (nil: null, the server's limit).
+	RateLimitSet bool
+	RateLimit    *int32
 }
 
 // parseBody reads a JSON object with the allowed fields into a request.
@@ -78,6 +86,21 @@ func parseBody(contentType string, body []byte, allowed ...string) (request, err
 			}
 		case "filter":
 			r.Filter, err = parseFilter(raw)
+		case "signatureScheme":
+			if r.SignatureScheme, err = str(name, raw); err == nil {
+				switch *r.SignatureScheme {
+				case store.SchemeV1, store.SchemeV1a, store.SchemeBoth:
+				default:
+					err = apierror.Invalid("signatureScheme must be v1 (HMAC-SHA256), v1a (Ed25519) or both, got %q", truncate(*r.SignatureScheme, 32))
+				}
+			}
+		case "rateLimitPerSecond":
+			r.RateLimitSet = true
+			if string(raw) != "null" {
+				var n int32
+				n, err = boundedInt(name, raw, 1, MaxRateLimit)
+				r.RateLimit = &n
+			}
 		case "active":
 			var b bool
 			if len(raw) == 0 || (raw[0] != 't' && raw[0] != 'f') || json.Unmarshal(raw, &b) != nil {
@@ -90,6 +113,24 @@ func parseBody(contentType string, body []byte, allowed ...string) (request, err
 		}
 	}
 	return r, nil
+}
+
+// MaxRateLimit bounds rateLimitPerSecond.
+const MaxRateLimit = 100_000
+
+// boundedInt reads a JSON integer within [lo, hi] (no fraction, no
+// exponent, no string).
+func boundedInt(name string, raw json.RawMessage, lo, hi int64) (int32, error) {
+	t := string(raw)
+	bad := apierror.Invalid("%s must be an integer from %d to %d", name, lo, hi)
+	if len(t) == 0 || len(t) > 12 || strings.ContainsAny(t, ".eE+") {
+		return 0, bad
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, bad
+	}
+	return int32(n), nil
 }
 
 func str(name string, raw json.RawMessage) (*string, error) {

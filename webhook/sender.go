@@ -411,17 +411,22 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 			return
 		}
 	}
-	for range 3 {
-		wait := w.thr.wait(ctx, job.Webhook)
-		if wait == 0 {
-			break
-		}
-		if wait > time.Second {
-			w.deferJob(m, wait, "throttled")
+	if !job.Manual {
+		if until, ok := w.pauses.until(job.Webhook, w.now()); ok {
+			// The receiver asked for a pause (Retry-After on 429, 502,
+			// 503 or 504): its jobs wait until then.
+			w.deferJob(m, until, "receiver_paused")
 			return
 		}
-		if !sleep(ctx, wait) {
-			break
+	}
+	if wait, ok := w.admit(ctx, w.thr, job.Webhook, 0); !ok {
+		w.deferJob(m, wait, "throttled")
+		return
+	}
+	if h.rate > 0 {
+		if wait, ok := w.admit(ctx, w.ownThr, job.Webhook, h.rate); !ok {
+			w.deferJob(m, wait, "throttled")
+			return
 		}
 	}
 	if !w.hostSlot(ctx, h.host) {
@@ -438,6 +443,9 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 			Park: job.Webhook, ProbeAt: w.now().Add(w.probeEvery)}})
 		return
 	}
+	if job.Attempts == 0 && !job.Manual && job.Queued > 0 {
+		w.liveWait.observe(w.now().Sub(time.UnixMilli(job.Queued)), time.Now())
+	}
 	res := w.send(ctx, h, job)
 	if ctx.Err() != nil { // stopped mid-attempt: not the receiver's failure
 		w.rec.add(outcome{part: m.Part, releaseOnly: m.StreamID})
@@ -446,6 +454,23 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 	b.record(!res.breakerFailure(), w.now())
 	w.m.attemptSeconds.Observe(res.latency.Seconds())
 	w.rec.add(w.outcomeOf(m, job, res))
+}
+
+// admit waits (briefly) for a throttle to count one more request to id
+// (rate: the limit, 0: the throttle's own); when it does not within a
+// few short waits, it reports how long to put the job off.
+func (w *Worker) admit(ctx context.Context, t *throttle, id string, rate int) (time.Duration, bool) {
+	var wait time.Duration
+	for range 3 {
+		wait = t.waitRate(ctx, id, rate)
+		if wait == 0 {
+			return 0, true
+		}
+		if wait > time.Second || !sleep(ctx, wait) {
+			break
+		}
+	}
+	return max(wait, 10*time.Millisecond), false
 }
 
 // hostSlot waits (briefly) for the destination host's cap to admit one
@@ -486,6 +511,7 @@ func (r result) breakerFailure() bool {
 // schedule (never sooner than the receiver's Retry-After), or failed.
 func (w *Worker) outcomeOf(m queue.Msg, job *queue.Job, r result) outcome {
 	n := job.Attempts + 1
+	run := max(n-job.Base, 1) // the attempt of the current run
 	rec := &store.AttemptRecord{DeliveryID: job.Delivery, WebhookID: job.Webhook, Attempt: n, Manual: job.Manual, At: r.at,
 		Succeeded: r.ok(), StatusCode: r.status, Latency: r.latency, Error: r.err, Response: r.snippet,
 		Gone: r.status == http.StatusGone && !job.Manual}
@@ -494,13 +520,16 @@ func (w *Worker) outcomeOf(m queue.Msg, job *queue.Job, r result) outcome {
 	case r.ok():
 		o.result = "succeeded"
 		o.lag = w.now().Sub(time.UnixMilli(job.Created))
-	case job.Manual || rec.Gone || n > len(w.cfg.Schedule):
+	case job.Manual || rec.Gone || run > len(w.cfg.Schedule):
 		o.result = "failed"
 	default:
-		wait := w.cfg.Schedule[n-1]
+		wait := w.cfg.Schedule[run-1]
 		wait += time.Duration(rand.Int64N(int64(wait/10) + 1)) // spread retries of a burst
 		if r.retryAfter > wait {
 			wait = min(r.retryAfter, maxRetryAfter)
+		}
+		if r.retryAfter > 0 {
+			w.pauses.set(job.Webhook, r.at.Add(min(r.retryAfter, maxRetryAfter)))
 		}
 		next := r.at.Add(wait)
 		rec.NextAttemptAt = &next
@@ -588,8 +617,8 @@ func (w *Worker) send(ctx context.Context, h *hook, job *queue.Job) result {
 	r.snippet = cleanSnippet(snippet)
 	if !r.ok() {
 		r.err = fmt.Sprintf("the receiver answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
-		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-			r.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), r.at)
+		if throttling(resp.StatusCode) {
+			r.retryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), r.at)
 		}
 	}
 	return r
@@ -655,17 +684,78 @@ func cleanText(s string, max int) string {
 	return s
 }
 
-// parseRetryAfter reads Retry-After (seconds or an HTTP date), 0 when
-// absent or invalid.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
+// throttling reports whether a status asks the sender to slow down
+// (Standard Webhooks: 429, 502, 504; and 503): its Retry-After is honoured.
+func throttling(status int) bool {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// ParseRetryAfter reads a Retry-After value (RFC 9110: delay-seconds, a
+// run of digits, or an HTTP date) as a wait from now, at most an hour; 0
+// when absent, invalid or not in the future. It never returns a negative
+// wait, whatever the value (a huge number of seconds is an hour).
+func ParseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" || len(v) > 64 {
 		return 0
 	}
-	if n, err := strconv.Atoi(v); err == nil && n > 0 {
-		return min(time.Duration(n)*time.Second, maxRetryAfter)
+	if allDigits(v) {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n > uint64(maxRetryAfter/time.Second) {
+			return maxRetryAfter // overflows or beyond the bound
+		}
+		return time.Duration(n) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
 		return min(t.Sub(now), maxRetryAfter)
 	}
 	return 0
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// pauses are the receivers that asked this worker to wait (Retry-After).
+type pauses struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+func (p *pauses) set(id string, until time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]time.Time{}
+	}
+	if len(p.m) > 10_000 {
+		clear(p.m)
+	}
+	if until.After(p.m[id]) {
+		p.m[id] = until
+	}
+}
+
+// until reports how long id is still paused at now.
+func (p *pauses) until(id string, now time.Time) (time.Duration, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	u, ok := p.m[id]
+	if !ok {
+		return 0, false
+	}
+	if !now.Before(u) {
+		delete(p.m, id)
+		return 0, false
+	}
+	return u.Sub(now), true
 }

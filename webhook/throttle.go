@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -61,7 +62,34 @@ func newHostThrottle(rdb redis.UniversalClient, prefix string, rate int) *thrott
 // (0: send now, and one request is counted). A Redis failure lets the delivery
 // through: the throttle protects receivers, it must not stop deliveries.
 func (t *throttle) wait(ctx context.Context, id string) time.Duration {
+	return t.waitRate(ctx, id, 0)
+}
+
+// newOwnThrottle is the subscribers' own caps (rateLimitPerSecond): each
+// call names its rate, with bursts of a tenth of a second's worth, so in
+// any window of t seconds at most rate*t + rate/10 (and a worker's
+// reservation of at most a twentieth) leave for one webhook.
+func newOwnThrottle(rdb redis.UniversalClient, prefix string) *throttle {
+	return &throttle{key: "whown:", lim: redis_rate.NewLimiter(prefixed{rdb, prefix}), local: map[string]*reservation{}}
+}
+
+// ownLimit is the limit of a subscriber's rate and how much a worker takes
+// at once.
+func ownLimit(rate int) (redis_rate.Limit, int) {
+	burst := max(1, rate/10)
+	return redis_rate.Limit{Rate: rate, Burst: burst, Period: time.Second}, min(burst, max(1, rate/20))
+}
+
+// waitRate is wait with the limit of rate per second (0: the throttle's).
+func (t *throttle) waitRate(ctx context.Context, id string, rate int) time.Duration {
 	if t == nil {
+		return 0
+	}
+	limit, take := t.limit, t.take
+	if rate > 0 {
+		limit, take = ownLimit(rate)
+		id = strconv.Itoa(rate) + ":" + id // a changed rate starts afresh
+	} else if limit.Rate == 0 {
 		return 0
 	}
 	t.mu.Lock()
@@ -83,7 +111,7 @@ func (t *throttle) wait(ctx context.Context, id string) time.Duration {
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	res, err := t.lim.AllowAtMost(ctx, t.key+id, t.limit, t.take)
+	res, err := t.lim.AllowAtMost(ctx, t.key+id, limit, take)
 	if err != nil {
 		return 0
 	}

@@ -96,8 +96,15 @@ type Worker struct {
 	// hostThr caps requests per destination host, deliveries and
 	// verifications together, across workers (nil: no cap).
 	hostThr *throttle
-	disp    *dispatcher
-	rec     *recorder
+	// ownThr enforces subscribers' own rate limits across workers.
+	ownThr *throttle
+	// pauses are receivers that asked for a pause (Retry-After).
+	pauses pauses
+	// liveWait is how long live deliveries wait for their first attempt
+	// (recoveries slow down when it grows).
+	liveWait liveWait
+	disp     *dispatcher
+	rec      *recorder
 
 	tokens    chan struct{} // one per job held in this process
 	held      heldSet
@@ -149,6 +156,7 @@ func NewWorker(opt WorkerOptions) (*Worker, error) {
 	}
 	w.thr = newThrottle(opt.Queue.Redis(), opt.Queue.Prefix(), cfg.EndpointRate)
 	w.hostThr = newHostThrottle(opt.Queue.Redis(), opt.Queue.Prefix(), cfg.HostRate)
+	w.ownThr = newOwnThrottle(opt.Queue.Redis(), opt.Queue.Prefix())
 	if len(cfg.VerifySchedule) == 0 {
 		w.cfg.VerifySchedule = DefaultVerifySchedule
 	}
@@ -207,6 +215,18 @@ func (w *Worker) Run(ctx context.Context) error {
 	spawn("scheduler", w.schedule)
 	spawn("maintenance", w.maintain)
 	spawn("verifier", func(ctx context.Context) { w.verifyLoop(ctx, sendCtx) })
+	for range recoveryLoops {
+		spawn("recovery", w.recoverLoop)
+	}
+	spawn("changes", func(ctx context.Context) {
+		w.q.WatchChanged(ctx, func(id string) {
+			if id == "" {
+				w.hooks.forgetAll()
+				return
+			}
+			w.hooks.forget(id)
+		})
+	})
 	wg.Wait()
 	w.disp.stopping.Store(true)
 

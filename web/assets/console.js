@@ -3,6 +3,7 @@
 // with the session as an admin of the account. Every call that changes
 // something carries the session's CSRF token.
 import { el, api, APIError } from "./util.js";
+import { webhookTools, eventCatalog } from "./webhooks.js";
 
 let session = null; // {account, wallet, csrfToken, expiresAt}
 
@@ -164,6 +165,7 @@ async function webhooksSection(sec, say) {
   const desc = el("input", { id: "hook-desc", maxlength: 200 });
   const created = el("div", { id: "new-hook", "aria-live": "polite" });
   const log = el("div", { id: "delivery-log" });
+  const tools = webhookTools({ say, csrf, reload: () => load() });
   const form = el("form", { id: "hook-form" },
     el("div", {}, el("label", { for: "hook-url" }, "URL of a new webhook (receives attestation.created)"), url),
     el("div", {}, el("label", { for: "hook-desc" }, "Description"), desc),
@@ -196,12 +198,14 @@ async function webhooksSection(sec, say) {
       return el("tr", { "data-hook": w.id }, el("td", { class: "mono" }, w.id), el("td", { class: "mono" }, w.url), el("td", {}, w.description),
         el("td", { "data-state": w.active ? "active" : "paused", "data-verification": w.verification.status },
           (w.active ? "active" : "paused" + (w.disabledReason ? ": " + w.disabledReason : "")) +
-          (w.verification.status === "verified" ? "" : "; endpoint verification " + w.verification.status + (w.verification.error ? ": " + w.verification.error : ""))),
+          (w.verification.status === "verified" ? "" : "; endpoint verification " + w.verification.status + (w.verification.error ? ": " + w.verification.error : "")) +
+          tools.describe(w)),
         el("td", {},
           b(w.active ? "Pause" : "Resume", "data-toggle", () => act(() => api("/webhooks/" + w.id, { method: "PATCH", csrf: csrf(), body: { active: !w.active } }), w.active ? "Paused." : "Resumed.")),
           ...(w.verification.status === "failed" ? [" ", b("Verify again", "data-verify", () => act(() => api(`/webhooks/${w.id}/verify`, { method: "POST", csrf: csrf() }), "Verification started."))] : []),
           " ", b("Send test", "data-test", () => act(() => api(`/webhooks/${w.id}/test`, { method: "POST", csrf: csrf() }), "Test event queued.")),
           " ", b("Deliveries", "data-log", () => showLog(w.id).catch((e) => say(e.message, true))),
+          ...tools.buttons(w),
           " ", b("Delete", "data-delete", () => { if (confirm("Delete webhook " + w.id + "?")) act(() => api("/webhooks/" + w.id, { method: "DELETE", csrf: csrf() }), "Deleted."); }, "danger")));
     }));
     if (!page.data.length) tbody.append(el("tr", {}, el("td", { colspan: 5 }, "No webhooks yet.")));
@@ -218,7 +222,10 @@ async function webhooksSection(sec, say) {
     } catch (err) { say("Could not create the webhook: " + err.message, true); }
   });
   sec.append(el("h2", { id: "hooks-h" }, "Webhooks"), form, created,
-    el("table", {}, el("thead", {}, el("tr", {}, ["Id", "URL", "Description", "State", "Actions"].map((h) => el("th", { scope: "col" }, h)))), tbody), log);
+    el("table", {}, el("thead", {}, el("tr", {}, ["Id", "URL", "Description", "State", "Actions"].map((h) => el("th", { scope: "col" }, h)))), tbody), tools.panel, log);
+  const catalog = el("section", { "aria-labelledby": "catalog-h" });
+  sec.append(catalog);
+  eventCatalog(catalog).catch((e) => say(e.message, true));
   try { await load(); } catch (e) {
     if (e instanceof APIError && e.status === 503) tbody.replaceChildren(el("tr", {}, el("td", { colspan: 5 }, e.message))); else throw e;
   }

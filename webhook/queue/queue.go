@@ -29,8 +29,11 @@ type Job struct {
 	Created  int64  `json:"c"` // the event's creation, Unix ms
 	Queued   int64  `json:"q"` // first queued, Unix ms
 	Attempts int    `json:"n"` // attempts made so far
-	Manual   bool   `json:"m,omitempty"`
-	Body     string `json:"b"` // the exact bytes sent
+	// Base is the attempts made before the delivery's current run (a
+	// recovery starts a new run with the whole retry schedule).
+	Base   int    `json:"r,omitempty"`
+	Manual bool   `json:"m,omitempty"`
+	Body   string `json:"b"` // the exact bytes sent
 }
 
 // Event is one outbox event on the event stream.
@@ -586,6 +589,60 @@ func (q *Queue) Depth(ctx context.Context, p int, now time.Time) (Depth, error) 
 	d.Stream, d.Due, d.Scheduled = cmds[0].(*redis.IntCmd).Val(), cmds[1].(*redis.IntCmd).Val(), cmds[2].(*redis.IntCmd).Val()
 	d.Parked = cmds[3].(*redis.IntCmd).Val()
 	return d, nil
+}
+
+// changedChannel is the Pub/Sub channel on which API nodes name webhooks
+// they changed (secrets, scheme, URL, state), so workers read them again
+// at once instead of after their cache's few seconds.
+func (q *Queue) changedChannel() string { return q.prefix + "wh:changed" }
+
+// NotifyChanged tells the workers that webhook id changed (best effort:
+// their cache expires within seconds anyway).
+func (q *Queue) NotifyChanged(ctx context.Context, id string) error {
+	if err := q.rdb.Publish(ctx, q.changedChannel(), id).Err(); err != nil {
+		return fmt.Errorf("notify change of %s: %w", id, err)
+	}
+	return nil
+}
+
+// WatchChanged calls changed with each webhook id NotifyChanged names
+// until ctx ends, resubscribing after errors; every (re)subscription
+// first calls changed with "" (anything may have changed meanwhile).
+func (q *Queue) WatchChanged(ctx context.Context, changed func(id string)) {
+	for ctx.Err() == nil {
+		sub := q.rdb.Subscribe(ctx, q.changedChannel())
+		if _, err := sub.Receive(ctx); err == nil {
+			changed("")
+			ch := sub.Channel(redis.WithChannelHealthCheckInterval(10 * time.Second))
+		loop:
+			for {
+				select {
+				case <-ctx.Done():
+					break loop
+				case m, ok := <-ch:
+					if !ok {
+						break loop
+					}
+					changed(m.Payload)
+				}
+			}
+		}
+		sub.Close()
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// StreamLen is how many messages partition p's stream holds (waiting or
+// being sent).
+func (q *Queue) StreamLen(ctx context.Context, p int) (int64, error) {
+	n, err := q.rdb.XLen(ctx, q.streamKey(p)).Result()
+	if err != nil {
+		return 0, fmt.Errorf("length of partition %d: %w", p, err)
+	}
+	return n, nil
 }
 
 // EventBacklog is how many events wait on the event stream (read or not).

@@ -1,0 +1,256 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EventWebhookDisabled is the operational event sent to an account's other
+// webhooks when the service deactivates one.
+const EventWebhookDisabled = "webhook.disabled"
+
+// Recovery states.
+const (
+	RecoveryRunning = "running"
+	RecoveryDone    = "done"
+)
+
+// Recovery is a request to send again a webhook's deliveries of a window:
+// those that failed (OnlyFailed), or those that failed or succeeded.
+// Total is how many matched when it was asked for, Queued how many were
+// queued again so far.
+type Recovery struct {
+	ID         string
+	WebhookID  string
+	Since      time.Time
+	Until      time.Time
+	OnlyFailed bool
+	OpenEnded  bool // asked without an end: Until is when it was asked
+	State      string
+	Total      int64
+	Queued     int64
+	CreatedAt  time.Time
+	FinishedAt *time.Time
+}
+
+const recoveryColumns = `id, webhook_id, since, until, only_failed, open_ended, state, total, queued, created_at, finished_at`
+
+func scanRecovery(r pgx.Row) (Recovery, error) {
+	var x Recovery
+	err := r.Scan(&x.ID, &x.WebhookID, &x.Since, &x.Until, &x.OnlyFailed, &x.OpenEnded, &x.State, &x.Total, &x.Queued,
+		&x.CreatedAt, &x.FinishedAt)
+	return x, err
+}
+
+// ErrWebhookInactive: the webhook is inactive.
+var ErrWebhookInactive = errors.New("the webhook is inactive")
+
+// recoverable is the condition on a delivery d that a recovery takes:
+// failed, or also succeeded when $onlyFailed is false (pending ones are
+// being delivered already).
+func recoverable(onlyFailed string) string {
+	return `(d.status = 'failed' OR (NOT ` + onlyFailed + ` AND d.status = 'succeeded'))`
+}
+
+// StartRecovery records a recovery of the account's webhook r.WebhookID
+// (r.ID, the window and OnlyFailed set by the caller), counting the
+// deliveries it will queue again, and reports true; while a recovery of
+// the same window runs, it returns that one and false. ErrNotFound for
+// another account's webhook or an unknown id, ErrWebhookInactive for an
+// inactive one.
+func (s *Store) StartRecovery(ctx context.Context, accountID int64, r Recovery) (Recovery, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 4*s.timeout) // the count can be long
+	defer cancel()
+	var out Recovery
+	started := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var active bool
+		err := tx.QueryRow(ctx, `SELECT active FROM webhooks WHERE id = $1 AND account_id = $2 FOR SHARE`,
+			r.WebhookID, accountID).Scan(&active)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("lock webhook: %w", err)
+		}
+		if !active {
+			return ErrWebhookInactive
+		}
+		var total int64
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries d
+			WHERE d.webhook_id = $1 AND d.created_at >= $2 AND d.created_at < $3 AND `+recoverable("$4"),
+			r.WebhookID, r.Since, r.Until, r.OnlyFailed).Scan(&total); err != nil {
+			return fmt.Errorf("count deliveries: %w", err)
+		}
+		state, finished := RecoveryRunning, (*time.Time)(nil)
+		if total == 0 {
+			now := time.Now()
+			state, finished = RecoveryDone, &now
+		}
+		out, err = scanRecovery(tx.QueryRow(ctx, `INSERT INTO webhook_recoveries (id, webhook_id, since, until, only_failed, open_ended,
+				state, total, finished_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING RETURNING `+recoveryColumns,
+			r.ID, r.WebhookID, r.Since, r.Until, r.OnlyFailed, r.OpenEnded, state, total, finished))
+		if err == nil {
+			started = true
+			return nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("insert recovery: %w", err)
+		}
+		// The same window runs already.
+		out, err = scanRecovery(tx.QueryRow(ctx, `SELECT `+recoveryColumns+` FROM webhook_recoveries
+			WHERE webhook_id = $1 AND since = $2 AND only_failed = $3 AND state = 'running'
+				AND (CASE WHEN open_ended THEN 'infinity'::timestamptz ELSE until END) = (CASE WHEN $4 THEN 'infinity'::timestamptz ELSE $5 END)`,
+			r.WebhookID, r.Since, r.OnlyFailed, r.OpenEnded, r.Until))
+		if err != nil {
+			return fmt.Errorf("read the running recovery: %w", err)
+		}
+		return nil
+	})
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrWebhookInactive) {
+		return out, false, err
+	}
+	if err != nil {
+		return out, false, fmt.Errorf("recovery of %s: %w", r.WebhookID, err)
+	}
+	return out, started, nil
+}
+
+// RecoveryOf reads one recovery of the account's webhook; ErrNotFound
+// when it is not one of that webhook's or the webhook is another
+// account's.
+func (s *Store) RecoveryOf(ctx context.Context, accountID int64, webhookID, id string) (Recovery, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	r, err := scanRecovery(s.pool.QueryRow(ctx, `SELECT `+recoveryColumns+` FROM webhook_recoveries
+		WHERE id = $1 AND webhook_id = $2 AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = $2 AND w.account_id = $3)`,
+		id, webhookID, accountID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, ErrNotFound
+	}
+	if err != nil {
+		return r, fmt.Errorf("read recovery %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// ClaimRecovery takes one running recovery no worker holds (or whose
+// holder's lease ran out) for lease; ok false when there is none.
+func (s *Store) ClaimRecovery(ctx context.Context, lease time.Duration) (Recovery, bool, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	r, err := scanRecovery(s.pool.QueryRow(ctx, `UPDATE webhook_recoveries SET lease_until = now() + make_interval(secs => $1)
+		WHERE id = (SELECT id FROM webhook_recoveries WHERE state = 'running' AND (lease_until IS NULL OR lease_until < now())
+			ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+		RETURNING `+recoveryColumns, lease.Seconds()))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, false, nil
+	}
+	if err != nil {
+		return r, false, fmt.Errorf("claim a recovery: %w", err)
+	}
+	return r, true, nil
+}
+
+// RecoverBatch takes the next up to limit deliveries of a running
+// recovery, in (created_at, id) order after its cursor, and makes those
+// still recoverable pending again as a new run (attempts_base = attempts,
+// due now), in one transaction that also moves the cursor, counts them as
+// queued, extends the lease, and ends the recovery when the window is
+// exhausted. The caller queues the returned jobs; if it dies first, the
+// reconciliation of pending deliveries queues them. done reports that the
+// recovery is over (or gone).
+func (s *Store) RecoverBatch(ctx context.Context, id string, limit int, lease time.Duration) (jobs []DeliveryJob, done bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*s.timeout)
+	defer cancel()
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var r Recovery
+		var curAt *time.Time
+		var curID *string
+		var active bool
+		err := tx.QueryRow(ctx, `SELECT r.webhook_id, r.since, r.until, r.only_failed, r.cursor_at, r.cursor_id, w.active
+			FROM webhook_recoveries r JOIN webhooks w ON w.id = r.webhook_id
+			WHERE r.id = $1 AND r.state = 'running' FOR UPDATE OF r`, id).Scan(&r.WebhookID, &r.Since, &r.Until, &r.OnlyFailed, &curAt, &curID, &active)
+		if errors.Is(err, pgx.ErrNoRows) {
+			done = true
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("lock recovery: %w", err)
+		}
+		if !active { // deactivated meanwhile: what is left is not sent
+			done = true
+			_, err := tx.Exec(ctx, `UPDATE webhook_recoveries SET state = 'done', finished_at = now() WHERE id = $1`, id)
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT d.id, d.created_at FROM webhook_deliveries d
+			WHERE d.webhook_id = $1 AND d.created_at >= $2 AND d.created_at < $3 AND `+recoverable("$4")+`
+				AND ($5::timestamptz IS NULL OR (d.created_at, d.id) > ($5, $6::text))
+			ORDER BY d.created_at, d.id LIMIT $7 FOR UPDATE`, r.WebhookID, r.Since, r.Until, r.OnlyFailed, curAt, curID, limit)
+		if err != nil {
+			return fmt.Errorf("pick deliveries: %w", err)
+		}
+		var ids []string
+		var lastAt time.Time
+		for rows.Next() {
+			var did string
+			if err := rows.Scan(&did, &lastAt); err != nil {
+				rows.Close()
+				return fmt.Errorf("pick deliveries: %w", err)
+			}
+			ids = append(ids, did)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("pick deliveries: %w", err)
+		}
+		if len(ids) > 0 {
+			rows, err = tx.Query(ctx, `WITH up AS (
+					UPDATE webhook_deliveries d SET status = 'pending', attempts_base = d.attempts, next_attempt_at = NULL, updated_at = now()
+					WHERE d.id = ANY($1) AND `+recoverable("$2")+`
+					RETURNING d.id, d.webhook_id, d.status, d.attempts, d.attempts_base, d.next_attempt_at, d.outbox_id)
+				SELECT up.id, up.webhook_id, up.status, up.attempts, up.attempts_base, up.next_attempt_at, o.id, o.event_type, o.payload, o.created_at
+				FROM up JOIN outbox o ON o.id = up.outbox_id ORDER BY up.id`, ids, r.OnlyFailed)
+			if err != nil {
+				return fmt.Errorf("recover deliveries: %w", err)
+			}
+			if jobs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeliveryJob, error) { return scanDeliveryJob(r) }); err != nil {
+				return fmt.Errorf("recover deliveries: %w", err)
+			}
+		}
+		done = len(ids) < limit
+		var last *string
+		var lastAtp *time.Time
+		if len(ids) > 0 {
+			last, lastAtp = &ids[len(ids)-1], &lastAt
+		}
+		_, err = tx.Exec(ctx, `UPDATE webhook_recoveries SET queued = queued + $2,
+				cursor_at = COALESCE($3, cursor_at), cursor_id = COALESCE($4, cursor_id),
+				lease_until = now() + make_interval(secs => $5),
+				state = CASE WHEN $6 THEN 'done' ELSE state END, finished_at = CASE WHEN $6 THEN now() ELSE finished_at END
+			WHERE id = $1`, id, len(jobs), lastAtp, last, lease.Seconds(), done)
+		if err != nil {
+			return fmt.Errorf("move the recovery's cursor: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("recovery %s: %w", id, err)
+	}
+	return jobs, done, nil
+}
+
+// ReleaseRecovery lets go of a recovery's lease (the worker stops).
+func (s *Store) ReleaseRecovery(ctx context.Context, id string) error {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	if _, err := s.pool.Exec(ctx, `UPDATE webhook_recoveries SET lease_until = NULL WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("release recovery %s: %w", id, err)
+	}
+	return nil
+}

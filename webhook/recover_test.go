@@ -1,0 +1,357 @@
+package webhook_test
+
+import (
+	"context"
+	"net/http"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/webhook"
+)
+
+// recoveryView is a recovery as the API shows it.
+type recoveryView struct {
+	ID        string `json:"id"`
+	State     string `json:"state"`
+	Status    string `json:"status"`
+	Queued    int    `json:"queued"`
+	Processed int    `json:"processed"`
+}
+
+// deliveriesOf reads the deliveries of the given events to webhook id:
+// event id -> (delivery id, status, created_at).
+func deliveriesOf(t *testing.T, h *harness, webhookID string, events []int64) map[string][3]string {
+	t.Helper()
+	rows, err := h.env.Store.Pool().Query(context.Background(), `SELECT outbox_id, id, status,
+			to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+		FROM webhook_deliveries WHERE webhook_id = $1 AND outbox_id = ANY($2)`, webhookID, events)
+	testenv.Must(t, err, "deliveries")
+	defer rows.Close()
+	out := map[string][3]string{}
+	for rows.Next() {
+		var ev int64
+		var id, st, at string
+		testenv.Must(t, rows.Scan(&ev, &id, &st, &at), "scan")
+		out[webhook.EventID(ev)] = [3]string{id, st, at}
+	}
+	return out
+}
+
+// waitFailed waits until every event's delivery to webhookID failed.
+func waitFailed(t *testing.T, h *harness, webhookID string, events []int64) map[string][3]string {
+	t.Helper()
+	var ds map[string][3]string
+	waitFor(t, "the deliveries failed", 60*time.Second, func() bool {
+		ds = deliveriesOf(t, h, webhookID, events)
+		if len(ds) != len(events) {
+			return false
+		}
+		for _, d := range ds {
+			if d[1] != "failed" {
+				return false
+			}
+		}
+		return true
+	})
+	return ds
+}
+
+// TestRecoverResendsExactlyTheFailed: a receiver down for a while; its
+// failed deliveries before, within and after a window; one of the window's
+// acknowledged later (a manual retry). Recovering the window re-delivers
+// exactly the window's failed deliveries, each once, with the same
+// webhook-id; not the acknowledged one, nothing outside the window. Asking
+// again while the recovery runs answers the same recovery.
+func TestRecoverResendsExactlyTheFailed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpt{})
+	key := h.key(t, testenv.Name("recover"))
+	var down atomic.Bool
+	down.Store(true)
+	// Down: its routes answer 404 (a 5xx would open the circuit, whose
+	// growing cooldown only makes the failures slower to reach).
+	rc := newReceiver(t, func(int, *http.Request) int {
+		if down.Load() {
+			return http.StatusNotFound
+		}
+		return http.StatusNoContent
+	})
+	cfg := h.cfg
+	cfg.Schedule = []time.Duration{20 * time.Millisecond}
+	stop := h.startWorker(t, cfg, "w1")
+	c := h.verifiedHook(t, key, rc)
+
+	before := insertEvents(t, h.env.Store, 3, agentA, "ToolCall")
+	dBefore := waitFailed(t, h, c.ID, before)
+	time.Sleep(20 * time.Millisecond)
+	window := insertEvents(t, h.env.Store, 4, agentA, "ToolCall")
+	dWindow := waitFailed(t, h, c.ID, window)
+	time.Sleep(20 * time.Millisecond)
+	after := insertEvents(t, h.env.Store, 3, agentA, "ToolCall")
+	dAfter := waitFailed(t, h, c.ID, after)
+
+	// The window: from just after the last "before" delivery to just after
+	// the last window delivery (the database's times, microseconds).
+	last := func(ds map[string][3]string) string {
+		var ts []string
+		for _, d := range ds {
+			ts = append(ts, d[2])
+		}
+		sort.Strings(ts)
+		return ts[len(ts)-1]
+	}
+	since := bump(t, last(dBefore))
+	until := bump(t, last(dWindow))
+	for _, d := range dAfter {
+		if d[2] < until {
+			t.Fatalf("an 'after' delivery was created at %s, before the window's end %s", d[2], until)
+		}
+	}
+
+	// The receiver is back; one window delivery is acknowledged by a manual retry.
+	down.Store(false)
+	acked := webhook.EventID(window[0])
+	r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/deliveries/"+dWindow[acked][0]+"/retry", key, nil)
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("manual retry: %d %s", r.Status, r.Body)
+	}
+	waitFor(t, "the manual retry acknowledged", 30*time.Second, func() bool { return deliveriesOf(t, h, c.ID, window[:1])[acked][1] == "succeeded" })
+	stop() // the recovery waits for a worker: asked twice while it runs
+	received := len(rc.deliveries())
+
+	body := map[string]any{"since": since, "until": until}
+	r = h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, body)
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("recover: %d %s", r.Status, r.Body)
+	}
+	var rec struct{ Data recoveryView }
+	r.JSON(t, &rec)
+	if rec.Data.Queued != len(window)-1 || rec.Data.State != "running" || rec.Data.Status != "failed" {
+		t.Fatalf("recovery: %+v, want %d queued, running", rec.Data, len(window)-1)
+	}
+	r = h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, body)
+	var again struct{ Data recoveryView }
+	r.JSON(t, &again)
+	if r.Status != http.StatusOK || again.Data.ID != rec.Data.ID {
+		t.Fatalf("the same window again: %d %+v, want 200 with %s", r.Status, again.Data, rec.Data.ID)
+	}
+
+	h.startWorker(t, cfg, "w2")
+	waitFor(t, "the recovery done", 30*time.Second, func() bool {
+		r := h.do(t, http.MethodGet, "/webhooks/"+c.ID+"/recoveries/"+rec.Data.ID, key, nil)
+		var v struct{ Data recoveryView }
+		r.JSON(t, &v)
+		return v.Data.State == "done" && v.Data.Processed == len(window)-1
+	})
+	waitFor(t, "the recovered deliveries", 30*time.Second, func() bool { return len(rc.deliveries()) >= received+len(window)-1 })
+	time.Sleep(500 * time.Millisecond) // anything extra would arrive by now
+	got := map[string]int{}
+	for _, d := range rc.deliveries()[received:] {
+		id, _ := d.event(t)
+		got[id]++
+		if want := dWindow[id][0]; d.Header.Get("webhook-id") != want {
+			t.Errorf("event %s came with webhook-id %s, want the delivery's %s", id, d.Header.Get("webhook-id"), want)
+		}
+		checkSignatures(t, c.Secret, d)
+	}
+	for _, ev := range window[1:] {
+		if n := got[webhook.EventID(ev)]; n != 1 {
+			t.Errorf("window event %s re-delivered %d times, want once", webhook.EventID(ev), n)
+		}
+	}
+	if got[acked] != 0 {
+		t.Errorf("the acknowledged event %s was delivered again", acked)
+	}
+	for _, ev := range append(append([]int64{}, before...), after...) {
+		if got[webhook.EventID(ev)] != 0 {
+			t.Errorf("event %s outside the window was re-delivered", webhook.EventID(ev))
+		}
+	}
+	if len(got) != len(window)-1 {
+		t.Errorf("re-delivered %v", got)
+	}
+	for id, d := range deliveriesOf(t, h, c.ID, window) {
+		if d[1] != "succeeded" {
+			t.Errorf("delivery of %s is %s", id, d[1])
+		}
+	}
+	// An empty window is done at once, with nothing queued.
+	r = h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, map[string]any{"since": since, "until": until, "status": "failed"})
+	var empty struct{ Data recoveryView }
+	r.JSON(t, &empty)
+	if r.Status != http.StatusAccepted || empty.Data.Queued != 0 || empty.Data.State != "done" {
+		t.Errorf("recovering again: %d %+v", r.Status, empty.Data)
+	}
+}
+
+// bump is a database time (microseconds) plus a microsecond, RFC 3339.
+func bump(t *testing.T, at string) string {
+	tm, err := time.Parse("2006-01-02T15:04:05.000000Z", at)
+	testenv.Must(t, err, "time %s", at)
+	return tm.Add(time.Microsecond).Format(time.RFC3339Nano)
+}
+
+// TestIssue26InputValidation: bad windows, overlaps and schemes are 400 in
+// the envelope; an inactive webhook's recovery is 409.
+func TestIssue26InputValidation(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpt{})
+	key := h.key(t, testenv.Name("validate"))
+	rc := newReceiver(t, nil)
+	c := h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
+	now := time.Now().UTC()
+	iso := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339) }
+	day := 24 * time.Hour
+	bad := []struct {
+		path string
+		body any
+		want string
+	}{
+		{"/recover", map[string]any{}, "since is required"},
+		{"/recover", map[string]any{"since": "yesterday"}, "RFC 3339"},
+		{"/recover", map[string]any{"since": 1700000000}, "must be a string"},
+		{"/recover", map[string]any{"since": iso(-time.Hour), "until": iso(-2 * time.Hour)}, "before until"},
+		{"/recover", map[string]any{"since": iso(-time.Hour), "until": iso(-time.Hour)}, "before until"},
+		{"/recover", map[string]any{"since": iso(time.Hour)}, "before until"},
+		{"/recover", map[string]any{"since": iso(-20 * day), "until": iso(-day)}, "at most"},
+		{"/recover", map[string]any{"since": iso(-31 * day), "until": iso(-30*day + time.Hour)}, "retention"},
+		{"/recover", map[string]any{"since": iso(-2 * time.Hour), "until": iso(time.Hour)}, "future"},
+		{"/recover", map[string]any{"since": iso(-time.Hour), "status": "succeeded"}, "status must be"},
+		{"/recover", map[string]any{"since": iso(-time.Hour), "status": 1}, "must be a string"},
+		{"/recover", map[string]any{"since": iso(-time.Hour), "extra": 1}, "unknown field"},
+		{"/recover", `{"since": "` + iso(-time.Hour) + `", "since": "` + iso(-time.Hour) + `"}`, ""},
+		{"/recover", `[]`, ""},
+		{"/recover", map[string]any{"since": "0001-01-01T00:00:00Z"}, "RFC 3339"},
+		{"/recover", map[string]any{"since": strings.Repeat("9", 100)}, "RFC 3339"},
+		{"/rotate-secret", map[string]any{"overlapSeconds": -1}, "overlapSeconds"},
+		{"/rotate-secret", map[string]any{"overlapSeconds": 604801}, "overlapSeconds"},
+		{"/rotate-secret", map[string]any{"overlapSeconds": 1.5}, "overlapSeconds"},
+		{"/rotate-secret", map[string]any{"overlapSeconds": "60"}, "overlapSeconds"},
+		{"/rotate-secret", `{"overlapSeconds": 1e3}`, "overlapSeconds"},
+		{"/rotate-secret", map[string]any{"overlap": 60}, "unknown field"},
+		{"", map[string]any{"signatureScheme": "v2"}, "signatureScheme"},
+		{"", map[string]any{"signatureScheme": []string{"v1"}}, "signatureScheme"},
+		{"", map[string]any{"rateLimitPerSecond": 0}, "rateLimitPerSecond"},
+		{"", map[string]any{"rateLimitPerSecond": 100001}, "rateLimitPerSecond"},
+		{"", map[string]any{"rateLimitPerSecond": "5"}, "rateLimitPerSecond"},
+		{"", map[string]any{"rateLimitPerSecond": 2.5}, "rateLimitPerSecond"},
+	}
+	for _, b := range bad {
+		method := http.MethodPost
+		if b.path == "" {
+			method = http.MethodPatch
+		}
+		r := h.do(t, method, "/webhooks/"+c.ID+b.path, key, b.body)
+		if r.Status != http.StatusBadRequest || r.ErrorCode() != "INVALID_PARAM" || !strings.Contains(string(r.Body), b.want) {
+			t.Errorf("%s %s %v: %d %s", method, b.path, b.body, r.Status, r.Body)
+		}
+	}
+	// Hostile bodies: each refused in the envelope, never a 500.
+	hostile := []struct {
+		path, ctype string
+		body        string
+		status      int
+	}{
+		{"/recover", "application/json", `{"since": "` + strings.Repeat("x", 20<<10) + `"}`, http.StatusRequestEntityTooLarge},
+		{"/recover", "text/plain", `{"since": "` + iso(-time.Hour) + `"}`, http.StatusUnsupportedMediaType},
+		{"/recover", "application/json", strings.Repeat("[", 5000) + strings.Repeat("]", 5000), http.StatusBadRequest},
+		{"/recover", "application/json", `{"since": "2026-11-21T10:00:00+99:00"}`, http.StatusBadRequest},
+		{"/recover", "application/json", `{"since": "2026-11-21T10:00:00\u0000Z"}`, http.StatusBadRequest},
+		{"/recover", "application/json", `{"since": "` + iso(-time.Hour) + `"} {}`, http.StatusBadRequest},
+		{"/recover", "application/json", `{"since": null}`, http.StatusBadRequest},
+		{"/recover", "application/json", `{"since": "` + iso(-time.Hour) + `", "until": {}}`, http.StatusBadRequest},
+		{"/recover", "application/json", "ÿþ", http.StatusBadRequest},
+		{"/rotate-secret", "application/json", `{"overlapSeconds": 1e400}`, http.StatusBadRequest},
+		{"/rotate-secret", "application/json", `{"overlapSeconds": 99999999999999999999}`, http.StatusBadRequest},
+		{"/rotate-secret", "application/json", `{"overlapSeconds": null}`, http.StatusBadRequest},
+		{"/rotate-secret", "application/json", `null`, http.StatusBadRequest},
+		{"", "application/json", `{"rateLimitPerSecond": 1e2}`, http.StatusBadRequest},
+		{"", "application/json", `{"signatureScheme": "V1A"}`, http.StatusBadRequest},
+		{"", "application/json", `{"signatureScheme": "v1\u0000"}`, http.StatusBadRequest},
+	}
+	for _, x := range hostile {
+		method := http.MethodPost
+		if x.path == "" {
+			method = http.MethodPatch
+		}
+		r := h.node.Do(t, method, "/webhooks/"+c.ID+x.path, []byte(x.body), map[string]string{"x-api-key": key, "content-type": x.ctype})
+		if r.Status != x.status || r.ErrorCode() == "" {
+			t.Errorf("%s %s %.60q: %d %s, want %d", method, x.path, x.body, r.Status, r.Body, x.status)
+		}
+	}
+	// Valid edge values pass.
+	if v := h.patch(t, key, c.ID, map[string]any{"rateLimitPerSecond": 100000}); v.RateLimitPerSecond == nil {
+		t.Error("rateLimitPerSecond 100000 refused")
+	}
+	if v := h.patch(t, key, c.ID, map[string]any{"rateLimitPerSecond": nil}); v.RateLimitPerSecond != nil {
+		t.Error("rateLimitPerSecond null kept a limit")
+	}
+	if r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/rotate-secret", key, nil); r.Status != http.StatusOK {
+		t.Errorf("rotate without a body: %d %s", r.Status, r.Body)
+	}
+	if r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/rotate-secret", key, map[string]any{"overlapSeconds": 0}); r.Status != http.StatusOK {
+		t.Errorf("rotate with overlap 0: %d %s", r.Status, r.Body)
+	} else if v := h.webhook(t, key, c.ID); v.PreviousSecretExpiresAt != nil {
+		t.Errorf("overlap 0 left an overlap: %+v", v)
+	}
+	if r := h.do(t, http.MethodGet, "/webhooks/"+c.ID+"/recoveries/rcv_0123", key, nil); r.Status != http.StatusBadRequest {
+		t.Errorf("bad recovery id: %d", r.Status)
+	}
+	if r := h.do(t, http.MethodGet, "/webhooks/"+c.ID+"/recoveries/rcv_0123456789abcdef01234567", key, nil); r.Status != http.StatusNotFound {
+		t.Errorf("unknown recovery: %d", r.Status)
+	}
+	// Another account sees none of it.
+	other := h.key(t, testenv.Name("validate-other"))
+	for _, p := range []string{"/recover", "/rotate-secret"} {
+		if r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+p, other, map[string]any{"since": iso(-time.Hour)}); r.Status != http.StatusNotFound &&
+			r.Status != http.StatusBadRequest {
+			t.Errorf("another account's %s: %d %s", p, r.Status, r.Body)
+		}
+	}
+	if r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", other, map[string]any{"since": iso(-time.Hour)}); r.Status != http.StatusNotFound {
+		t.Errorf("another account's recover: %d %s", r.Status, r.Body)
+	}
+	h.patch(t, key, c.ID, map[string]any{"active": false})
+	if r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, map[string]any{"since": iso(-time.Hour)}); r.Status != http.StatusConflict {
+		t.Errorf("recover an inactive webhook: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestEventCatalog: public, cacheable (304 on its ETag), every event type
+// with its schema and an example (the harness validates the answer, and so
+// each example, against openapi.yaml's schemas).
+func TestEventCatalog(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpt{})
+	r := h.do(t, http.MethodGet, "/webhooks/event-types", "", nil)
+	if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("Cache-Control"), "public") || r.Header.Get("ETag") == "" {
+		t.Fatalf("catalog: %d %v", r.Status, r.Header)
+	}
+	var out struct {
+		Data []struct {
+			Name         string
+			Subscribable bool
+			SchemaName   string
+		}
+	}
+	r.JSON(t, &out)
+	var names []string
+	for _, e := range out.Data {
+		names = append(names, e.Name)
+	}
+	want := "attestation.created agent.registered agent.revoked agent.policy_updated webhook.test webhook.disabled"
+	if strings.Join(names, " ") != want {
+		t.Fatalf("catalog lists %v, want %s", names, want)
+	}
+	r2 := h.node.Do(t, http.MethodGet, "/webhooks/event-types", nil, map[string]string{"If-None-Match": r.Header.Get("ETag")})
+	if r2.Status != http.StatusNotModified {
+		t.Fatalf("revalidation: %d", r2.Status)
+	}
+	if r := h.do(t, http.MethodGet, "/webhooks/event-types?x=1", "", nil); r.Status != http.StatusBadRequest {
+		t.Errorf("unknown query parameter: %d", r.Status)
+	}
+}

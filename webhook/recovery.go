@@ -1,0 +1,181 @@
+package webhook
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/webhook/queue"
+)
+
+// Recovery constants.
+const (
+	// recoveryLease is how long a worker holds a recovery without
+	// progress before another takes it over.
+	recoveryLease = 30 * time.Second
+	// recoveryPoll is how often an idle worker looks for recoveries.
+	recoveryPoll = time.Second
+	// recoveryBacklog is the most messages a partition's stream holds
+	// (waiting or being sent) before a recovery queues more: live
+	// deliveries of that partition never wait behind more than about
+	// this many recovered ones.
+	recoveryBacklog = 256
+	// recoveryMaxBatch bounds one batch of a recovery.
+	recoveryMaxBatch = 500
+	// recoveryStartRate and recoveryMinRate bound the adaptive rate of a
+	// recovery (deliveries per second, within the configured rate).
+	recoveryStartRate = 500
+	recoveryMinRate   = 20
+	// liveWaitHigh and liveWaitLow: the recoveries of a worker slow down
+	// while live deliveries wait in the queue longer than liveWaitHigh
+	// (from fan-out to their first attempt), and speed up while they wait
+	// less than liveWaitLow.
+	liveWaitHigh = 50 * time.Millisecond
+	liveWaitLow  = 20 * time.Millisecond
+	// recoveryLoops is how many recoveries (of different webhooks, or
+	// windows) one worker runs at once.
+	recoveryLoops = 4
+)
+
+// recoverLoop runs recoveries (POST /webhooks/:id/recover), one at a time
+// per loop (a worker runs recoveryLoops): it makes the window's deliveries pending again in batches
+// and queues their jobs, at most cfg.RecoveryRate per second (and never
+// faster than the webhook's own limits), and only while the partition's
+// stream is short, so live deliveries keep their latency.
+func (w *Worker) recoverLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		r, ok, err := w.st.ClaimRecovery(ctx, recoveryLease)
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Warn("looking for recoveries failed", "err", err)
+			}
+			sleep(ctx, 5*time.Second)
+			continue
+		}
+		if !ok {
+			sleep(ctx, recoveryPoll)
+			continue
+		}
+		w.runRecovery(ctx, r)
+	}
+}
+
+// recoveryRate is how many deliveries per second a recovery of webhook h
+// queues: the configured rate, within the webhook's limits.
+func (w *Worker) recoveryRate(h *hook) int {
+	rate := w.cfg.RecoveryRate
+	if w.cfg.EndpointRate > 0 {
+		rate = min(rate, w.cfg.EndpointRate)
+	}
+	if h != nil && h.rate > 0 {
+		rate = min(rate, h.rate)
+	}
+	return max(rate, 1)
+}
+
+func (w *Worker) runRecovery(ctx context.Context, r store.Recovery) {
+	log := w.log.With("recovery", r.ID, "webhook", r.WebhookID)
+	log.Info("recovery: queueing deliveries again", "since", r.Since, "until", r.Until, "only_failed", r.OnlyFailed,
+		"total", r.Total, "queued_before", r.Queued)
+	h, err := w.hooks.get(ctx, r.WebhookID)
+	if err != nil {
+		log.Warn("recovery: cannot load its webhook; another try later", "err", err)
+		return // the lease runs out and a worker takes it again
+	}
+	maxRate := w.recoveryRate(h)
+	rate := min(maxRate, recoveryStartRate)
+	p := w.q.Partition(r.WebhookID)
+	start, queued := time.Now(), 0
+	next := start
+	var wait time.Duration
+	for ctx.Err() == nil {
+		// Live deliveries first: the rate halves while they wait in the
+		// queue longer than liveWaitHigh, and grows back while they do not.
+		switch lw := w.liveWait.get(time.Now()); {
+		case lw > liveWaitHigh:
+			rate = max(rate/2, recoveryMinRate)
+		case lw < liveWaitLow:
+			rate = min(rate+max(maxRate/20, 1), maxRate)
+		}
+		batch := min(recoveryMaxBatch, max(1, rate/20))
+		// The rate: batches are spaced batch/rate apart.
+		if time.Now().Before(next) {
+			sleep(ctx, time.Until(next))
+		}
+		// The backlog: wait while the partition's stream is long.
+		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		n, err := w.q.StreamLen(lctx, p)
+		cancel()
+		if err == nil && n >= recoveryBacklog {
+			sleep(ctx, 20*time.Millisecond)
+			continue
+		}
+		next = time.Now().Add(time.Duration(float64(batch) / float64(rate) * float64(time.Second)))
+		djs, done, err := w.st.RecoverBatch(ctx, r.ID, batch, recoveryLease)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			wait = backoff(wait, 5*time.Second)
+			log.Warn("recovery: a batch failed; retrying", "err", err, "retry_in", wait.String())
+			sleep(ctx, wait)
+			continue
+		}
+		wait = 0
+		if len(djs) > 0 {
+			now := w.now().UnixMilli()
+			jobs := make([]queue.Job, len(djs))
+			for i, d := range djs {
+				jobs[i] = queue.Job{ID: d.ID, Delivery: d.ID, Webhook: d.WebhookID, Event: d.Event.ID, Type: d.Event.Type,
+					Created: d.Event.CreatedAt.UnixMilli(), Queued: now, Attempts: d.Attempts, Base: d.AttemptsBase, Body: Body(d.Event)}
+			}
+			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := w.q.Enqueue(qctx, jobs)
+			cancel()
+			if err != nil {
+				// Pending in PostgreSQL without a job: the reconciliation
+				// queues them.
+				log.Warn("recovery: queueing a batch failed; the reconciliation queues it", "err", err, "n", len(jobs))
+			}
+			queued += len(jobs)
+			w.m.recovered.Add(float64(len(jobs)))
+		}
+		if done {
+			log.Info("recovery: done", "queued", queued, "seconds", time.Since(start).Seconds())
+			return
+		}
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	_ = w.st.ReleaseRecovery(rctx, r.ID)
+}
+
+// liveWait is a moving average of how long live deliveries (first
+// attempts of events, not recovered ones) waited from fan-out to their
+// attempt in this worker; 0 when none came for a second.
+type liveWait struct {
+	mu   sync.Mutex
+	avg  time.Duration
+	last time.Time
+}
+
+func (l *liveWait) observe(d time.Duration, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.last) > time.Second {
+		l.avg = d
+	} else {
+		l.avg = (7*l.avg + d) / 8
+	}
+	l.last = now
+}
+
+func (l *liveWait) get(now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.last) > time.Second {
+		return 0
+	}
+	return l.avg
+}
