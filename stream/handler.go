@@ -174,7 +174,13 @@ func (h *Handler) Serve(c *fiber.Ctx) error {
 		}
 	}()
 	var fail []byte // an error event instead of the stream
-	if r.after != nil {
+	if r.after == nil {
+		// Live from now: the log's head, which the hub may not have read yet
+		// (its position, when PostgreSQL does not answer).
+		if head, err := h.hub.st.StreamHead(c.UserContext()); err == nil {
+			pos = max(pos, head)
+		}
+	} else {
 		seq, found, known, err := h.hub.st.StreamPosition(c.UserContext(), *r.after)
 		switch {
 		case err != nil:

@@ -1,13 +1,20 @@
 package stream
 
 import (
+	"cmp"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/internal/testenv"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func TestSubscriberReceivesNewAttestation(t *testing.T) {
@@ -92,5 +99,282 @@ func TestBadCursorIs400(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "Last-Event-ID") {
 		t.Errorf("bad Last-Event-ID: %d %s", resp.StatusCode, body)
+	}
+}
+
+// sortLikeLog orders one batch as the write path numbers it.
+func sortLikeLog(as []attestation.Attestation) []attestation.Attestation {
+	out := append([]attestation.Attestation(nil), as...)
+	slices.SortStableFunc(out, func(a, b attestation.Attestation) int {
+		if c := a.Timestamp.Time.Compare(b.Timestamp.Time); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Slot, b.Slot); c != 0 {
+			return c
+		}
+		return strings.Compare(a.PDA, b.PDA)
+	})
+	return out
+}
+
+// TestResumeExactlyOnce: 1,000 attestations arrive while the client's
+// connection is killed 10 times; each reconnect sends Last-Event-ID, and
+// the client sees every attestation once, in order.
+func TestResumeExactlyOnce(t *testing.T) {
+	x := newHarness(t, Config{})
+	r, resp := x.open("", nil)
+	if r == nil {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if _, err := r.next(); err != nil {
+		t.Fatal(err)
+	}
+	const total, batch = 1000, 10
+	want := make(chan []string, total/batch)
+	go func() {
+		defer close(want)
+		for i := 0; i < total/batch; i++ {
+			var ids []string
+			for _, a := range sortLikeLog(x.add(batch, i, attestation.Confirmed)) {
+				ids = append(ids, cursorOf(a))
+			}
+			want <- ids
+		}
+	}()
+	var got []string
+	killAt := map[int]bool{}
+	for i := 1; i <= 10; i++ {
+		killAt[i*total/11+i*7%13] = true
+	}
+	kills := 0
+	for len(got) < total {
+		e := r.mustNext(t)
+		if e.Event != "attestation" {
+			t.Fatalf("unexpected event %+v", e)
+		}
+		got = append(got, e.ID)
+		if killAt[len(got)] {
+			kills++
+			r.resp.Body.Close() // the connection dies mid-stream
+			r, resp = x.open("", http.Header{"Last-Event-ID": {e.ID}})
+			if r == nil {
+				t.Fatalf("reconnect %d: status %d", kills, resp.StatusCode)
+			}
+		}
+	}
+	var all []string
+	for ids := range want {
+		all = append(all, ids...)
+	}
+	if kills != 10 {
+		t.Fatalf("killed %d times, want 10", kills)
+	}
+	if len(all) != total || !slices.Equal(got, all) {
+		for i := range min(len(got), len(all)) {
+			if got[i] != all[i] {
+				t.Fatalf("event %d: got %s, want %s (of %d got, %d written)", i, got[i], all[i], len(got), len(all))
+			}
+		}
+		t.Fatalf("got %d events, want %d", len(got), len(all))
+	}
+}
+
+func TestFiltersHonoured(t *testing.T) {
+	x := newHarness(t, Config{})
+	agent := x.env.Seeded.Agents[1].PDA.String()
+	byAgent, resp := x.open("?agentPda="+agent, nil)
+	if byAgent == nil {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	var added []attestation.Attestation
+	for i := range 6 {
+		added = append(added, sortLikeLog(x.add(5, i, attestation.Confirmed))...)
+	}
+	typ := added[0].ActionType
+	byType, resp := x.open("?actionType="+typ.String()+"&after="+cursorOf(added[0]), nil)
+	if byType == nil {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	var wantAgent, wantType []string
+	for i, a := range added {
+		if a.AgentPDA == agent {
+			wantAgent = append(wantAgent, cursorOf(a))
+		}
+		if i > 0 && a.ActionType == typ {
+			wantType = append(wantType, cursorOf(a))
+		}
+	}
+	// A last attestation matching both marks the end.
+	last := x.add(1, 1, attestation.Confirmed)[0]
+	wantAgent = append(wantAgent, cursorOf(last))
+	if last.ActionType == typ {
+		wantType = append(wantType, cursorOf(last))
+	}
+	for name, c := range map[string]struct {
+		r    *sseReader
+		want []string
+	}{"agentPda": {byAgent, wantAgent}, "actionType": {byType, wantType}} {
+		var got []string
+		for len(got) < len(c.want) {
+			got = append(got, c.r.mustNext(t).ID)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: got %v\nwant %v", name, got, c.want)
+		}
+	}
+}
+
+func TestPerIPCap(t *testing.T) {
+	x := newHarness(t, Config{MaxPerIP: 2})
+	a, _ := x.open("", nil)
+	b, _ := x.open("", nil)
+	if a == nil || b == nil {
+		t.Fatal("first two streams refused")
+	}
+	_, resp := x.open("", nil)
+	body, _ := io.ReadAll(resp.Body)
+	var env struct {
+		Error struct{ Code, Message string }
+	}
+	if resp.StatusCode != http.StatusTooManyRequests || json.Unmarshal(body, &env) != nil || env.Error.Code != "RATE_LIMITED" ||
+		resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("third stream: %d %s", resp.StatusCode, body)
+	}
+	a.resp.Body.Close()
+	waitFor(t, "the closed stream's slot given back", func() bool { return x.h.Open() == 1 })
+	if c, resp := x.open("", nil); c == nil {
+		t.Fatalf("after one closed: %d", resp.StatusCode)
+	}
+	if got := testutil.ToFloat64(x.h.m.refused.WithLabelValues("per_ip")); got != 1 {
+		t.Fatalf("refused per_ip = %v, want 1", got)
+	}
+}
+
+// TestSlowReaderDropped: a client that never reads is dropped once a write
+// is not taken within the write timeout; the node holds nothing for it.
+func TestSlowReaderDropped(t *testing.T) {
+	x := newHarness(t, Config{WriteTimeout: 300 * time.Millisecond})
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	c, err := d.Dial("tcp", strings.TrimPrefix(x.node.Root, "http://"))
+	testenv.Must(t, err, "dial")
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET /api/v1/attestations/stream HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "stream open", func() bool { return x.h.Open() == 1 })
+	for i := 0; testutil.ToFloat64(x.h.m.dropped) == 0; i++ {
+		if i == 200 {
+			t.Fatal("a client that never reads was not dropped after 20,000 attestations")
+		}
+		x.add(100, i, attestation.Confirmed)
+	}
+	waitFor(t, "dropped stream closed", func() bool { return x.h.Open() == 0 })
+	if n := len(x.hub.ring); n > ringSize {
+		t.Fatalf("ring holds %d rows", n)
+	}
+	// The node still streams to others.
+	r, _ := x.open("", nil)
+	added := x.add(1, 0, attestation.Confirmed)
+	if e := r.mustNext(t); e.ID != cursorOf(added[0]) {
+		t.Fatalf("after the drop: %+v", e)
+	}
+}
+
+func TestCursorTooOldOrUnknownIsErrorEvent(t *testing.T) {
+	x := newHarness(t, Config{})
+	old := x.add(1, 0, attestation.Confirmed)[0]
+	if _, err := x.hub.st.PruneStream(t.Context(), time.Now().Add(time.Hour), 1000); err != nil {
+		t.Fatal(err)
+	}
+	unknown := old
+	unknown.PDA = "11111111111111111111111111111112"
+	for name, c := range map[string]struct {
+		cursor, code string
+	}{"too old": {cursorOf(old), CodeCursorTooOld}, "unknown": {cursorOf(unknown), CodeCursorUnknown}} {
+		r, resp := x.open("", http.Header{"Last-Event-ID": {c.cursor}})
+		if r == nil {
+			t.Fatalf("%s: status %d", name, resp.StatusCode)
+		}
+		e := r.mustNext(t)
+		var env struct{ Error struct{ Code, Message string } }
+		if e.Event != "error" || e.ID != "" || json.Unmarshal([]byte(e.Data), &env) != nil || env.Error.Code != c.code {
+			t.Fatalf("%s: %+v, want an error event %s", name, e, c.code)
+		}
+		if _, err := r.nextEvent(); err != io.EOF {
+			t.Fatalf("%s: after the error event: %v, want the end", name, err)
+		}
+	}
+}
+
+// TestResumeFromListCursor: a list's nextCursor resumes too: every
+// attestation the log holds after it, oldest first.
+func TestResumeFromListCursor(t *testing.T) {
+	x := newHarness(t, Config{})
+	first := sortLikeLog(x.add(3, 0, attestation.Confirmed))
+	second := sortLikeLog(x.add(3, 1, attestation.Confirmed))
+	r, _ := x.open("?after="+cursorOf(first[1]), nil)
+	for _, a := range append(first[2:], second...) {
+		if e := r.mustNext(t); e.ID != cursorOf(a) || e.Data != listItem(t, a) {
+			t.Fatalf("got %+v, want %s", e, cursorOf(a))
+		}
+	}
+}
+
+func TestHeartbeatLifetimeAndDrain(t *testing.T) {
+	x := newHarness(t, Config{Heartbeat: 100 * time.Millisecond, Lifetime: 2 * time.Second})
+	r, _ := x.open("", nil)
+	sawComment := false
+	for {
+		e, err := r.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("stream did not end cleanly at its lifetime: %v", err)
+		}
+		sawComment = sawComment || e.Comment
+	}
+	if !sawComment {
+		t.Fatal("no heartbeat comment")
+	}
+	waitFor(t, "lifetime end counted", func() bool { return testutil.ToFloat64(x.h.m.ended.WithLabelValues("lifetime")) == 1 })
+
+	r, _ = x.open("", nil)
+	x.hub.Drain()
+	for {
+		_, err := r.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("stream did not end cleanly at drain: %v", err)
+		}
+	}
+	_, resp := x.open("", nil)
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a stream opened while draining: %d", resp.StatusCode)
+	}
+}
+
+func TestHeadAndOtherMethods(t *testing.T) {
+	x := newHarness(t, Config{})
+	req, _ := http.NewRequest(http.MethodHead, x.node.URL+"/attestations/stream", nil)
+	resp, err := streamClient.Do(req)
+	testenv.Must(t, err, "head")
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || x.h.Open() != 0 {
+		t.Fatalf("HEAD: %d %q open %d", resp.StatusCode, resp.Header.Get("Content-Type"), x.h.Open())
+	}
+	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
+		req, _ := http.NewRequest(m, x.node.URL+"/attestations/stream", nil)
+		resp, err := streamClient.Do(req)
+		testenv.Must(t, err, "%s", m)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || !strings.Contains(string(body), "METHOD_NOT_ALLOWED") {
+			t.Errorf("%s: %d %s", m, resp.StatusCode, body)
+		}
 	}
 }
