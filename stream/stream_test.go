@@ -2,6 +2,7 @@ package stream
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/client"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -376,5 +378,76 @@ func TestHeadAndOtherMethods(t *testing.T) {
 		if resp.StatusCode != http.StatusMethodNotAllowed || !strings.Contains(string(body), "METHOD_NOT_ALLOWED") {
 			t.Errorf("%s: %d %s", m, resp.StatusCode, body)
 		}
+	}
+}
+
+// TestGoClientResumes: the Go client follows streams the server ends (a
+// one-second lifetime) and resumes each with the last id: every attestation
+// once, in order.
+func TestGoClientResumes(t *testing.T) {
+	x := newHarness(t, Config{Lifetime: time.Second})
+	cl, err := client.New(x.node.Root)
+	testenv.Must(t, err, "client")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	got := make(chan string, 10000)
+	done := make(chan error, 1)
+	go func() {
+		done <- cl.Stream(ctx, client.StreamParams{AgentPDA: x.env.Seeded.Agents[2].PDA.String()}, func(e client.StreamEvent) error {
+			if e.Type == client.StreamAttestation {
+				got <- e.ID
+			}
+			return nil
+		})
+	}()
+	waitFor(t, "client connected", func() bool { return x.h.Open() == 1 })
+	var want []string
+	// Attestations keep arriving until the server has ended two streams
+	// (each resumed by the client).
+	for i := 0; i < 8 || testutil.ToFloat64(x.h.m.ended.WithLabelValues("lifetime")) < 2; i++ {
+		if i == 200 {
+			t.Fatal("the server did not end two streams")
+		}
+		for _, a := range sortLikeLog(x.add(5, 2, attestation.Confirmed)) {
+			want = append(want, cursorOf(a))
+		}
+		x.add(2, i%2, attestation.Confirmed) // other agents: filtered out
+		time.Sleep(200 * time.Millisecond)
+	}
+	var seen []string
+	for len(seen) < len(want) {
+		select {
+		case id := <-got:
+			seen = append(seen, id)
+		case err := <-done:
+			t.Fatalf("Stream returned %v", err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("got %d of %d events", len(seen), len(want))
+		}
+	}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("got %v\nwant %v", seen, want)
+	}
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("Stream returned %v after cancel", err)
+	}
+}
+
+// TestGoClientStopsOnErrorEvent: a cursor the server cannot resume from is
+// an *APIError, not a reconnection loop.
+func TestGoClientStopsOnErrorEvent(t *testing.T) {
+	x := newHarness(t, Config{})
+	cl, err := client.New(x.node.Root)
+	testenv.Must(t, err, "client")
+	a := x.add(1, 0, attestation.Confirmed)[0]
+	a.PDA = "11111111111111111111111111111112"
+	err = cl.Stream(t.Context(), client.StreamParams{After: cursorOf(a)}, func(client.StreamEvent) error { return nil })
+	if e, ok := client.AsAPIError(err); !ok || e.Code != CodeCursorUnknown {
+		t.Fatalf("Stream returned %v, want CURSOR_UNKNOWN", err)
+	}
+	err = cl.Stream(t.Context(), client.StreamParams{AgentPDA: "nope"}, func(client.StreamEvent) error { return nil })
+	if client.StatusOf(err) != http.StatusBadRequest {
+		t.Fatalf("bad filter: %v", err)
 	}
 }
