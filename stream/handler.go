@@ -196,7 +196,13 @@ func (h *Handler) Serve(c *fiber.Ctx) error {
 		}
 	}
 	hdr.SetContentType("text/event-stream")
-	hdr.SetContentLength(-1) // chunked
+	chunked := c.Request().Header.IsHTTP11()
+	if chunked {
+		hdr.SetContentLength(-1)
+	} else {
+		hdr.SetContentLength(-2) // HTTP/1.0 knows no chunks: the body ends when the connection closes
+		hdr.Del(fiber.HeaderTransferEncoding)
+	}
 	hdr.SetConnectionClose()
 	head := append([]byte(nil), hdr.Header()...)
 	tcp := app.TCPConn(c.Context().Conn())
@@ -208,7 +214,7 @@ func (h *Handler) Serve(c *fiber.Ctx) error {
 		defer h.streams.Done()
 		defer h.m.open.Dec()
 		defer h.release(key)
-		s := &stream{h: h, conn: conn, tcp: tcp, filter: r.filter, pos: pos}
+		s := &stream{h: h, conn: conn, tcp: tcp, filter: r.filter, pos: pos, chunked: chunked}
 		why := s.run(head, fail)
 		h.m.ended.WithLabelValues(why).Inc()
 	})
@@ -274,6 +280,9 @@ type stream struct {
 	filter store.StreamFilter
 	pos    uint64 // the last log row this client was given (or skipped)
 	buf    []byte
+	// chunked: the body is sent in chunks (HTTP/1.1); otherwise as is,
+	// ended by closing the connection (HTTP/1.0).
+	chunked bool
 }
 
 var (
@@ -473,6 +482,11 @@ func (s *stream) flush() error {
 	if n <= 0 {
 		return nil
 	}
+	if !s.chunked {
+		err := s.writeRaw(s.buf[chunkHead:])
+		s.buf = s.buf[:chunkHead]
+		return err
+	}
 	const hex = "0123456789abcdef"
 	for i := 5; i >= 0; i-- {
 		s.buf[i] = hex[n&0xf]
@@ -495,6 +509,9 @@ func (s *stream) writeRaw(b []byte) error {
 
 // end closes the chunked body (the client sees a clean end, not a reset).
 func (s *stream) end() {
+	if !s.chunked {
+		return
+	}
 	_ = s.conn.SetWriteDeadline(time.Now().Add(time.Second))
 	_, _ = s.conn.Write(lastChunk)
 }
