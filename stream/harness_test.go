@@ -39,7 +39,11 @@ type harness struct {
 	nseed uint64
 }
 
-func newHarness(t *testing.T, cfg Config) *harness {
+func newHarness(t *testing.T, cfg Config) *harness { return newHarnessWith(t, cfg, nil) }
+
+// newHarnessWith is newHarness with the node's dependencies adjusted
+// (middleware, connection cap) by configure.
+func newHarnessWith(t *testing.T, cfg Config, configure func(*apptest.Env, *app.Deps)) *harness {
 	t.Helper()
 	env := apptest.NewEnv(t, apptest.Options{Agents: 3, Attestations: 20})
 	x := &harness{t: t, env: env, reg: prometheus.NewRegistry(), slot: 1 << 30}
@@ -49,7 +53,12 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	x.hub = NewHub(HubOptions{Store: st, Redis: apptest.NewRedis(t, env.RedisURL), Prefix: env.Prefix, Config: cfg, Logger: apptest.Logger()})
 	t.Cleanup(x.hub.Close)
 	x.h = New(Options{Hub: x.hub, Registerer: x.reg})
-	x.node = env.StartNode(t, apptest.NodeOptions{Routes: func(a *app.API) { a.SetStream(x.h.Serve) }})
+	x.node = env.StartNode(t, apptest.NodeOptions{Routes: func(a *app.API) { a.SetStream(x.h.Serve) },
+		Configure: func(d *app.Deps) {
+			if configure != nil {
+				configure(env, d)
+			}
+		}})
 	x.waitReady()
 	return x
 }

@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/client"
+	"github.com/attestd/attestd/internal/apptest"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -449,5 +451,49 @@ func TestGoClientStopsOnErrorEvent(t *testing.T) {
 	err = cl.Stream(t.Context(), client.StreamParams{AgentPDA: "nope"}, func(client.StreamEvent) error { return nil })
 	if client.StatusOf(err) != http.StatusBadRequest {
 		t.Fatalf("bad filter: %v", err)
+	}
+}
+
+// TestRateAndConnectionLimits: opening a stream is one request against the
+// rate limit and its events are none; a stream holds one of its IP's
+// connections under the connection cap, and gives it back when it ends.
+func TestRateAndConnectionLimits(t *testing.T) {
+	x := newHarnessWith(t, Config{}, func(env *apptest.Env, d *app.Deps) {
+		d.Middleware = append(d.Middleware, env.NewLimiter(t, 6).Middleware())
+		d.ConnLimit = app.ConnLimit{PerIP: 2}
+	})
+	a, resp := x.open("", nil) // request 1
+	if a == nil {
+		t.Fatalf("stream a: %d", resp.StatusCode)
+	}
+	if b, resp := x.open("", nil); b == nil { // request 2
+		t.Fatalf("stream b: %d", resp.StatusCode)
+	}
+	get := func() (int, string) {
+		res, err := streamClient.Get(x.node.URL + "/attestations?limit=1")
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(body)
+	}
+	if status, body := get(); status != http.StatusTooManyRequests || !strings.Contains(body, "open connections") {
+		t.Fatalf("a third connection: %d %s, want the connection cap's 429", status, body)
+	}
+	for _, added := range sortLikeLog(x.add(3, 0, attestation.Confirmed)) { // events: not requests
+		if e := a.mustNext(t); e.ID != cursorOf(added) {
+			t.Fatalf("event %+v", e)
+		}
+	}
+	a.resp.Body.Close()
+	waitFor(t, "stream a closed", func() bool { return x.h.Open() == 1 })
+	for i := 3; i <= 6; i++ {
+		if status, body := get(); status != http.StatusOK {
+			t.Fatalf("request %d: %d %s", i, status, body)
+		}
+	}
+	if status, body := get(); status != http.StatusTooManyRequests || !strings.Contains(body, "RATE_LIMITED") {
+		t.Fatalf("request 7: %d %s, want the rate limit's 429", status, body)
 	}
 }
