@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -495,5 +496,63 @@ func TestRateAndConnectionLimits(t *testing.T) {
 	}
 	if status, body := get(); status != http.StatusTooManyRequests || !strings.Contains(body, "RATE_LIMITED") {
 		t.Fatalf("request 7: %d %s, want the rate limit's 429", status, body)
+	}
+}
+
+// TestOneSubscriptionPerNode: however many clients, the node's hub holds
+// one subscription to the epoch channel.
+func TestOneSubscriptionPerNode(t *testing.T) {
+	x := newHarness(t, Config{})
+	channel := x.env.Prefix + "epoch"
+	subs := func() int64 {
+		n, err := x.node.Redis.PubSubNumSub(t.Context(), channel).Result()
+		testenv.Must(t, err, "PUBSUB NUMSUB")
+		return n[channel]
+	}
+	before := subs()
+	var rs []*sseReader
+	for range 20 {
+		r, resp := x.open("", nil)
+		if r == nil {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		rs = append(rs, r)
+	}
+	added := x.add(1, 0, attestation.Confirmed)[0]
+	for _, r := range rs {
+		if e := r.mustNext(t); e.ID != cursorOf(added) {
+			t.Fatalf("event %+v", e)
+		}
+	}
+	if after := subs(); after != before {
+		t.Fatalf("epoch channel subscribers: %d with 20 streams, %d without", after, before)
+	}
+}
+
+// TestMissedAnnouncementsStillDelivered: a hub that hears no announcement
+// at all (no subscription) still delivers every attestation, in order, by
+// its poll: the announcement only wakes it up.
+func TestMissedAnnouncementsStillDelivered(t *testing.T) {
+	x := newHarness(t, Config{})
+	hub := NewHub(HubOptions{Store: x.hub.st, Config: Config{Poll: 50 * time.Millisecond}, Logger: x.hub.log})
+	t.Cleanup(hub.Close)
+	h := New(Options{Hub: hub})
+	node := x.env.StartNode(t, apptest.NodeOptions{Routes: func(a *app.API) { a.SetStream(h.Serve) }})
+	waitFor(t, "deaf hub ready", func() bool { _, ok := hub.position(); return ok })
+	req, _ := http.NewRequest(http.MethodGet, node.URL+"/attestations/stream", nil)
+	resp, err := streamClient.Do(req)
+	testenv.Must(t, err, "open")
+	defer resp.Body.Close()
+	r := &sseReader{resp: resp, br: bufio.NewReader(resp.Body)}
+	var want []string
+	for i := range 5 {
+		for _, a := range sortLikeLog(x.add(4, i, attestation.Confirmed)) {
+			want = append(want, cursorOf(a))
+		}
+	}
+	for i, id := range want {
+		if e := r.mustNext(t); e.ID != id {
+			t.Fatalf("event %d: %s, want %s", i, e.ID, id)
+		}
 	}
 }
