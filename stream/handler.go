@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
@@ -174,6 +175,15 @@ func (h *Handler) Serve(c *fiber.Ctx) error {
 		}
 	}()
 	var fail []byte // an error event instead of the stream
+	// Reads of PostgreSQL to start a stream are bounded per node (as the
+	// catch-ups are): a fleet of clients reconnecting at once queues here.
+	select {
+	case h.hub.catchUp <- struct{}{}:
+		defer func() { <-h.hub.catchUp }()
+	case <-time.After(5 * time.Second):
+		c.Set(fiber.HeaderRetryAfter, "2")
+		return apierror.Unavailable("too many streams are starting on this node; retry shortly")
+	}
 	if r.after == nil {
 		// Live from now: the log's head, which the hub may not have read yet
 		// (its position, when PostgreSQL does not answer).
@@ -339,7 +349,8 @@ func (s *stream) run(head, fail []byte) (why string) {
 		return s.failed(err)
 	}
 	cfg := s.h.cfg
-	life := time.NewTimer(cfg.Lifetime)
+	// Streams opened together (a node's restart) do not all end together.
+	life := time.NewTimer(cfg.Lifetime - time.Duration(rand.Int64N(int64(cfg.Lifetime/10)+1)))
 	defer life.Stop()
 	hb := time.NewTimer(cfg.Heartbeat)
 	defer hb.Stop()
@@ -389,11 +400,15 @@ func (s *stream) run(head, fail []byte) (why string) {
 				return "client"
 			}
 		}
-		select { // between batches too: a client catching up still ends on these
+		select { // between batches too: a busy stream still ends on these
 		case <-s.h.hub.closing:
 			_ = s.flush()
 			s.end()
 			return "drain"
+		case <-life.C:
+			_ = s.flush()
+			s.end()
+			return "lifetime"
 		case <-gone:
 			return "client"
 		default:

@@ -470,8 +470,8 @@ func TestRateAndConnectionLimits(t *testing.T) {
 	if b, resp := x.open("", nil); b == nil { // request 2
 		t.Fatalf("stream b: %d", resp.StatusCode)
 	}
-	get := func() (int, string) {
-		res, err := streamClient.Get(x.node.URL + "/attestations?limit=1")
+	get := func(c *http.Client) (int, string) {
+		res, err := c.Get(x.node.URL + "/attestations?limit=1")
 		if err != nil {
 			return 0, err.Error()
 		}
@@ -479,8 +479,16 @@ func TestRateAndConnectionLimits(t *testing.T) {
 		body, _ := io.ReadAll(res.Body)
 		return res.StatusCode, string(body)
 	}
-	if status, body := get(); status != http.StatusTooManyRequests || !strings.Contains(body, "open connections") {
-		t.Fatalf("a third connection: %d %s, want the connection cap's 429", status, body)
+	// A third connection is refused at once (the node answers before any
+	// request).
+	third, err := net.Dial("tcp", strings.TrimPrefix(x.node.Root, "http://"))
+	testenv.Must(t, err, "dial")
+	refused, err := http.ReadResponse(bufio.NewReader(third), nil)
+	testenv.Must(t, err, "read the refusal")
+	body, _ := io.ReadAll(refused.Body)
+	third.Close()
+	if refused.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), "open connections") {
+		t.Fatalf("a third connection: %d %s, want the connection cap's 429", refused.StatusCode, body)
 	}
 	for _, added := range sortLikeLog(x.add(3, 0, attestation.Confirmed)) { // events: not requests
 		if e := a.mustNext(t); e.ID != cursorOf(added) {
@@ -488,13 +496,26 @@ func TestRateAndConnectionLimits(t *testing.T) {
 		}
 	}
 	a.resp.Body.Close()
-	waitFor(t, "stream a closed", func() bool { return x.h.Open() == 1 })
-	for i := 3; i <= 6; i++ {
-		if status, body := get(); status != http.StatusOK {
+	// Its connection is given back (a refused connection is no request).
+	// Then one kept-alive connection for the reads: with stream b, the
+	// cap's two.
+	reads := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1}}
+	waitFor(t, "stream a's connection given back", func() bool {
+		status, body := get(reads)
+		if status == http.StatusOK {
+			return true
+		}
+		if status != 0 && !strings.Contains(body, "open connections") { // 0: refused before the request was sent
+			t.Fatalf("request 3: %d %s", status, body)
+		}
+		return false
+	})
+	for i := 4; i <= 6; i++ {
+		if status, body := get(reads); status != http.StatusOK {
 			t.Fatalf("request %d: %d %s", i, status, body)
 		}
 	}
-	if status, body := get(); status != http.StatusTooManyRequests || !strings.Contains(body, "RATE_LIMITED") {
+	if status, body := get(reads); status != http.StatusTooManyRequests || !strings.Contains(body, "RATE_LIMITED") {
 		t.Fatalf("request 7: %d %s, want the rate limit's 429", status, body)
 	}
 }
