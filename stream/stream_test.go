@@ -303,7 +303,9 @@ func TestCursorTooOldOrUnknownIsErrorEvent(t *testing.T) {
 			t.Fatalf("%s: status %d", name, resp.StatusCode)
 		}
 		e := r.mustNext(t)
-		var env struct{ Error struct{ Code, Message string } }
+		var env struct {
+			Error struct{ Code, Message string }
+		}
 		if e.Event != "error" || e.ID != "" || json.Unmarshal([]byte(e.Data), &env) != nil || env.Error.Code != c.code {
 			t.Fatalf("%s: %+v, want an error event %s", name, e, c.code)
 		}
