@@ -276,11 +276,6 @@ func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord)
 	evs := make([]StreamEvent, 0, len(inserted))
 	for _, pda := range inserted {
 		r := byPDA[pda]
-		ev, err := attestationEvent(StreamAttestation, r.API())
-		if err != nil {
-			return 0, err
-		}
-		evs = append(evs, ev)
 		counts.add(r.AgentPDA, r.ActionType, r.Timestamp, r.PrivacyMode, 1)
 		b, err := json.Marshal(r.API())
 		if err != nil {
@@ -288,6 +283,9 @@ func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord)
 		}
 		types = append(types, EventAttestationCreated)
 		payloads = append(payloads, b)
+		// The stream's data is the list item: the same JSON.
+		evs = append(evs, StreamEvent{Kind: StreamAttestation, PDA: r.PDA, AgentPDA: r.AgentPDA, ActionType: r.ActionType,
+			Timestamp: r.Timestamp, Slot: r.Slot, Data: b})
 	}
 	if err := addCounts(ctx, tx, counts); err != nil {
 		return 0, err
