@@ -31,7 +31,7 @@ type StreamEvent struct {
 	ActionType attestation.ActionType
 	Timestamp  time.Time
 	Slot       uint64
-	Data       []byte // JSON
+	Data       []byte // JSON: the list item (attestation, commitment), or RemovedData
 }
 
 // Cursor is the list cursor of the attestation the row is about.
@@ -43,15 +43,6 @@ func (e *StreamEvent) Cursor() Cursor {
 type RemovedData struct {
 	PDA         string `json:"pda"`
 	TxSignature string `json:"txSignature"`
-}
-
-func attestationEvent(kind StreamKind, a attestation.Attestation) (StreamEvent, error) {
-	b, err := json.Marshal(a)
-	if err != nil {
-		return StreamEvent{}, fmt.Errorf("encode stream event: %w", err)
-	}
-	return StreamEvent{Kind: kind, PDA: a.PDA, AgentPDA: a.AgentPDA, ActionType: a.ActionType,
-		Timestamp: a.Timestamp.Time, Slot: a.Slot, Data: b}, nil
 }
 
 // appendStream appends evs to the stream log within tx. The counter row
@@ -122,9 +113,13 @@ type StreamFilter struct {
 }
 
 // StreamEvents reads the log rows with after < seq <= upTo that match f,
-// oldest first, at most limit. It reads the primary: a position a client
-// holds must never be ahead of what it reads.
-func (s *Store) StreamEvents(ctx context.Context, after, upTo uint64, f StreamFilter, limit int) ([]StreamEvent, error) {
+// oldest first, at most limit, with their data: for a new attestation and
+// a finality change, the attestation as the list shows it now (a row whose
+// attestation a fork removed since is left out: its removal follows). It
+// reads the primary: a position a client holds must never be ahead of
+// what it reads. next is the last row read (left-out rows included; after
+// when none), full whether limit rows were read (more may follow).
+func (s *Store) StreamEvents(ctx context.Context, after, upTo uint64, f StreamFilter, limit int) (evs []StreamEvent, next uint64, full bool, err error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	q := `SELECT seq, kind, pda, agent_pda, action_type, ts, slot, data FROM stream_events WHERE seq > $1 AND seq <= $2`
@@ -141,9 +136,9 @@ func (s *Store) StreamEvents(ctx context.Context, after, upTo uint64, f StreamFi
 	q += fmt.Sprintf(" ORDER BY seq LIMIT $%d", len(args))
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("read stream: %w", err)
+		return nil, after, false, fmt.Errorf("read stream: %w", err)
 	}
-	evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StreamEvent, error) {
+	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StreamEvent, error) {
 		var e StreamEvent
 		var seq, slot int64
 		var kind, typ int16
@@ -152,9 +147,46 @@ func (s *Store) StreamEvents(ctx context.Context, after, upTo uint64, f StreamFi
 		return e, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read stream: %w", err)
+		return nil, after, false, fmt.Errorf("read stream: %w", err)
 	}
-	return evs, nil
+	if len(all) == 0 {
+		return nil, after, false, nil
+	}
+	next, full = all[len(all)-1].Seq, len(all) == limit
+	var pdas []string
+	for _, e := range all {
+		if e.Kind != StreamRemoved {
+			pdas = append(pdas, e.PDA)
+		}
+	}
+	current := map[string]attestation.Attestation{}
+	if len(pdas) > 0 {
+		rows, err := s.pool.Query(ctx, `SELECT `+attestationColumns+` FROM attestations WHERE pda = ANY($1)`, pdas)
+		if err != nil {
+			return nil, after, false, fmt.Errorf("read stream attestations: %w", err)
+		}
+		list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (attestation.Attestation, error) { return scanAttestation(r) })
+		if err != nil {
+			return nil, after, false, fmt.Errorf("read stream attestations: %w", err)
+		}
+		for _, a := range list {
+			current[a.PDA] = a
+		}
+	}
+	evs = all[:0]
+	for _, e := range all {
+		if e.Kind != StreamRemoved {
+			a, ok := current[e.PDA]
+			if !ok || a.Slot != e.Slot {
+				continue // removed since (or indexed again in another slot: its own row follows)
+			}
+			if e.Data, err = json.Marshal(a); err != nil {
+				return nil, after, false, fmt.Errorf("encode stream event: %w", err)
+			}
+		}
+		evs = append(evs, e)
+	}
+	return evs, next, full, nil
 }
 
 // StreamHead is the number of the last committed stream row (0: none yet).

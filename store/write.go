@@ -283,9 +283,8 @@ func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord)
 		}
 		types = append(types, EventAttestationCreated)
 		payloads = append(payloads, b)
-		// The stream's data is the list item: the same JSON.
 		evs = append(evs, StreamEvent{Kind: StreamAttestation, PDA: r.PDA, AgentPDA: r.AgentPDA, ActionType: r.ActionType,
-			Timestamp: r.Timestamp, Slot: r.Slot, Data: b})
+			Timestamp: r.Timestamp, Slot: r.Slot})
 	}
 	if err := addCounts(ctx, tx, counts); err != nil {
 		return 0, err
@@ -474,23 +473,22 @@ func (s *Store) Finalize(ctx context.Context, txSignatures []string) (int, error
 	var total int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `UPDATE attestations SET finalized = true WHERE tx_signature = ANY($1) AND NOT finalized
-			RETURNING `+attestationColumns, txSignatures)
+			RETURNING pda, agent_pda, action_type, ts, slot`, txSignatures)
 		if err != nil {
 			return fmt.Errorf("finalize attestations: %w", err)
 		}
-		done, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (attestation.Attestation, error) { return scanAttestation(r) })
+		evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StreamEvent, error) {
+			e := StreamEvent{Kind: StreamCommitment}
+			var typ int16
+			var slot int64
+			err := r.Scan(&e.PDA, &e.AgentPDA, &typ, &e.Timestamp, &slot)
+			e.ActionType, e.Slot = attestation.ActionType(typ), uint64(slot)
+			return e, err
+		})
 		if err != nil {
 			return fmt.Errorf("finalize attestations: %w", err)
 		}
-		total += int64(len(done))
-		evs := make([]StreamEvent, 0, len(done))
-		for _, a := range done {
-			ev, err := attestationEvent(StreamCommitment, a)
-			if err != nil {
-				return err
-			}
-			evs = append(evs, ev)
-		}
+		total += int64(len(evs))
 		sortStream(evs)
 		if err := appendStream(ctx, tx, evs); err != nil {
 			return err

@@ -426,7 +426,7 @@ func (s *stream) catchUp(ctx context.Context, last uint64, gone <-chan struct{})
 	case <-s.h.hub.closing:
 		return errDrained
 	}
-	rows, err := s.h.hub.st.StreamEvents(ctx, s.pos, last, s.filter, catchUpBatch)
+	rows, next, full, err := s.h.hub.st.StreamEvents(ctx, s.pos, last, s.filter, catchUpBatch)
 	<-s.h.hub.catchUp
 	if err != nil {
 		return err
@@ -440,8 +440,8 @@ func (s *stream) catchUp(ctx context.Context, last uint64, gone <-chan struct{})
 			}
 		}
 	}
-	if len(rows) == catchUpBatch {
-		s.pos = rows[len(rows)-1].Seq
+	if full {
+		s.pos = next
 	} else {
 		s.pos = last
 	}

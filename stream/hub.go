@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math/rand/v2"
+	"sort"
 	"sync"
 	"time"
 
@@ -101,6 +102,7 @@ type Hub struct {
 	mu      sync.RWMutex
 	ring    []*Event // the newest rows, oldest first (at most ringSize)
 	last    uint64   // the newest row read (the ring's last, or the head at start)
+	from    uint64   // the ring holds every row after this one (up to last)
 	ready   bool     // last is known
 	changed chan struct{}
 
@@ -205,37 +207,39 @@ func (h *Hub) read(ctx context.Context) {
 			return
 		}
 		h.mu.Lock()
-		h.ready, h.last = true, head
+		h.ready, h.last, h.from = true, head, head
 		h.mu.Unlock()
 		return
 	}
 	for {
-		rows, err := h.st.StreamEvents(ctx, last, 1<<62, store.StreamFilter{}, readBatch)
+		rows, next, full, err := h.st.StreamEvents(ctx, last, 1<<62, store.StreamFilter{}, readBatch)
 		if err != nil {
 			if ctx.Err() == nil {
 				h.log.Warn("stream: reading the log failed; retrying", "err", err)
 			}
 			return
 		}
-		if len(rows) == 0 {
+		if next == last {
 			return
 		}
 		evs := make([]*Event, len(rows))
 		for i := range rows {
 			evs[i] = newEvent(&rows[i])
 		}
-		last = evs[len(evs)-1].Seq
+		last = next
 		h.mu.Lock()
 		h.ring = append(h.ring, evs...)
 		if n := len(h.ring); n > ringSize {
-			// Copy into a fresh slice so the dropped rows can be freed.
+			// The ring no longer holds the dropped rows: it covers from
+			// the last of them. Copy into a fresh slice so they can be freed.
+			h.from = h.ring[n-ringSize-1].Seq
 			h.ring = append(make([]*Event, 0, ringSize+readBatch), h.ring[n-ringSize:]...)
 		}
 		h.last = last
 		close(h.changed)
 		h.changed = make(chan struct{})
 		h.mu.Unlock()
-		if len(rows) < readBatch {
+		if !full {
 			return
 		}
 	}
@@ -244,6 +248,8 @@ func (h *Hub) read(ctx context.Context) {
 // since returns the ring's rows after pos (at most max), the newest row
 // read, whether the ring holds every row after pos (otherwise the caller
 // reads PostgreSQL up to last), and a channel closed on the next change.
+// Row numbers in the ring may skip (rows left out: attestations removed
+// before the hub read them), so rows are found by number.
 func (h *Hub) since(pos uint64, max int) (evs []*Event, last uint64, covered bool, changed <-chan struct{}) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
@@ -251,10 +257,10 @@ func (h *Hub) since(pos uint64, max int) (evs []*Event, last uint64, covered boo
 	if pos >= last {
 		return nil, last, true, changed
 	}
-	if len(h.ring) == 0 || h.ring[0].Seq > pos+1 {
+	if pos < h.from {
 		return nil, last, false, changed
 	}
-	i := int(pos + 1 - h.ring[0].Seq) // seq is gapless: the ring's index of pos+1
+	i := sort.Search(len(h.ring), func(i int) bool { return h.ring[i].Seq > pos })
 	j := min(len(h.ring), i+max)
 	return h.ring[i:j:j], last, true, changed
 }

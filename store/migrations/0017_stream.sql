@@ -3,9 +3,9 @@
 -- single row each writing transaction locks until it commits, so seq is
 -- gapless and a reader that sees seq n sees every row below it: a client
 -- that resumes after seq n misses nothing and gets nothing twice.
--- kind: 0 a new attestation (data: its list item), 1 it became finalized
--- (data: its list item, now finalized), 2 a fork removed it (data: pda and
--- txSignature). Rows older than the retention are pruned by the serving
+-- kind: 0 a new attestation, 1 it became finalized, 2 a fork removed it.
+-- Readers render the first two from the attestations row (pda and slot);
+-- only a removal keeps its data (pda and txSignature), the row being gone. Rows older than the retention are pruned by the serving
 -- nodes; a cursor older than the oldest row is answered "too old".
 CREATE TABLE stream_seq (
     one boolean PRIMARY KEY DEFAULT true CHECK (one),
@@ -21,7 +21,7 @@ CREATE TABLE stream_events (
     action_type  smallint    NOT NULL,
     ts           timestamptz NOT NULL,
     slot         bigint      NOT NULL,
-    data         bytea       NOT NULL,
+    data         bytea CHECK ((kind = 2) = (data IS NOT NULL)),
     created_at   timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX stream_events_agent ON stream_events (agent_pda, seq);
