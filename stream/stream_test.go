@@ -579,3 +579,50 @@ func TestMissedAnnouncementsStillDelivered(t *testing.T) {
 		}
 	}
 }
+
+// TestRemovedBeforeSent: a client resuming from before an attestation a
+// fork has removed since gets its removal, after the attestation when the
+// node had read it before the fork (from memory), or alone (from
+// PostgreSQL, where it is gone): either way its view ends exact.
+func TestRemovedBeforeSent(t *testing.T) {
+	x := newHarness(t, Config{})
+	first := x.add(1, 0, attestation.Confirmed)[0]
+	gone := x.add(1, 1, attestation.Confirmed)[0]
+	if _, err := x.env.Store.RemoveTransactions(t.Context(), []string{gone.TxSignature}); err != nil {
+		t.Fatal(err)
+	}
+	r, resp := x.open("?after="+cursorOf(first), nil)
+	if r == nil {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	e := r.mustNext(t)
+	if e.Event == "attestation" && e.ID == cursorOf(gone) {
+		e = r.mustNext(t)
+	}
+	if e.Event != "removed" || !strings.Contains(e.Data, gone.PDA) {
+		t.Fatalf("event %+v, want the removal of %s", e, gone.PDA)
+	}
+	next := x.add(1, 2, attestation.Confirmed)[0]
+	if e := r.mustNext(t); e.Event != "attestation" || e.ID != cursorOf(next) {
+		t.Fatalf("then %+v, want %s", e, cursorOf(next))
+	}
+
+	// A node started after the fork reads the log from PostgreSQL: the
+	// removed attestation is left out, its removal comes.
+	hub := NewHub(HubOptions{Store: x.hub.st, Redis: apptest.NewRedis(t, x.env.RedisURL), Prefix: x.env.Prefix, Logger: x.hub.log})
+	t.Cleanup(hub.Close)
+	h := New(Options{Hub: hub})
+	node := x.env.StartNode(t, apptest.NodeOptions{Routes: func(a *app.API) { a.SetStream(h.Serve) }})
+	waitFor(t, "second hub ready", func() bool { _, ok := hub.position(); return ok })
+	req, _ := http.NewRequest(http.MethodGet, node.URL+"/attestations/stream?after="+cursorOf(first), nil)
+	resp, err := streamClient.Do(req)
+	testenv.Must(t, err, "open")
+	defer resp.Body.Close()
+	r2 := &sseReader{resp: resp, br: bufio.NewReader(resp.Body)}
+	if e := r2.mustNext(t); e.Event != "removed" || !strings.Contains(e.Data, gone.PDA) {
+		t.Fatalf("from PostgreSQL: %+v, want the removal of %s alone", e, gone.PDA)
+	}
+	if e := r2.mustNext(t); e.ID != cursorOf(next) {
+		t.Fatalf("from PostgreSQL, then %+v, want %s", e, cursorOf(next))
+	}
+}
