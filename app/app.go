@@ -73,6 +73,7 @@ type API struct {
 	// draining: the node is stopping (see ListenWith); /health says so
 	// and every answer closes its connection.
 	draining atomic.Bool
+	stream   atomic.Pointer[fiber.Handler] // GET /attestations/stream (SetStream)
 }
 
 // New builds the Fiber application with every route.
@@ -165,12 +166,24 @@ func (a *API) routes() {
 	r.Get("/agents/:agentId/activity", a.agentActivity)
 	r.Get("/samples", a.listSamples)
 	r.Get("/attestations", a.listAttestations)
+	r.Get("/attestations/stream", a.serveStream) // before /attestations/:id, which "stream" would match
 	r.Get("/attestations/:id", a.getAttestation)
 	r.Get("/agents/:agentId", a.getAgent)
 	r.Get("/agents/:agentId/stats", a.getAgentStats)
 	r.Get("/openapi.json", a.openAPI)
 	// Unknown paths and methods fall through to Fiber's 404/405 errors,
 	// which handleError writes in the envelope.
+}
+
+// SetStream sets the handler of GET /attestations/stream, the live stream
+// (package stream). Until it is set the route answers 404.
+func (a *API) SetStream(h fiber.Handler) { a.stream.Store(&h) }
+
+func (a *API) serveStream(c *fiber.Ctx) error {
+	if h := a.stream.Load(); h != nil {
+		return (*h)(c)
+	}
+	return apierror.NotFound(apierror.CodeNotFound, "no route %s %s", methodOf(c), clip(c.Path()))
 }
 
 // Route adds a route under the API prefix (for packages that add features).

@@ -135,7 +135,9 @@ func ParseAddress(name, v string) (string, error) {
 	return strings.Clone(v), nil
 }
 
-func parseActionType(v string) (attestation.ActionType, error) {
+// ParseActionType parses an actionType parameter (400 in the envelope
+// when it names no action type).
+func ParseActionType(v string) (attestation.ActionType, error) {
 	t, err := attestation.ParseActionType(v)
 	if err != nil {
 		return 0, apierror.Invalid("actionType must be one of %s, got %q", strings.Join(attestation.ActionTypeNames(), ", "), v)
@@ -206,7 +208,7 @@ func parseListQuery(c *fiber.Ctx) (listQuery, error) {
 		}
 	}
 	if v, ok := p.get(4); ok {
-		t, err := parseActionType(string(v))
+		t, err := ParseActionType(string(v))
 		if err != nil {
 			return q, err
 		}

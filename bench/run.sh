@@ -17,12 +17,14 @@
 #   edge       304 answers vs the bare Fiber baseline; a hot list through the nginx edge vs one node
 #   fleet      lists through nginx over 3 nodes (make cluster's fleet) vs one node without nginx,
 #              with the CPU each process used (what saturates)
+#   stream     5,000 live stream clients on one node: ingest-to-client latency, node RSS, and a
+#              hot list's requests/s with the streams open vs without (wrk)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 command -v wrk >/dev/null || { echo "installing wrk"; apt-get install -y -qq wrk >/dev/null; }
 go build -o bin/attestd ./cmd/attestd || exit 1
 go build -o bin/baseline ./bench/baseline || exit 1
-PARTS=${BENCH:-api ratelimit indexer premium x402 webhook webhookrecovery scale edge fleet}
+PARTS=${BENCH:-api ratelimit indexer premium x402 webhook webhookrecovery scale edge fleet stream}
 OUT=${BENCH_OUT:-bench/RESULTS.md}
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 {
@@ -50,6 +52,7 @@ for part in $PARTS; do
     scale)     go run ./bench/scale -n "${BENCH_SCALE_N:-400}" -out bench/scale/latest.md ;;
     edge)      ./bin/attestd stores -- go run ./bench/edge -duration "${BENCH_DURATION:-10s}" | tee bench/edge/latest.md ;;
     fleet)     go run ./bench/fleet -duration "${BENCH_FLEET_DURATION:-5s}" ;;
+    stream)    ./bin/attestd stores -- go run ./bench/stream -clients "${BENCH_STREAM_CLIENTS:-5000}" -rounds 20 -duration "${BENCH_DURATION:-5s}" | tee bench/stream/latest.md ;;
     *) echo "unknown bench part $part" >&2; exit 2 ;;
   esac > >(tee "$TMP/$part.md")
   rc=$?

@@ -273,6 +273,7 @@ func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord)
 	}
 	counts := newCounters()
 	types, payloads := make([]string, 0, len(inserted)), make([][]byte, 0, len(inserted))
+	evs := make([]StreamEvent, 0, len(inserted))
 	for _, pda := range inserted {
 		r := byPDA[pda]
 		counts.add(r.AgentPDA, r.ActionType, r.Timestamp, r.PrivacyMode, 1)
@@ -282,6 +283,8 @@ func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord)
 		}
 		types = append(types, EventAttestationCreated)
 		payloads = append(payloads, b)
+		evs = append(evs, StreamEvent{Kind: StreamAttestation, PDA: r.PDA, AgentPDA: r.AgentPDA, ActionType: r.ActionType,
+			Timestamp: r.Timestamp, Slot: r.Slot})
 	}
 	if err := addCounts(ctx, tx, counts); err != nil {
 		return 0, err
@@ -289,6 +292,10 @@ func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord)
 	if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_type, payload)
 		SELECT * FROM unnest($1::text[], $2::jsonb[])`, types, payloads); err != nil {
 		return 0, fmt.Errorf("insert outbox rows: %w", err)
+	}
+	sortStream(evs)
+	if err := appendStream(ctx, tx, evs); err != nil {
+		return 0, err
 	}
 	return len(inserted), nil
 }
@@ -465,7 +472,28 @@ func (s *Store) Finalize(ctx context.Context, txSignatures []string) (int, error
 	defer cancel()
 	var total int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		for _, table := range []string{"attestations", "agents", "agent_events"} {
+		rows, err := tx.Query(ctx, `UPDATE attestations SET finalized = true WHERE tx_signature = ANY($1) AND NOT finalized
+			RETURNING pda, agent_pda, action_type, ts, slot`, txSignatures)
+		if err != nil {
+			return fmt.Errorf("finalize attestations: %w", err)
+		}
+		evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (StreamEvent, error) {
+			e := StreamEvent{Kind: StreamCommitment}
+			var typ int16
+			var slot int64
+			err := r.Scan(&e.PDA, &e.AgentPDA, &typ, &e.Timestamp, &slot)
+			e.ActionType, e.Slot = attestation.ActionType(typ), uint64(slot)
+			return e, err
+		})
+		if err != nil {
+			return fmt.Errorf("finalize attestations: %w", err)
+		}
+		total += int64(len(evs))
+		sortStream(evs)
+		if err := appendStream(ctx, tx, evs); err != nil {
+			return err
+		}
+		for _, table := range []string{"agents", "agent_events"} {
 			tag, err := tx.Exec(ctx, `UPDATE `+table+` SET finalized = true WHERE tx_signature = ANY($1) AND NOT finalized`, txSignatures)
 			if err != nil {
 				return fmt.Errorf("finalize %s: %w", table, err)
@@ -495,28 +523,41 @@ func (s *Store) RemoveTransactions(ctx context.Context, txSignatures []string) (
 	var total int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `DELETE FROM attestations WHERE tx_signature = ANY($1) AND NOT finalized
-			RETURNING agent_pda, action_type, ts, privacy_mode`, txSignatures)
+			RETURNING agent_pda, action_type, ts, privacy_mode, pda, tx_signature, slot`, txSignatures)
 		if err != nil {
 			return fmt.Errorf("remove attestations: %w", err)
 		}
 		counts := newCounters()
+		var evs []StreamEvent
 		for rows.Next() {
-			var agent string
+			var agent, pda, sig string
 			var typ int16
 			var ts time.Time
 			var privacy bool
-			if err := rows.Scan(&agent, &typ, &ts, &privacy); err != nil {
+			var slot int64
+			if err := rows.Scan(&agent, &typ, &ts, &privacy, &pda, &sig, &slot); err != nil {
 				rows.Close()
 				return fmt.Errorf("remove attestations: %w", err)
 			}
 			counts.add(agent, attestation.ActionType(typ), ts, privacy, -1)
 			total++
+			data, err := json.Marshal(RemovedData{PDA: pda, TxSignature: sig})
+			if err != nil {
+				rows.Close()
+				return fmt.Errorf("encode stream event: %w", err)
+			}
+			evs = append(evs, StreamEvent{Kind: StreamRemoved, PDA: pda, AgentPDA: agent, ActionType: attestation.ActionType(typ),
+				Timestamp: ts, Slot: uint64(slot), Data: data})
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("remove attestations: %w", err)
 		}
 		if err := addCounts(ctx, tx, counts); err != nil {
+			return err
+		}
+		sortStream(evs)
+		if err := appendStream(ctx, tx, evs); err != nil {
 			return err
 		}
 		// Agent events: undo their effect by recomputing the agent's state.

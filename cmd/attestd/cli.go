@@ -19,6 +19,7 @@ import (
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/stream"
 	"github.com/attestd/attestd/translog"
 	"github.com/attestd/attestd/web"
 	"github.com/attestd/attestd/webhook"
@@ -90,7 +91,7 @@ var storeVars = pick(config.Vars, "DATABASE_URL", "REDIS_URL", "ATTESTD_REDIS_PR
 
 // serveVars is every variable an API node reads.
 var serveVars = join(config.Vars, store.Vars, httpcache.Vars, ratelimit.Vars, apikey.Vars, premium.Vars,
-	pick(indexer.Vars, "ATTESTD_SOLANA_RPC_URL", "ATTESTD_PROGRAM_ID"), verifier.Vars, webhook.Vars, web.Vars,
+	pick(indexer.Vars, "ATTESTD_SOLANA_RPC_URL", "ATTESTD_PROGRAM_ID"), verifier.Vars, webhook.Vars, web.Vars, stream.Vars,
 	pick(translog.Vars, "ATTESTD_LOG_KEY", "ATTESTD_LOG_KEY_FILE"))
 
 // indexVars is every variable an indexer reads.

@@ -19,6 +19,7 @@ import (
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/stream"
 	"github.com/attestd/attestd/translog"
 	"github.com/attestd/attestd/web"
 	"github.com/attestd/attestd/webhook"
@@ -127,6 +128,12 @@ func runServe(ctx context.Context, args []string) error {
 	//    set; the appender runs with attestd index).
 	if err := n.transparencyLog(ctx, api); err != nil {
 		return fmt.Errorf("transparency log: %w", err)
+	}
+	// 10. The live stream (GET /attestations/stream): one subscription per
+	//     node, streams capped per client IP as the rate limiter resolves
+	//     it; they end as soon as the node starts draining.
+	if err := n.stream(ctx, api, rcfg); err != nil {
+		return fmt.Errorf("live stream: %w", err)
 	}
 
 	serveMetrics(ctx, cfg.MetricsAddr, n.reg, log, cfg.Pprof)
@@ -391,5 +398,28 @@ func (n *node) transparencyLog(ctx context.Context, api *app.API) error {
 		return nil
 	}
 	n.log.Info("transparency log routes on", "origin", lcfg.Key.Name, "verifier_key", lcfg.Key.VerifierKey)
+	return nil
+}
+
+// stream starts the node's stream hub and routes the live stream to it.
+func (n *node) stream(ctx context.Context, api *app.API, rcfg ratelimit.Config) error {
+	scfg, err := stream.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	resolver, err := ratelimit.NewIPResolver(rcfg.TrustedProxies, rcfg.ProxyHeader)
+	if err != nil {
+		return err
+	}
+	hub := stream.NewHub(stream.HubOptions{Store: n.store, Redis: n.redis, Prefix: n.cfg.RedisPrefix, Config: scfg, Logger: n.log})
+	n.closers = append(n.closers, hub.Close)
+	go func() { // SIGTERM: streams end now (clients resume on another node), not at the drain's end
+		<-ctx.Done()
+		hub.Drain()
+	}()
+	h := stream.New(stream.Options{Hub: hub, ClientIP: resolver.ClientIP, Registerer: n.reg})
+	api.SetStream(h.Serve)
+	n.log.Info("live stream", "max_per_ip", scfg.MaxPerIP, "max", scfg.MaxStreams, "heartbeat", scfg.Heartbeat.String(),
+		"lifetime", scfg.Lifetime.String(), "retention", scfg.Retention.String())
 	return nil
 }

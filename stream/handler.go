@@ -1,0 +1,532 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/attestd/attestd/app"
+	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/httpcache"
+	"github.com/attestd/attestd/store"
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Error codes of the error event.
+const (
+	// CodeCursorTooOld: the log no longer holds the changes after the
+	// cursor (older than ATTESTD_STREAM_RETENTION).
+	CodeCursorTooOld = "CURSOR_TOO_OLD"
+	// CodeCursorUnknown: no attestation indexed here has the cursor.
+	CodeCursorUnknown = "CURSOR_UNKNOWN"
+)
+
+// RetryMillis is the reconnection delay every stream announces first.
+const RetryMillis = 2000
+
+// MaxCursorLen bounds the cursor (Last-Event-ID or after) before it is
+// decoded: the cursors this API issues are under 100 characters.
+const MaxCursorLen = 256
+
+// sendBuffer is the socket send buffer of a stream: events are small and
+// a client that stops reading must be found out (and dropped) before the
+// kernel holds megabytes for it.
+const sendBuffer = 32 << 10
+
+// flushAt is how many bytes a stream gathers before a write.
+const flushAt = 16 << 10
+
+// catchUpBatch is how many rows one catch-up read of PostgreSQL takes.
+const catchUpBatch = 500
+
+// Handler answers GET /attestations/stream.
+type Handler struct {
+	hub     *Hub
+	cfg     Config
+	m       *metrics
+	ip      func(*fiber.Ctx) netip.Addr
+	mu      sync.Mutex
+	perIP   map[netip.Prefix]int
+	open    int
+	streams sync.WaitGroup
+}
+
+// Options configure a Handler.
+type Options struct {
+	Hub *Hub
+	// ClientIP resolves the client of a request as the rate limiter does
+	// (nil: the socket peer).
+	ClientIP   func(*fiber.Ctx) netip.Addr
+	Registerer prometheus.Registerer
+}
+
+// New returns the handler of the route (Handler.Serve).
+func New(o Options) *Handler {
+	h := &Handler{hub: o.Hub, cfg: o.Hub.cfg, m: newMetrics(o.Registerer), ip: o.ClientIP, perIP: map[netip.Prefix]int{}}
+	if h.ip == nil {
+		h.ip = func(c *fiber.Ctx) netip.Addr {
+			a, _ := netip.AddrFromSlice(c.Context().RemoteIP())
+			return a.Unmap()
+		}
+	}
+	return h
+}
+
+// Wait waits for every stream to end (after Hub.Drain).
+func (h *Handler) Wait() { h.streams.Wait() }
+
+// request is a validated stream request.
+type request struct {
+	filter store.StreamFilter
+	after  *store.Cursor
+}
+
+// streamParams are the route's query parameters.
+var streamParams = []string{"agentPda", "actionType", "after"}
+
+// parse validates the query (the list's rules for agentPda and actionType)
+// and the cursor: Last-Event-ID when sent (a reconnecting EventSource
+// sends it with the URL it first opened, ?after= included), else after.
+func parse(c *fiber.Ctx) (request, error) {
+	var r request
+	q, err := app.QueryParams(c, streamParams...)
+	if err != nil {
+		return r, err
+	}
+	if v, ok := q["agentPda"]; ok {
+		if r.filter.AgentPDA, err = app.ParseAddress("agentPda", v); err != nil {
+			return r, err
+		}
+	}
+	if v, ok := q["actionType"]; ok {
+		t, err := app.ParseActionType(v)
+		if err != nil {
+			return r, err
+		}
+		r.filter.ActionType = &t
+	}
+	cur, name := q["after"], "after"
+	if lines := c.Request().Header.PeekAll("Last-Event-ID"); len(lines) > 1 {
+		return r, apierror.Invalid("Last-Event-ID sent more than once")
+	} else if len(lines) == 1 && len(lines[0]) > 0 {
+		cur, name = string(lines[0]), "Last-Event-ID"
+	}
+	if cur != "" {
+		if r.after, err = ParseCursor(cur); err != nil {
+			return r, apierror.Invalid("%s is not a cursor this API issued: pass an event's id or pagination.nextCursor unchanged", name)
+		}
+	}
+	return r, nil
+}
+
+// ParseCursor decodes a stream cursor (an attestation event's id, or a
+// list's pagination.nextCursor): bounded before it is decoded.
+func ParseCursor(s string) (*store.Cursor, error) {
+	if len(s) > MaxCursorLen {
+		return nil, errors.New("cursor too long")
+	}
+	return app.DecodeCursor(s)
+}
+
+var (
+	errDraining = apierror.Unavailable("this node is stopping; reconnect (another node answers)")
+	errNotReady = apierror.Unavailable("the stream is not ready yet (the database does not answer); retry shortly")
+)
+
+// Serve answers the route.
+func (h *Handler) Serve(c *fiber.Ctx) error {
+	r, err := parse(c)
+	if err != nil {
+		return err
+	}
+	hdr := &c.Response().Header
+	hdr.Set(fiber.HeaderCacheControl, httpcache.NoStore)
+	hdr.Set("X-Accel-Buffering", "no")
+	if c.Method() == fiber.MethodHead {
+		hdr.SetContentType("text/event-stream")
+		return nil
+	}
+	if h.hub.Draining() {
+		c.Set(fiber.HeaderRetryAfter, "1")
+		return errDraining
+	}
+	pos, ready := h.hub.position()
+	if !ready {
+		c.Set(fiber.HeaderRetryAfter, "2")
+		return errNotReady
+	}
+	key := clientKey(h.ip(c))
+	if err := h.acquire(c, key); err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			h.release(key)
+		}
+	}()
+	var fail []byte // an error event instead of the stream
+	// Reads of PostgreSQL to start a stream are bounded per node (as the
+	// catch-ups are): a fleet of clients reconnecting at once queues here.
+	select {
+	case h.hub.catchUp <- struct{}{}:
+		defer func() { <-h.hub.catchUp }()
+	case <-time.After(5 * time.Second):
+		c.Set(fiber.HeaderRetryAfter, "2")
+		return apierror.Unavailable("too many streams are starting on this node; retry shortly")
+	}
+	if r.after == nil {
+		// Live from now: the log's head, which the hub may not have read yet
+		// (its position, when PostgreSQL does not answer).
+		if head, err := h.hub.st.StreamHead(c.UserContext()); err == nil {
+			pos = max(pos, head)
+		}
+	} else {
+		seq, found, known, err := h.hub.st.StreamPosition(c.UserContext(), *r.after)
+		switch {
+		case err != nil:
+			c.Set(fiber.HeaderRetryAfter, "2")
+			return app.LoadError(err)
+		case found:
+			pos = seq
+		case known:
+			fail = errorFrame(CodeCursorTooOld, "the stream no longer holds the changes after this cursor (it keeps "+
+				h.cfg.Retention.String()+"): page GET /attestations with it, then open the stream without one")
+		default:
+			fail = errorFrame(CodeCursorUnknown, "no attestation indexed here has this cursor: open the stream without one")
+		}
+	}
+	hdr.SetContentType("text/event-stream")
+	chunked := c.Request().Header.IsHTTP11()
+	if chunked {
+		hdr.SetContentLength(-1)
+	} else {
+		hdr.SetContentLength(-2) // HTTP/1.0 knows no chunks: the body ends when the connection closes
+		hdr.Del(fiber.HeaderTransferEncoding)
+	}
+	hdr.SetConnectionClose()
+	head := append([]byte(nil), hdr.Header()...)
+	tcp := app.TCPConn(c.Context().Conn())
+	ok = true
+	h.streams.Add(1)
+	h.m.open.Inc()
+	c.Context().HijackSetNoResponse(true)
+	c.Context().Hijack(func(conn net.Conn) {
+		defer h.streams.Done()
+		defer h.m.open.Dec()
+		defer h.release(key)
+		s := &stream{h: h, conn: conn, tcp: tcp, filter: r.filter, pos: pos, chunked: chunked}
+		why := s.run(head, fail)
+		h.m.ended.WithLabelValues(why).Inc()
+	})
+	return nil
+}
+
+func clientKey(a netip.Addr) netip.Prefix {
+	a = a.Unmap().WithZone("")
+	bits := 32
+	if a.Is6() {
+		bits = 64
+	}
+	p, _ := a.Prefix(bits)
+	return p
+}
+
+// acquire takes a slot of the node and one of the client's.
+func (h *Handler) acquire(c *fiber.Ctx, key netip.Prefix) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.open >= h.cfg.MaxStreams {
+		h.m.refused.WithLabelValues("node").Inc()
+		c.Set(fiber.HeaderRetryAfter, "5")
+		return apierror.Unavailable("this node holds the most streams it allows; retry shortly")
+	}
+	if h.perIP[key] >= h.cfg.MaxPerIP {
+		h.m.refused.WithLabelValues("per_ip").Inc()
+		c.Set(fiber.HeaderRetryAfter, "5")
+		return apierror.New(http.StatusTooManyRequests, apierror.CodeRateLimited,
+			"your address holds %d open streams, the most allowed; close one (one stream carries every filter's events: filter on the client)", h.cfg.MaxPerIP)
+	}
+	h.open++
+	h.perIP[key]++
+	return nil
+}
+
+func (h *Handler) release(key netip.Prefix) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.open--
+	if h.perIP[key]--; h.perIP[key] <= 0 {
+		delete(h.perIP, key)
+	}
+}
+
+// Open is the number of open streams.
+func (h *Handler) Open() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.open
+}
+
+func errorFrame(code, message string) []byte {
+	b, _ := json.Marshal(apierror.Body(code, message))
+	return appendData([]byte("event: error\n"), b)
+}
+
+// stream is one client's stream, on the connection it took over.
+type stream struct {
+	h      *Handler
+	conn   net.Conn
+	tcp    *net.TCPConn
+	filter store.StreamFilter
+	pos    uint64 // the last log row this client was given (or skipped)
+	buf    []byte
+	// chunked: the body is sent in chunks (HTTP/1.1); otherwise as is,
+	// ended by closing the connection (HTTP/1.0).
+	chunked bool
+}
+
+var (
+	retryFrame = []byte("retry: " + strconv.Itoa(RetryMillis) + "\n\n")
+	heartbeat  = []byte(": keep-alive\n\n")
+	lastChunk  = []byte("0\r\n\r\n")
+)
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, flushAt+4096); return &b }}
+
+// run streams until the client goes, the lifetime ends, the node drains
+// or a write fails; it returns why it ended.
+func (s *stream) run(head, fail []byte) (why string) {
+	if s.tcp != nil {
+		_ = s.tcp.SetWriteBuffer(sendBuffer)
+	}
+	gone := make(chan struct{})
+	var reader sync.WaitGroup
+	reader.Add(1)
+	go func() { // notices the client closing (a stream's request has no body to read)
+		defer reader.Done()
+		defer close(gone)
+		var b [128]byte
+		for {
+			if _, err := s.conn.Read(b[:]); err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		// Wake the reader (fasthttp reuses its buffer once we return).
+		if s.tcp != nil {
+			_ = s.tcp.SetReadDeadline(time.Now())
+		} else {
+			_ = s.conn.Close()
+		}
+		reader.Wait()
+	}()
+	bp := bufPool.Get().(*[]byte)
+	s.buf = (*bp)[:chunkHead]
+	defer func() { *bp = s.buf[:0]; bufPool.Put(bp) }()
+
+	if err := s.writeRaw(head); err != nil {
+		return s.failed(err)
+	}
+	s.add(retryFrame)
+	if fail != nil {
+		s.add(fail)
+		_ = s.flush()
+		s.end()
+		return "error"
+	}
+	if err := s.flush(); err != nil {
+		return s.failed(err)
+	}
+	cfg := s.h.cfg
+	// Streams opened together (a node's restart) do not all end together.
+	life := time.NewTimer(cfg.Lifetime - time.Duration(rand.Int64N(int64(cfg.Lifetime/10)+1)))
+	defer life.Stop()
+	hb := time.NewTimer(cfg.Heartbeat)
+	defer hb.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for {
+		evs, last, covered, changed := s.h.hub.since(s.pos, 512)
+		if !covered {
+			if err := s.catchUp(ctx, last, gone); err != nil {
+				return s.failed(err)
+			}
+		} else if len(evs) > 0 {
+			for _, e := range evs {
+				if e.matches(s.filter) {
+					s.add(e.Frame)
+					s.h.m.sent.Inc()
+					if s.pending() >= flushAt {
+						if err := s.flush(); err != nil {
+							return s.failed(err)
+						}
+					}
+				}
+			}
+			s.pos = evs[len(evs)-1].Seq
+		} else {
+			if s.pending() > 0 {
+				if err := s.flush(); err != nil {
+					return s.failed(err)
+				}
+				hb.Reset(cfg.Heartbeat)
+			}
+			select {
+			case <-changed:
+			case <-hb.C:
+				s.add(heartbeat)
+				if err := s.flush(); err != nil {
+					return s.failed(err)
+				}
+				hb.Reset(cfg.Heartbeat)
+			case <-life.C:
+				s.end()
+				return "lifetime"
+			case <-s.h.hub.closing:
+				s.end()
+				return "drain"
+			case <-gone:
+				return "client"
+			}
+		}
+		select { // between batches too: a busy stream still ends on these
+		case <-s.h.hub.closing:
+			_ = s.flush()
+			s.end()
+			return "drain"
+		case <-life.C:
+			_ = s.flush()
+			s.end()
+			return "lifetime"
+		case <-gone:
+			return "client"
+		default:
+		}
+	}
+}
+
+// catchUp gives the client the log rows after its position up to last from
+// PostgreSQL (it is behind the ring), one batch.
+func (s *stream) catchUp(ctx context.Context, last uint64, gone <-chan struct{}) error {
+	select {
+	case s.h.hub.catchUp <- struct{}{}:
+	case <-gone:
+		return errGone
+	case <-s.h.hub.closing:
+		return errDrained
+	}
+	rows, next, full, err := s.h.hub.st.StreamEvents(ctx, s.pos, last, s.filter, catchUpBatch)
+	<-s.h.hub.catchUp
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		s.add(newEvent(&rows[i]).Frame)
+		s.h.m.sent.Inc()
+		if s.pending() >= flushAt {
+			if err := s.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if full {
+		s.pos = next
+	} else {
+		s.pos = last
+	}
+	return nil
+}
+
+var (
+	errGone    = errors.New("client gone")
+	errDrained = errors.New("draining")
+)
+
+// failed says why a stream ended on err.
+func (s *stream) failed(err error) string {
+	switch {
+	case errors.Is(err, errDrained):
+		s.end()
+		return "drain"
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		s.h.m.dropped.Inc()
+		return "slow"
+	case errors.Is(err, errGone):
+		return "client"
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		s.h.m.dropped.Inc()
+		return "slow"
+	}
+	if _, ok := err.(writeError); ok {
+		return "client"
+	}
+	s.h.hub.log.Warn("stream: ended on an error", "err", err)
+	return "error"
+}
+
+type writeError struct{ error }
+
+func (e writeError) Unwrap() error { return e.error }
+
+// add appends p to the pending chunk.
+func (s *stream) add(p []byte) { s.buf = append(s.buf, p...) }
+
+// chunkHead is the room kept at the start of buf for the chunk's size:
+// six hex digits (leading zeros are valid chunk-size syntax) and CRLF.
+const chunkHead = 8
+
+// pending is how many bytes wait to be written.
+func (s *stream) pending() int { return len(s.buf) - chunkHead }
+
+// flush writes the pending bytes as one chunk, within the write timeout.
+func (s *stream) flush() error {
+	n := s.pending()
+	if n <= 0 {
+		return nil
+	}
+	if !s.chunked {
+		err := s.writeRaw(s.buf[chunkHead:])
+		s.buf = s.buf[:chunkHead]
+		return err
+	}
+	const hex = "0123456789abcdef"
+	for i := 5; i >= 0; i-- {
+		s.buf[i] = hex[n&0xf]
+		n >>= 4
+	}
+	s.buf[6], s.buf[7] = '\r', '\n'
+	s.buf = append(s.buf, '\r', '\n')
+	err := s.writeRaw(s.buf)
+	s.buf = s.buf[:chunkHead]
+	return err
+}
+
+func (s *stream) writeRaw(b []byte) error {
+	_ = s.conn.SetWriteDeadline(time.Now().Add(s.h.cfg.WriteTimeout))
+	if _, err := s.conn.Write(b); err != nil {
+		return writeError{err}
+	}
+	return nil
+}
+
+// end closes the chunked body (the client sees a clean end, not a reset).
+func (s *stream) end() {
+	if !s.chunked {
+		return
+	}
+	_ = s.conn.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = s.conn.Write(lastChunk)
+}
