@@ -19,6 +19,7 @@ import (
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/translog"
 	"github.com/attestd/attestd/web"
 	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/x402/verifier"
@@ -89,10 +90,11 @@ var storeVars = pick(config.Vars, "DATABASE_URL", "REDIS_URL", "ATTESTD_REDIS_PR
 
 // serveVars is every variable an API node reads.
 var serveVars = join(config.Vars, store.Vars, httpcache.Vars, ratelimit.Vars, apikey.Vars, premium.Vars,
-	pick(indexer.Vars, "ATTESTD_SOLANA_RPC_URL", "ATTESTD_PROGRAM_ID"), verifier.Vars, webhook.Vars, web.Vars)
+	pick(indexer.Vars, "ATTESTD_SOLANA_RPC_URL", "ATTESTD_PROGRAM_ID"), verifier.Vars, webhook.Vars, web.Vars,
+	pick(translog.Vars, "ATTESTD_LOG_KEY", "ATTESTD_LOG_KEY_FILE"))
 
 // indexVars is every variable an indexer reads.
-var indexVars = join(config.Vars, indexer.Vars, purge.Vars, verifier.ReconcileVars)
+var indexVars = join(config.Vars, indexer.Vars, purge.Vars, verifier.ReconcileVars, translog.Vars)
 
 // workerVars is every variable a webhook worker reads.
 var workerVars = join(config.Vars, webhook.Vars)
@@ -109,6 +111,8 @@ var help = map[string]helpInfo{
 		example: "attestd keys create --account demo --label laptop   # while make run runs, in a second terminal"},
 	"accounts": {usage: accountsUsage, vars: storeVars,
 		example: "attestd accounts link-wallet --account demo --wallet 7xKXtg2CW87d97TXJSDpbD5jBkheTqA83TZRuJosgAsU"},
+	"log": {usage: logUsage, vars: pick(config.Vars, "ATTESTD_PUBLIC_URL"),
+		example: "attestd log keygen --name attestd.example.com/log"},
 	"payments": {usage: paymentsUsage, vars: storeVars, example: "attestd payments list --status pending --since 24h"},
 	"mcp": {usage: "usage: attestd mcp [--http ADDR]", vars: join(mcp.Vars, pick(config.Vars, "ATTESTD_LOG_LEVEL", "ATTESTD_LOG_FORMAT")),
 		example: "ATTESTD_API_URL=http://127.0.0.1:8080 attestd mcp"},

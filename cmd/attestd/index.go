@@ -9,6 +9,7 @@ import (
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/translog"
 	"github.com/attestd/attestd/x402/verifier"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -78,6 +79,9 @@ func startIndexerWith(ctx context.Context, cfg config.Config, icfg indexer.Confi
 	if err := startReconciler(ctx, st, icfg.RPCURL, log); err != nil {
 		return err
 	}
+	if err := startLogAppender(ctx, st, log, reg); err != nil {
+		return err
+	}
 	log.Info("indexer starting", "rpc", icfg.RPCURL, "ws", icfg.WSURL, "program", icfg.ProgramID.String())
 	health.set(indexerProbe(st, ix.IsLeader))
 	return ix.Run(ctx)
@@ -105,5 +109,31 @@ func startReconciler(ctx context.Context, st *store.Store, indexerRPC string, lo
 	}
 	log.Info("payments reconciler on", "rpc", rpcURL, "interval", interval.String())
 	go func() { _ = r.Run(ctx) }()
+	return nil
+}
+
+// startLogAppender runs the transparency log's appender beside the
+// indexer when ATTESTD_LOG_KEY holds the log's private key: one appender
+// at a time fleet-wide, by its own advisory lock (see docs/log.md).
+func startLogAppender(ctx context.Context, st *store.Store, log *slog.Logger, reg prometheus.Registerer) error {
+	lcfg, err := translog.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	if !lcfg.Enabled() {
+		log.Info("transparency log appender off (set ATTESTD_LOG_KEY to the log's private key)")
+		return nil
+	}
+	if !lcfg.Key.CanSign() {
+		log.Warn("transparency log appender off: ATTESTD_LOG_KEY is a verifier key; the appender needs the private key")
+		return nil
+	}
+	a, err := translog.NewAppender(translog.AppenderOptions{Store: st, Config: lcfg, Logger: log, Registry: reg})
+	if err != nil {
+		return err
+	}
+	log.Info("transparency log appender on", "origin", lcfg.Key.Name, "checkpoint_interval", lcfg.CheckpointInterval.String(),
+		"batch", lcfg.Batch)
+	go func() { _ = a.Run(ctx) }()
 	return nil
 }

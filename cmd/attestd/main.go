@@ -29,6 +29,7 @@ func init() {
 		{"serve", "serve the public API (and /metrics on the internal listener)", runServe},
 		{"index", "index the Prova program from Solana into Postgres (one writer among any number of index processes)", runIndex},
 		{"worker", "deliver webhooks: relay the outbox to Redis, fan out, send, retry (any number of workers); -reseal re-seals secrets and exits", runWorker},
+		{"log", "the transparency log: log keygen [--name NAME] prints a new log key pair", runLog},
 		{"migrate", "apply database migrations (idempotent)", runMigrate},
 		{"seed", "write realistic demo data through the write path", runSeed},
 		{"keys", "manage API keys: keys create --account NAME [--label L] | keys list --account NAME | keys revoke PREFIX", runKeys},

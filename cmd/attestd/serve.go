@@ -19,6 +19,7 @@ import (
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/translog"
 	"github.com/attestd/attestd/web"
 	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/webhook/queue"
@@ -111,6 +112,13 @@ func runServe(ctx context.Context, args []string) error {
 	//    deliver them: attestd worker).
 	if err := n.webhooks(api, keys); err != nil {
 		return fmt.Errorf("webhooks: %w", err)
+	}
+
+	// 9. The transparency log: its checkpoint, tiles and verifier key, and
+	//    inclusion and consistency proofs (503 until ATTESTD_LOG_KEY is
+	//    set; the appender runs with attestd index).
+	if err := n.transparencyLog(ctx, api); err != nil {
+		return fmt.Errorf("transparency log: %w", err)
 	}
 
 	serveMetrics(ctx, cfg.MetricsAddr, n.reg, log, cfg.Pprof)
@@ -342,5 +350,23 @@ func (n *node) webhooks(api *app.API, keys *apikey.Service) error {
 	}
 	n.log.Info("webhook routes enabled", "max_per_account", wcfg.MaxPerAccount, "allow_loopback", wcfg.AllowLoopback,
 		"secret_keys", fmt.Sprint(wcfg.Keys.IDs()))
+	return nil
+}
+
+// transparencyLog adds the log's public routes; it serves what the
+// appender stored, for the key's origin.
+func (n *node) transparencyLog(ctx context.Context, api *app.API) error {
+	lcfg, err := translog.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	srv := translog.NewServer(translog.ServerOptions{Store: n.store, Cache: n.cache, Config: lcfg, Logger: n.log})
+	srv.Start(ctx)
+	srv.Routes(api)
+	if !lcfg.Enabled() {
+		n.log.Info("transparency log off (its routes answer 503): set ATTESTD_LOG_KEY")
+		return nil
+	}
+	n.log.Info("transparency log routes on", "origin", lcfg.Key.Name, "verifier_key", lcfg.Key.VerifierKey)
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/translog"
 	"github.com/attestd/attestd/web"
 	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/x402/verifier"
@@ -23,6 +24,7 @@ func Lists() [][]config.Var {
 	return [][]config.Var{
 		config.Vars, store.Vars, httpcache.Vars, purge.Vars, ratelimit.Vars, apikey.Vars, premium.Vars, indexer.Vars,
 		mcp.Vars, testenv.Vars, verifier.Vars, verifier.ReconcileVars, webhook.Vars, web.Vars,
+		translog.Vars,
 	}
 }
 

@@ -1,0 +1,257 @@
+package translog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/attestd/attestd/internal/metric"
+	"github.com/attestd/attestd/store"
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// LockKey is the PostgreSQL advisory lock that elects the one appender
+// ("atst" "tlog").
+const LockKey int64 = 0x61747374_746c6f67
+
+// AppenderOptions configure an Appender.
+type AppenderOptions struct {
+	Store    *store.Store
+	Config   Config // Key must hold the private key
+	Logger   *slog.Logger
+	Registry prometheus.Registerer // nil: none
+	// LockRetry is how often a standby tries the lock (default 1 s).
+	LockRetry time.Duration
+}
+
+// Appender appends finalized attestations to the log and signs
+// checkpoints, while it holds the appender lock.
+type Appender struct {
+	opt    AppenderOptions
+	log    *slog.Logger
+	leader atomic.Bool
+	m      appenderMetrics
+}
+
+type appenderMetrics struct {
+	leader      prometheus.Gauge
+	size        prometheus.Gauge
+	queued      prometheus.Gauge
+	lag         prometheus.Gauge
+	appended    prometheus.Counter
+	checkpoints prometheus.Counter
+}
+
+// NewAppender checks the options and builds an appender.
+func NewAppender(opt AppenderOptions) (*Appender, error) {
+	if opt.Store == nil {
+		return nil, errors.New("log appender: no store")
+	}
+	if !opt.Config.Key.CanSign() {
+		return nil, errors.New("log appender: ATTESTD_LOG_KEY must be the log's private key (PRIVATE+KEY+…) where attestd index runs")
+	}
+	if opt.Config.Batch <= 0 {
+		opt.Config.Batch = 5000
+	}
+	if opt.Config.Poll <= 0 {
+		opt.Config.Poll = 200 * time.Millisecond
+	}
+	if opt.Config.CheckpointInterval <= 0 {
+		opt.Config.CheckpointInterval = 2 * time.Second
+	}
+	if opt.LockRetry <= 0 {
+		opt.LockRetry = time.Second
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	a := &Appender{opt: opt, log: opt.Logger}
+	a.m = appenderMetrics{
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_log_appender_leader",
+			Help: "1 while this process holds the transparency log's appender lock"}),
+		size: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_log_size",
+			Help: "leaves in the transparency log"}),
+		queued: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_log_queued",
+			Help: "finalized attestations waiting for their leaf"}),
+		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_log_lag_seconds",
+			Help: "how long the oldest finalized attestation without a leaf has waited"}),
+		appended: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_log_appended_total",
+			Help: "leaves this process appended"}),
+		checkpoints: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_log_checkpoints_total",
+			Help: "checkpoints this process signed"}),
+	}
+	if opt.Registry != nil {
+		a.m.leader = metric.Register(opt.Registry, a.m.leader)
+		a.m.size = metric.Register(opt.Registry, a.m.size)
+		a.m.queued = metric.Register(opt.Registry, a.m.queued)
+		a.m.lag = metric.Register(opt.Registry, a.m.lag)
+		a.m.appended = metric.Register(opt.Registry, a.m.appended)
+		a.m.checkpoints = metric.Register(opt.Registry, a.m.checkpoints)
+	}
+	return a, nil
+}
+
+// IsLeader reports whether this appender holds the lock now.
+func (a *Appender) IsLeader() bool { return a.leader.Load() }
+
+// Run campaigns for the appender lock and, while holding it, appends and
+// signs, until ctx ends (it returns nil then).
+func (a *Appender) Run(ctx context.Context) error {
+	for {
+		conn, err := a.acquire(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		a.leader.Store(true)
+		a.m.leader.Set(1)
+		a.log.Info("log appender elected", "origin", a.opt.Config.Key.Name)
+		err = a.lead(ctx, conn)
+		a.leader.Store(false)
+		a.m.leader.Set(0)
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = conn.Close(cctx)
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		a.log.Warn("log appender lost its lock; campaigning again", "err", err)
+		if !sleep(ctx, a.opt.LockRetry) {
+			return nil
+		}
+	}
+}
+
+// acquire opens a dedicated connection and waits until it holds the
+// session-level advisory lock.
+func (a *Appender) acquire(ctx context.Context) (*pgx.Conn, error) {
+	cc := a.opt.Store.Pool().Config().ConnConfig.Copy()
+	for {
+		conn, err := func() (*pgx.Conn, error) {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			conn, err := pgx.ConnectConfig(cctx, cc)
+			if err != nil {
+				return nil, fmt.Errorf("connect for the appender lock: %w", err)
+			}
+			var ok bool
+			if err := conn.QueryRow(cctx, "SELECT pg_try_advisory_lock($1)", LockKey).Scan(&ok); err != nil || !ok {
+				_ = conn.Close(cctx)
+				return nil, err
+			}
+			return conn, nil
+		}()
+		if conn != nil {
+			return conn, nil
+		}
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn("log appender cannot try its lock", "err", err)
+		}
+		if !sleep(ctx, a.opt.LockRetry) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// lead appends and signs until ctx ends or the lock's connection fails.
+// Correctness does not rest on the lock (appends serialise on the
+// log_size row); it only keeps one process doing the work.
+func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
+			err := conn.Ping(pctx)
+			pcancel()
+			if err != nil && ctx.Err() == nil {
+				cancel(fmt.Errorf("appender lock connection lost: %w", err))
+				return
+			}
+		}
+	}()
+	var lastSigned time.Time
+	var signedSize int64 = -1
+	for {
+		res, err := a.opt.Store.LogAppend(ctx, a.opt.Config.Batch)
+		if err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			a.log.Warn("log append failed; will try again", "err", err)
+			if !sleep(ctx, a.opt.Config.Poll) {
+				return context.Cause(ctx)
+			}
+			continue
+		}
+		if res.Leaves > 0 {
+			a.m.appended.Add(float64(res.Leaves))
+		}
+		a.m.size.Set(float64(res.Size))
+		if res.Size != signedSize && time.Since(lastSigned) >= a.opt.Config.CheckpointInterval {
+			c, made, err := a.SignCheckpoint(ctx)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				a.log.Warn("log checkpoint failed; will try again", "err", err)
+			case err == nil:
+				signedSize, lastSigned = c.Size, time.Now()
+				if made {
+					a.m.checkpoints.Inc()
+				}
+			}
+		}
+		if b, err := a.opt.Store.LogBacklog(ctx); err == nil {
+			a.m.queued.Set(float64(b.Queued))
+			a.m.lag.Set(b.Oldest.Seconds())
+		}
+		full := res.Leaves+res.Dropped >= a.opt.Config.Batch
+		if full {
+			continue // more waits: no pause
+		}
+		wait := a.opt.Config.Poll
+		if res.Size != signedSize {
+			// Grown but signed too recently: come back when the next
+			// checkpoint is due, or at the next poll if sooner.
+			if due := a.opt.Config.CheckpointInterval - time.Since(lastSigned); due < wait {
+				wait = max(due, time.Millisecond)
+			}
+		}
+		if !sleep(ctx, wait) {
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// SignCheckpoint signs a checkpoint of the log's current size when the
+// newest one of this origin is smaller, and returns the newest.
+func (a *Appender) SignCheckpoint(ctx context.Context) (store.LogCheckpoint, bool, error) {
+	k := a.opt.Config.Key
+	return a.opt.Store.LogSignCheckpoint(ctx, k.Name, func(size int64, root tlog.Hash) (string, error) {
+		return Checkpoint{Origin: k.Name, Size: size, Root: root}.Sign(k)
+	})
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

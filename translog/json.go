@@ -1,0 +1,14 @@
+package translog
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+func jsonOf(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode answer: %w", err)
+	}
+	return b, nil
+}
