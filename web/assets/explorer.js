@@ -2,6 +2,7 @@
 // and agent pages, the payload check, global stats.
 import { el, api, APIError, actionTypes, typeColors, short } from "./util.js";
 import { barChart, stackedTimeline, legend } from "./chart.js";
+import { renderLogProof } from "./logproof.js";
 
 // POLL_MS is how often the live list asks for the newest page while the
 // tab is visible (a 304 when nothing changed).
@@ -123,7 +124,9 @@ export async function attestationView(main, id) {
     result.replaceChildren(el("span", { class: ok ? "result-match" : "result-mismatch", "data-result": ok ? "match" : "mismatch" },
       ok ? "Match: this payload is the one attested." : "Mismatch: this payload's SHA-256 is " + hex + "."));
   });
-  main.append(el("h1", {}, "Attestation"), dl, el("h2", {}, "Verify a payload"), form);
+  const logProof = el("section", { id: "log-proof", "aria-live": "polite" });
+  main.append(el("h1", {}, "Attestation"), dl, logProof, el("h2", {}, "Verify a payload"), form);
+  renderLogProof(logProof, a.pda);
   return null;
 }
 
