@@ -97,7 +97,9 @@ func logVectors(t *testing.T) []logVector {
 		edit       func(a *attestation.Attestation, p *client.LogProof, key *string)
 	}{
 		{"leaf byte flipped", "leaf", func(_ *attestation.Attestation, p *client.LogProof, _ *string) { p.Leaf[3] ^= 1 }},
-		{"served action hash differs", "leaf", func(a *attestation.Attestation, _ *client.LogProof, _ *string) { a.ActionHash = strings.Repeat("0", 64) }},
+		{"served action hash differs", "leaf", func(a *attestation.Attestation, _ *client.LogProof, _ *string) {
+			a.ActionHash = strings.Repeat("0", 64)
+		}},
 		{"served timestamp differs", "leaf", func(a *attestation.Attestation, _ *client.LogProof, _ *string) {
 			a.Timestamp = attestation.Unix(a.Timestamp.Unix() + 1)
 		}},
@@ -114,7 +116,9 @@ func logVectors(t *testing.T) []logVector {
 		{"proof hash added", "proof", func(_ *attestation.Attestation, p *client.LogProof, _ *string) {
 			p.InclusionProof = append(p.InclusionProof, make([]byte, 32))
 		}},
-		{"proof hash short", "proof", func(_ *attestation.Attestation, p *client.LogProof, _ *string) { p.InclusionProof[0] = p.InclusionProof[0][:31] }},
+		{"proof hash short", "proof", func(_ *attestation.Attestation, p *client.LogProof, _ *string) {
+			p.InclusionProof[0] = p.InclusionProof[0][:31]
+		}},
 		{"wrong leaf index", "proof", func(_ *attestation.Attestation, p *client.LogProof, _ *string) { p.LeafIndex = 12 }},
 		{"leaf index past the tree", "proof", func(_ *attestation.Attestation, p *client.LogProof, _ *string) { p.LeafIndex = 21 }},
 		{"tree size differs from the checkpoint", "proof", func(_ *attestation.Attestation, p *client.LogProof, _ *string) { p.TreeSize = 22 }},
