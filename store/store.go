@@ -74,14 +74,14 @@ type Store struct {
 //     read to that), while a custom plan at 10M rows cost more to make than
 //     to run: 0.5 ms of planning for a 0.2 ms count.
 //
-// A URL parameter of the same name (pgx sends unknown URL parameters as
-// session settings) keeps its own value.
+// and application_name attestd. A URL parameter of the same name (pgx
+// sends unknown URL parameters as session settings) keeps its own value
+// (so processes can be told apart in pg_stat_activity).
 func tune(cfg *pgx.ConnConfig) {
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
 	}
-	cfg.RuntimeParams["application_name"] = "attestd"
-	for k, v := range map[string]string{"random_page_cost": "1.1", "plan_cache_mode": "force_generic_plan"} {
+	for k, v := range map[string]string{"application_name": "attestd", "random_page_cost": "1.1", "plan_cache_mode": "force_generic_plan"} {
 		if _, set := cfg.RuntimeParams[k]; !set {
 			cfg.RuntimeParams[k] = v
 		}

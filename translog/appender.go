@@ -184,7 +184,7 @@ func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
 			}
 		}
 	}()
-	var lastSigned time.Time
+	var lastSigned, lastBacklog time.Time
 	var signedSize int64 = -1
 	for {
 		res, err := a.opt.Store.LogAppend(ctx, a.opt.Config.Batch)
@@ -214,9 +214,14 @@ func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
 				}
 			}
 		}
-		if b, err := a.opt.Store.LogBacklog(ctx); err == nil {
-			a.m.queued.Set(float64(b.Queued))
-			a.m.lag.Set(b.Oldest.Seconds())
+		if time.Since(lastBacklog) >= backlogEvery {
+			// The count scans the queue: a backfill's millions are read
+			// once every few seconds, not at each append.
+			lastBacklog = time.Now()
+			if b, err := a.opt.Store.LogBacklog(ctx); err == nil {
+				a.m.queued.Set(float64(b.Queued))
+				a.m.lag.Set(b.Oldest.Seconds())
+			}
 		}
 		full := res.Leaves+res.Dropped >= a.opt.Config.Batch
 		if full {
@@ -244,6 +249,9 @@ func (a *Appender) SignCheckpoint(ctx context.Context) (store.LogCheckpoint, boo
 		return Checkpoint{Origin: k.Name, Size: size, Root: root}.Sign(k)
 	})
 }
+
+// backlogEvery is how often the appender refreshes its queue metrics.
+const backlogEvery = 5 * time.Second
 
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

@@ -15,8 +15,8 @@ import (
 
 // Vars lists the variables ConfigFromEnv reads.
 var Vars = []config.Var{
-	{Name: "ATTESTD_LOG_KEY", Default: "", Help: "the transparency log's key: its private key (PRIVATE+KEY+…, from attestd log keygen) on the process that appends (attestd index), or only its verifier key (name+hash+base64) on API nodes; unset: the log is off"},
-	{Name: "ATTESTD_LOG_KEY_FILE", Default: "", Help: "a file holding ATTESTD_LOG_KEY's value (either kind); set one of the two"},
+	{Name: "ATTESTD_LOG_KEY", Default: "(none: the log is off)", Help: "the transparency log's key: its private key (PRIVATE+KEY+…, from attestd log keygen) on the process that appends (attestd index), or only its verifier key (name+hash+base64) on API nodes; unset: the log is off"},
+	{Name: "ATTESTD_LOG_KEY_FILE", Default: "(none)", Help: "a file holding ATTESTD_LOG_KEY's value (either kind); set one of the two"},
 	{Name: "ATTESTD_LOG_CHECKPOINT_INTERVAL", Default: "2s", Help: "while the log grows, a checkpoint is signed at most this often"},
 	{Name: "ATTESTD_LOG_BATCH", Default: "5000", Help: "most leaves one append transaction adds"},
 	{Name: "ATTESTD_LOG_POLL_INTERVAL", Default: "200ms", Help: "how often an idle appender looks for newly finalized attestations"},

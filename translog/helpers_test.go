@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"github.com/mr-tron/base58"
+	mrand "math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
@@ -18,7 +21,12 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) {
+	if db := os.Getenv(childDBEnv); db != "" {
+		os.Exit(runChildAppender(db, os.Getenv(childKeyEnv)))
+	}
+	testenv.Main(m)
+}
 
 // testKey makes a log key named name and returns it with its verifier
 // key text as note.GenerateKey wrote it.
@@ -40,6 +48,7 @@ type logEnv struct {
 	env    *apptest.Env
 	st     *store.Store
 	key    translog.Key
+	skey   string // the private key's text
 	cfg    translog.Config
 	app    *translog.Appender
 	node   *apptest.Node
@@ -50,11 +59,14 @@ type logEnv struct {
 func newLogEnv(t *testing.T, agents int) *logEnv {
 	t.Helper()
 	env := apptest.NewEnv(t, apptest.Options{Agents: agents, Attestations: 0})
-	key, _ := testKey(t, "attestd.test/log")
+	skey, _, err := note.GenerateKey(rand.Reader, "attestd.test/log")
+	testenv.Must(t, err, "generate key")
+	key, err := translog.ParseKey(skey)
+	testenv.Must(t, err, "parse key")
 	cfg := translog.Config{Key: key, CheckpointInterval: time.Millisecond, Batch: 5000, Poll: 10 * time.Millisecond}
 	a, err := translog.NewAppender(translog.AppenderOptions{Store: env.Store, Config: cfg, Logger: apptest.Logger()})
 	testenv.Must(t, err, "appender")
-	le := &logEnv{env: env, st: env.Store, key: key, cfg: cfg, app: a, agents: env.Seeded.Agents, slot: 1000}
+	le := &logEnv{env: env, st: env.Store, key: key, skey: skey, cfg: cfg, app: a, agents: env.Seeded.Agents, slot: 1000}
 	le.node = le.startNode(t, cfg)
 	return le
 }
@@ -111,3 +123,39 @@ func (le *logEnv) count(t testing.TB, sql string) int64 {
 }
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// bulk stores n finalized attestations fast (unsigned: random bytes, a
+// transaction each), in batches of 5000, and returns them.
+func (le *logEnv) bulk(t testing.TB, n int, c attestation.Commitment) []store.AttestationRecord {
+	t.Helper()
+	rng := mrand.New(mrand.NewPCG(uint64(n), le.slot))
+	var all []store.AttestationRecord
+	for done := 0; done < n; {
+		k := min(5000, n-done)
+		recs := make([]store.AttestationRecord, k)
+		for i := range recs {
+			var pda [32]byte
+			var sig [64]byte
+			for j := range pda {
+				pda[j] = byte(rng.Uint32())
+			}
+			for j := range sig {
+				sig[j] = byte(rng.Uint32())
+			}
+			le.slot++
+			r := &recs[i]
+			r.Event = store.Event{TxSignature: base58.Encode(sig[:]), Slot: le.slot, Commitment: c}
+			r.PDA = base58.Encode(pda[:])
+			r.AgentPDA = le.agents[i%len(le.agents)].PDA.String()
+			r.ActionType = attestation.ActionType(rng.IntN(int(attestation.NumActionTypes)))
+			r.ActionHash = pda
+			r.Timestamp = time.Unix(1_790_000_000+int64(le.slot), 0)
+			r.Signature = sig
+		}
+		_, err := le.st.Apply(context.Background(), &store.Batch{Attestations: recs})
+		testenv.Must(t, err, "apply")
+		done += k
+		all = append(all, recs...)
+	}
+	return all
+}

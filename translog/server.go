@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -190,6 +191,9 @@ func (s *Server) getTile(c *fiber.Ctx) error {
 	}
 	raw := c.Params("*") // Fiber's buffer: parsed, never kept
 	t, err := ParseTilePath(raw)
+	if err == nil && strings.HasSuffix(c.Path(), "/") {
+		err = errTilePath // Fiber's routing ignores a trailing slash; the tile's one path has none
+	}
 	if err != nil {
 		return apierror.Invalid("%v", err)
 	}

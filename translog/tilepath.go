@@ -79,7 +79,7 @@ func ParseTilePath(p string) (Tile, error) {
 			return Tile{}, errTilePath
 		}
 		d, _ := strconv.Atoi(g)
-		if t.N > (maxN-int64(d))/1000 {
+		if t.N > (maxN-1-int64(d))/1000 {
 			return Tile{}, errTilePath
 		}
 		t.N = t.N*1000 + int64(d)

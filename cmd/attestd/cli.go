@@ -202,6 +202,15 @@ func join(lists ...[]config.Var) []config.Var {
 // suggest is the command nearest to name by edit distance, when one is
 // near enough to be a typo ("" otherwise).
 func suggest(name string) string {
+	// A command the name starts (3 letters or more) is what was meant,
+	// before any nearer by edits ("loc": local, not log).
+	if len(name) >= 3 {
+		for _, c := range commands {
+			if strings.HasPrefix(c.name, strings.ToLower(name)) {
+				return c.name
+			}
+		}
+	}
 	best, bestD := "", 1<<30
 	for _, c := range commands {
 		if d := editDistance(strings.ToLower(name), c.name); d < bestD {

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/attestd/attestd/internal/config"
 	"golang.org/x/mod/sumdb/note"
@@ -49,6 +52,11 @@ func logKeygen(args []string, getenv func(string) string, out io.Writer) error {
 			return fmt.Errorf("log keygen: ATTESTD_PUBLIC_URL: %w", err)
 		}
 		*name = o.Host + "/log"
+	}
+	if !utf8.ValidString(*name) || strings.ContainsRune(*name, '+') || strings.IndexFunc(*name, func(r rune) bool {
+		return unicode.IsSpace(r) || !unicode.IsPrint(r)
+	}) >= 0 || len(*name) > 200 {
+		return usageErrorf("log keygen: a key name is printable text of at most 200 bytes without spaces or +")
 	}
 	skey, vkey, err := note.GenerateKey(rand.Reader, *name)
 	if err != nil {

@@ -15,6 +15,7 @@ CREATE TABLE log_queue (
     queued_at    timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 CREATE INDEX log_queue_order ON log_queue (slot, tx_signature, event_index, pda);
+CREATE INDEX log_queue_age ON log_queue (queued_at); -- the log's lag: the oldest row
 
 -- The leaves, by index. A pda has at most one leaf (UNIQUE): an append
 -- that would add a second one fails and rolls back whole.
