@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/attestd/attestd/client"
 )
@@ -79,7 +81,7 @@ func runVerify(ctx context.Context, args []string) error {
 				return err
 			}
 		}
-		return runMonitor(ctx, os.Stdout, &client.Monitor{Client: c, Verifier: v, Store: client.FileStore{Path: file}}, file, *watch)
+		return runMonitor(ctx, safeWriter{os.Stdout}, &client.Monitor{Client: c, Verifier: v, Store: client.FileStore{Path: file}}, file, *watch)
 	}
 	if *state != "" || *watch != 0 {
 		return usageErrorf("verify: --state and --watch go with --monitor")
@@ -87,14 +89,47 @@ func runVerify(ctx context.Context, args []string) error {
 	if len(pdas) != 1 {
 		return usageErrorf("verify: name one attestation PDA (or give --monitor)")
 	}
-	return verifyAttestation(ctx, os.Stdout, c, v, pdas[0])
+	return verifyAttestation(ctx, safeWriter{os.Stdout}, c, v, pdas[0])
 }
+
+// safeWriter writes what a service sent (ids, messages, notes) with every
+// control character but the newline, and every bidirectional override,
+// replaced by '?': a hostile service cannot drive the terminal or
+// disguise a line.
+type safeWriter struct{ w io.Writer }
+
+func (s safeWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(s.w, cleanText(string(p), true)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// cleanText replaces control characters (but '\n' when keepNewline) and
+// bidirectional formatting characters with '?'.
+func cleanText(s string, keepNewline bool) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' && keepNewline:
+			return r
+		case unicode.IsControl(r), r == utf8.RuneError, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// cleanError is err with a message safe for a terminal.
+type cleanError struct{ err error }
+
+func (e cleanError) Error() string { return cleanText(e.err.Error(), false) }
+func (e cleanError) Unwrap() error { return e.err }
 
 // failf prints a FAIL line and returns the error main reports.
 func failf(w io.Writer, err error, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	fmt.Fprintf(w, "FAIL  %s: %v\n", msg, err)
-	return fmt.Errorf("%s: %w", msg, err)
+	return cleanError{fmt.Errorf("%s: %w", msg, err)}
 }
 
 // verifyAttestation prints each step of checking pda's inclusion.
@@ -168,10 +203,10 @@ func runMonitor(ctx context.Context, w io.Writer, m *client.Monitor, file string
 			fmt.Fprintf(w, "FORK  %v\n", err)
 			fmt.Fprintf(w, "      checkpoint seen before (kept in %s):\n%s\n      checkpoint served now:\n%s", file,
 				indent(fe.Previous.Note), indent(fe.Current.Note))
-			return forkExit{err}
+			return forkExit{cleanError{err}}
 		case err != nil:
 			fmt.Fprintf(w, "FAIL  %v\n", err)
-			return err
+			return cleanError{err}
 		case res.Previous == nil:
 			fmt.Fprintf(w, "ok    first checkpoint: tree size %d, root %s, signed by %s; saved to %s\n",
 				res.Current.Size, res.Current.Hash, res.Current.KeyName, file)

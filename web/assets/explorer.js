@@ -126,7 +126,7 @@ export async function attestationView(main, id) {
   });
   const logProof = el("section", { id: "log-proof", "aria-live": "polite" });
   main.append(el("h1", {}, "Attestation"), dl, logProof, el("h2", {}, "Verify a payload"), form);
-  renderLogProof(logProof, a.pda);
+  renderLogProof(logProof, a.pda, a);
   return null;
 }
 

@@ -197,14 +197,18 @@ function small(doc, text) {
 
 // renderLogProof fills section with the verdict on attestation pda:
 // data-result is "verified", "failed", "pending" (not yet logged), "off"
-// (the service runs no log) or "error" (could not ask).
-export async function renderLogProof(section, pda) {
+// (the service runs no log) or "error" (could not ask). Pass shown, the
+// attestation object the page displays, so that what is verified is what
+// the reader sees (a service could answer a second request differently);
+// without it the attestation is fetched again.
+export async function renderLogProof(section, pda, shown) {
   const doc = section.ownerDocument;
   say(section, "checking", "Checking the log proof in your browser…");
   let key, att, proof;
   try {
     const id = encodeURIComponent(pda);
-    [key, att, proof] = await Promise.all([get("/log/key", true), get("/attestations/" + id), get("/attestations/" + id + "/proof")]);
+    [key, att, proof] = await Promise.all([get("/log/key", true),
+      shown ? { status: 200, json: { data: shown } } : get("/attestations/" + id), get("/attestations/" + id + "/proof")]);
   } catch (e) {
     say(section, "error", "Cannot reach the API to check the log proof: " + e.message);
     return;
@@ -222,6 +226,7 @@ export async function renderLogProof(section, pda) {
     return;
   }
   try {
+    if (att.json.data.pda !== pda) throw new LogError("leaf", "the attestation served is not " + pda);
     const v = await verifyProof(att.json.data, proof.json.data, key.text);
     const p = say(section, "verified", `In the log at index ${v.leafIndex}, verified`,
       small(doc, ` (tree of ${v.treeSize} leaves, root ${v.root}; checkpoint signed by ${v.keyName}).`));
