@@ -155,9 +155,16 @@ func TestVerifyCommand(t *testing.T) {
 			d["checkpoint"] = strings.Replace(cp, "\n30\n", "\n31\n", 1)
 		})
 	})
+	escapes := tamperProxy(t, root, func(path string, b []byte) []byte {
+		if strings.HasSuffix(path, "/proof") {
+			return editData(t, b, func(d map[string]any) { d["txSignature"] = "\x1b]0;owned\x07\u202e" })
+		}
+		return editData(t, b, func(d map[string]any) { d["agentPda"] = "\x1b[2J\x1b[31mAGENT\u202e" })
+	})
 	for _, tc := range []struct {
 		name, url, key, want string
 	}{
+		{"terminal escapes from the service", escapes, key, "ok    fetched attestation"},
 		{"wrong key", root, "--log-key=" + other.VerifierKey, "FAIL  checkpoint: checkpoint signature invalid: no signature by key attestd.test/log"},
 		{"tampered leaf", tamperedLeaf, key, "FAIL  the proof's leaf"},
 		{"tampered attestation", tamperedRecord, key, "is not the canonical JSON of the attestation served"},
@@ -170,6 +177,9 @@ func TestVerifyCommand(t *testing.T) {
 			args = append(args, "--origin", "attestd.other/log")
 		}
 		out, errOut, code := runCLI(t, bin, "", nil, args...)
+		if strings.ContainsAny(out+errOut, "\x1b\x07\u202e") {
+			t.Errorf("%s: control characters from the service reached the terminal: %q %q", tc.name, out, errOut)
+		}
 		if code != 1 || !strings.Contains(out, tc.want) || strings.Contains(out, "verified:") {
 			t.Errorf("%s: exit %d, want 1 and %q:\n%s\n%s", tc.name, code, tc.want, out, errOut)
 		}
