@@ -10,6 +10,7 @@ import (
 
 	"github.com/attestd/attestd/internal/metric"
 	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/translog/logformat"
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/tlog"
@@ -246,7 +247,7 @@ func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
 func (a *Appender) SignCheckpoint(ctx context.Context) (store.LogCheckpoint, bool, error) {
 	k := a.opt.Config.Key
 	return a.opt.Store.LogSignCheckpoint(ctx, k.Name, func(size int64, root tlog.Hash) (string, error) {
-		return Checkpoint{Origin: k.Name, Size: size, Root: root}.Sign(k)
+		return logformat.Checkpoint{Origin: k.Name, Size: size, Root: root}.Sign(k.Signer)
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/translog"
+	"github.com/attestd/attestd/translog/logformat"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -234,7 +235,7 @@ func checkCheckpoints(t testing.TB, le *logEnv) {
 		t.Fatalf("%d checkpoints", len(cps))
 	}
 	for _, c := range cps {
-		cp, err := translog.OpenCheckpoint([]byte(c.Note), le.key.Verifier)
+		cp, err := logformat.OpenCheckpoint([]byte(c.Note), le.key.Verifier)
 		testenv.Must(t, err, "checkpoint %d", c.Size)
 		root, err := tlog.TreeHash(cp.Size, le.st.LogHashReader(ctx))
 		testenv.Must(t, err, "tree hash %d", cp.Size)

@@ -11,7 +11,7 @@ import (
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apptest"
 	"github.com/attestd/attestd/internal/testenv"
-	"github.com/attestd/attestd/translog"
+	"github.com/attestd/attestd/translog/logformat"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -37,7 +37,7 @@ func verifyProof(vkey string, p proofAnswer, want attestation.Attestation) error
 	if err != nil {
 		return err
 	}
-	cp, err := translog.OpenCheckpoint([]byte(p.Data.Checkpoint), v)
+	cp, err := logformat.OpenCheckpoint([]byte(p.Data.Checkpoint), v)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func waitCheckpoint(t *testing.T, n *apptest.Node, size int64) string {
 	for {
 		r := n.Get(t, "/log/checkpoint")
 		if r.Status == http.StatusOK {
-			c, err := translog.ParseCheckpoint(string(r.Body))
+			c, err := logformat.ParseCheckpoint(string(r.Body))
 			if err == nil && c.Size >= size {
 				return string(r.Body)
 			}

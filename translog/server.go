@@ -2,7 +2,6 @@ package translog
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/translog/logformat"
 	"github.com/gofiber/fiber/v2"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -190,9 +190,9 @@ func (s *Server) getTile(c *fiber.Ctx) error {
 		return err
 	}
 	raw := c.Params("*") // Fiber's buffer: parsed, never kept
-	t, err := ParseTilePath(raw)
+	t, err := logformat.ParseTilePath(raw)
 	if err == nil && strings.HasSuffix(c.Path(), "/") {
-		err = errTilePath // Fiber's routing ignores a trailing slash; the tile's one path has none
+		err = logformat.ErrTilePath // Fiber's routing ignores a trailing slash; the tile's one path has none
 	}
 	if err != nil {
 		return apierror.Invalid("%v", err)
@@ -201,7 +201,7 @@ func (s *Server) getTile(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if !tileWithin(t, cp.Size) {
+	if !t.Within(cp.Size) {
 		return apierror.NotFound(apierror.CodeNotFound, "tile %s is not in the tree of size %d", t.Path(), cp.Size)
 	}
 	key := cache.NewKey("logtile").String(t.Path()).Key()
@@ -213,56 +213,26 @@ func (s *Server) getTile(c *fiber.Ctx) error {
 		return err
 	}
 	control := ControlImmutable
-	if t.W < TileWidth {
+	if t.W < logformat.TileWidth {
 		control = ControlShort
 	}
 	return sendBytes(c, v.JSON, v.ETag, control, "application/octet-stream")
 }
 
-// tileWithin reports whether the tree of the given size holds all of t.
-func tileWithin(t Tile, size int64) bool {
-	if t.Level < 0 {
-		return t.N <= size/TileWidth && t.N*TileWidth+int64(t.W) <= size
-	}
-	shift := uint(TileHeight * t.Level)
-	if shift >= 63 {
-		return false
-	}
-	hashes := size >> shift // hashes at the tile's level
-	return t.N <= hashes/TileWidth && t.N*TileWidth+int64(t.W) <= hashes
-}
-
 // readTile reads a tile's bytes: its hashes, or its entry bundle (each
 // leaf as a big-endian uint16 length and the leaf).
-func (s *Server) readTile(ctx context.Context, t Tile) ([]byte, error) {
+func (s *Server) readTile(ctx context.Context, t logformat.Tile) ([]byte, error) {
 	if t.Level >= 0 {
-		return tlog.ReadTileData(tlog.Tile{H: TileHeight, L: t.Level, N: t.N, W: t.W}, s.opt.Store.LogHashReader(ctx))
+		return tlog.ReadTileData(tlog.Tile{H: logformat.TileHeight, L: t.Level, N: t.N, W: t.W}, s.opt.Store.LogHashReader(ctx))
 	}
-	leaves, err := s.opt.Store.LogLeaves(ctx, t.N*TileWidth, t.W)
+	leaves, err := s.opt.Store.LogLeaves(ctx, t.N*logformat.TileWidth, t.W)
 	if err != nil {
 		return nil, err
 	}
 	if len(leaves) != t.W {
 		return nil, fmt.Errorf("entry tile %s: %d leaves stored, want %d", t.Path(), len(leaves), t.W)
 	}
-	return EntryBundle(leaves)
-}
-
-// EntryBundle encodes leaves as a C2SP tlog-tiles entry bundle.
-func EntryBundle(leaves [][]byte) ([]byte, error) {
-	n := 0
-	for _, l := range leaves {
-		if len(l) > 0xffff {
-			return nil, fmt.Errorf("leaf of %d bytes does not fit an entry bundle", len(l))
-		}
-		n += 2 + len(l)
-	}
-	out := make([]byte, 0, n)
-	for _, l := range leaves {
-		out = binary.BigEndian.AppendUint16(out, uint16(len(l)))
-		out = append(out, l...)
-	}
-	return out, nil
+	return logformat.EntryBundle(leaves)
 }
 
 // ProofBody is the answer of GET /api/v1/attestations/{id}/proof.
@@ -366,11 +336,11 @@ func (s *Server) getConsistency(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	from, ok := decimal(q["from"], 1<<62)
+	from, ok := logformat.Decimal(q["from"], 1<<62)
 	if !ok || from < 1 {
 		return apierror.Invalid("from must be a tree size: a decimal number, at least 1")
 	}
-	to, ok := decimal(q["to"], 1<<62)
+	to, ok := logformat.Decimal(q["to"], 1<<62)
 	if !ok || to < from {
 		return apierror.Invalid("to must be a tree size: a decimal number, at least from")
 	}

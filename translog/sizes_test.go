@@ -13,6 +13,7 @@ import (
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/translog"
+	"github.com/attestd/attestd/translog/logformat"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -30,7 +31,7 @@ func TestProofsAtSizes(t *testing.T) {
 	v, err := note.NewVerifier(le.key.VerifierKey)
 	testenv.Must(t, err, "verifier")
 	rng := rand.New(rand.NewPCG(24, 24))
-	var seen []translog.Checkpoint
+	var seen []logformat.Checkpoint
 	var have int64
 	for _, size := range []int64{1, 2, 3, 255, 256, 257, 65537} {
 		le.bulk(t, int(size-have), attestation.Finalized)
@@ -39,7 +40,7 @@ func TestProofsAtSizes(t *testing.T) {
 			t.Fatalf("checkpoint of size %d, want %d", c.Size, size)
 		}
 		text := waitCheckpoint(t, le.node, size)
-		cp, err := translog.OpenCheckpoint([]byte(text), v)
+		cp, err := logformat.OpenCheckpoint([]byte(text), v)
 		testenv.Must(t, err, "open checkpoint of size %d", size)
 		if cp.Origin != le.key.Name || cp.Size != size {
 			t.Fatalf("checkpoint %+v", cp)
@@ -106,7 +107,7 @@ func TestProofsAtSizes(t *testing.T) {
 		}
 		// The entry bundle holding the last leaf.
 		last := size - 1
-		et := translog.Tile{Level: -1, N: last / 256, W: int(last%256) + 1}
+		et := logformat.Tile{Level: -1, N: last / 256, W: int(last%256) + 1}
 		body, hdr := getTile(t, le.node.URL+"/log/tile/"+et.Path())
 		leaves := parseBundle(t, body)
 		if len(leaves) != et.W {
@@ -173,12 +174,12 @@ type httpTiles struct {
 	base string
 }
 
-func (h *httpTiles) Height() int { return translog.TileHeight }
+func (h *httpTiles) Height() int { return logformat.TileHeight }
 
 func (h *httpTiles) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 	out := make([][]byte, len(tiles))
 	for i, tl := range tiles {
-		p := translog.Tile{Level: tl.L, N: tl.N, W: tl.W}.Path()
+		p := logformat.Tile{Level: tl.L, N: tl.N, W: tl.W}.Path()
 		b, hdr := getTile(h.t, h.base+p)
 		want := translog.ControlShort
 		if tl.W == 256 {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/testenv"
-	"github.com/attestd/attestd/translog"
+	"github.com/attestd/attestd/translog/logformat"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -46,10 +46,10 @@ func TestTamperedProofFails(t *testing.T) {
 	}
 	v, err := note.NewVerifier(le.key.VerifierKey)
 	testenv.Must(t, err, "verifier")
-	cp, err := translog.OpenCheckpoint([]byte(good.Data.Checkpoint), v)
+	cp, err := logformat.OpenCheckpoint([]byte(good.Data.Checkpoint), v)
 	testenv.Must(t, err, "checkpoint")
 	otherKey, _ := testKey(t, le.key.Name) // same name, another key
-	forged, err := cp.Sign(otherKey)
+	forged, err := cp.Sign(otherKey.Signer)
 	testenv.Must(t, err, "forge")
 	badRoot := cp
 	badRoot.Root[0] ^= 1

@@ -1,4 +1,4 @@
-package translog
+package logformat
 
 import (
 	"bytes"
@@ -26,12 +26,12 @@ func (c Checkpoint) Text() string {
 	return c.Origin + "\n" + strconv.FormatInt(c.Size, 10) + "\n" + base64.StdEncoding.EncodeToString(c.Root[:]) + "\n"
 }
 
-// Sign signs the checkpoint as a note with k's private key.
-func (c Checkpoint) Sign(k Key) (string, error) {
-	if k.Signer == nil {
-		return "", errors.New("sign checkpoint: the log key is a verifier key only")
+// Sign signs the checkpoint as a note with signer (nil: an error).
+func (c Checkpoint) Sign(signer note.Signer) (string, error) {
+	if signer == nil {
+		return "", errors.New("sign checkpoint: no private key (the log key is a verifier key only)")
 	}
-	b, err := note.Sign(&note.Note{Text: c.Text()}, k.Signer)
+	b, err := note.Sign(&note.Note{Text: c.Text()}, signer)
 	if err != nil {
 		return "", fmt.Errorf("sign checkpoint: %w", err)
 	}

@@ -1,4 +1,4 @@
-package translog
+package logformat
 
 import (
 	"strings"
@@ -71,7 +71,7 @@ func FuzzParseTilePath(f *testing.F) {
 		if tl.Path() != p {
 			t.Fatalf("%q parses to %+v, whose path is %q", p, tl, tl.Path())
 		}
-		if tl.W < 1 || tl.W > TileWidth || tl.N < 0 || tl.N >= maxN || tl.Level < -1 || tl.Level > maxLevel {
+		if tl.W < 1 || tl.W > TileWidth || tl.N < 0 || tl.N >= MaxN || tl.Level < -1 || tl.Level > MaxLevel {
 			t.Fatalf("%q parses out of range: %+v", p, tl)
 		}
 		if tl.Level >= 0 {
@@ -81,7 +81,7 @@ func FuzzParseTilePath(f *testing.F) {
 				t.Fatalf("x/mod spells %+v %q, we %q", tl, mod, want)
 			}
 		}
-		_ = tileWithin(tl, 1<<62)
+		_ = tl.Within(1 << 62)
 	})
 }
 
@@ -107,10 +107,10 @@ func TestTileWithin(t *testing.T) {
 		{Tile{-1, 1<<54 - 1, 256}, 1 << 62, true},
 		{Tile{7, 0, 1}, 1<<56 - 1, false},
 		{Tile{7, 0, 1}, 1 << 56, true},
-		{Tile{0, maxN - 1, 256}, 1<<62 - 1, false},
+		{Tile{0, MaxN - 1, 256}, 1<<62 - 1, false},
 	} {
-		if got := tileWithin(c.t, c.size); got != c.want {
-			t.Errorf("tileWithin(%+v, %d) = %v", c.t, c.size, got)
+		if got := c.t.Within(c.size); got != c.want {
+			t.Errorf("%+v.Within(%d) = %v", c.t, c.size, got)
 		}
 	}
 }
