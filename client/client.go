@@ -146,6 +146,10 @@ type request struct {
 	body   any
 	// payment is a PAYMENT-SIGNATURE to send.
 	payment string
+	// accept is the Accept header (application/json when empty).
+	accept string
+	// noCache asks caches on the way to revalidate (Cache-Control: no-cache).
+	noCache bool
 }
 
 // do sends r and decodes a 2xx body into out. Any other status is an
@@ -221,7 +225,14 @@ func (c *Client) roundTrip(ctx context.Context, r request) (int, http.Header, []
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("attestd client: %s %s: %w", r.method, r.path, err)
 	}
-	req.Header.Set("Accept", "application/json")
+	if r.accept != "" {
+		req.Header.Set("Accept", r.accept)
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	if r.noCache {
+		req.Header.Set("Cache-Control", "no-cache")
+	}
 	if r.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -73,6 +73,23 @@ type ReportIntegrity struct {
 	// Recheck is the re-verification of the newest signatures made while
 	// the report was built.
 	Recheck ReportRecheck `json:"recheck"`
+	// Log counts the period's finalized attestations in the transparency
+	// log and those the appender has not reached yet.
+	Log ReportLog `json:"log"`
+}
+
+// ReportLog is a report's transparency log coverage.
+type ReportLog struct {
+	InLog          int64 `json:"inLog"`
+	AwaitingAppend int64 `json:"awaitingAppend"`
+}
+
+// LogPosition is one attestation's place in the transparency log
+// (LogIndex nil when it has no leaf).
+type LogPosition struct {
+	PDA      string `json:"pda"`
+	InLog    bool   `json:"inLog"`
+	LogIndex *int64 `json:"logIndex"`
 }
 
 // ReportRecheck counts re-verified signatures.
@@ -98,6 +115,8 @@ type Anomaly struct {
 	Count  int64    `json:"count"`
 	PDAs   []string `json:"pdas"`
 	Detail string   `json:"detail"`
+	// Log is, for each of PDAs in order, its place in the transparency log.
+	Log []LogPosition `json:"log"`
 }
 
 // ReportThresholds are the anomaly rules the report was built with.

@@ -112,6 +112,10 @@ type Verification struct {
 	ActionType string `json:"actionType,omitempty"`
 	Timestamp  *Time  `json:"timestamp,omitempty"`
 	CheckedAt  *Time  `json:"checkedAt,omitempty"`
+	// InLog says whether the attestation has a leaf in the transparency
+	// log, at LogIndex (nil without one); LogProof proves it.
+	InLog    bool   `json:"inLog"`
+	LogIndex *int64 `json:"logIndex"`
 }
 
 // Reasons a Verification is not valid.

@@ -23,6 +23,8 @@ func typeSchemas() map[reflect.Type]*jsonschema.Schema {
 			Description: "RFC 3339 UTC to the second, e.g. 2026-11-21T10:00:00Z"},
 		reflect.TypeFor[attestation.ActionType](): actionTypeSchema(),
 		reflect.TypeFor[json.RawMessage]():        {},
+		reflect.TypeFor[LogStatus]():              {Type: "string", Enum: []any{string(LogVerified), string(LogNotLogged), string(LogFailed), string(LogUnavailable)}},
+		reflect.TypeFor[KeySource]():              {Type: "string", Enum: []any{string(KeyPinned), string(KeyService)}},
 	}
 }
 

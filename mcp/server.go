@@ -29,6 +29,7 @@ const (
 	EnvSpendCap   = "ATTESTD_MCP_SPEND_CAP"
 	EnvMaxPrice   = "ATTESTD_MCP_MAX_PRICE"
 	EnvPayerRPC   = "ATTESTD_MCP_SOLANA_RPC_URL"
+	EnvLogKey     = "ATTESTD_MCP_LOG_KEY"
 )
 
 // Config configures a Server.
@@ -49,6 +50,9 @@ type Config struct {
 	MaxPrice uint64
 	// PayerRPC is a Solana RPC for blockhashes when the service sends none.
 	PayerRPC string
+	// LogKey is the transparency log's verifier key (name+hash+base64) as
+	// the operator published it; empty: the service's own GET /log/key.
+	LogKey string
 	// Logger receives the server's logs; it must not write to stdout when
 	// serving stdio. Nil discards them.
 	Logger *slog.Logger
@@ -63,6 +67,7 @@ var Vars = []config.Var{
 	{Name: EnvSpendCap, Default: "1", Help: "(MCP tool server) most USDC paid in one session"},
 	{Name: EnvMaxPrice, Default: "0.1", Help: "(MCP tool server) most USDC paid for one call"},
 	{Name: EnvPayerRPC, Default: "(none)", Help: "(MCP tool server) Solana RPC for blockhashes when the service gives none"},
+	{Name: EnvLogKey, Default: "(none)", Help: "(MCP tool server) the transparency log's verifier key (name+hash+base64) get_attestation checks proofs with; unset: the service's own GET /log/key (reported as keySource service)"},
 }
 
 // ConfigFromEnv reads Vars with getenv.
@@ -81,6 +86,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		e.Fail(EnvMaxPrice, "%v", err)
 	}
 	c.PayerRPC = e.String(EnvPayerRPC, "")
+	c.LogKey = e.String(EnvLogKey, "")
+	if c.LogKey != "" {
+		if _, err := client.NewLogVerifier(c.LogKey); err != nil {
+			e.Fail(EnvLogKey, "not a verifier key (name+hash+base64)")
+		}
+	}
 	if f := e.String(EnvPayer, ""); f != "" {
 		if c.Payer, err = solana.PrivateKeyFromSolanaKeygenFile(f); err != nil {
 			e.Fail(EnvPayer, "%v (want a Solana CLI keypair file: a JSON array of 64 bytes)", err)
@@ -99,6 +110,8 @@ type Server struct {
 	// for its payment requirements (the x402 MCP transport); set once the
 	// server is served over HTTP, where callers pay for themselves.
 	askPrice atomic.Bool
+
+	logKey logKey
 }
 
 // Instructions tell clients what the server is for.
@@ -130,6 +143,11 @@ func New(cfg Config) (*Server, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s := &Server{api: api, log: log, budget: b}
+	if cfg.LogKey != "" {
+		if s.logKey.pinned, err = client.NewLogVerifier(cfg.LogKey); err != nil {
+			return nil, fmt.Errorf("mcp: %s: %w", EnvLogKey, err)
+		}
+	}
 	s.mcp = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "attestd", Title: "attestd attestation index",
 		Version: buildinfo.Version}, &mcpsdk.ServerOptions{Instructions: Instructions, Logger: log,
 		Capabilities: &mcpsdk.ServerCapabilities{}})

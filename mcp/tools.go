@@ -147,7 +147,9 @@ func (s *Server) addTools() error {
 			}, s.listAttestations),
 		addTool(s, &mcpsdk.Tool{Name: ToolGetAttestation, Annotations: readOnly("Get an attestation"),
 			Description: "One attestation by its pda: agent, action type, actionHash (SHA-256 of the payload), agent signature, " +
-				"transaction, slot, timestamp, commitment."},
+				"transaction, slot, timestamp, commitment; and log: its transparency log proof checked here (the checkpoint's " +
+				"Ed25519 signature, the leaf recomputed from the attestation, the inclusion proof): verified at leafIndex of treeSize, " +
+				"not_logged, failed with a reason, or unavailable."},
 			func(p map[string]*jsonschema.Schema) { address(p["pda"]) }, s.getAttestation),
 		addTool(s, &mcpsdk.Tool{Name: ToolGetAgent, Annotations: readOnly("Get an agent"),
 			Description: "One agent by its pda: operator, Ed25519 agentId, registration and revocation, metrics " +
@@ -223,12 +225,13 @@ func (s *Server) listAttestations(ctx context.Context, in ListAttestationsInput)
 	return *page, listText(page), nil
 }
 
-func (s *Server) getAttestation(ctx context.Context, in AttestationInput) (client.Attestation, string, error) {
+func (s *Server) getAttestation(ctx context.Context, in AttestationInput) (AttestationOutput, string, error) {
 	a, err := s.api.GetAttestation(ctx, in.PDA)
 	if err != nil {
-		return client.Attestation{}, "", s.apiError(err)
+		return AttestationOutput{}, "", s.apiError(err)
 	}
-	return *a, attestationText(a), nil
+	l := s.verifyLog(ctx, a)
+	return AttestationOutput{Attestation: *a, Log: l}, attestationText(a) + "\n  " + logText(l), nil
 }
 
 func (s *Server) getAgent(ctx context.Context, in AgentInput) (client.Agent, string, error) {

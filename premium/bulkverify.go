@@ -37,6 +37,11 @@ type VerifyResult struct {
 	ActionType *attestation.ActionType `json:"actionType"`
 	Timestamp  *attestation.Time       `json:"timestamp"`
 	CheckedAt  attestation.Time        `json:"checkedAt"`
+	// InLog says whether the attestation has a leaf in the transparency
+	// log; LogIndex is its index (null without one). A leaf is provable
+	// with GET /attestations/{id}/proof.
+	InLog    bool   `json:"inLog"`
+	LogIndex *int64 `json:"logIndex"`
 }
 
 // VerifySummary counts the answers. Invalid includes NotFound, which counts
@@ -183,6 +188,7 @@ func (h *Handler) verify(ctx context.Context, ids []string) (verifyBody, error) 
 		if ok {
 			typ, ts := row.ActionType, attestation.At(row.Timestamp)
 			r.ActionType, r.Timestamp = &typ, &ts
+			r.InLog, r.LogIndex = row.LogIndex != nil, row.LogIndex
 		}
 		if reason == "" {
 			r.Valid = true

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -84,9 +85,27 @@ type Integrity struct {
 	SignaturesChecked int64 `json:"signaturesChecked"`
 	// SignaturesFailed: attestations known not to verify, from the ingest
 	// check plus re-check failures of records that had passed it.
-	SignaturesFailed int64   `json:"signaturesFailed"`
-	Unfinalized      int64   `json:"unfinalized"`
-	Recheck          Recheck `json:"recheck"`
+	SignaturesFailed int64       `json:"signaturesFailed"`
+	Unfinalized      int64       `json:"unfinalized"`
+	Recheck          Recheck     `json:"recheck"`
+	Log              LogCoverage `json:"log"`
+}
+
+// LogCoverage counts the period's attestations in the transparency log.
+type LogCoverage struct {
+	// InLog: finalized attestations with a leaf in the log.
+	InLog int64 `json:"inLog"`
+	// AwaitingAppend: finalized attestations not appended yet. (Those not
+	// finalized are integrity.unfinalized: they are never logged before.)
+	AwaitingAppend int64 `json:"awaitingAppend"`
+}
+
+// LogPosition says whether one attestation is in the transparency log and
+// at which leaf index (null when it is not).
+type LogPosition struct {
+	PDA      string `json:"pda"`
+	InLog    bool   `json:"inLog"`
+	LogIndex *int64 `json:"logIndex"`
 }
 
 // Recheck is the signature re-verification done while building the report.
@@ -103,6 +122,8 @@ type Anomaly struct {
 	Count  int64             `json:"count"`
 	PDAs   []string          `json:"pdas"`
 	Detail string            `json:"detail"`
+	// Log is, for each of PDAs in order, its place in the transparency log.
+	Log []LogPosition `json:"log"`
 }
 
 // parseReportQuery reads a forensic-report request: the agent and the range.
@@ -189,6 +210,9 @@ func (h *Handler) BuildReport(ctx context.Context, pda string, r store.Range) (*
 		return nil, err
 	}
 	rep := h.assemble(agent, d, newest, verified, r, now)
+	if err := h.logPositions(ctx, rep); err != nil {
+		return nil, err
+	}
 	if err := Seal(rep); err != nil {
 		return nil, err
 	}
@@ -271,6 +295,7 @@ func (h *Handler) assemble(agent attestation.Agent, d store.ForensicData, newest
 		SignaturesFailed:  d.SignatureFailed + int64(len(mismatched)),
 		Unfinalized:       d.Total - d.Finalized,
 		Recheck:           Recheck{Checked: len(newest), Failed: failed},
+		Log:               LogCoverage{InLog: max(d.Finalized-d.LogAwaiting, 0), AwaitingAppend: d.LogAwaiting},
 	}
 
 	limit := h.rules.MaxAnomaliesPerKind
@@ -329,4 +354,34 @@ func (h *Handler) assemble(agent attestation.Agent, d store.ForensicData, newest
 		return cmp.Compare(a.Kind, b.Kind)
 	})
 	return rep
+}
+
+// logPositions fills each anomaly's log positions, in one query for every
+// attestation the report names.
+func (h *Handler) logPositions(ctx context.Context, rep *Report) error {
+	var pdas []string
+	for _, a := range rep.Anomalies {
+		pdas = append(pdas, a.PDAs...)
+	}
+	idx := map[string]int64{}
+	for len(pdas) > 0 {
+		n := min(len(pdas), 10000)
+		m, err := h.store.LogIndexes(ctx, pdas[:n])
+		if err != nil {
+			return err
+		}
+		maps.Copy(idx, m)
+		pdas = pdas[n:]
+	}
+	for i := range rep.Anomalies {
+		a := &rep.Anomalies[i]
+		a.Log = make([]LogPosition, len(a.PDAs))
+		for k, pda := range a.PDAs {
+			a.Log[k] = LogPosition{PDA: pda}
+			if n, ok := idx[pda]; ok {
+				a.Log[k].InLog, a.Log[k].LogIndex = true, &n
+			}
+		}
+	}
+	return nil
 }

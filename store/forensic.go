@@ -76,6 +76,9 @@ type ForensicData struct {
 	AfterRevocation                            []Point
 	TotalAfterRevocation                       int64
 	InvalidSignatures                          []Point // stored ingest-time failures
+	// LogAwaiting counts the period's finalized attestations still queued
+	// for the transparency log (every other finalized one has a leaf).
+	LogAwaiting int64
 }
 
 // forensicHoursSQL reads the period's counts of the agent: whole hours
@@ -106,12 +109,16 @@ const forensicHoursSQL = `WITH edge AS (
 
 // forensicSideSQL counts the period's rows not finalized yet and those
 // whose signature failed at ingest (each on its partial index), and finds
-// the first and last timestamps (one index probe each).
+// the first and last timestamps (one index probe each), and the finalized
+// ones still waiting for their log leaf (the log's queue is short while the
+// appender keeps up).
 const forensicSideSQL = `SELECT
 	(SELECT count(*) FROM attestations WHERE agent_pda = $1 AND ts >= $2 AND ts < $3 AND NOT finalized),
 	(SELECT count(*) FROM attestations WHERE agent_pda = $1 AND ts >= $2 AND ts < $3 AND NOT signature_valid),
 	(SELECT min(ts) FROM attestations WHERE agent_pda = $1 AND ts >= $2 AND ts < $3),
-	(SELECT max(ts) FROM attestations WHERE agent_pda = $1 AND ts >= $2 AND ts < $3)`
+	(SELECT max(ts) FROM attestations WHERE agent_pda = $1 AND ts >= $2 AND ts < $3),
+	(SELECT count(*) FROM log_queue q JOIN attestations a ON a.pda = q.pda
+		WHERE a.agent_pda = $1 AND a.ts >= $2 AND a.ts < $3 AND a.finalized)`
 
 // forensicBurstsSQL counts per UTC minute the rows of the hours in $4 (the
 // only hours with enough attestations to hold a burst) and answers the
@@ -294,6 +301,7 @@ func (s *Store) forensic(ctx context.Context, db *pgxpool.Pool, q ForensicQuery)
 	d := counts
 	d.Finalized = d.Total - side.Total // side.Total holds the unfinalized count
 	d.SignatureFailed, d.First, d.Last, d.InvalidSignatures = side.SignatureFailed, side.First, side.Last, side.InvalidSignatures
+	d.LogAwaiting = side.LogAwaiting
 	d.Duplicates, d.TotalDuplicates = dups.Duplicates, dups.TotalDuplicates
 	d.AfterRevocation, d.TotalAfterRevocation = after.AfterRevocation, after.TotalAfterRevocation
 	if q.MaxPerKind <= 0 { // counted, none listed
@@ -488,7 +496,7 @@ func (f forensicRun) afterRevocation(ctx context.Context, d *ForensicData) error
 // side fills the unfinalized count (in d.Total), the ingest-time signature
 // failures with the first of them, and the first and last timestamps.
 func (f forensicRun) side(ctx context.Context, d *ForensicData) error {
-	if err := f.db.QueryRow(ctx, forensicSideSQL, f.q.AgentPDA, f.from, f.to).Scan(&d.Total, &d.SignatureFailed, &d.First, &d.Last); err != nil {
+	if err := f.db.QueryRow(ctx, forensicSideSQL, f.q.AgentPDA, f.from, f.to).Scan(&d.Total, &d.SignatureFailed, &d.First, &d.Last, &d.LogAwaiting); err != nil {
 		return fmt.Errorf("unfinalized and invalid counts: %w", err)
 	}
 	if d.SignatureFailed == 0 {

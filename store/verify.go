@@ -25,16 +25,30 @@ type VerifyRow struct {
 	// over exactly the bytes stored now (verified_digest still matches
 	// sha256 of agent_id, action_hash and agent_signature).
 	CheckedAtIngest bool
+	// LogIndex is the attestation's leaf index in the transparency log,
+	// nil while it has no leaf (not finalized, or waiting for the
+	// appender). Read by VerifyRows and EachVerifyRow only.
+	LogIndex *int64
 }
 
 const verifyColumns = `pda, agent_id, action_type, action_hash, agent_signature, ts, finalized, signature_valid,
 	COALESCE(verified_digest = sha256(agent_id || action_hash || agent_signature), false)`
 
 func scanVerifyRow(r pgx.CollectableRow) (VerifyRow, error) {
+	return scanVerify(r, false)
+}
+
+// scanVerify scans a row of verifyColumns, followed by the log index
+// when withLog.
+func scanVerify(r pgx.CollectableRow, withLog bool) (VerifyRow, error) {
 	var v VerifyRow
 	var id, hash, sig []byte
 	var typ int16
-	if err := r.Scan(&v.PDA, &id, &typ, &hash, &sig, &v.Timestamp, &v.Finalized, &v.SignatureValid, &v.CheckedAtIngest); err != nil {
+	dest := []any{&v.PDA, &id, &typ, &hash, &sig, &v.Timestamp, &v.Finalized, &v.SignatureValid, &v.CheckedAtIngest}
+	if withLog {
+		dest = append(dest, &v.LogIndex)
+	}
+	if err := r.Scan(dest...); err != nil {
 		return v, err
 	}
 	if len(id) != 32 || len(hash) != 32 || len(sig) != 64 {
@@ -47,8 +61,11 @@ func scanVerifyRow(r pgx.CollectableRow) (VerifyRow, error) {
 	return v, nil
 }
 
-// bulkVerifySQL reads many attestations by pda in one statement.
-const bulkVerifySQL = `SELECT ` + verifyColumns + ` FROM attestations WHERE pda = ANY($1::text[])`
+// bulkVerifySQL reads many attestations by pda in one statement, with
+// their log leaf index (NULL without a leaf), from one snapshot.
+const bulkVerifySQL = `SELECT a.pda, a.agent_id, a.action_type, a.action_hash, a.agent_signature, a.ts, a.finalized, a.signature_valid,
+	COALESCE(a.verified_digest = sha256(a.agent_id || a.action_hash || a.agent_signature), false), l.idx
+	FROM attestations a LEFT JOIN log_leaves l ON l.pda = a.pda WHERE a.pda = ANY($1::text[])`
 
 // VerifyRows reads the attestations with the given pdas in one round trip,
 // keyed by pda. Unknown pdas are absent from the map.
@@ -77,7 +94,7 @@ func (s *Store) EachVerifyRow(ctx context.Context, pdas []string, fn func(Verify
 		defer rows.Close()
 		emitted := false
 		for rows.Next() {
-			v, err := scanVerifyRow(rows)
+			v, err := scanVerify(rows, true)
 			if err != nil {
 				return struct{}{}, noRetry{fmt.Errorf("read attestations to verify: %w", err)}
 			}

@@ -112,6 +112,8 @@ var help = map[string]helpInfo{
 		example: "attestd keys create --account demo --label laptop   # while make run runs, in a second terminal"},
 	"accounts": {usage: accountsUsage, vars: storeVars,
 		example: "attestd accounts link-wallet --account demo --wallet 7xKXtg2CW87d97TXJSDpbD5jBkheTqA83TZRuJosgAsU"},
+	"verify": {usage: verifyUsage, example: "attestd verify 7Hq...PDA --log-key 'attestd.example/log+1a2b3c4d+AV...' --url https://attestd.example\n" +
+		"attestd verify --monitor --log-key 'attestd.example/log+1a2b3c4d+AV...' --url https://attestd.example --watch 1m"},
 	"log": {usage: logUsage, vars: pick(config.Vars, "ATTESTD_PUBLIC_URL"),
 		example: "attestd log keygen --name attestd.example.com/log"},
 	"payments": {usage: paymentsUsage, vars: storeVars, example: "attestd payments list --status pending --since 24h"},

@@ -30,6 +30,7 @@ func init() {
 		{"index", "index the Prova program from Solana into Postgres (one writer among any number of index processes)", runIndex},
 		{"worker", "deliver webhooks: relay the outbox to Redis, fan out, send, retry (any number of workers); -reseal re-seals secrets and exits", runWorker},
 		{"log", "the transparency log: log keygen [--name NAME] prints a new log key pair", runLog},
+		{"verify", "check an attestation is in the transparency log (verify PDA --log-key KEY) or monitor the log (verify --monitor)", runVerify},
 		{"migrate", "apply database migrations (idempotent)", runMigrate},
 		{"seed", "write realistic demo data through the write path", runSeed},
 		{"keys", "manage API keys: keys create --account NAME [--label L] | keys list --account NAME | keys revoke PREFIX", runKeys},
@@ -102,6 +103,7 @@ func run(args []string) int {
 	defer stop()
 	err := cmd.run(ctx, args[1:])
 	var ue usageError
+	var ec interface{ ExitCode() int }
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
@@ -112,6 +114,9 @@ func run(args []string) int {
 		}
 		fmt.Fprintf(os.Stderr, "attestd %s\nRun `attestd help %s` for its flags and an example.\n", msg, cmd.name)
 		return exitUsage
+	case errors.As(err, &ec):
+		fmt.Fprintf(os.Stderr, "attestd %s: %v\n", cmd.name, err)
+		return ec.ExitCode()
 	}
 	fmt.Fprintf(os.Stderr, "attestd %s: %v\n", cmd.name, err)
 	return 1

@@ -4,6 +4,7 @@
 import { el, api, APIError, actionTypes, typeColors, short, num, when, badge, idWithCopy, copyButton, sha256hex, canonicalJSON, exact } from "./util.js";
 import { barChart, stackedTimeline, legend } from "./chart.js";
 import { liveStream } from "./live.js";
+import { renderLogProof } from "./logproof.js";
 
 const PAGE = 25;
 
@@ -168,9 +169,10 @@ export async function attestationView(main, id) {
     e.preventDefault();
     result.replaceChildren(...await verify(payload.value, a.actionHash));
   });
-  main.append(el("h1", {}, "Attestation"), dl,
-    el("section", { id: "log-proof", "aria-live": "polite" }),
-    el("h2", {}, "Verify a payload"), form);
+  const logProof = el("section", { id: "log-proof", "aria-live": "polite" });
+  main.append(el("h1", {}, "Attestation"), dl, logProof, el("h2", {}, "Verify a payload"), form);
+  // The displayed attestation itself is what the proof's leaf must match.
+  renderLogProof(logProof, a.pda, a);
   // A published sample payload (demo data): offer it.
   api("/samples?actionHash=" + a.actionHash).then((s) => {
     if (!s.data.length) return;

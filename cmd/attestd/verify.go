@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/attestd/attestd/client"
+)
+
+const verifyUsage = `usage:
+  attestd verify PDA --log-key KEY [--url URL] [--origin ORIGIN]
+      check that the attestation PDA, as the service serves it, is in its transparency log: fetch it and its
+      proof, recompute the leaf, check the checkpoint's signature with KEY (the operator's verifier key,
+      name+hash+base64, got out of band) and the inclusion proof. Exits 1 on any mismatch.
+  attestd verify --monitor --log-key KEY [--url URL] [--state FILE] [--watch INTERVAL]
+      fetch the latest checkpoint and prove it extends the one seen before (kept in FILE), once or every
+      INTERVAL. Exits 3 on a fork or a rollback (both signed checkpoints are printed: the evidence).`
+
+// exitFork is the status of a monitor that saw a fork or a rollback.
+const exitFork = 3
+
+// forkExit is a fork or rollback seen by verify --monitor: main exits
+// with exitFork.
+type forkExit struct{ err error }
+
+func (e forkExit) Error() string { return e.err.Error() }
+func (e forkExit) Unwrap() error { return e.err }
+func (e forkExit) ExitCode() int { return exitFork }
+
+func runVerify(ctx context.Context, args []string) error {
+	fs := newFlags("verify")
+	key := fs.String("log-key", "", "the log's verifier key (name+hash+base64), as the operator published it (required)")
+	base := fs.String("url", client.DefaultBaseURL, "the service's root URL (or its /api/v1 base)")
+	origin := fs.String("origin", "", "the checkpoint origin to expect (default: the key's name)")
+	monitor := fs.Bool("monitor", false, "monitor the log: prove the latest checkpoint extends the last one seen")
+	state := fs.String("state", "", "with --monitor: the file keeping the last checkpoint seen (default: ~/.attestd/log-<key name>-<key hash>.checkpoint)")
+	watch := fs.Duration("watch", 0, "with --monitor: check again every INTERVAL (e.g. 30s) until interrupted")
+	timeout := fs.Duration("timeout", 30*time.Second, "bound on each request")
+	// The PDA may come before the flags (attestd verify PDA --log-key K).
+	var pdas []string
+	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		pdas, args = append(pdas, args[0]), args[1:]
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	pdas = append(pdas, fs.Args()...)
+	if err := required("verify", "log-key", *key); err != nil {
+		return err
+	}
+	v, err := client.NewLogVerifier(*key)
+	if err != nil {
+		return usageErrorf("verify: --log-key: %v", err)
+	}
+	if *origin != "" {
+		v = v.WithOrigin(*origin)
+	}
+	c, err := client.New(*base, client.WithTimeout(*timeout))
+	if err != nil {
+		return usageErrorf("verify: --url: %v", err)
+	}
+	if *monitor {
+		if len(pdas) > 0 {
+			return usageErrorf("verify: --monitor takes no PDA")
+		}
+		if *watch < 0 {
+			return usageErrorf("verify: --watch must be positive")
+		}
+		file := *state
+		if file == "" {
+			if file, err = defaultMonitorState(*key); err != nil {
+				return err
+			}
+		}
+		return runMonitor(ctx, safeWriter{os.Stdout}, &client.Monitor{Client: c, Verifier: v, Store: client.FileStore{Path: file}}, file, *watch)
+	}
+	if *state != "" || *watch != 0 {
+		return usageErrorf("verify: --state and --watch go with --monitor")
+	}
+	if len(pdas) != 1 {
+		return usageErrorf("verify: name one attestation PDA (or give --monitor)")
+	}
+	return verifyAttestation(ctx, safeWriter{os.Stdout}, c, v, pdas[0])
+}
+
+// safeWriter writes what a service sent (ids, messages, notes) with every
+// control character but the newline, and every bidirectional override,
+// replaced by '?': a hostile service cannot drive the terminal or
+// disguise a line.
+type safeWriter struct{ w io.Writer }
+
+func (s safeWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(s.w, cleanText(string(p), true)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// cleanText replaces control characters (but '\n' when keepNewline) and
+// bidirectional formatting characters with '?'.
+func cleanText(s string, keepNewline bool) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' && keepNewline:
+			return r
+		case unicode.IsControl(r), r == utf8.RuneError, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// cleanError is err with a message safe for a terminal.
+type cleanError struct{ err error }
+
+func (e cleanError) Error() string { return cleanText(e.err.Error(), false) }
+func (e cleanError) Unwrap() error { return e.err }
+
+// failf prints a FAIL line and returns the error main reports.
+func failf(w io.Writer, err error, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	fmt.Fprintf(w, "FAIL  %s: %v\n", msg, err)
+	return cleanError{fmt.Errorf("%s: %w", msg, err)}
+}
+
+// verifyAttestation prints each step of checking pda's inclusion.
+func verifyAttestation(ctx context.Context, w io.Writer, c *client.Client, v *client.LogVerifier, pda string) error {
+	a, err := c.GetAttestation(ctx, pda)
+	if err != nil {
+		return failf(w, err, "fetch attestation %s", pda)
+	}
+	if a.PDA != pda {
+		return failf(w, client.ErrLeafMismatch, "asked for attestation %s, the service served %s", pda, a.PDA)
+	}
+	fmt.Fprintf(w, "ok    fetched attestation %s from %s (%s by agent %s, slot %d, %s)\n",
+		a.PDA, c.BaseURL(), a.ActionType, a.AgentPDA, a.Slot, a.Commitment)
+	p, err := c.LogProof(ctx, pda)
+	if err != nil {
+		if errors.Is(err, client.ErrNotLogged) {
+			return failf(w, err, "not in the log yet (an attestation is logged once finalized)")
+		}
+		return failf(w, err, "fetch the inclusion proof")
+	}
+	leaf, err := client.LeafBytes(a)
+	if err != nil {
+		return failf(w, err, "recompute the leaf")
+	}
+	if !bytes.Equal(leaf, p.Leaf) {
+		return failf(w, client.ErrLeafMismatch, "the proof's leaf %q is not the canonical JSON of the attestation served, %q", p.Leaf, leaf)
+	}
+	fmt.Fprintf(w, "ok    leaf bytes match the attestation as served (RFC 8785 JSON, %d bytes)\n", len(leaf))
+	cp, err := v.OpenCheckpoint([]byte(p.Checkpoint))
+	if err != nil {
+		return failf(w, err, "checkpoint")
+	}
+	fmt.Fprintf(w, "ok    checkpoint signature OK by key %s (origin %s, tree size %d, root %s)\n", cp.KeyName, cp.Origin, cp.Size, cp.Hash)
+	in, err := client.VerifyInclusion(v, a, p)
+	if err != nil {
+		return failf(w, err, "inclusion proof")
+	}
+	fmt.Fprintf(w, "ok    inclusion proof OK: leaf at index %d of a tree of size %d (%d hashes)\n", in.LeafIndex, in.TreeSize, len(p.InclusionProof))
+	fmt.Fprintf(w, "note  the log proves what this service served, not that the chain holds it: ask any Solana RPC for\n"+
+		"      transaction %s at slot %d (getTransaction)\n", in.TxSignature, in.Slot)
+	fmt.Fprintf(w, "verified: %s is in the log at index %d of %d\n", a.PDA, in.LeafIndex, in.TreeSize)
+	return nil
+}
+
+// defaultMonitorState is ~/.attestd/log-<name>-<hash>.checkpoint for key.
+func defaultMonitorState(key string) (string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", usageErrorf("verify: give --state FILE (no home directory: %v)", err)
+	}
+	parts := strings.SplitN(key, "+", 3)
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' {
+			return r
+		}
+		return '_'
+	}, parts[0]+"-"+parts[1])
+	dir := filepath.Join(home, ".attestd")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("monitor state: %w", err)
+	}
+	return filepath.Join(dir, "log-"+name+".checkpoint"), nil
+}
+
+// runMonitor runs the monitor once, or every interval until ctx ends.
+func runMonitor(ctx context.Context, w io.Writer, m *client.Monitor, file string, interval time.Duration) error {
+	report := func(res *client.MonitorResult, err error) error {
+		var fe *client.ForkError
+		switch {
+		case errors.As(err, &fe):
+			fmt.Fprintf(w, "FORK  %v\n", err)
+			fmt.Fprintf(w, "      checkpoint seen before (kept in %s):\n%s\n      checkpoint served now:\n%s", file,
+				indent(fe.Previous.Note), indent(fe.Current.Note))
+			return forkExit{cleanError{err}}
+		case err != nil:
+			fmt.Fprintf(w, "FAIL  %v\n", err)
+			return cleanError{err}
+		case res.Previous == nil:
+			fmt.Fprintf(w, "ok    first checkpoint: tree size %d, root %s, signed by %s; saved to %s\n",
+				res.Current.Size, res.Current.Hash, res.Current.KeyName, file)
+		case res.Current.Size == res.Previous.Size:
+			fmt.Fprintf(w, "ok    unchanged: tree size %d, root %s\n", res.Current.Size, res.Current.Hash)
+		default:
+			fmt.Fprintf(w, "ok    tree size %d extends %d seen before (consistency proof OK), root %s, signed by %s\n",
+				res.Current.Size, res.Previous.Size, res.Current.Hash, res.Current.KeyName)
+		}
+		return nil
+	}
+	if interval == 0 {
+		return report(m.Check(ctx))
+	}
+	var stop error
+	err := m.Watch(ctx, interval, func(res *client.MonitorResult, err error) bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		if r := report(res, err); errors.As(r, new(forkExit)) {
+			stop = r
+			return false
+		}
+		return true
+	})
+	if stop != nil {
+		return stop
+	}
+	if errors.Is(err, context.Canceled) {
+		return nil // interrupted
+	}
+	return err
+}
+
+// indent prefixes every line of a note with six spaces.
+func indent(b []byte) string {
+	lines := strings.SplitAfter(string(b), "\n")
+	var sb strings.Builder
+	for _, l := range lines {
+		if l != "" {
+			sb.WriteString("      " + l)
+		}
+	}
+	return sb.String()
+}

@@ -1,0 +1,91 @@
+package logfixture
+
+import (
+	"context"
+	"crypto/rand"
+	"testing"
+	"time"
+
+	"github.com/attestd/attestd/app"
+	"github.com/attestd/attestd/cache"
+	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/translog"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// Served is the real log (package translog over PostgreSQL) of an apptest
+// environment, appended by the test: the end-to-end counterpart of Log.
+type Served struct {
+	Env *apptest.Env
+	// Key holds the private key; VerifierKey is what clients pin.
+	Key         translog.Key
+	VerifierKey string
+	Config      translog.Config
+	appender    *translog.Appender
+}
+
+// NewServed makes a log key named origin and an appender over env's
+// database (not running: AppendAll drives it).
+func NewServed(t testing.TB, env *apptest.Env, origin string) *Served {
+	t.Helper()
+	skey, vkey, err := note.GenerateKey(rand.Reader, origin)
+	testenv.Must(t, err, "generate log key")
+	k, err := translog.ParseKey(skey)
+	testenv.Must(t, err, "parse log key")
+	cfg := translog.Config{Key: k, CheckpointInterval: time.Millisecond, Batch: 5000, Poll: 10 * time.Millisecond}
+	a, err := translog.NewAppender(translog.AppenderOptions{Store: env.Store, Config: cfg, Logger: apptest.Logger()})
+	testenv.Must(t, err, "log appender")
+	return &Served{Env: env, Key: k, VerifierKey: vkey, Config: cfg, appender: a}
+}
+
+// AppendAll appends every queued (finalized) attestation and signs a
+// checkpoint of the result.
+func (s *Served) AppendAll(t testing.TB) store.LogCheckpoint {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		res, err := s.Env.Store.LogAppend(ctx, s.Config.Batch)
+		testenv.Must(t, err, "log append")
+		if res.Leaves+res.Dropped == 0 {
+			break
+		}
+	}
+	c, _, err := s.appender.SignCheckpoint(ctx)
+	testenv.Must(t, err, "sign checkpoint")
+	return c
+}
+
+// NodeOptions serve the log's routes on an apptest node (with a verifier
+// key only, as an API node holds it), reading the newest checkpoint every
+// 20 ms; configure, when not nil, runs too.
+func (s *Served) NodeOptions(t testing.TB, configure func(*app.Deps)) apptest.NodeOptions {
+	var c *cache.Cache
+	cfg := s.Config
+	vk, err := translog.ParseKey(s.VerifierKey)
+	testenv.Must(t, err, "parse verifier key")
+	cfg.Key = vk
+	return apptest.NodeOptions{
+		Configure: func(d *app.Deps) {
+			c = d.Cache
+			if configure != nil {
+				configure(d)
+			}
+		},
+		Routes: func(api *app.API) {
+			srv := translog.NewServer(translog.ServerOptions{Store: s.Env.Store, Cache: c, Config: cfg, Logger: apptest.Logger(),
+				Refresh: 20 * time.Millisecond})
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			srv.Start(ctx)
+			srv.Routes(api)
+		}}
+}
+
+// ProcessEnv is the environment of an `attestd serve` process serving
+// this log (the verifier key only).
+func (s *Served) ProcessEnv() []string {
+	return []string{"ATTESTD_LOG_KEY=" + s.VerifierKey}
+}

@@ -1,0 +1,240 @@
+// The transparency log's verifier, in the browser: checks an attestation's
+// inclusion proof and its checkpoint's signature with WebCrypto (Ed25519,
+// SHA-256), nothing taken on trust from the page's own code path but the
+// verifier key. The pure functions are exported for tests (Node.js runs
+// them against vectors made in Go); renderLogProof is the page's part.
+//
+// Formats (docs/log.md): the leaf is the RFC 8785 JSON of the attestation's
+// pda, agentPda, actionType, actionHash, txSignature, slot and timestamp;
+// hashes are RFC 6962 (leaf SHA-256(0x00||leaf), node SHA-256(0x01||l||r));
+// the checkpoint is a C2SP tlog-checkpoint in a C2SP signed note; the
+// verifier key is <name>+<hex key hash>+<base64(0x01 || Ed25519 public key)>.
+
+const enc = new TextEncoder();
+
+// LogError is a verification failure; step names what failed: key,
+// checkpoint, signature, origin, leaf, proof.
+export class LogError extends Error {
+  constructor(step, message) { super(message); this.step = step; }
+}
+
+function b64(s, what) {
+  if (typeof s !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(s) || s.length % 4 !== 0) throw new LogError("proof", what + " is not base64");
+  const bin = atob(s);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+function toB64(bytes) {
+  let s = "";
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s);
+}
+
+function concat(...parts) {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let off = 0;
+  for (const p of parts) { out.set(p, off); off += p.length; }
+  return out;
+}
+
+function equal(a, b) {
+  if (a.length !== b.length) return false;
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d |= a[i] ^ b[i];
+  return d === 0;
+}
+
+async function sha256(bytes) {
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+}
+
+// parseVerifierKey reads <name>+<hash>+<base64>: an Ed25519 key whose hash
+// (the first 4 bytes of SHA-256(name "\n" 0x01 pub)) matches.
+export async function parseVerifierKey(vkey) {
+  const text = String(vkey).trim();
+  const i = text.indexOf("+"), j = text.indexOf("+", i + 1);
+  const parts = i < 0 || j < 0 ? [] : [text.slice(0, i), text.slice(i + 1, j), text.slice(j + 1)];
+  if (text.length > 1024 || parts.length !== 3 || !parts[0] || /[\s\u0000-\u001f]/.test(parts[0]) || !/^[0-9a-f]{8}$/.test(parts[1])) {
+    throw new LogError("key", "not a verifier key (name+hash+base64)");
+  }
+  const raw = b64(parts[2], "the verifier key");
+  if (raw.length !== 33 || raw[0] !== 1) throw new LogError("key", "not an Ed25519 verifier key");
+  const hash = (await sha256(concat(enc.encode(parts[0] + "\n"), raw))).slice(0, 4);
+  if (toHex(hash) !== parts[1]) throw new LogError("key", "the verifier key's hash does not match its name and key");
+  return { name: parts[0], keyHash: hash, pub: raw.slice(1), text };
+}
+
+function toHex(bytes) { return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join(""); }
+
+// openCheckpoint verifies a signed checkpoint note with key (from
+// parseVerifierKey): a signature line by the key's name and hash that
+// verifies over the note's text, then the checkpoint body (origin equal to
+// the key's name, decimal size, base64 root).
+export async function openCheckpoint(note, key) {
+  if (typeof note !== "string" || note.length > 16384) throw new LogError("checkpoint", "the checkpoint is not a note of at most 16 KiB");
+  const split = note.lastIndexOf("\n\n");
+  if (split < 0 || !note.endsWith("\n")) throw new LogError("checkpoint", "the checkpoint is not a signed note");
+  const body = note.slice(0, split + 1);
+  let signed = false;
+  for (const line of note.slice(split + 2, -1).split("\n")) {
+    const m = /^\u2014 (\S+) ([A-Za-z0-9+/=]+)$/.exec(line);
+    if (!m) throw new LogError("checkpoint", "malformed signature line in the checkpoint");
+    if (m[1] !== key.name) continue;
+    const raw = b64(m[2], "a signature");
+    if (raw.length < 4 || !equal(raw.slice(0, 4), key.keyHash)) continue;
+    if (raw.length !== 68) throw new LogError("signature", "the signature by key " + key.name + " is not 64 bytes");
+    const pub = await crypto.subtle.importKey("raw", key.pub, { name: "Ed25519" }, false, ["verify"]);
+    if (!(await crypto.subtle.verify({ name: "Ed25519" }, pub, raw.slice(4), enc.encode(body)))) {
+      throw new LogError("signature", "the checkpoint's signature by key " + key.name + " does not verify");
+    }
+    signed = true;
+  }
+  if (!signed) throw new LogError("signature", "the checkpoint carries no signature by key " + key.name);
+  const lines = body.slice(0, -1).split("\n");
+  if (lines.length < 3 || !lines[0]) throw new LogError("checkpoint", "the checkpoint lacks its origin, size or root hash");
+  if (!/^(0|[1-9][0-9]{0,18})$/.test(lines[1])) throw new LogError("checkpoint", "the checkpoint's size is not a decimal number");
+  const root = b64(lines[2], "the root hash");
+  if (root.length !== 32) throw new LogError("checkpoint", "the checkpoint's root hash is not 32 bytes");
+  if (lines[0] !== key.name) throw new LogError("origin", `the checkpoint is of log "${lines[0]}", not "${key.name}"`);
+  return { origin: lines[0], size: BigInt(lines[1]), root };
+}
+
+// leafBytes is the log's leaf of an attestation as the API serves it: the
+// RFC 8785 JSON of its seven fields (keys sorted; JSON.stringify writes
+// strings and integers as RFC 8785 does).
+export function leafBytes(a) {
+  const f = { actionHash: a.actionHash, actionType: a.actionType, agentPda: a.agentPda, pda: a.pda,
+    slot: a.slot, timestamp: a.timestamp, txSignature: a.txSignature };
+  for (const k of ["actionHash", "actionType", "agentPda", "pda", "timestamp", "txSignature"]) {
+    if (typeof f[k] !== "string") throw new LogError("leaf", "the attestation has no " + k);
+  }
+  if (!Number.isSafeInteger(f.slot) || f.slot < 0) throw new LogError("leaf", "the attestation's slot is not an integer");
+  return enc.encode(JSON.stringify(f));
+}
+
+// rootFromInclusion runs an RFC 9162 (2.1.3.2) inclusion proof: the root
+// of a tree of size leaves whose leaf index hashes to leafHash.
+export async function rootFromInclusion(index, size, leafHash, proof) {
+  if (index < 0n || index >= size) throw new LogError("proof", `leaf index ${index} outside a tree of ${size} leaves`);
+  let fn = index, sn = size - 1n, r = leafHash;
+  for (const p of proof) {
+    if (sn === 0n) throw new LogError("proof", "the inclusion proof is too long");
+    if (fn % 2n === 1n || fn === sn) {
+      r = await sha256(concat([1], p, r));
+      if (fn % 2n === 0n) while (fn % 2n === 0n && fn !== 0n) { fn >>= 1n; sn >>= 1n; }
+    } else {
+      r = await sha256(concat([1], r, p));
+    }
+    fn >>= 1n; sn >>= 1n;
+  }
+  if (sn !== 0n) throw new LogError("proof", "the inclusion proof is too short");
+  return r;
+}
+
+// verifyProof checks a proof answer (the data of GET /attestations/:id/proof)
+// against the attestation as served (a) and the verifier key text: the
+// checkpoint's signature and origin, the leaf recomputed from a, the
+// inclusion proof. It resolves to {leafIndex, treeSize, keyName, root} or
+// throws a LogError.
+export async function verifyProof(a, p, vkey) {
+  const key = await parseVerifierKey(vkey);
+  const cp = await openCheckpoint(p.checkpoint, key);
+  const leaf = leafBytes(a);
+  if (!equal(leaf, b64(p.leaf, "the leaf"))) {
+    throw new LogError("leaf", "the proof's leaf is not the canonical JSON of the attestation this page shows");
+  }
+  if (p.txSignature !== a.txSignature || p.slot !== a.slot) {
+    throw new LogError("leaf", "the proof names another transaction than the attestation");
+  }
+  if (!Number.isSafeInteger(p.leafIndex) || !Number.isSafeInteger(p.treeSize)) throw new LogError("proof", "the proof's index or size is not an integer");
+  const index = BigInt(p.leafIndex), size = BigInt(p.treeSize);
+  if (size !== cp.size) throw new LogError("proof", `the proof is for a tree of ${size} leaves, the checkpoint of ${cp.size}`);
+  if (!Array.isArray(p.inclusionProof) || p.inclusionProof.length > 128) throw new LogError("proof", "the inclusion proof is not a list of hashes");
+  const hashes = p.inclusionProof.map((h) => {
+    const b = b64(h, "a proof hash");
+    if (b.length !== 32) throw new LogError("proof", "a proof hash is not 32 bytes");
+    return b;
+  });
+  const root = await rootFromInclusion(index, size, await sha256(concat([0], leaf)), hashes);
+  if (!equal(root, cp.root)) throw new LogError("proof", "the inclusion proof does not lead to the checkpoint's root hash");
+  return { leafIndex: p.leafIndex, treeSize: p.treeSize, keyName: key.name, root: toB64(cp.root) };
+}
+
+// get fetches a same-origin API path: {status, json, text}.
+async function get(path, text) {
+  const res = await fetch("/api/v1" + path, { credentials: "same-origin", cache: "no-cache",
+    headers: { Accept: text ? "text/plain" : "application/json" } });
+  const body = await res.text();
+  let json = null;
+  if (!text) try { json = JSON.parse(body); } catch { /* not JSON */ }
+  return { status: res.status, json, text: body };
+}
+
+function say(section, result, ...children) {
+  section.dataset.result = result;
+  const doc = section.ownerDocument;
+  const p = doc.createElement("p");
+  p.className = "log-proof log-proof-" + result;
+  p.append(...children.map((c) => (typeof c === "string" ? doc.createTextNode(c) : c)));
+  section.replaceChildren(section.querySelector("h2") || heading(doc), p);
+  return p;
+}
+
+function heading(doc) {
+  const h = doc.createElement("h2");
+  h.textContent = "Transparency log";
+  return h;
+}
+
+function small(doc, text) {
+  const s = doc.createElement("span");
+  s.className = "muted";
+  s.textContent = text;
+  return s;
+}
+
+// renderLogProof fills section with the verdict on attestation pda:
+// data-result is "verified", "failed", "pending" (not yet logged), "off"
+// (the service runs no log) or "error" (could not ask). Pass shown, the
+// attestation object the page displays, so that what is verified is what
+// the reader sees (a service could answer a second request differently);
+// without it the attestation is fetched again.
+export async function renderLogProof(section, pda, shown) {
+  const doc = section.ownerDocument;
+  say(section, "checking", "Checking the log proof in your browser…");
+  let key, att, proof;
+  try {
+    const id = encodeURIComponent(pda);
+    [key, att, proof] = await Promise.all([get("/log/key", true),
+      shown ? { status: 200, json: { data: shown } } : get("/attestations/" + id), get("/attestations/" + id + "/proof")]);
+  } catch (e) {
+    say(section, "error", "Cannot reach the API to check the log proof: " + e.message);
+    return;
+  }
+  if (proof.status === 409) {
+    say(section, "pending", "Not in the log yet: ", (proof.json && proof.json.error && proof.json.error.message) || "the attestation is logged once finalized.");
+    return;
+  }
+  if (proof.status === 503 || key.status === 503) {
+    say(section, "off", "This service runs no transparency log.");
+    return;
+  }
+  if (proof.status !== 200 || att.status !== 200 || key.status !== 200 || !proof.json || !att.json) {
+    say(section, "error", `Cannot check the log proof (HTTP ${proof.status}).`);
+    return;
+  }
+  try {
+    if (att.json.data.pda !== pda) throw new LogError("leaf", "the attestation served is not " + pda);
+    const v = await verifyProof(att.json.data, proof.json.data, key.text);
+    const p = say(section, "verified", `In the log at index ${v.leafIndex}, verified`,
+      small(doc, ` (tree of ${v.treeSize} leaves, root ${v.root}; checkpoint signed by ${v.keyName}).`));
+    p.append(doc.createElement("br"), small(doc,
+      `Checked here with WebCrypto against the key this service publishes (${key.text.trim()}): compare it with the key the operator published. ` +
+      `The log proves what this service served, not that the chain holds it: transaction ${proof.json.data.txSignature} at slot ${proof.json.data.slot} can be checked with any Solana RPC.`));
+  } catch (e) {
+    const why = e instanceof LogError ? e.message : "verification error: " + e.message;
+    say(section, "failed", "Not verified: " + why + ".").dataset.step = e instanceof LogError ? e.step : "error";
+  }
+}
