@@ -28,6 +28,7 @@ var Vars = []config.Var{
 	{Name: "ATTESTD_TEST_LOGS", Default: "(unset)", Help: "1 shows the test nodes' logs"},
 	{Name: "ATTESTD_TEST_VERBOSE", Default: "(unset)", Help: "1 shows the indexer tests' logs"},
 	{Name: "ATTESTD_TEST_SCREENSHOTS", Default: "(unset)", Help: "a directory: the browser tests save each page they check there, at phone and desktop widths"},
+	{Name: "ATTESTD_OPENAPI_RECORD", Default: "(unset)", Help: "a directory: the apptest client writes there one answer of every operation and status it receives (make answers)"},
 }
 
 // Environment variables that point tests at servers started once for a
