@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,9 +14,11 @@ import (
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/devstack"
+	"github.com/attestd/attestd/translog"
 	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/webhook/keyring"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/mod/sumdb/note"
 )
 
 func runLocal(ctx context.Context, args []string) error {
@@ -97,16 +100,19 @@ func runLocal(ctx context.Context, args []string) error {
 	if err := runSeed(ctx, []string{"--if-empty", "--agents", strconv.Itoa(*agents), "--attestations", strconv.Itoa(*atts)}); err != nil {
 		return err
 	}
+	if err := setLocalPublicURL(log); err != nil {
+		return err
+	}
 	if err := startLocalDevnet(ctx, abs, log); err != nil {
+		return err
+	}
+	if err := localLogKey(abs, log); err != nil {
 		return err
 	}
 	if err := startLocalIndexer(ctx, log); err != nil {
 		return err
 	}
 	if err := startLocalWorker(ctx, log, abs); err != nil {
-		return err
-	}
-	if err := setLocalPublicURL(log); err != nil {
 		return err
 	}
 	if os.Getenv("ATTESTD_DRAIN_TIMEOUT") == "" { // no load balancer to tell: Ctrl-C stops at once
@@ -131,6 +137,41 @@ func setLocalPublicURL(log *slog.Logger) error {
 		os.Setenv("ATTESTD_PUBLIC_URL", o.String())
 		log.Info("public origin", "ATTESTD_PUBLIC_URL", o.String())
 	}
+	return nil
+}
+
+// localLogKey turns the transparency log on for make run: unless the
+// environment names a key, the log's private key is dir/log-key (made on
+// first run, readable by its owner only, named after the public origin's
+// host), which both the appender beside the local indexer and the node
+// read. The verifier key is logged for attestd verify.
+func localLogKey(dir string, log *slog.Logger) error {
+	if os.Getenv("ATTESTD_LOG_KEY") != "" || os.Getenv("ATTESTD_LOG_KEY_FILE") != "" {
+		return nil
+	}
+	path := filepath.Join(dir, "log-key")
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		name := "attestd.local/log"
+		if o, err := config.ParseOrigin(os.Getenv("ATTESTD_PUBLIC_URL")); err == nil {
+			name = o.Host + "/log"
+		}
+		skey, _, err := note.GenerateKey(rand.Reader, name)
+		if err != nil {
+			return fmt.Errorf("local log key: %w", err)
+		}
+		if err := os.WriteFile(path, []byte(skey+"\n"), 0o600); err != nil {
+			return fmt.Errorf("local log key: %w", err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("local log key: %w", err)
+	}
+	os.Setenv("ATTESTD_LOG_KEY_FILE", path)
+	lcfg, err := translog.ConfigFromEnv(nil)
+	if err != nil {
+		return fmt.Errorf("local log key %s: %w", path, err)
+	}
+	log.Info("transparency log on", "key_file", path, "verifier_key", lcfg.Key.VerifierKey,
+		"try", "attestd verify <attestation pda> --log-key "+lcfg.Key.VerifierKey)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -55,6 +56,22 @@ func TestLocalFromPrivateDirectory(t *testing.T) {
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("attestd local did not serve the seeded attestations within 2 min:\n%s", d.output.String())
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		// make run turns the transparency log on: the seeded finalized
+		// attestations get a signed checkpoint.
+		for {
+			resp, err := http.Get(base + "/log/checkpoint")
+			if err == nil {
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if lines := strings.Split(string(body), "\n"); resp.StatusCode == http.StatusOK && len(lines) > 2 && lines[1] != "0" {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("attestd local served no log checkpoint within 2 min:\n%s", d.output.String())
 			}
 			time.Sleep(200 * time.Millisecond)
 		}

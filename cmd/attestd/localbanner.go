@@ -154,7 +154,7 @@ func resetLocal(dir string, w io.Writer) error {
 
 // runDirMarkers are entries attestd local (make run) or cluster makes in
 // its run directory; a non-empty directory with none of them is not one.
-var runDirMarkers = []string{lockFileName, storesFileName, "pg", "redis", "chain", "x402", "webhook-keys", "cluster"}
+var runDirMarkers = []string{lockFileName, storesFileName, "pg", "redis", "chain", "x402", "webhook-keys", "log-key", "cluster"}
 
 // looksLikeRunDir reports whether dir is missing, an empty directory, or holds one of
 // runDirMarkers: what --reset may delete (--dir ~/src may not).
