@@ -229,8 +229,8 @@ func driveNewOperations(t *testing.T, node *apptest.Node, adminKey, readKey, age
 	}
 	// 409 on rotate: two rotations racing (the second one's compare-and-
 	// set fails); rounds of concurrent rotations until one loses.
-	conflict := false
-	for round := 0; round < 20 && !conflict; round++ {
+	conflict, rounds := false, 0
+	for ; rounds < 20 && !conflict; rounds++ {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		for i := 0; i < 6; i++ {
@@ -254,6 +254,7 @@ func driveNewOperations(t *testing.T, node *apptest.Node, adminKey, readKey, age
 	if !conflict {
 		t.Errorf("no rotation lost the race in 20 rounds of 6")
 	}
+	t.Logf("a rotation lost the race (409) in round %d of concurrent rotations", rounds)
 	// 409 on recover: an inactive webhook.
 	send(http.MethodPatch, wh, []byte(`{"active":false}`), admin, http.StatusOK)
 	send(http.MethodPost, wh+"/recover", since, admin, http.StatusConflict)

@@ -41,7 +41,9 @@ var (
 const maxKeys, maxWebhooks = 4, 3
 
 // fullNode starts a node with every feature a node serves without
-// payments (web sign-in, keys, webhooks, premium behind keys), over env;
+// payments (web sign-in, keys, webhooks, premium behind keys, the
+// transparency log with logConfig's key, the live stream, x402's discovery
+// documents), over env;
 // limit > 0 puts the per-IP rate limiter in front.
 func fullNode(t *testing.T, env *apptest.Env, limit int) (*apptest.Node, *apikey.Service) {
 	t.Helper()
