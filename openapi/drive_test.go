@@ -21,11 +21,14 @@ import (
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/stream"
+	"github.com/attestd/attestd/translog"
 	"github.com/attestd/attestd/web"
 	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/webhook/keyring"
 	"github.com/attestd/attestd/webhook/queue"
 	"github.com/mr-tron/base58"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -38,7 +41,9 @@ var (
 const maxKeys, maxWebhooks = 4, 3
 
 // fullNode starts a node with every feature a node serves without
-// payments (web sign-in, keys, webhooks, premium behind keys), over env;
+// payments (web sign-in, keys, webhooks, premium behind keys, the
+// transparency log with logConfig's key, the live stream, x402's discovery
+// documents), over env;
 // limit > 0 puts the per-IP rate limiter in front.
 func fullNode(t *testing.T, env *apptest.Env, limit int) (*apptest.Node, *apikey.Service) {
 	t.Helper()
@@ -81,6 +86,16 @@ func fullNode(t *testing.T, env *apptest.Env, limit int) (*apptest.Node, *apikey
 			prem, err := premium.New(premium.Options{Store: deps.Store, Cache: deps.Cache, Logger: apptest.Logger()})
 			testenv.Must(t, err, "premium")
 			prem.Routes(api, keys.Require(apikey.RequireOptions{}))
+			logSrv := translog.NewServer(translog.ServerOptions{Store: deps.Store, Cache: deps.Cache, Config: logConfig(t),
+				Logger: apptest.Logger(), Refresh: 20 * time.Millisecond})
+			logSrv.Start(t.Context())
+			logSrv.Routes(api)
+			scfg := stream.DefaultConfig()
+			scfg.Lifetime, scfg.Poll = time.Second, 50*time.Millisecond // a 200 that ends
+			hub := stream.NewHub(stream.HubOptions{Store: deps.Store, Redis: rdb, Prefix: env.Prefix, Config: scfg, Logger: apptest.Logger()})
+			t.Cleanup(hub.Close)
+			api.SetStream(stream.New(stream.Options{Hub: hub, Registerer: prometheus.NewRegistry()}).Serve)
+			discovery(t, deps.Store, api)
 		},
 	})
 	t.Cleanup(keys.Close)
@@ -101,6 +116,7 @@ func TestDriveEveryOperation(t *testing.T) {
 		t.Setenv(apptest.RecordEnv, dir)
 	}
 	env := apptest.NewEnv(t, apptest.Options{Agents: 3, Attestations: 40})
+	fillLog(t, env.Store, env.Seeded.Agents, 300)
 	node, keys := fullNode(t, env, 0)
 	acc, _, err := keys.Store().EnsureAccount(context.Background(), "driver")
 	testenv.Must(t, err, "account")
@@ -160,6 +176,12 @@ func TestDriveEveryOperation(t *testing.T) {
 	expect(node.Do(t, http.MethodPost, "/premium/bulk-verify", []byte(`{"ids":["`+agent+`","nope"]}`), key), http.StatusOK, "bulk verify")
 	expect(node.Do(t, http.MethodPost, wh+"/test", nil, key), http.StatusAccepted, "test webhook")
 
+	// The operations of the explorer, the log, the stream, x402 discovery
+	// and the webhooks' recovery, catalog and rotation.
+	newReader, err := keys.CreateWithRole(context.Background(), acc.ID, "new reader", apikey.RoleRead)
+	testenv.Must(t, err, "read key")
+	driveNewOperations(t, node, admin.Secret, newReader.Secret, agent)
+
 	// Every other documented answer but the x402 ones (x402fiber's tests)
 	// and the 5xx, operation by operation.
 	driveTheRest(t, node, keys, acc.ID, admin.Secret, agent)
@@ -192,8 +214,18 @@ func TestDriveEveryOperation(t *testing.T) {
 		{http.MethodPost, "/premium/bulk-verify"}, {http.MethodPost, "/webhooks"}, {http.MethodGet, "/webhooks"},
 		{http.MethodGet, wh}, {http.MethodPatch, wh}, {http.MethodDelete, wh}, {http.MethodGet, wh + "/deliveries"},
 		{http.MethodPost, delivery}, {http.MethodPost, wh + "/verify"}, {http.MethodPost, wh + "/test"},
+		{http.MethodGet, "/agents"}, {http.MethodGet, "/agents/" + agent + "/activity"}, {http.MethodGet, "/stats/activity"},
+		{http.MethodGet, "/samples"}, {http.MethodGet, "/attestations/stream"}, {http.MethodGet, "/attestations/x/proof"},
+		{http.MethodGet, "/log/checkpoint"}, {http.MethodGet, "/log/consistency?from=1&to=1"}, {http.MethodGet, "/log/key"},
+		{http.MethodGet, "/log/tile/0/000"}, {http.MethodGet, "/log/tile/0/000.p/1"}, {http.MethodGet, "/log/tile/entries/000"},
+		{http.MethodGet, "/log/tile/entries/000.p/1"}, {http.MethodGet, "/webhooks/event-types"},
+		{http.MethodPost, wh + "/recover"}, {http.MethodGet, wh + "/recoveries/rcv_" + strings.Repeat("0", 24)},
+		{http.MethodPost, wh + "/rotate-secret"},
 	} {
 		expect(limited.Do(t, c.method, c.path, nil, key), http.StatusTooManyRequests, c.method+" "+c.path+" over the limit")
+	}
+	for _, p := range newRootPaths {
+		expect(rootOf(limited).Get(t, p), http.StatusTooManyRequests, p+" over the limit")
 	}
 	if *record {
 		t.Logf("recorded into %s", os.Getenv(apptest.RecordEnv))
