@@ -276,7 +276,10 @@ func TestSlowReaderDropped(t *testing.T) {
 		x.add(100, i, attestation.Confirmed)
 	}
 	waitFor(t, "dropped stream closed", func() bool { return x.h.Open() == 0 })
-	if n := len(x.hub.ring); n > ringSize {
+	x.hub.mu.RLock()
+	n := len(x.hub.ring)
+	x.hub.mu.RUnlock()
+	if n > ringSize {
 		t.Fatalf("ring holds %d rows", n)
 	}
 	// The node still streams to others.
