@@ -7,7 +7,7 @@ LDFLAGS := -X github.com/attestd/attestd/internal/buildinfo.Version=$(VERSION)
 # Packages whose tests run goroutines get the race detector; every other
 # package runs without it. This is the one list to keep.
 RACE_PKGS := ./app/... ./cache/... ./store/... ./internal/pubsub/... ./internal/purge/... ./ratelimit/... ./indexer/... ./internal/devnet/... \
-             ./apikey/... ./premium/... ./mcp/... ./client/... ./x402/... ./webhook/... ./web/... ./openapi/... ./translog/... ./stream/...
+             ./apikey/... ./premium/... ./mcp/... ./client/... ./x402/... ./webhook/... ./web/... ./openapi/... ./translog/... ./stream/... ./internal/pglock/...
 TEST_TIMEOUT ?= 8m
 
 .PHONY: build run reset test test-race test-plain bench fuzz vet fmt clean image cluster answers

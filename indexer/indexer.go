@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/attestd/attestd/internal/pglock"
 	"github.com/attestd/attestd/store"
 	"github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/rpc"
@@ -89,79 +90,36 @@ func (ix *Indexer) Ingested() int64 { return ix.ingested.Load() }
 // returns when ctx ends (nil) and keeps campaigning after losing the lock.
 func (ix *Indexer) Run(ctx context.Context) error {
 	defer ix.rpc.Close()
-	for {
-		conn, err := ix.acquire(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		ix.leader.Store(true)
-		ix.m.leader.Set(1)
-		ix.log.Info("indexer elected writer", "rpc", ix.cfg.RPCURL, "program", ix.cfg.ProgramID.String())
-		err = ix.lead(ctx, conn)
-		ix.leader.Store(false)
-		if IsChainMismatch(err) {
-			ix.m.leader.Set(0)
-			cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_ = conn.Close(cctx)
-			cancel()
-			return err
-		}
-		ix.m.leader.Set(0)
-		ix.wsUp.Store(false)
-		ix.m.wsConnected.Set(0)
-		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = conn.Close(cctx)
-		cancel()
-		if ctx.Err() != nil {
-			return nil
-		}
-		ix.log.Warn("indexer lost the writer role; campaigning again", "err", err)
-		if !sleep(ctx, ix.cfg.LockRetry) {
-			return nil
-		}
-	}
-}
-
-// acquire opens a dedicated connection and waits until it holds the
-// session-level advisory lock.
-func (ix *Indexer) acquire(ctx context.Context) (*pgx.Conn, error) {
-	cc := ix.st.Pool().Config().ConnConfig.Copy()
 	logged := false
-	for {
-		conn, err := func() (*pgx.Conn, error) {
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			conn, err := pgx.ConnectConfig(cctx, cc)
+	lock := pglock.Lock{Name: "writer lock", Key: ix.cfg.LockKey,
+		Conn: ix.st.Pool().Config().ConnConfig, Retry: ix.cfg.LockRetry}
+	return lock.Run(ctx, pglock.Campaign{
+		Term: func(ctx context.Context, conn *pgx.Conn) error {
+			ix.leader.Store(true)
+			ix.m.leader.Set(1)
+			ix.log.Info("indexer elected writer", "rpc", ix.cfg.RPCURL, "program", ix.cfg.ProgramID.String())
+			err := ix.lead(ctx, conn)
+			ix.leader.Store(false)
+			ix.m.leader.Set(0)
+			if !IsChainMismatch(err) {
+				ix.wsUp.Store(false)
+				ix.m.wsConnected.Set(0)
+			}
+			return err
+		},
+		Waiting: func(err error) {
 			if err != nil {
-				return nil, fmt.Errorf("connect for writer lock: %w", err)
+				ix.log.Warn("indexer cannot try the writer lock", "err", err)
+			} else if !logged {
+				ix.log.Info("another indexer is writing; standing by")
+				logged = true
 			}
-			var ok bool
-			if err := conn.QueryRow(cctx, "SELECT pg_try_advisory_lock($1)", ix.cfg.LockKey).Scan(&ok); err != nil {
-				_ = conn.Close(cctx)
-				return nil, fmt.Errorf("try writer lock: %w", err)
-			}
-			if !ok {
-				_ = conn.Close(cctx)
-				return nil, nil
-			}
-			return conn, nil
-		}()
-		if conn != nil {
-			return conn, nil
-		}
-		if err != nil {
-			ix.log.Warn("indexer cannot try the writer lock", "err", err)
-		} else if !logged {
-			ix.log.Info("another indexer is writing; standing by")
-			logged = true
-		}
-		if !sleep(ctx, ix.cfg.LockRetry) {
-			return nil, ctx.Err()
-		}
-	}
+		},
+		Fatal: IsChainMismatch,
+		Lost: func(err error) {
+			ix.log.Warn("indexer lost the writer role; campaigning again", "err", err)
+		},
+	})
 }
 
 // lead runs the writer's loops until ctx ends or the lock connection dies.
@@ -180,26 +138,13 @@ func (ix *Indexer) lead(ctx context.Context, conn *pgx.Conn) error {
 	return g.Wait()
 }
 
-// errLockLost ends a leader's term.
-var errLockLost = errors.New("writer lock connection lost")
-
 // holdLock pings the lock's connection; when it fails the lock is gone
 // and the leader must stop writing.
 func (ix *Indexer) holdLock(ctx context.Context, conn *pgx.Conn) error {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		err := conn.Ping(pctx)
-		cancel()
-		if err != nil && ctx.Err() == nil {
-			return fmt.Errorf("%w: %w", errLockLost, err)
-		}
+	if err := pglock.Watch(ctx, conn); errors.Is(err, pglock.ErrLost) {
+		return fmt.Errorf("writer %w", err) // "writer lock connection lost: …"
+	} else {
+		return err
 	}
 }
 

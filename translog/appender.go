@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/metric"
+	"github.com/attestd/attestd/internal/pglock"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/translog/logformat"
 	"github.com/jackc/pgx/v5"
@@ -103,62 +104,27 @@ func (a *Appender) IsLeader() bool { return a.leader.Load() }
 // Run campaigns for the appender lock and, while holding it, appends and
 // signs, until ctx ends (it returns nil then).
 func (a *Appender) Run(ctx context.Context) error {
-	for {
-		conn, err := a.acquire(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
+	lock := pglock.Lock{Name: "the appender lock", Key: LockKey,
+		Conn: a.opt.Store.Pool().Config().ConnConfig, Retry: a.opt.LockRetry}
+	return lock.Run(ctx, pglock.Campaign{
+		Term: func(ctx context.Context, conn *pgx.Conn) error {
+			a.leader.Store(true)
+			a.m.leader.Set(1)
+			a.log.Info("log appender elected", "origin", a.opt.Config.Key.Name)
+			err := a.lead(ctx, conn)
+			a.leader.Store(false)
+			a.m.leader.Set(0)
 			return err
-		}
-		a.leader.Store(true)
-		a.m.leader.Set(1)
-		a.log.Info("log appender elected", "origin", a.opt.Config.Key.Name)
-		err = a.lead(ctx, conn)
-		a.leader.Store(false)
-		a.m.leader.Set(0)
-		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = conn.Close(cctx)
-		cancel()
-		if ctx.Err() != nil {
-			return nil
-		}
-		a.log.Warn("log appender lost its lock; campaigning again", "err", err)
-		if !sleep(ctx, a.opt.LockRetry) {
-			return nil
-		}
-	}
-}
-
-// acquire opens a dedicated connection and waits until it holds the
-// session-level advisory lock.
-func (a *Appender) acquire(ctx context.Context) (*pgx.Conn, error) {
-	cc := a.opt.Store.Pool().Config().ConnConfig.Copy()
-	for {
-		conn, err := func() (*pgx.Conn, error) {
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			conn, err := pgx.ConnectConfig(cctx, cc)
+		},
+		Waiting: func(err error) {
 			if err != nil {
-				return nil, fmt.Errorf("connect for the appender lock: %w", err)
+				a.log.Warn("log appender cannot try its lock", "err", err)
 			}
-			var ok bool
-			if err := conn.QueryRow(cctx, "SELECT pg_try_advisory_lock($1)", LockKey).Scan(&ok); err != nil || !ok {
-				_ = conn.Close(cctx)
-				return nil, err
-			}
-			return conn, nil
-		}()
-		if conn != nil {
-			return conn, nil
-		}
-		if err != nil && ctx.Err() == nil {
-			a.log.Warn("log appender cannot try its lock", "err", err)
-		}
-		if !sleep(ctx, a.opt.LockRetry) {
-			return nil, ctx.Err()
-		}
-	}
+		},
+		Lost: func(err error) {
+			a.log.Warn("log appender lost its lock; campaigning again", "err", err)
+		},
+	})
 }
 
 // lead appends and signs until ctx ends or the lock's connection fails.
@@ -168,21 +134,8 @@ func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
-			err := conn.Ping(pctx)
-			pcancel()
-			if err != nil && ctx.Err() == nil {
-				cancel(fmt.Errorf("appender lock connection lost: %w", err))
-				return
-			}
+		if err := pglock.Watch(ctx, conn); errors.Is(err, pglock.ErrLost) {
+			cancel(fmt.Errorf("appender %w", err)) // "appender lock connection lost: …"
 		}
 	}()
 	var lastSigned, lastBacklog time.Time

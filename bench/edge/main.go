@@ -39,9 +39,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/attestd/attestd/internal/benchkit"
 	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/seed"
 	"github.com/attestd/attestd/internal/wrk"
@@ -124,7 +124,7 @@ func run(ctx context.Context, dur time.Duration, rounds, conns, threads, atts in
 		return err
 	}
 	node := "127.0.0.1:" + strconv.Itoa(nodePort)
-	stopNode, err := start(ctx, append(env, "ATTESTD_HTTP_ADDR="+node), "bin/attestd", "http://"+node+"/api/v1/health", "serve")
+	_, stopNode, err := benchkit.Start(ctx, append(env, "ATTESTD_HTTP_ADDR="+node), 10*time.Second, "bin/attestd", "http://"+node+"/api/v1/health", "serve")
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func run(ctx context.Context, dur time.Duration, rounds, conns, threads, atts in
 		return err
 	}
 	base := "127.0.0.1:" + strconv.Itoa(basePort)
-	stopBase, err := start(ctx, env, "bin/baseline", "http://"+base+"/json", "-addr", base)
+	_, stopBase, err := benchkit.Start(ctx, env, 10*time.Second, "bin/baseline", "http://"+base+"/json", "-addr", base)
 	if err != nil {
 		return err
 	}
@@ -326,43 +326,6 @@ func run(ctx context.Context, dur time.Duration, rounds, conns, threads, atts in
 func parseWrk(out string) result {
 	f := wrk.Parse(out)
 	return result{rps: f.RPS, p50: f.P50, p99: f.P99, non2xx: f.Non2xx}
-}
-
-// start runs a server binary with env and argv until the returned stop,
-// once readyURL answers 200.
-func start(ctx context.Context, env []string, bin, readyURL string, argv ...string) (func(), error) {
-	cmd := exec.Command(bin, argv...)
-	cmd.Env = env
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if res, err := http.Get(readyURL); err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return stop, nil
-			}
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			stop()
-			return nil, fmt.Errorf("%s not ready at %s within 30 s", bin, readyURL)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 var plain = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableCompression: true}}

@@ -32,6 +32,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/attestd/attestd/internal/benchkit"
 	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/fleet"
 	"github.com/attestd/attestd/internal/wrk"
@@ -121,7 +122,7 @@ end
 	if err != nil {
 		return err
 	}
-	loadStart := loadavg()
+	loadStart := benchkit.LoadAvg()
 	scenarios := []struct {
 		name, what, base, script string
 	}{
@@ -158,7 +159,7 @@ end
 		fmt.Fprintf(os.Stderr, "[%s] %.0f req/s p50 %s p99 %s cpu %s\n", r.name, r.rps, r.p50, r.p99, cpuLine(r.cpu, dur))
 		results = append(results, r)
 	}
-	loadEnd := loadavg()
+	loadEnd := benchkit.LoadAvg()
 
 	fmt.Printf("## fleet: nginx over three nodes against one node (%s)\n\n", time.Now().UTC().Format("2006-01-02T15:04Z"))
 	fmt.Printf("wrk -t%d -c%d -d%s on loopback, on the machine it measures. Every node: rate limit off, `s-maxage=0` (nginx forwards every request; its cache is measured by the edge part). nginx from deploy/nginx.conf with %d workers; the fleet's other processes (2 indexers, 2 workers, Postgres and its replica, Redis, the chain simulator with no traffic, every attestation finalized) idle; a 2 s warm-up precedes each run. Load average %s at the start, %s at the end.\n\n",
@@ -288,15 +289,6 @@ func cpuLine(cpu map[string]float64, dur time.Duration) string {
 		parts = append(parts, fmt.Sprintf("%s %.2f", e.k, e.v/dur.Seconds()))
 	}
 	return fmt.Sprintf("%.2f of %d: %s", total/dur.Seconds(), runtime.NumCPU(), strings.Join(parts, ", "))
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func parseWrk(out string) result {

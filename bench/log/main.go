@@ -42,10 +42,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/internal/benchkit"
 	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/seed"
 	"github.com/attestd/attestd/internal/wrk"
@@ -74,7 +74,7 @@ func main() {
 	}
 	defer b.stop()
 	fmt.Printf("## Transparency log benchmark: %s\n\nMachine: %d cores (shared with other work). Load average at the start: %s.\n\n",
-		time.Now().UTC().Format("2006-01-02T15:04Z"), nproc(), load())
+		time.Now().UTC().Format("2006-01-02T15:04Z"), nproc(), benchkit.LoadAvg())
 	for _, p := range strings.Split(*parts, ",") {
 		switch p {
 		case "append":
@@ -90,7 +90,7 @@ func main() {
 			fail(fmt.Errorf("%s: %w", p, err))
 		}
 	}
-	fmt.Printf("Load average at the end: %s.\n", load())
+	fmt.Printf("Load average at the end: %s.\n", benchkit.LoadAvg())
 }
 
 func fail(err error) {
@@ -355,13 +355,13 @@ func (b *bench) proofPart(ctx context.Context, dur time.Duration, rounds int) er
 	metrics := "127.0.0.1:" + strconv.Itoa(freePort())
 	env = append(env, "ATTESTD_PPROF=on", "ATTESTD_METRICS_ADDR="+metrics)
 	node := "127.0.0.1:" + strconv.Itoa(freePort())
-	stopNode, err := start(ctx, append(env, "ATTESTD_HTTP_ADDR="+node), "bin/attestd", "http://"+node+"/api/v1/health", "serve")
+	_, stopNode, err := benchkit.Start(ctx, append(env, "ATTESTD_HTTP_ADDR="+node), 10*time.Second, "bin/attestd", "http://"+node+"/api/v1/health", "serve")
 	if err != nil {
 		return err
 	}
 	defer stopNode()
 	base := "127.0.0.1:" + strconv.Itoa(freePort())
-	stopBase, err := start(ctx, env, "bin/baseline", "http://"+base+"/json", "-addr", base)
+	_, stopBase, err := benchkit.Start(ctx, env, 10*time.Second, "bin/baseline", "http://"+base+"/json", "-addr", base)
 	if err != nil {
 		return err
 	}
@@ -563,50 +563,4 @@ func freePort() int {
 func nproc() int {
 	b, _ := os.ReadFile("/proc/cpuinfo")
 	return max(1, strings.Count(string(b), "processor\t:"))
-}
-
-func load() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}
-
-// start runs a server binary until the returned stop, once readyURL
-// answers 200.
-func start(ctx context.Context, env []string, bin, readyURL string, argv ...string) (func(), error) {
-	cmd := exec.Command(bin, argv...)
-	cmd.Env = env
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if res, err := http.Get(readyURL); err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return stop, nil
-			}
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			stop()
-			return nil, fmt.Errorf("%s not ready at %s within 30 s", bin, readyURL)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

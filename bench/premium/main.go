@@ -24,13 +24,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +36,7 @@ import (
 	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/cache"
+	"github.com/attestd/attestd/internal/benchkit"
 	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/seed"
 	"github.com/attestd/attestd/premium"
@@ -298,20 +297,10 @@ func run(ctx context.Context, n, cold, atts int, gz bool) error {
 	fmt.Println("| scenario | n | server p50 | p90 | max | client p50 | body | target |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---|")
 	for _, r := range results {
-		fmt.Printf("| %s | %d | %s | %s | %s | %s | %s | %s |\n", r.name, len(r.server), ms(pct(r.server, 50)),
-			ms(pct(r.server, 90)), ms(pct(r.server, 100)), ms(pct(r.client, 50)), kb(r.bytes), r.target)
+		fmt.Printf("| %s | %d | %s | %s | %s | %s | %s | %s |\n", r.name, len(r.server), ms(benchkit.Percentile(r.server, 50)),
+			ms(benchkit.Percentile(r.server, 90)), ms(benchkit.Percentile(r.server, 100)), ms(benchkit.Percentile(r.client, 50)), kb(r.bytes), r.target)
 	}
 	return nil
-}
-
-func pct(d []time.Duration, p float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	i := int(math.Ceil(p/100*float64(len(s)))) - 1
-	return s[max(0, min(i, len(s)-1))]
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d.Microseconds())/1000) }

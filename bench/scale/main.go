@@ -28,12 +28,12 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/attestd/attestd/internal/benchkit"
 	"github.com/attestd/attestd/internal/devstack"
 	"github.com/jackc/pgx/v5"
 )
@@ -262,7 +262,7 @@ func measure(ctx context.Context, pg server, bin string, sizes []int, n int, out
 	scs := scenarios(n)
 	type figures struct{ p50, p99 time.Duration }
 	results := map[int][]figures{}
-	loadBefore := loadavg()
+	loadBefore := benchkit.LoadAvg()
 	var notes []string
 	datasets := make([]*dataset, len(sizes))
 	for j, size := range sizes {
@@ -302,13 +302,13 @@ func measure(ctx context.Context, pg server, bin string, sizes []int, n int, out
 			}
 		}
 		for j, size := range sizes {
-			results[size] = append(results[size], figures{pct(lat[j], 50), pct(lat[j], 99)})
-			fmt.Printf("  %-10d %-75s p50 %s  p99 %s\n", size, sc.name, ms(pct(lat[j], 50)), ms(pct(lat[j], 99)))
+			results[size] = append(results[size], figures{benchkit.Percentile(lat[j], 50), benchkit.Percentile(lat[j], 99)})
+			fmt.Printf("  %-10d %-75s p50 %s  p99 %s\n", size, sc.name, ms(benchkit.Percentile(lat[j], 50)), ms(benchkit.Percentile(lat[j], 99)))
 		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Run %s on %d cores; load average before %s, after %s (uptime).\n\n", time.Now().UTC().Format(time.RFC3339),
-		runtimeCores(), loadBefore, loadavg())
+		runtimeCores(), loadBefore, benchkit.LoadAvg())
 	for _, nt := range notes {
 		fmt.Fprintf(&b, "- %s\n", nt)
 	}
@@ -476,16 +476,6 @@ func startNode(ctx context.Context, bin, dbURL, redisURL string) (func(), string
 	}
 }
 
-func pct(d []time.Duration, p float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	i := int(math.Ceil(p/100*float64(len(s)))) - 1
-	return s[max(0, min(i, len(s)-1))]
-}
-
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
 func human(n int) string {
@@ -496,14 +486,6 @@ func human(n int) string {
 		return strconv.Itoa(n/1000) + "k"
 	}
 	return strconv.Itoa(n)
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
 func runtimeCores() int {

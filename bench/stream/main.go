@@ -40,6 +40,7 @@ import (
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/cache"
+	"github.com/attestd/attestd/internal/benchkit"
 	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/seed"
 	"github.com/attestd/attestd/internal/wrk"
@@ -56,15 +57,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "stream-bench:", err)
 		os.Exit(1)
 	}
-}
-
-func load() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func run(ctx context.Context, clients, rounds int, dur time.Duration) error {
@@ -139,7 +131,7 @@ func run(ctx context.Context, clients, rounds int, dur time.Duration) error {
 	env := append(os.Environ(), "DATABASE_URL="+dbURL, "REDIS_URL="+stores.RedisURL, "ATTESTD_REDIS_PREFIX="+prefix,
 		"ATTESTD_LOG_LEVEL=warn", "ATTESTD_RATE_LIMIT=0", "ATTESTD_METRICS_ADDR=", "ATTESTD_MAX_CONNS_PER_IP=0",
 		"ATTESTD_STREAM_MAX_PER_IP="+strconv.Itoa(clients+10), "ATTESTD_HTTP_ADDR="+addr)
-	node, stop, err := start(ctx, env, "http://"+addr+"/api/v1/health")
+	node, stop, err := benchkit.Start(ctx, env, 15*time.Second, "bin/attestd", "http://"+addr+"/api/v1/health", "serve")
 	if err != nil {
 		return err
 	}
@@ -151,7 +143,7 @@ func run(ctx context.Context, clients, rounds int, dur time.Duration) error {
 	} else {
 		res.Body.Close()
 	}
-	loadStart := load()
+	loadStart := benchkit.LoadAvg()
 	rssIdle := rss(node.Process.Pid, "VmRSS")
 
 	wrkRun := func(name string) (wrk.Figures, error) {
@@ -263,7 +255,7 @@ func run(ctx context.Context, clients, rounds int, dur time.Duration) error {
 	if err != nil {
 		return err
 	}
-	loadEnd := load()
+	loadEnd := benchkit.LoadAvg()
 
 	var all []time.Duration
 	for _, l := range lat {
@@ -312,39 +304,4 @@ func rss(pid int, field string) int64 {
 		}
 	}
 	return 0
-}
-
-func start(ctx context.Context, env []string, readyURL string) (*exec.Cmd, func(), error) {
-	cmd := exec.Command("bin/attestd", "serve")
-	cmd.Env = env
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("start attestd: %w", err)
-	}
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if res, err := http.Get(readyURL); err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return cmd, stop, nil
-			}
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			stop()
-			return nil, nil, fmt.Errorf("attestd not ready at %s within 30 s", readyURL)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -38,6 +38,7 @@ import (
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/cache"
+	"github.com/attestd/attestd/internal/benchkit"
 	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/webhook"
@@ -273,7 +274,7 @@ func run(ctx context.Context, events, hooks, rate int, verbose bool) error {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
 	defer func() { stop(); <-done }()
-	if err := waitVerified(ctx, st, ids); err != nil {
+	if err := benchkit.WaitVerified(ctx, st, ids); err != nil {
 		return err
 	}
 
@@ -426,26 +427,4 @@ func counters(reg *prometheus.Registry) {
 		}
 	}
 	fmt.Printf("  worker counters so far:%s\n\n", out)
-}
-
-// waitVerified waits until the healthy receivers answered their endpoint
-// verification, so the phases measure deliveries only.
-func waitVerified(ctx context.Context, st *store.Store, ids []string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for _, id := range ids {
-		for {
-			w, err := st.WebhookByID(ctx, id)
-			if err != nil {
-				return err
-			}
-			if w.Verification == store.VerificationVerified {
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("webhook %s not verified within 30 s (%s)", id, w.Verification)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	return nil
 }

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/cache"
+	"github.com/attestd/attestd/internal/benchkit"
 	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/webhook"
@@ -244,7 +245,7 @@ func run(ctx context.Context, failed, recovering, live, rate int, baseline time.
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
 	defer func() { stop(); <-done }()
-	if err := waitVerified(ctx, st, ids); err != nil {
+	if err := benchkit.WaitVerified(ctx, st, ids); err != nil {
 		return err
 	}
 	fmt.Printf("one worker, GOMAXPROCS=%d, concurrency %d, %d per endpoint, recovery rate %d/s, %d partitions; %d live webhooks at %d events/s\n\n",
@@ -368,26 +369,5 @@ func run(ctx context.Context, failed, recovering, live, rate int, baseline time.
 		liveDups += lr.dups.Load()
 	}
 	fmt.Printf("live duplicates: %d\n", liveDups)
-	return nil
-}
-
-// waitVerified waits until the webhooks answered their endpoint verification.
-func waitVerified(ctx context.Context, st *store.Store, ids []string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for _, id := range ids {
-		for {
-			w, err := st.WebhookByID(ctx, id)
-			if err != nil {
-				return err
-			}
-			if w.Verification == store.VerificationVerified {
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("webhook %s not verified within 30 s (%s)", id, w.Verification)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 	return nil
 }
