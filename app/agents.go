@@ -69,24 +69,8 @@ func parseAgentListQuery(c *fiber.Ctx) (agentListQuery, error) {
 	if err != nil {
 		return q, err
 	}
-	v, ok := p.get(0)
-	if q.filter.Limit, err = ParseLimit(v, ok, DefaultLimit, MaxLimit); err != nil {
-		return q, err
-	}
-	v, ok = p.get(1)
-	if q.filter.Offset, err = ParseOffset(v, ok, MaxOffset); err != nil {
-		return q, err
-	}
-	if v, ok := p.get(2); ok {
-		if q.filter.Offset != 0 {
-			return q, apierror.Invalid("use either cursor or offset, not both")
-		}
-		q.cursor = string(v)
-		if q.filter.After, err = DecodeAgentCursor(q.cursor); err != nil {
-			return q, err
-		}
-	}
-	return q, nil
+	q.filter.Limit, q.filter.Offset, q.cursor, q.filter.After, err = parsePage(p, DecodeAgentCursor)
+	return q, err
 }
 
 // cacheKey is an injective encoding of the normalised query.
@@ -160,6 +144,11 @@ func parseActivityQuery(c *fiber.Ctx, now time.Time) (activityQuery, error) {
 		}
 		q.to = ceilTo(t.UTC(), step)
 	}
+	// A bucket ending after 9999-12-31T23:59:59Z has an end no RFC 3339
+	// instant writes ("10000-01-01..."): the series stops before it.
+	if q.to.After(maxTime) {
+		q.to = maxTime.Truncate(step)
+	}
 	if v, ok := p.get(1); ok {
 		t, err := ParseTime("from", string(v))
 		if err != nil {
@@ -172,6 +161,7 @@ func parseActivityQuery(c *fiber.Ctx, now time.Time) (activityQuery, error) {
 	} else if q.bucket == store.BucketHour {
 		q.from, q.fromSet = q.to.Add(-24*time.Hour), true
 	}
+	q.from = clampFrom(q.from)
 	if q.fromSet && q.to.Sub(q.from) > q.maxSpan() {
 		return q, apierror.Invalid("the range from %s to %s is longer than %d %ss; narrow it or use bucket=day",
 			q.from.Format(time.RFC3339), q.to.Format(time.RFC3339), int(q.maxSpan()/step), q.bucket)
@@ -191,6 +181,16 @@ func (q activityQuery) maxSpan() time.Duration {
 		return MaxDaySpan
 	}
 	return MaxHourSpan
+}
+
+// clampFrom keeps a derived from (to less a default span) from starting
+// before year 0001, which no RFC 3339 instant writes (the mirror of the
+// to clamp above).
+func clampFrom(t time.Time) time.Time {
+	if t.Before(minTime) {
+		return minTime
+	}
+	return t
 }
 
 // ceilTo rounds t up to a multiple of step (UTC; step divides a day).
@@ -221,12 +221,20 @@ func (a *API) resolveFrom(ctx context.Context, q *activityQuery, agent string) e
 	if q.to.Sub(q.from) > q.maxSpan() {
 		q.from = q.to.Add(-q.maxSpan())
 	}
-	q.fromSet = true
+	q.from, q.fromSet = clampFrom(q.from), true
 	return nil
 }
 
+// cacheKey names the series as asked: an open from (resolved by the
+// loader) is absent from the key, so a hit costs no database read.
 func (q activityQuery) cacheKey(kind, agent string) cache.Key {
-	return cache.NewKey(kind).String(agent).String(q.bucket).Int(q.from.Unix()).Int(q.to.Unix())
+	k := cache.NewKey(kind).String(agent).String(q.bucket)
+	if q.fromSet {
+		k = k.Int(q.from.Unix())
+	} else {
+		k = k.Absent()
+	}
+	return k.Int(q.to.Unix())
 }
 
 func (a *API) globalActivity(c *fiber.Ctx) error {
@@ -234,11 +242,11 @@ func (a *API) globalActivity(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := a.resolveFrom(c.UserContext(), &q, ""); err != nil {
-		return LoadError(err)
-	}
 	how := cacheable{control: a.control.index, general: httpcache.KeyStats}
 	return a.cached(c, q.cacheKey("activity", "").Bytes(), how, func(ctx context.Context) (any, bool, error) {
+		if err := a.resolveFrom(ctx, &q, ""); err != nil {
+			return nil, false, err
+		}
 		act, err := a.deps.Store.GetActivity(ctx, "", q.bucket, q.from, q.to)
 		return dataBody{Data: act}, false, err
 	})
@@ -253,11 +261,11 @@ func (a *API) agentActivity(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := a.resolveFrom(c.UserContext(), &q, id); err != nil {
-		return LoadError(err)
-	}
 	how := agentCaching(a, id, false)
 	v, err := a.load(c, q.cacheKey("agent-activity", id).Key(), func(ctx context.Context) (any, bool, error) {
+		if err := a.resolveFrom(ctx, &q, id); err != nil {
+			return nil, false, err
+		}
 		act, err := a.deps.Store.GetActivity(ctx, id, q.bucket, q.from, q.to)
 		return dataBody{Data: act}, false, err
 	})

@@ -173,6 +173,27 @@ func DecodeCursor(s string) (*store.Cursor, error) {
 	return &store.Cursor{Timestamp: time.Unix(sec, 0).UTC(), Slot: slot, PDA: parts[2]}, nil
 }
 
+// parsePage reads the paging parameters, which are p's first three:
+// limit, offset and cursor (decoded by decode; not with an offset).
+func parsePage[C any](p queryArgs, decode func(string) (*C, error)) (limit, offset int, cursor string, after *C, err error) {
+	v, ok := p.get(0)
+	if limit, err = ParseLimit(v, ok, DefaultLimit, MaxLimit); err != nil {
+		return
+	}
+	v, ok = p.get(1)
+	if offset, err = ParseOffset(v, ok, MaxOffset); err != nil {
+		return
+	}
+	if v, ok := p.get(2); ok {
+		if offset != 0 {
+			return limit, offset, "", nil, apierror.Invalid("use either cursor or offset, not both")
+		}
+		cursor = string(v)
+		after, err = decode(cursor)
+	}
+	return
+}
+
 // listParams are the query parameters of GET /attestations, in the order
 // parseListQuery reads them.
 var listParams = []string{"limit", "offset", "cursor", "agentPda", "actionType", "from", "to"}
@@ -185,22 +206,8 @@ func parseListQuery(c *fiber.Ctx) (listQuery, error) {
 	if err != nil {
 		return q, err
 	}
-	v, ok := p.get(0)
-	if q.filter.Limit, err = ParseLimit(v, ok, DefaultLimit, MaxLimit); err != nil {
+	if q.filter.Limit, q.filter.Offset, q.cursor, q.filter.After, err = parsePage(p, DecodeCursor); err != nil {
 		return q, err
-	}
-	v, ok = p.get(1)
-	if q.filter.Offset, err = ParseOffset(v, ok, MaxOffset); err != nil {
-		return q, err
-	}
-	if v, ok := p.get(2); ok {
-		if q.filter.Offset != 0 {
-			return q, apierror.Invalid("use either cursor or offset, not both")
-		}
-		q.cursor = string(v)
-		if q.filter.After, err = DecodeCursor(q.cursor); err != nil {
-			return q, err
-		}
 	}
 	if v, ok := p.get(3); ok {
 		if q.filter.AgentPDA, err = ParseAddress("agentPda", string(v)); err != nil {
