@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -87,22 +88,7 @@ func appendStream(ctx context.Context, tx pgx.Tx, evs []StreamEvent) error {
 // sortStream orders a transaction's events as the list does, oldest first.
 func sortStream(evs []StreamEvent) {
 	slices.SortStableFunc(evs, func(a, b StreamEvent) int {
-		if c := a.Timestamp.Compare(b.Timestamp); c != 0 {
-			return c
-		}
-		if a.Slot != b.Slot {
-			if a.Slot < b.Slot {
-				return -1
-			}
-			return 1
-		}
-		switch {
-		case a.PDA < b.PDA:
-			return -1
-		case a.PDA > b.PDA:
-			return 1
-		}
-		return 0
+		return cmp.Or(a.Timestamp.Compare(b.Timestamp), cmp.Compare(a.Slot, b.Slot), cmp.Compare(a.PDA, b.PDA))
 	})
 }
 
