@@ -72,6 +72,9 @@ func TestHostileLogRequests(t *testing.T) {
 	for _, p := range tiles400 {
 		check("/log/tile/"+p, http.StatusBadRequest)
 	}
+	// Fiber routes case-insensitively; the tile's one path is lower case.
+	check("/LOG/TILE/0/000", http.StatusBadRequest)
+	check("/log/Tile/0/000", http.StatusBadRequest)
 	for _, p := range tiles404 {
 		check("/log/tile/"+p, http.StatusNotFound)
 	}

@@ -191,8 +191,10 @@ func (s *Server) getTile(c *fiber.Ctx) error {
 	}
 	raw := c.Params("*") // Fiber's buffer: parsed, never kept
 	t, err := logformat.ParseTilePath(raw)
-	if err == nil && strings.HasSuffix(c.Path(), "/") {
-		err = logformat.ErrTilePath // Fiber's routing ignores a trailing slash; the tile's one path has none
+	if err == nil && !strings.HasSuffix(c.Path(), "/log/tile/"+raw) {
+		// Fiber's routing ignores a trailing slash and the path's case
+		// (/LOG/TILE/...); the tile's one path has neither.
+		err = logformat.ErrTilePath
 	}
 	if err != nil {
 		return apierror.Invalid("%v", err)
