@@ -19,9 +19,9 @@ type KeySource string
 // Log verification statuses of get_attestation.
 const (
 	LogVerified    LogStatus = "verified"
-	LogNotLogged             = "not_logged"
-	LogFailed                = "failed"
-	LogUnavailable           = "unavailable"
+	LogNotLogged   LogStatus = "not_logged"
+	LogFailed      LogStatus = "failed"
+	LogUnavailable LogStatus = "unavailable"
 )
 
 // LogStatuses lists every LogVerification status.
