@@ -16,6 +16,7 @@ import (
 	"github.com/attestd/attestd/internal/apptest"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/openapi"
+	"github.com/attestd/attestd/openapi/strict"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -106,7 +107,7 @@ func TestRecordedAnswersAreStrictlyValid(t *testing.T) {
 	answers := loadAnswers(t)
 	invalid := 0
 	for _, r := range answers {
-		if err := openapi.ValidateAnswer(r.Method, r.Path, r.Status, r.Body); err != nil {
+		if err := strict.ValidateAnswer(r.Method, r.Path, r.Status, r.Body); err != nil {
 			invalid++
 			t.Errorf("%s: %v", apptest.RecordingName(r.OperationID, r.Status), err)
 		}
@@ -200,7 +201,7 @@ func TestStrictValidatorRefusesWhatClientsRefuse(t *testing.T) {
 		c.mutate(body)
 		b, err := json.Marshal(body)
 		testenv.Must(t, err, "encode")
-		if err := openapi.ValidateAnswer(r.Method, r.Path, r.Status, b); (err == nil) != c.valid {
+		if err := strict.ValidateAnswer(r.Method, r.Path, r.Status, b); (err == nil) != c.valid {
 			t.Errorf("%s: valid %v, want %v (%v)", c.name, err == nil, c.valid, err)
 		}
 	}

@@ -1,6 +1,6 @@
 // Package openapi embeds openapi.yaml, the API contract users read, and
 // serves it as JSON. Tests validate every response they receive against it,
-// with kin-openapi and with the strict validator here (strict.go: the
+// with kin-openapi and with the strict validator of openapi/strict (the
 // document read as ajv and client generators read OpenAPI 3.0.3);
 // testdata/answers holds one recorded answer of every operation and status,
 // which the tests also validate with openapi-response-validator and read

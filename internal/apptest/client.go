@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/attestd/attestd/openapi"
+	"github.com/attestd/attestd/openapi/strict"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
@@ -174,7 +175,7 @@ func Validate(t testing.TB, req *http.Request, r *Response) {
 	// under `nullable: true` skips allOf and enum there): the body is
 	// judged again as ajv and the generators read the document.
 	if route.Operation.Responses.Status(r.Status) != nil || route.Operation.Responses.Default() != nil {
-		if err := openapi.ValidateAnswer(req.Method, route.Path, r.Status, r.Body); err != nil {
+		if err := strict.ValidateAnswer(req.Method, route.Path, r.Status, r.Body); err != nil {
 			t.Errorf("%s %s: response %d is invalid under a strict validator (as generated clients read openapi.yaml): %v\nbody: %s",
 				req.Method, req.URL.String(), r.Status, firstLines(err.Error(), 12), truncate(r.Body))
 		}

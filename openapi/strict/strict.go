@@ -1,4 +1,8 @@
-package openapi
+// Package strict judges attestd's answers against openapi.yaml the way
+// the strict validators behind generated clients do. It is for tests: it
+// lives apart from package openapi so that the server, which imports
+// openapi for the document, does not link a JSON Schema validator.
+package strict
 
 import (
 	"bytes"
@@ -10,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/attestd/attestd/openapi"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -60,7 +65,7 @@ var knownFormats = map[string]bool{"date-time": true, "date": true, "int32": tru
 	"byte": true, "binary": true}
 
 func loadStrict() {
-	raw, err := JSON()
+	raw, err := openapi.JSON()
 	if err != nil {
 		strictErr = err
 		return
@@ -103,9 +108,11 @@ func loadStrict() {
 func translate(v any, at string, defects *[]string) {
 	switch v := v.(type) {
 	case map[string]any:
-		if n, ok := v["nullable"]; ok {
+		// Only the keyword: a property or example key named "nullable"
+		// (an object value) is left alone.
+		if n, ok := v["nullable"].(bool); ok {
 			delete(v, "nullable")
-			if n == true {
+			if n {
 				t, ok := v["type"].(string)
 				if !ok {
 					*defects = append(*defects, at+": nullable without type in the same schema (strict validators ignore it)")
@@ -132,7 +139,7 @@ func translate(v any, at string, defects *[]string) {
 				*defects = append(*defects, at+": an object with neither properties nor additionalProperties (generated clients type it as empty)")
 			}
 		}
-		if _, ok := v["$ref"]; ok && len(v) > 1 {
+		if _, ok := v["$ref"].(string); ok && len(v) > 1 {
 			for k := range v {
 				if k != "$ref" && k != "description" && k != "summary" {
 					*defects = append(*defects, at+": $ref with sibling "+strconv.Quote(k)+" (OpenAPI 3.0 ignores it)")
