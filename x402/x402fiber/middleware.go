@@ -175,7 +175,7 @@ func refuse(c *fiber.Ctx, v *verifier.Verifier, path, resource string, v1 bool, 
 	if q.Extra != nil {
 		ex = *q.Extra
 	}
-	key := challengeKey{v: v, path: path, resource: resource, status: r.Status, code: r.Code, message: r.Message, reason: r.Reason, extra: ex}
+	key := challengeKey{resource: resource, status: r.Status, code: r.Code, message: r.Message, reason: r.Reason, extra: ex}
 	e, hit := lastChallenge.Load(challengeSlot{v, path})
 	ch, _ := e.(*challenge)
 	if !hit || ch.key != key {
@@ -209,10 +209,10 @@ type challengeSlot struct {
 	path string
 }
 
-// challengeKey is everything a v2 402's bytes depend on.
+// challengeKey is everything a v2 402's bytes depend on beyond its slot
+// (verifier and route).
 type challengeKey struct {
-	v                     *verifier.Verifier
-	path, resource        string
+	resource              string
 	status                int
 	code, message, reason string
 	extra                 x402.Extra
