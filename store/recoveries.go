@@ -49,6 +49,14 @@ func scanRecovery(r pgx.Row) (Recovery, error) {
 // ErrWebhookInactive: the webhook is inactive.
 var ErrWebhookInactive = errors.New("the webhook is inactive")
 
+// MaxRunningRecoveries bounds the recoveries of other windows that run at
+// once for one webhook: windows shifted by a second would otherwise each
+// start one and send the same deliveries again.
+const MaxRunningRecoveries = 4
+
+// ErrTooManyRecoveries: MaxRunningRecoveries other windows run already.
+var ErrTooManyRecoveries = errors.New("too many recoveries of this webhook are running")
+
 // recoverable is the condition on a delivery d that a recovery takes:
 // failed, or also succeeded when $onlyFailed is false (pending ones are
 // being delivered already).
@@ -69,7 +77,9 @@ func (s *Store) StartRecovery(ctx context.Context, accountID int64, r Recovery) 
 	started := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var active bool
-		err := tx.QueryRow(ctx, `SELECT active FROM webhooks WHERE id = $1 AND account_id = $2 FOR SHARE`,
+		// FOR UPDATE: starts on one webhook take turns, so the running
+		// count below is exact.
+		err := tx.QueryRow(ctx, `SELECT active FROM webhooks WHERE id = $1 AND account_id = $2 FOR UPDATE`,
 			r.WebhookID, accountID).Scan(&active)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrNotFound
@@ -79,6 +89,16 @@ func (s *Store) StartRecovery(ctx context.Context, accountID int64, r Recovery) 
 		}
 		if !active {
 			return ErrWebhookInactive
+		}
+		var running int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_recoveries WHERE webhook_id = $1 AND state = 'running'
+			AND NOT (since = $2 AND only_failed = $3
+				AND (CASE WHEN open_ended THEN 'infinity'::timestamptz ELSE until END) = (CASE WHEN $4 THEN 'infinity'::timestamptz ELSE $5 END))`,
+			r.WebhookID, r.Since, r.OnlyFailed, r.OpenEnded, r.Until).Scan(&running); err != nil {
+			return fmt.Errorf("count running recoveries: %w", err)
+		}
+		if running >= MaxRunningRecoveries {
+			return ErrTooManyRecoveries
 		}
 		var total int64
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries d
@@ -112,7 +132,7 @@ func (s *Store) StartRecovery(ctx context.Context, accountID int64, r Recovery) 
 		}
 		return nil
 	})
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrWebhookInactive) {
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrWebhookInactive) || errors.Is(err, ErrTooManyRecoveries) {
 		return out, false, err
 	}
 	if err != nil {

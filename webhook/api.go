@@ -28,6 +28,7 @@ const (
 	CodeWebhookLimitReached = "WEBHOOK_LIMIT_REACHED"
 	CodeDeliveryNotFound    = "DELIVERY_NOT_FOUND"
 	CodeWebhookInactive     = "WEBHOOK_INACTIVE"
+	CodeRecoveriesRunning   = "RECOVERIES_RUNNING"
 )
 
 // Paging of the routes.

@@ -93,9 +93,6 @@ func jsonObject(c *fiber.Ctx, allowed ...string) (map[string]json.RawMessage, er
 	if len(body) == 0 {
 		return map[string]json.RawMessage{}, nil
 	}
-	if len(body) > maxBody {
-		return nil, apierror.New(http.StatusRequestEntityTooLarge, apierror.CodePayloadTooLarge, "the body must be at most %d bytes", maxBody)
-	}
 	if mt, _, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType)); err != nil || mt != "application/json" {
 		return nil, apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia, "send the body as application/json")
 	}
@@ -203,6 +200,10 @@ func (a *API) recover(c *fiber.Ctx) error {
 	case errors.Is(err, store.ErrWebhookInactive):
 		return apierror.New(http.StatusConflict, CodeWebhookInactive,
 			"webhook %s is inactive; turn it back on with PATCH {\"active\": true} first", id)
+	case errors.Is(err, store.ErrTooManyRecoveries):
+		return apierror.New(http.StatusConflict, CodeRecoveriesRunning,
+			"%d recoveries of other windows of webhook %s are running; wait for one to finish (GET its recovery) or ask for the same window again",
+			store.MaxRunningRecoveries, id)
 	case err != nil:
 		return webhookErr(err, id)
 	}
@@ -316,27 +317,38 @@ func (a *API) changeSecrets(ctx context.Context, accountID int64, id string, cha
 	w, err = a.opt.Store.SetSecrets(ctx, accountID, id, w.SecretSealed, sec)
 	switch {
 	case errors.Is(err, store.ErrSecretChanged):
-		return w, apierror.New(http.StatusConflict, CodeSecretChanged, "the webhook's secret changed meanwhile (another rotation); try again")
+		return w, err // the caller decides: a 409 or another try
 	case err != nil:
 		return w, webhookErr(err, id)
 	}
 	return w, nil
 }
 
-// ensureEd25519 gives the webhook an Ed25519 key when it has none.
+// errSecretChanged is the answer to a rotation that lost a race.
+func errSecretChanged() error {
+	return apierror.New(http.StatusConflict, CodeSecretChanged, "the webhook's secret changed meanwhile (another rotation); try again")
+}
+
+// ensureEd25519 gives the webhook an Ed25519 key when it has none. It is
+// idempotent, so a concurrent change (two PATCHes to v1a, a rotation) is
+// met by reading again: a PATCH never answers 409.
 func (a *API) ensureEd25519(ctx context.Context, accountID int64, id string) error {
-	_, err := a.changeSecrets(ctx, accountID, id, func(m *sealedMaterial) (bool, error) {
-		if m.seed != nil {
-			return false, nil
+	for {
+		_, err := a.changeSecrets(ctx, accountID, id, func(m *sealedMaterial) (bool, error) {
+			if m.seed != nil {
+				return false, nil
+			}
+			priv, pub, err := signature.NewEd25519()
+			if err != nil {
+				return false, err
+			}
+			m.seed, m.publicKey = priv.Seed(), &pub
+			return true, nil
+		})
+		if !errors.Is(err, store.ErrSecretChanged) || ctx.Err() != nil {
+			return err
 		}
-		priv, pub, err := signature.NewEd25519()
-		if err != nil {
-			return false, err
-		}
-		m.seed, m.publicKey = priv.Seed(), &pub
-		return true, nil
-	})
-	return err
+	}
 }
 
 func (a *API) rotateSecret(c *fiber.Ctx) error {
@@ -370,6 +382,9 @@ func (a *API) rotateSecret(c *fiber.Ctx) error {
 		m.secret = []byte(secret)
 		return true, nil
 	})
+	if errors.Is(err, store.ErrSecretChanged) {
+		return errSecretChanged()
+	}
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,8 @@ package webhook_test
 
 import (
 	"context"
+	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/store"
 	"net/http"
 	"sort"
 	"strings"
@@ -353,5 +355,45 @@ func TestEventCatalog(t *testing.T) {
 	}
 	if r := h.do(t, http.MethodGet, "/webhooks/event-types?x=1", "", nil); r.Status != http.StatusBadRequest {
 		t.Errorf("unknown query parameter: %d", r.Status)
+	}
+}
+
+// TestRecoveriesOfOtherWindowsAreBounded: windows shifted by a second each
+// start a recovery only up to store.MaxRunningRecoveries; the next is 409
+// RECOVERIES_RUNNING, while the same window again still answers its
+// running recovery.
+func TestRecoveriesOfOtherWindowsAreBounded(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpt{})
+	key := h.key(t, testenv.Name("recoverbound"))
+	rc := newReceiver(t, func(int, *http.Request) int { return http.StatusNoContent })
+	stop := h.startWorker(t, h.cfg, "w1")
+	c := h.verifiedHook(t, key, rc)
+	events := insertEvents(t, h.env.Store, 2, agentA, "ToolCall")
+	waitFor(t, "the deliveries acknowledged", 30*time.Second, func() bool {
+		ds := deliveriesOf(t, h, c.ID, events)
+		for _, e := range events {
+			if ds[webhook.EventID(e)][1] != "succeeded" {
+				return false
+			}
+		}
+		return true
+	})
+	stop() // no worker: the recoveries stay running
+	start := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	ask := func(i int) *apptest.Response {
+		return h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key,
+			map[string]any{"since": start.Add(time.Duration(i) * time.Second).Format(time.RFC3339), "status": "all"})
+	}
+	for i := 0; i < store.MaxRunningRecoveries; i++ {
+		if r := ask(i); r.Status != http.StatusAccepted {
+			t.Fatalf("recovery %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	if r := ask(store.MaxRunningRecoveries); r.Status != http.StatusConflict || !strings.Contains(string(r.Body), "RECOVERIES_RUNNING") {
+		t.Fatalf("one window more: %d %s, want 409 RECOVERIES_RUNNING", r.Status, r.Body)
+	}
+	if r := ask(0); r.Status != http.StatusOK {
+		t.Fatalf("the first window again: %d %s, want 200", r.Status, r.Body)
 	}
 }
