@@ -89,7 +89,7 @@ func (s *Service) Require(opt RequireOptions) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		httpcache.Private(c)
 		if c.Get(Header) == "" && opt.OnMissingKey != nil {
-			s.m.auth.WithLabelValues("missing_delegated").Inc()
+			s.m.delegated.Inc()
 			return opt.OnMissingKey(c)
 		}
 		if err := s.admit(c, opt.AllowSession); err != nil {

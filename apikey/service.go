@@ -378,7 +378,10 @@ func (s *Service) flush(ctx context.Context) error {
 }
 
 type metrics struct {
-	auth          *prometheus.CounterVec
+	auth *prometheus.CounterVec
+	// delegated is auth{result="missing_delegated"}: every unpaid
+	// premium request counts it, looked up once.
+	delegated     prometheus.Counter
 	lookups       *prometheus.CounterVec
 	invalidations prometheus.Counter
 	touchFlushes  prometheus.Counter
@@ -397,5 +400,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	m.auth, m.lookups = metric.Register(reg, m.auth), metric.Register(reg, m.lookups)
 	m.invalidations, m.touchFlushes = metric.Register(reg, m.invalidations), metric.Register(reg, m.touchFlushes)
+	m.delegated = m.auth.WithLabelValues("missing_delegated")
 	return m
 }

@@ -6,15 +6,18 @@ import (
 )
 
 type metrics struct {
-	paid         *prometheus.CounterVec
-	refused      *prometheus.CounterVec
-	settled      *prometheus.CounterVec
-	settledUnits prometheus.Counter
-	failed       *prometheus.CounterVec
-	released     prometheus.Counter
-	replayRedis  prometheus.Counter
-	local        prometheus.Histogram
-	settle       prometheus.Histogram
+	paid    *prometheus.CounterVec
+	refused *prometheus.CounterVec
+	// refusedMissing is refused{reason="payment_required"}, the most
+	// frequent answer of all, looked up once.
+	refusedMissing prometheus.Counter
+	settled        *prometheus.CounterVec
+	settledUnits   prometheus.Counter
+	failed         *prometheus.CounterVec
+	released       prometheus.Counter
+	replayRedis    prometheus.Counter
+	local          prometheus.Histogram
+	settle         prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -44,5 +47,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.settledUnits, m.failed = metric.Register(reg, m.settledUnits), metric.Register(reg, m.failed)
 	m.released, m.replayRedis = metric.Register(reg, m.released), metric.Register(reg, m.replayRedis)
 	m.local, m.settle = metric.Register(reg, m.local), metric.Register(reg, m.settle)
+	m.refusedMissing = m.refused.WithLabelValues(ReasonMissing)
 	return m
 }

@@ -83,15 +83,17 @@ type Verifier struct {
 	m      *metrics
 	s      settler
 	node   string
-	routes map[string]route
+	routes map[string]*route
 	signer *receipt.Signer
 	now    func() time.Time
 	// base58 of the asset and payTo, encoded once
 	assetStr, payToStr string
-	fpStr              atomic.Pointer[pubString]
-	cancel             context.CancelFunc
-	wg                 sync.WaitGroup
-	closeMu            sync.Once
+	// extra is the requirements' extra (fee payer, blockhash hint) as
+	// last made: shared, never modified, replaced whole when either moves.
+	extra   atomic.Pointer[extraOf]
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closeMu sync.Once
 }
 
 type route struct {
@@ -103,6 +105,9 @@ type route struct {
 	// bazaarPre and bazaarPost surround the path value's JSON string in
 	// a request's bazaar extension (nil: encode it whole).
 	bazaarPre, bazaarPost []byte
+	// missing is the challenge to a request that carries no payment
+	// (made once: its message names the price; shared, never modified).
+	missingRef *Refusal
 }
 
 // pathPlaceholder stands for the path value in the pre-encoded bazaar.
@@ -127,7 +132,7 @@ func New(ctx context.Context, opt Options) (*Verifier, error) {
 		opt.Node, _ = os.Hostname()
 	}
 	v := &Verifier{cfg: cfg, log: opt.Logger.With("component", "x402"), ledger: opt.Ledger, m: newMetrics(opt.Registerer),
-		node: opt.Node, routes: map[string]route{}, signer: opt.Receipts, now: time.Now,
+		node: opt.Node, routes: map[string]*route{}, signer: opt.Receipts, now: time.Now,
 		assetStr: cfg.Asset.String(), payToStr: cfg.PayTo.String(),
 		guard: &replayGuard{rdb: opt.Redis, prefix: opt.KeyPrefix, timeout: 500 * time.Millisecond}}
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -155,8 +160,10 @@ func New(ctx context.Context, opt Options) (*Verifier, error) {
 		if amount == 0 {
 			continue
 		}
-		rt := route{Route: r, amount: amount, terms: x402.ExactTerms{PayTo: cfg.PayTo, Asset: cfg.Asset, Amount: amount, Decimals: cfg.Decimals}}
+		rt := &route{Route: r, amount: amount, terms: x402.ExactTerms{PayTo: cfg.PayTo, Asset: cfg.Asset, Amount: amount, Decimals: cfg.Decimals}}
 		rt.amountStr = strconv.FormatUint(amount, 10)
+		rt.missingRef = challenge(ReasonMissing, fmt.Sprintf("this route needs an API key in the x-api-key header, or a payment of %s %s (x402: see the PAYMENT-REQUIRED header)",
+			x402.FormatAmount(amount, cfg.Decimals), v.assetName()))
 		if b, err := json.Marshal(r.Bazaar("")); err == nil {
 			rt.bazaar = b
 		}
@@ -246,20 +253,24 @@ func (v *Verifier) Bazaar(path, pathValue string) json.RawMessage {
 }
 
 // Price is a route's price in atomic units (0: not payable).
-func (v *Verifier) Price(path string) uint64 { return v.routes[path].amount }
+func (v *Verifier) Price(path string) uint64 {
+	if rt, ok := v.routes[path]; ok {
+		return rt.amount
+	}
+	return 0
+}
 
 // Requirements are what a request of route must pay, and what it buys.
 // ok is false while the fee payer is unknown (a facilitator not reached
 // yet) or when the route is not payable.
 func (v *Verifier) Requirements(path, resourceURL string) (q x402.Requirements, r x402.ResourceInfo, ok bool) {
 	rt, found := v.routes[path]
-	fp, known := v.s.feePayer()
-	if !found || !known {
+	if !found {
 		return q, r, false
 	}
-	extra := &x402.Extra{FeePayer: v.feePayerString(fp)}
-	if h, lv, ok := v.s.recentBlockhash(); ok {
-		extra.RecentBlockhash, extra.LastValidBlockHeight = h.String(), strconv.FormatUint(lv, 10)
+	extra, known := v.currentExtra()
+	if !known {
+		return q, r, false
 	}
 	q = x402.Requirements{Scheme: x402.SchemeExact, Network: v.cfg.Network.CAIP2, Amount: rt.amountStr,
 		Asset: v.assetStr, PayTo: v.payToStr, MaxTimeoutSeconds: MaxTimeoutSeconds, Extra: extra}
@@ -267,19 +278,35 @@ func (v *Verifier) Requirements(path, resourceURL string) (q x402.Requirements, 
 	return q, r, true
 }
 
-// feePayerString is fp in base58, encoded once per fee payer.
-func (v *Verifier) feePayerString(fp solana.PublicKey) string {
-	if c := v.fpStr.Load(); c != nil && c.pk == fp {
-		return c.s
-	}
-	c := &pubString{pk: fp, s: fp.String()}
-	v.fpStr.Store(c)
-	return c.s
+// extraOf is the requirements' extra for one fee payer and blockhash hint.
+type extraOf struct {
+	feePayer solana.PublicKey
+	hint     solana.Hash // zero: no hint
+	lv       uint64
+	extra    *x402.Extra
 }
 
-type pubString struct {
-	pk solana.PublicKey
-	s  string
+// currentExtra is the extra of the fee payer and blockhash hint now
+// (false while the fee payer is unknown). It is encoded once per fee
+// payer and hint, and shared: callers never modify it.
+func (v *Verifier) currentExtra() (*x402.Extra, bool) {
+	fp, known := v.s.feePayer()
+	if !known {
+		return nil, false
+	}
+	h, lv, ok := v.s.recentBlockhash()
+	if !ok {
+		h, lv = solana.Hash{}, 0
+	}
+	if e := v.extra.Load(); e != nil && e.feePayer == fp && e.hint == h && e.lv == lv {
+		return e.extra, true
+	}
+	e := &extraOf{feePayer: fp, hint: h, lv: lv, extra: &x402.Extra{FeePayer: fp.String()}}
+	if ok {
+		e.extra.RecentBlockhash, e.extra.LastValidBlockHeight = h.String(), strconv.FormatUint(lv, 10)
+	}
+	v.extra.Store(e)
+	return e.extra, true
 }
 
 // Request is a payable request as the middleware saw it. The strings must
@@ -339,13 +366,39 @@ func (v *Verifier) Begin(ctx context.Context, req Request) (*Payment, *Refusal) 
 	r := v.begin(ctx, req)
 	p, ref := r.p, r.ref
 	if ref != nil {
-		v.m.refused.WithLabelValues(ref.Reason).Inc()
+		if ref.Reason == ReasonMissing {
+			v.m.refusedMissing.Inc()
+		} else {
+			v.m.refused.WithLabelValues(ref.Reason).Inc()
+		}
 		return nil, ref
 	}
 	if !p.replay {
 		v.m.paid.WithLabelValues(req.Path).Inc()
 	}
 	return p, nil
+}
+
+// Unpaid is Begin for a request that carries no payment: the challenge
+// (or why payments are not available), counted as Begin counts it, with
+// the requirements the challenge names. It reads no header, no ledger
+// and no chain: the 402 of a payable route is the service's most frequent
+// paid-route answer.
+func (v *Verifier) Unpaid(path, resourceURL string) (x402.Requirements, x402.ResourceInfo, *Refusal) {
+	rt, ok := v.routes[path]
+	if !ok {
+		r := unavailable(ReasonNotReady, "this route is not payable")
+		v.m.refused.WithLabelValues(r.Reason).Inc()
+		return x402.Requirements{}, x402.ResourceInfo{}, r
+	}
+	q, res, ok := v.Requirements(path, resourceURL)
+	if !ok {
+		r := unavailable(ReasonNotReady, "payments are not available right now (the facilitator has not answered yet); use an API key or try again shortly")
+		v.m.refused.WithLabelValues(r.Reason).Inc()
+		return q, res, r
+	}
+	v.m.refusedMissing.Inc()
+	return q, res, rt.missingRef
 }
 
 type outcome struct {
@@ -363,8 +416,7 @@ func (v *Verifier) begin(ctx context.Context, req Request) outcome {
 		return outcome{ref: unavailable(ReasonNotReady, "payments are not available right now (the facilitator has not answered yet); use an API key or try again shortly")}
 	}
 	if req.PaymentV2 == "" && req.PaymentV1 == "" {
-		return outcome{ref: challenge(ReasonMissing, fmt.Sprintf("this route needs an API key in the x-api-key header, or a payment of %s %s (x402: see the PAYMENT-REQUIRED header)",
-			x402.FormatAmount(rt.amount, v.cfg.Decimals), v.assetName()))}
+		return outcome{ref: rt.missingRef}
 	}
 	start := time.Now()
 	p := &Payment{Path: req.Path, Requirements: q, Resource: res, Amount: rt.amount, fingerprint: req.Fingerprint}

@@ -2,6 +2,7 @@ package x402fiber_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/openapi"
@@ -389,4 +391,58 @@ func TestDiscoveryHostileInputs(t *testing.T) {
 		}
 	}
 	t.Logf("%d hostile discovery requests", n1)
+}
+
+// A 402's bytes are reused while nothing they depend on moves: when the
+// chain moves on, the next 402s name its new blockhash (the hint is
+// refreshed in the background once it is 2 s old); two resources of one
+// route never share a challenge.
+func TestReused402FollowsHintAndResource(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	n := f.node(t, f.config(), nil)
+	path := "/premium/full-history/" + f.agent
+	first := n.challenge(t, http.MethodGet, path, nil)
+	if first.Accepts[0].Extra == nil || first.Accepts[0].Extra.RecentBlockhash != f.chain.LatestBlockhash().String() {
+		t.Fatalf("first 402's hint %+v, want %s", first.Accepts[0].Extra, f.chain.LatestBlockhash())
+	}
+	if again := n.challenge(t, http.MethodGet, path, nil); !reflect.DeepEqual(again, first) {
+		t.Fatalf("the same request's 402 changed while nothing moved:\n%+v\n%+v", again, first)
+	}
+	f.chain.AdvanceSlots(5)
+	want := f.chain.LatestBlockhash().String()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		pr := n.challenge(t, http.MethodGet, path, nil)
+		if pr.Accepts[0].Extra.RecentBlockhash == want {
+			if pr.Resource.URL != first.Resource.URL {
+				t.Fatalf("resource moved: %s, want %s", pr.Resource.URL, first.Resource.URL)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("402s still name %s after the chain moved to %s", pr.Accepts[0].Extra.RecentBlockhash, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Another agent: its own resource and bazaar path value, not the
+	// reused bytes of the first.
+	var other string
+	testenv.Must(t, f.env.Store.Pool().QueryRow(context.Background(),
+		"SELECT pda FROM agents WHERE pda <> $1 LIMIT 1", f.agent).Scan(&other), "another agent")
+	pr := n.challenge(t, http.MethodGet, "/premium/full-history/"+other, nil)
+	if !strings.HasSuffix(pr.Resource.URL, "/premium/full-history/"+other) {
+		t.Fatalf("other agent's 402 names %s", pr.Resource.URL)
+	}
+	var bz struct {
+		Info struct {
+			Input struct {
+				PathParams map[string]string `json:"pathParams"`
+			} `json:"input"`
+		} `json:"info"`
+	}
+	testenv.Must(t, json.Unmarshal(pr.Extensions[x402.ExtensionBazaar], &bz), "bazaar")
+	if bz.Info.Input.PathParams["agentId"] != other {
+		t.Fatalf("other agent's bazaar pathParams %v", bz.Info.Input.PathParams)
+	}
 }

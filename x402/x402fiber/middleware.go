@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/config"
@@ -29,6 +29,14 @@ const maxResourceURL = 512
 // requests that carry no key). Resource URLs are origin + path: the
 // node's public origin, never one a request header names.
 func New(v *verifier.Verifier, origin config.Origin) fiber.Handler {
+	// One slot per payable route, made before any request: read-only
+	// after this, so requests look theirs up without a lock.
+	slots := map[string]*slot{}
+	for _, r := range verifier.Routes {
+		if v.Payable(r.Path) {
+			slots[r.Path] = &slot{path: r.Path, param: r.Input.PathParam, payable: true}
+		}
+	}
 	return func(c *fiber.Ctx) error {
 		// An invalid request is refused before any payment work: no
 		// simulation, no claim, no ledger row.
@@ -38,22 +46,29 @@ func New(v *verifier.Verifier, origin config.Origin) fiber.Handler {
 			}
 		}
 		path := strings.TrimPrefix(c.Route().Path, Prefix)
+		sl := slots[path]
+		if sl == nil {
+			sl = &slot{path: path} // not payable: Begin refuses it, never cached
+		}
 		resource := resourceURL(origin, c)
 		// Header values live in Fiber's buffers: copy them before they are
 		// decoded or kept.
 		req := verifier.Request{Path: path, ResourceURL: resource,
 			PaymentV2: utils.CopyString(c.Get(x402.HeaderPaymentSignature)),
 			PaymentV1: utils.CopyString(c.Get(x402.HeaderPaymentV1))}
-		if req.PaymentV2 != "" || req.PaymentV1 != "" {
-			// Only a payment is matched to its request: a bare challenge
-			// neither hashes the body nor parses the query.
-			req.Fingerprint = verifier.Fingerprint(c.Method(), c.Path(), string(c.Request().URI().QueryString()), c.Request().Body())
-			req.Described = c.Method() + " " + strings.Clone(c.Path())
+		if req.PaymentV2 == "" && req.PaymentV1 == "" {
+			// No payment: the challenge. Nothing to hash, decode or claim.
+			q, res, ref := v.Unpaid(path, resource)
+			return refuse(c, v, sl, resource, false, ref, nil, &q, res)
 		}
+		// Only a payment is matched to its request: a bare challenge
+		// neither hashes the body nor parses the query.
+		req.Fingerprint = verifier.Fingerprint(c.Method(), c.Path(), string(c.Request().URI().QueryString()), c.Request().Body())
+		req.Described = c.Method() + " " + strings.Clone(c.Path())
 		ctx := context.Background()
 		p, ref := v.Begin(ctx, req)
 		if ref != nil {
-			return refuse(c, v, path, resource, req.PaymentV2 == "" && req.PaymentV1 != "", ref, nil)
+			return refuse(c, v, sl, resource, req.PaymentV2 == "" && req.PaymentV1 != "", ref, nil, nil, x402.ResourceInfo{})
 		}
 		settled := false
 		defer func() {
@@ -89,7 +104,7 @@ func New(v *verifier.Verifier, origin config.Origin) fiber.Handler {
 			c.Response().Header.Del(fiber.HeaderContentEncoding)
 			c.Response().Header.Del(fiber.HeaderVary)
 			c.Response().Header.Del(fiber.HeaderETag)
-			return refuse(c, v, path, resource, p.V1, sref, map[string]string{hdr: enc})
+			return refuse(c, v, sl, resource, p.V1, sref, map[string]string{hdr: enc}, nil, x402.ResourceInfo{})
 		}
 		c.Set(hdr, enc)
 		httpcache.Private(c)
@@ -118,13 +133,21 @@ func Validate(fn func(*fiber.Ctx) error) fiber.Handler {
 	}
 }
 
-// resourceURL is the request's path at the public origin, bounded.
+// resourceURL is the request's path at the public origin, bounded, in
+// memory of its own (never Fiber's buffer).
 func resourceURL(origin config.Origin, c *fiber.Ctx) string {
-	u := origin.URL(c.Path())
+	p := c.Path()
+	if len(p) > maxResourceURL {
+		p = p[:maxResourceURL]
+	}
+	if origin.String() == "" {
+		return strings.Clone(p)
+	}
+	u := origin.URL(p) // a new string: the concatenation copies p
 	if len(u) > maxResourceURL {
 		u = u[:maxResourceURL]
 	}
-	return strings.Clone(u)
+	return u
 }
 
 // body2 is a v2 refusal: the PaymentRequired fields beside the envelope.
@@ -152,13 +175,22 @@ type envelope struct {
 
 // refuse writes a refusal: for those a new payment can fix, the payment
 // instructions in the header (v2) and the body; otherwise the plain
-// envelope. Refusals are never cached.
-func refuse(c *fiber.Ctx, v *verifier.Verifier, path, resource string, v1 bool, r *verifier.Refusal, extra map[string]string) error {
+// envelope. Refusals are never cached. known are the requirements the
+// refusal was decided with (with res, the resource), when the caller has
+// them (nil: asked of the verifier).
+func refuse(c *fiber.Ctx, v *verifier.Verifier, sl *slot, resource string, v1 bool, r *verifier.Refusal, extra map[string]string,
+	known *x402.Requirements, res x402.ResourceInfo) error {
 	c.Set(fiber.HeaderCacheControl, httpcache.NoStore)
 	for k, val := range extra {
 		c.Set(k, val)
 	}
-	q, res, ok := v.Requirements(path, resource)
+	var q x402.Requirements
+	ok := known != nil && known.Extra != nil
+	if ok {
+		q = *known
+	} else if r.Challenge {
+		q, res, ok = v.Requirements(sl.path, resource)
+	}
 	if !r.Challenge || !ok {
 		return c.Status(r.Status).JSON(apierror.Body(r.Code, r.Message))
 	}
@@ -171,19 +203,17 @@ func refuse(c *fiber.Ctx, v *verifier.Verifier, path, resource string, v1 bool, 
 	}
 	// The same challenge (route, resource, refusal, fee payer, blockhash
 	// hint) is encoded once: a popular resource's 402s reuse the bytes.
-	var ex x402.Extra
-	if q.Extra != nil {
-		ex = *q.Extra
-	}
-	key := challengeKey{resource: resource, status: r.Status, code: r.Code, message: r.Message, reason: r.Reason, extra: ex}
-	e, hit := lastChallenge.Load(challengeSlot{v, path})
-	ch, _ := e.(*challenge)
-	if !hit || ch.key != key {
+	// q.Extra is the verifier's shared value, replaced (never changed)
+	// when the fee payer or the hint moves: comparing the pointer is
+	// comparing them.
+	key := challengeKey{resource: resource, status: r.Status, code: r.Code, message: r.Message, reason: r.Reason, extra: q.Extra}
+	ch := sl.last.Load()
+	if ch == nil || ch.key != key {
 		pr := x402.PaymentRequired{X402Version: 2, Error: r.Message, Resource: res, Accepts: []x402.Requirements{q}}
 		if r.Reason != verifier.ReasonMissing {
 			pr.Error = r.Reason + ": " + r.Message
 		}
-		h, err := encodeRequired(pr, v.Bazaar(path, pathValue(c, path)))
+		h, err := encodeRequired(pr, v.Bazaar(sl.path, pathValue(c, sl.param)))
 		if err != nil {
 			return err
 		}
@@ -191,23 +221,38 @@ func refuse(c *fiber.Ctx, v *verifier.Verifier, path, resource string, v1 bool, 
 		if err != nil {
 			return err
 		}
-		ch = &challenge{key: key, header: h, body: body}
-		lastChallenge.Store(challengeSlot{v, path}, ch)
+		ch = &challenge{key: key, header: []byte(h), body: body}
+		if sl.cacheable() {
+			sl.last.Store(ch)
+		}
 	}
-	c.Set(x402.HeaderPaymentRequired, ch.header)
-	c.Set("Access-Control-Expose-Headers", x402.HeaderPaymentRequired)
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Status(r.Status).Send(ch.body)
+	c.Response().Header.SetCanonical(headerPaymentRequired, ch.header)
+	c.Response().Header.SetCanonical(headerExpose, headerPaymentRequired)
+	c.Response().Header.SetContentType(fiber.MIMEApplicationJSON)
+	c.Status(r.Status)
+	c.Response().SetBodyRaw(ch.body)
+	return nil
 }
 
-// lastChallenge holds, per verifier and route, the last 402 encoded
-// (immutable entries, replaced whole).
-var lastChallenge sync.Map // challengeSlot -> *challenge
+// Header names as fasthttp writes them (normalized), set without being
+// normalized again on every 402.
+var (
+	headerPaymentRequired = []byte("Payment-Required")
+	headerExpose          = []byte("Access-Control-Expose-Headers")
+)
 
-type challengeSlot struct {
-	v    *verifier.Verifier
-	path string
+// slot is one payable route's state in the middleware: its path, its path
+// parameter, and the last 402 encoded for it (immutable entries, replaced
+// whole).
+type slot struct {
+	path, param string
+	last        atomic.Pointer[challenge]
+	// payable: made by New for a route the verifier prices (others are
+	// made per request and never cache).
+	payable bool
 }
+
+func (s *slot) cacheable() bool { return s.payable }
 
 // challengeKey is everything a v2 402's bytes depend on beyond its slot
 // (verifier and route).
@@ -215,13 +260,13 @@ type challengeKey struct {
 	resource              string
 	status                int
 	code, message, reason string
-	extra                 x402.Extra
+	extra                 *x402.Extra
 }
 
 type challenge struct {
 	key    challengeKey
-	header string
-	body   []byte
+	header []byte
+	body   []byte // immutable: answers are sent with SetBodyRaw
 }
 
 // encodeRequired is the PAYMENT-REQUIRED header of pr with the bazaar
@@ -248,14 +293,13 @@ func encodeRequired(pr x402.PaymentRequired, bz json.RawMessage) (string, error)
 // maxPathValue bounds a path parameter echoed in a 402's bazaar extension.
 const maxPathValue = 64
 
-// pathValue is the request's value of the route's path parameter ("" for
-// a static route), copied and bounded.
-func pathValue(c *fiber.Ctx, path string) string {
-	r, ok := verifier.RouteByPath(path)
-	if !ok || r.Input.PathParam == "" {
+// pathValue is the request's value of the route's path parameter param
+// ("" for a static route), copied and bounded.
+func pathValue(c *fiber.Ctx, param string) string {
+	if param == "" {
 		return ""
 	}
-	val := c.Params(r.Input.PathParam)
+	val := c.Params(param)
 	if len(val) > maxPathValue || val == "" {
 		return ""
 	}
