@@ -62,6 +62,7 @@ func main() {
 	conns := flag.Int("c", 64, "wrk connections")
 	threads := flag.Int("t", 2, "wrk threads")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the node (this process) to this file")
+	only := flag.String("only", "", "run only the baseline and this scenario (app floor, discovery, 402 bazaar)")
 	flag.Parse()
 	if *prof != "" {
 		f, err := os.Create(*prof)
@@ -74,7 +75,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "x402-discovery-bench: bounded runs only (duration <= 1m, rounds <= 10, c <= 256, t <= 4)")
 		os.Exit(2)
 	}
-	if err := run(context.Background(), *dur, *rounds, *conns, *threads); err != nil {
+	if err := run(context.Background(), *dur, *rounds, *conns, *threads, *only); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "x402-discovery-bench:", err)
 		os.Exit(1)
@@ -85,9 +86,12 @@ type scenario struct {
 	name, what, url string
 	rps             []float64
 	p50, p99        string
+	// cpu is the serving process's CPU time per answer (µs), per run;
+	// wrkCPU the load generator's (on the same cores).
+	cpu, wrkCPU []float64
 }
 
-func run(ctx context.Context, dur time.Duration, rounds, conns, threads int) error {
+func run(ctx context.Context, dur time.Duration, rounds, conns, threads int, only string) error {
 	if _, err := os.Stat("bin/baseline"); err != nil {
 		return fmt.Errorf("bin/baseline: go build -o bin/baseline ./bench/baseline first")
 	}
@@ -131,7 +135,7 @@ func run(ctx context.Context, dur time.Duration, rounds, conns, threads int) err
 			if err != nil || pr.Extensions[x402.ExtensionBazaar] == nil {
 				return fmt.Errorf("402 without bazaar: %v", err)
 			}
-			fmt.Printf("402: PAYMENT-REQUIRED %d bytes (bazaar included), body %d bytes; ", len(res.Header.Get(x402.HeaderPaymentRequired)), len(b))
+			fmt.Printf("402: PAYMENT-REQUIRED %d bytes (bazaar included), body %d bytes, %d bytes on the wire; ", len(res.Header.Get(x402.HeaderPaymentRequired)), len(b), wireSize(url))
 		} else {
 			fmt.Printf("/.well-known/x402: %d bytes; ", len(b))
 		}
@@ -144,14 +148,29 @@ func run(ctx context.Context, dur time.Duration, rounds, conns, threads int) err
 		{name: "discovery", what: "GET /.well-known/x402 (the catalog, 3 resources)", url: node + "/.well-known/x402"},
 		{name: "402 bazaar", what: "GET /premium/full-history/:agentId unpaid: 402, PAYMENT-REQUIRED with bazaar", url: node + "/api/v1/premium/full-history/" + agent},
 	}
+	if only != "" {
+		sc = slices.DeleteFunc(sc, func(s *scenario) bool { return s.name != "baseline" && s.name != only })
+		if len(sc) != 2 {
+			return fmt.Errorf("-only %q: no such scenario", only)
+		}
+	}
 	for r := 0; r < rounds; r++ {
 		for i := range sc {
 			s := sc[(i+r)%len(sc)]
-			rps, p50, p99, err := wrk(s.url, dur, conns, threads)
+			pid := os.Getpid()
+			if s == sc[0] {
+				pid = cmd.Process.Pid
+			}
+			cpu0 := processCPU(pid)
+			rps, p50, p99, wcpu, err := wrk(s.url, dur, conns, threads)
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.name, err)
 			}
 			s.rps, s.p50, s.p99 = append(s.rps, rps), p50, p99
+			if n := rps * dur.Seconds(); n > 0 {
+				s.cpu = append(s.cpu, float64((processCPU(pid)-cpu0).Microseconds())/n)
+				s.wrkCPU = append(s.wrkCPU, float64(wcpu.Microseconds())/n)
+			}
 		}
 	}
 	load2, _ := os.ReadFile("/proc/loadavg")
@@ -159,8 +178,8 @@ func run(ctx context.Context, dur time.Duration, rounds, conns, threads int) err
 	fmt.Printf("Machine: %d cores (shared), GOMAXPROCS %d. Load average %s at the start, %s at the end.\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), strings.Join(strings.Fields(string(load1))[:3], " "), strings.Join(strings.Fields(string(load2))[:3], " "))
 	fmt.Printf("wrk -t%d -c%d on loopback, %d interleaved rounds of %s runs; one in-process API node (rate limit off, receipts on).\n\n", threads, conns, rounds, dur)
-	fmt.Println("| scenario | what | requests/s (mean; runs) | vs baseline (median of rounds) | p50 | p99 |")
-	fmt.Println("|---|---|---:|---:|---:|---:|")
+	fmt.Println("| scenario | what | requests/s (mean; runs) | vs baseline (median of rounds) | server CPU µs/answer (median) | wrk CPU µs/answer (median) | p50 | p99 |")
+	fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|")
 	base := sc[0]
 	for _, s := range sc {
 		var shares []float64
@@ -172,8 +191,10 @@ func run(ctx context.Context, dur time.Duration, rounds, conns, threads int) err
 		for _, x := range s.rps {
 			runs = append(runs, strconv.FormatFloat(x, 'f', 0, 64))
 		}
-		fmt.Printf("| %s | %s | %.0f (%s) | %.0f%% | %s | %s |\n", s.name, s.what, mean(s.rps), strings.Join(runs, ", "),
-			100*median(shares), s.p50, s.p99)
+		slices.Sort(s.cpu)
+		slices.Sort(s.wrkCPU)
+		fmt.Printf("| %s | %s | %.0f (%s) | %.0f%% | %.1f | %.1f | %s | %s |\n", s.name, s.what, mean(s.rps), strings.Join(runs, ", "),
+			100*median(shares), median(s.cpu), median(s.wrkCPU), s.p50, s.p99)
 	}
 	return nil
 }
@@ -204,16 +225,18 @@ var (
 
 // wrk runs one bounded wrk and reads requests/s and latencies. Non-2xx
 // answers are expected for the 402 scenario and counted as answers.
-func wrk(url string, dur time.Duration, conns, threads int) (float64, string, string, error) {
+func wrk(url string, dur time.Duration, conns, threads int) (float64, string, string, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), dur+30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "wrk", "-t"+strconv.Itoa(threads), "-c"+strconv.Itoa(conns), "-d"+dur.String(), "--latency", url).CombinedOutput()
+	cmd := exec.CommandContext(ctx, "wrk", "-t"+strconv.Itoa(threads), "-c"+strconv.Itoa(conns), "-d"+dur.String(), "--latency", url)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return 0, "", "", fmt.Errorf("wrk: %v: %s", err, out)
+		return 0, "", "", 0, fmt.Errorf("wrk: %v: %s", err, out)
 	}
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	m := rpsRe.FindSubmatch(out)
 	if m == nil {
-		return 0, "", "", fmt.Errorf("wrk output: %s", out)
+		return 0, "", "", 0, fmt.Errorf("wrk output: %s", out)
 	}
 	rps, _ := strconv.ParseFloat(string(m[1]), 64)
 	p50, p99 := "", ""
@@ -224,7 +247,50 @@ func wrk(url string, dur time.Duration, conns, threads int) (float64, string, st
 		p99 = string(m[1])
 	}
 	_ = errRe
-	return rps, p50, p99, nil
+	return rps, p50, p99, cpu, nil
+}
+
+// wireSize is the whole answer to a GET of url (status line, headers,
+// body) in bytes, as wrk reads it.
+func wireSize(url string) int {
+	host := strings.TrimPrefix(url, "http://")
+	path := "/"
+	if i := strings.IndexByte(host, '/'); i >= 0 {
+		host, path = host[:i], host[i:]
+	}
+	conn, err := net.DialTimeout("tcp", host, 5*time.Second)
+	if err != nil {
+		return 0
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, host); err != nil {
+		return 0
+	}
+	b, _ := io.ReadAll(io.LimitReader(conn, 1<<20))
+	return len(b)
+}
+
+// processCPU is a process's user and system CPU time so far, from
+// /proc/PID/stat (clock ticks of 10 ms: runs of seconds keep it exact to
+// a few per cent).
+func processCPU(pid int) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces) in ")".
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 func waitUp(url string) error {
