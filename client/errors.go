@@ -89,20 +89,27 @@ func newAPIError(method, path string, status int, h http.Header, body []byte) *A
 	return e
 }
 
-// parseRetryAfter reads delay-seconds or an HTTP date.
+// MaxRetryAfter bounds the Retry-After delay the client reads: a longer
+// one (or one too large to represent) is read as this.
+const MaxRetryAfter = 24 * time.Hour
+
+// parseRetryAfter reads delay-seconds or an HTTP date, at most
+// MaxRetryAfter.
 func parseRetryAfter(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0
 	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n < 0 {
-			return 0
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+		if n > uint64(MaxRetryAfter/time.Second) {
+			return MaxRetryAfter
 		}
 		return time.Duration(n) * time.Second
+	} else if errors.Is(err, strconv.ErrRange) {
+		return MaxRetryAfter
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now).Round(time.Second)
+		return min(t.Sub(now).Round(time.Second), MaxRetryAfter)
 	}
 	return 0
 }

@@ -21,6 +21,11 @@ func TestParseRetryAfter(t *testing.T) {
 		{"soon", 0},
 		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
 		{now.Add(-time.Minute).Format(http.TimeFormat), 0},
+		// Beyond a day (and beyond time.Duration's range) is a day, never
+		// a negative or wrapped delay.
+		{"86401", MaxRetryAfter},
+		{"9999999999999", MaxRetryAfter},
+		{now.AddDate(5, 0, 0).Format(http.TimeFormat), MaxRetryAfter},
 	} {
 		if got := parseRetryAfter(tc.in, now); got != tc.want {
 			t.Errorf("parseRetryAfter(%q) = %s, want %s", tc.in, got, tc.want)

@@ -28,6 +28,9 @@ type StreamParams struct {
 	Idle time.Duration
 	// MaxBackoff caps the delay between failed reconnections (zero: 30 s).
 	MaxBackoff time.Duration
+	// MaxRetryAfter caps the wait a 429 or 503's Retry-After asks for
+	// (zero: 5 minutes): a stream reconnects at least that often.
+	MaxRetryAfter time.Duration
 }
 
 // Kinds of StreamEvent.
@@ -70,7 +73,7 @@ var errStreamEnded = errors.New("stream ended")
 // ends or its connection fails, Stream reconnects with the id of the last
 // attestation event (Last-Event-ID), after the delay the server announced
 // (retry:), backing off while reconnections fail; 429 and 503 wait their
-// Retry-After. Events are neither lost nor repeated across reconnections
+// Retry-After (at most MaxRetryAfter). Events are neither lost nor repeated across reconnections
 // (commitment and removed events may repeat: they are idempotent).
 func (c *Client) Stream(ctx context.Context, p StreamParams, handler func(StreamEvent) error) error {
 	if p.Idle <= 0 {
@@ -78,6 +81,9 @@ func (c *Client) Stream(ctx context.Context, p StreamParams, handler func(Stream
 	}
 	if p.MaxBackoff <= 0 {
 		p.MaxBackoff = 30 * time.Second
+	}
+	if p.MaxRetryAfter <= 0 {
+		p.MaxRetryAfter = 5 * time.Minute
 	}
 	retry := 2 * time.Second
 	last := p.After
@@ -98,7 +104,7 @@ func (c *Client) Stream(ctx context.Context, p StreamParams, handler func(Stream
 		case errors.As(err, &ae) && ae.Status != http.StatusTooManyRequests && ae.Status != http.StatusRequestTimeout && ae.Status < 500:
 			return err // refused for good (4xx, or an error event: Status 0)
 		case errors.As(err, &ae) && ae.RetryAfter > 0:
-			wait = ae.RetryAfter
+			wait = min(ae.RetryAfter, p.MaxRetryAfter)
 			failures++
 		case errors.Is(err, errStreamEnded) || s.delivered:
 			failures, wait = 0, retry
