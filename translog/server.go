@@ -50,7 +50,16 @@ type Server struct {
 	opt    ServerOptions
 	log    *slog.Logger
 	latest atomic.Pointer[served]
-	mu     sync.Mutex // one refresh at a time
+	// failed is the last refresh's error while PostgreSQL does not answer
+	// (nil after a success): requests do not ask again within Refresh.
+	failed atomic.Pointer[failure]
+	mu     sync.Mutex   // one refresh at a time
+	reads  atomic.Int64 // checkpoint reads from PostgreSQL (for tests)
+}
+
+type failure struct {
+	err error
+	at  time.Time
 }
 
 // served is the newest checkpoint with its answer's entity tag.
@@ -97,10 +106,17 @@ func (s *Server) Start(ctx context.Context) {
 func (s *Server) refresh(ctx context.Context) (*served, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.refreshLocked(ctx)
+}
+
+func (s *Server) refreshLocked(ctx context.Context) (*served, error) {
+	s.reads.Add(1)
 	c, ok, err := s.opt.Store.LatestLogCheckpoint(ctx, s.opt.Config.Key.Name)
 	if err != nil {
+		s.failed.Store(&failure{err: err, at: time.Now()})
 		return s.latest.Load(), err
 	}
+	s.failed.Store(nil)
 	cur := s.latest.Load()
 	if !ok || (cur != nil && cur.Size >= c.Size) {
 		if cur != nil {
@@ -117,11 +133,33 @@ func (s *Server) refresh(ctx context.Context) (*served, error) {
 }
 
 // checkpoint is the newest checkpoint this node knows (nil: none yet).
+// While PostgreSQL does not answer, requests do not queue behind one
+// another's reads: one read per Refresh is tried, the others answer with
+// what the node holds (or the last error) at once.
 func (s *Server) checkpoint(ctx context.Context) (*served, error) {
-	if cur := s.latest.Load(); cur != nil && time.Since(cur.at) < 4*s.opt.Refresh {
-		return cur, nil
+	if cur, err, ok := s.recent(); ok {
+		return cur, err
 	}
-	return s.refresh(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, err, ok := s.recent(); ok {
+		return cur, err // read (or failed) while this request waited
+	}
+	return s.refreshLocked(ctx)
+}
+
+// recent is what the node holds when it is recent enough to answer
+// without a read: a checkpoint refreshed within 4 Refresh, or a read that
+// failed within one Refresh (with the checkpoint held, if any).
+func (s *Server) recent() (*served, error, bool) {
+	cur := s.latest.Load()
+	if cur != nil && time.Since(cur.at) < 4*s.opt.Refresh {
+		return cur, nil, true
+	}
+	if f := s.failed.Load(); f != nil && time.Since(f.at) < s.opt.Refresh {
+		return cur, f.err, true
+	}
+	return nil, nil, false
 }
 
 // Routes adds the log's routes to api.
