@@ -293,11 +293,14 @@ func (a *API) allowedMethods(path string) string {
 }
 
 // routeMatches matches a request path against a route pattern whose
-// ":name" segments match any one segment (case-insensitive, trailing
-// slash ignored, as the router matches).
+// ":name" segments match any one segment and whose final "*" matches the
+// rest (case-insensitive, trailing slash ignored, as the router matches).
 func routeMatches(pattern, path string) bool {
 	ps := strings.Split(strings.Trim(pattern, "/"), "/")
 	qs := strings.Split(strings.Trim(path, "/"), "/")
+	if n := len(ps); n > 0 && ps[n-1] == "*" && len(qs) >= n-1 {
+		ps, qs = ps[:n-1], qs[:n-1]
+	}
 	if len(ps) != len(qs) {
 		return false
 	}

@@ -128,6 +128,24 @@ func TestHostileLogRequests(t *testing.T) {
 			t.Errorf("key: %q (%s)", b, res.Header.Get("Content-Type"))
 		}
 	}
+	// HEAD answers as GET without the body; other methods are 405 naming
+	// both (the tile route's wildcard included).
+	for _, p := range []string{"/log/checkpoint", "/log/key", "/log/tile/0/000", "/log/consistency?from=2&to=300",
+		"/attestations/" + pdaAt(t, le, 5) + "/proof"} {
+		res, err := http.Head(le.node.URL + p)
+		testenv.Must(t, err, "HEAD")
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || res.Header.Get("ETag") == "" || res.Header.Get("Cache-Control") == "" {
+			t.Errorf("HEAD %s: %d, ETag %q, Cache-Control %q", p, res.StatusCode, res.Header.Get("ETag"), res.Header.Get("Cache-Control"))
+		}
+		req, _ := http.NewRequest(http.MethodDelete, le.node.URL+p, nil)
+		res, err = http.DefaultClient.Do(req)
+		testenv.Must(t, err, "DELETE")
+		res.Body.Close()
+		if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != "GET, HEAD" {
+			t.Errorf("DELETE %s: %d, Allow %q, want 405 and \"GET, HEAD\"", p, res.StatusCode, res.Header.Get("Allow"))
+		}
+	}
 	r := verifierOnly.Get(t, "/attestations/"+pdaAt(t, le, 299)+"/proof")
 	if r.Status != http.StatusOK {
 		t.Fatalf("proof from a verifier-key node: %d %s", r.Status, r.Body)

@@ -164,11 +164,15 @@ func (s *Server) recent() (*served, error, bool) {
 
 // Routes adds the log's routes to api.
 func (s *Server) Routes(api *app.API) {
-	api.Route(fiber.MethodGet, "/log/checkpoint", s.getCheckpoint)
-	api.Route(fiber.MethodGet, "/log/key", s.getKey)
-	api.Route(fiber.MethodGet, "/log/consistency", s.getConsistency)
-	api.Route(fiber.MethodGet, "/log/tile/*", s.getTile)
-	api.Route(fiber.MethodGet, "/attestations/:id/proof", s.getProof)
+	// GET and HEAD, as the API's other public reads (caches and mirrors
+	// check tiles with HEAD).
+	for _, m := range []string{fiber.MethodGet, fiber.MethodHead} {
+		api.Route(m, "/log/checkpoint", s.getCheckpoint)
+		api.Route(m, "/log/key", s.getKey)
+		api.Route(m, "/log/consistency", s.getConsistency)
+		api.Route(m, "/log/tile/*", s.getTile)
+		api.Route(m, "/attestations/:id/proof", s.getProof)
+	}
 }
 
 // current answers the checkpoint every route builds on, or the error
