@@ -372,11 +372,6 @@ func (a *API) update(c *fiber.Ctx) error {
 		return err
 	}
 	var patch store.WebhookPatch
-	if req.SignatureScheme != nil && *req.SignatureScheme != store.SchemeV1 {
-		if err := a.ensureEd25519(c.UserContext(), p.AccountID, id); err != nil {
-			return err
-		}
-	}
 	patch.SignatureScheme, patch.SetRateLimit, patch.RateLimit = req.SignatureScheme, req.RateLimitSet, req.RateLimit
 	if req.URL != nil {
 		url, err := a.checkURL(c.UserContext(), *req.URL)
@@ -384,6 +379,13 @@ func (a *API) update(c *fiber.Ctx) error {
 			return err
 		}
 		patch.URL = &url
+	}
+	// Every check first: a refused PATCH changes nothing, not even the
+	// key material v1a needs.
+	if req.SignatureScheme != nil && *req.SignatureScheme != store.SchemeV1 {
+		if err := a.ensureEd25519(c.UserContext(), p.AccountID, id); err != nil {
+			return err
+		}
 	}
 	patch.Events, patch.Description, patch.Active = req.Events, req.Description, req.Active
 	if req.Filter != nil {

@@ -218,6 +218,16 @@ func TestV1aSignatures(t *testing.T) {
 	h.startWorker(t, h.cfg, "w1")
 	c := h.verifiedHook(t, key, rc)
 
+	// A refused PATCH changes nothing: not even the key pair v1a needs.
+	if r := h.do(t, http.MethodPatch, "/webhooks/"+c.ID, key, map[string]any{"signatureScheme": "both", "url": "ftp://example.com/x"}); r.Status != http.StatusBadRequest {
+		t.Fatalf("PATCH with a refused url: %d %s", r.Status, r.Body)
+	}
+	var sealed []byte
+	testenv.Must(t, h.env.Store.Pool().QueryRow(context.Background(), "SELECT ed25519_sealed FROM webhooks WHERE id = $1", c.ID).Scan(&sealed), "read key")
+	if sealed != nil {
+		t.Fatal("a refused PATCH made the webhook an Ed25519 key")
+	}
+
 	v := h.patch(t, key, c.ID, map[string]any{"signatureScheme": "both"})
 	if v.SignatureScheme != "both" || v.PublicKey == nil || !strings.HasPrefix(*v.PublicKey, "whpk_") {
 		t.Fatalf("after PATCH both: %+v", v)
