@@ -151,11 +151,18 @@ func EncodeCursor(c *store.Cursor) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(raw))
 }
 
-// DecodeCursor parses a cursor EncodeCursor made (400 otherwise).
+// maxCursorRaw bounds a decoded cursor: seconds, slot and a base58 pda.
+const maxCursorRaw = 128
+
+// DecodeCursor parses a cursor EncodeCursor made (400 otherwise). Its
+// length is checked before anything is decoded.
 func DecodeCursor(s string) (*store.Cursor, error) {
 	bad := apierror.Invalid("cursor is not one this API issued; pass pagination.nextCursor unchanged")
+	if len(s) > base64.RawURLEncoding.EncodedLen(maxCursorRaw) {
+		return nil, bad
+	}
 	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(raw) > 128 {
+	if err != nil || len(raw) > maxCursorRaw {
 		return nil, bad
 	}
 	parts := strings.SplitN(string(raw), ".", 3)

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/base64"
 	"fmt"
 	"maps"
 	"strings"
@@ -66,6 +67,25 @@ func TestCursorRoundTrip(t *testing.T) {
 	back, err := DecodeCursor(EncodeCursor(c))
 	if err != nil || *back != *c {
 		t.Fatalf("%+v %v", back, err)
+	}
+}
+
+// The longest cursor a pda allows is accepted; a longer input is refused
+// before it is decoded, however well-formed its base64.
+func TestCursorLengthBound(t *testing.T) {
+	var pk solana.PublicKey
+	for i := range pk {
+		pk[i] = 0xff
+	}
+	longest := &store.Cursor{Timestamp: time.Unix(1<<40, 0).UTC(), Slot: 1<<63 - 1, PDA: pk.String()}
+	if _, err := DecodeCursor(EncodeCursor(longest)); err != nil {
+		t.Fatalf("the longest cursor refused: %v", err)
+	}
+	for _, n := range []int{maxCursorRaw + 1, 1 << 20} {
+		s := base64.RawURLEncoding.EncodeToString([]byte(strings.Repeat("1", n)))
+		if _, err := DecodeCursor(s); err == nil {
+			t.Errorf("a cursor of %d decoded bytes accepted", n)
+		}
 	}
 }
 
