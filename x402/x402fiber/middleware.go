@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -275,6 +276,13 @@ type challenge struct {
 // header.
 func encodeRequired(pr x402.PaymentRequired, bz json.RawMessage) (string, error) {
 	if bz == nil {
+		return x402.EncodeHeader(pr)
+	}
+	if len(pr.Extensions) > 0 {
+		// Other extensions too: one member, built whole.
+		ext := maps.Clone(pr.Extensions)
+		ext[x402.ExtensionBazaar] = bz
+		pr.Extensions = ext
 		return x402.EncodeHeader(pr)
 	}
 	b, err := json.Marshal(pr)
