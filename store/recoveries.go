@@ -274,3 +274,31 @@ func (s *Store) ReleaseRecovery(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// DeliveryStatuses reads the statuses of many deliveries in one query (a
+// worker checks a batch of recovered deliveries and retries at once, not
+// one query per send); a delivery that is gone is absent from the map.
+func (s *Store) DeliveryStatuses(ctx context.Context, ids []string) (map[string]string, error) {
+	out := make(map[string]string, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT id, status FROM webhook_deliveries WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read %d delivery statuses: %w", len(ids), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, st string
+		if err := rows.Scan(&id, &st); err != nil {
+			return nil, fmt.Errorf("read %d delivery statuses: %w", len(ids), err)
+		}
+		out[id] = st
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read %d delivery statuses: %w", len(ids), err)
+	}
+	return out, nil
+}

@@ -20,7 +20,7 @@ const (
 	// (waiting or being sent) before a recovery queues more: live
 	// deliveries of that partition never wait behind more than about
 	// this many recovered ones.
-	recoveryBacklog = 256
+	recoveryBacklog = 64
 	// recoveryMaxBatch bounds one batch of a recovery.
 	recoveryMaxBatch = 500
 	// recoveryStartRate and recoveryMinRate bound the adaptive rate of a
@@ -128,7 +128,7 @@ func (w *Worker) runRecovery(ctx context.Context, r store.Recovery) {
 			jobs := make([]queue.Job, len(djs))
 			for i, d := range djs {
 				jobs[i] = queue.Job{ID: d.ID, Delivery: d.ID, Webhook: d.WebhookID, Event: d.Event.ID, Type: d.Event.Type,
-					Created: d.Event.CreatedAt.UnixMilli(), Queued: now, Attempts: d.Attempts, Base: d.AttemptsBase, Body: Body(d.Event)}
+					Created: d.Event.CreatedAt.UnixMilli(), Queued: now, Attempts: d.Attempts, Base: d.AttemptsBase, Recovery: true, Body: Body(d.Event)}
 			}
 			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := w.q.Enqueue(qctx, jobs)

@@ -142,6 +142,9 @@ func NewWorker(opt WorkerOptions) (*Worker, error) {
 	if len(cfg.Schedule) == 0 {
 		cfg.Schedule = DefaultSchedule
 	}
+	if cfg.RecoveryConcurrency <= 0 {
+		cfg.RecoveryConcurrency = DefaultConfig().RecoveryConcurrency
+	}
 	w := &Worker{opt: opt, cfg: cfg, st: opt.Store, q: opt.Queue, log: opt.Logger.With("worker", opt.Name), now: opt.Now,
 		name: opt.Name, m: newMetrics(opt.Registerer), reconcile: make(chan struct{}, 1),
 		tokens: make(chan struct{}, heldPerSender*cfg.Concurrency)}
@@ -160,7 +163,7 @@ func NewWorker(opt WorkerOptions) (*Worker, error) {
 	if len(cfg.VerifySchedule) == 0 {
 		w.cfg.VerifySchedule = DefaultVerifySchedule
 	}
-	w.disp = newDispatcher(w, cfg.Concurrency, cfg.EndpointConcurrency)
+	w.disp = newDispatcher(w, cfg.Concurrency, cfg.EndpointConcurrency, cfg.RecoveryConcurrency)
 	w.rec = newRecorder(w)
 	w.held.m = map[heldKey]struct{}{}
 	return w, nil
