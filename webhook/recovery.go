@@ -33,6 +33,9 @@ const (
 	// less than liveWaitLow.
 	liveWaitHigh = 50 * time.Millisecond
 	liveWaitLow  = 20 * time.Millisecond
+	// recoveryYield is the longest a step of a recovery (a batch queued
+	// again, a recovered send) waits for the worker's live work to pause.
+	recoveryYield = 20 * time.Millisecond
 	// recoveryLoops is how many recoveries (of different webhooks, or
 	// windows) one worker runs at once.
 	recoveryLoops = 4
@@ -111,6 +114,10 @@ func (w *Worker) runRecovery(ctx context.Context, r store.Recovery) {
 			sleep(ctx, 20*time.Millisecond)
 			continue
 		}
+		// Live work first: the batch waits until this worker has none.
+		if !w.live.wait(ctx, recoveryYield) {
+			break
+		}
 		next = time.Now().Add(time.Duration(float64(batch) / float64(rate) * float64(time.Second)))
 		djs, done, err := w.st.RecoverBatch(ctx, r.ID, batch, recoveryLease)
 		if err != nil {
@@ -178,4 +185,83 @@ func (l *liveWait) get(now time.Time) time.Duration {
 		return 0
 	}
 	return l.avg
+}
+
+// liveGate gives a worker's live work priority over its recoveries: it
+// counts the live work in progress here (the relay publishing, the
+// fan-out making deliveries, live jobs between their read and their
+// attempt), and recovery work (a batch queued again, a recovered send)
+// starts only while there is none, or after waiting recoveryYield. Live
+// jobs waiting in a busy endpoint's backlog are not counted: a slow
+// receiver does not hold the recoveries up.
+type liveGate struct {
+	mu    sync.Mutex
+	n     int
+	quiet chan struct{} // closed while n == 0
+}
+
+func newLiveGate() *liveGate {
+	g := &liveGate{quiet: make(chan struct{})}
+	close(g.quiet)
+	return g
+}
+
+// begin counts k more pieces of live work in progress.
+func (g *liveGate) begin(k int) {
+	if k <= 0 {
+		return
+	}
+	g.mu.Lock()
+	if g.n == 0 {
+		g.quiet = make(chan struct{})
+	}
+	g.n += k
+	g.mu.Unlock()
+}
+
+// end counts k pieces of live work done.
+func (g *liveGate) end(k int) {
+	if k <= 0 {
+		return
+	}
+	g.mu.Lock()
+	g.n = max(g.n-k, 0)
+	if g.n == 0 {
+		select {
+		case <-g.quiet:
+		default:
+			close(g.quiet)
+		}
+	}
+	g.mu.Unlock()
+}
+
+// busy is the live work in progress.
+func (g *liveGate) busy() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
+}
+
+// wait blocks until no live work is in progress, or for at most max (so
+// a worker whose live work never stops still recovers, slowly); false
+// when ctx ended.
+func (g *liveGate) wait(ctx context.Context, max time.Duration) bool {
+	g.mu.Lock()
+	ch := g.quiet
+	g.mu.Unlock()
+	select {
+	case <-ch:
+		return true
+	default:
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+		return false
+	}
+	return true
 }

@@ -21,6 +21,7 @@ func (w *Worker) relay(ctx context.Context) {
 	})
 	var wait time.Duration
 	for ctx.Err() == nil {
+		w.live.begin(1)
 		n, err := w.st.PublishOutbox(ctx, relayBatch, republishAfter, func(evs []store.OutboxEvent) error {
 			msgs := make([]queue.Event, len(evs))
 			for i, e := range evs {
@@ -30,6 +31,7 @@ func (w *Worker) relay(ctx context.Context) {
 			defer cancel()
 			return w.q.Publish(pctx, msgs)
 		})
+		w.live.end(1)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -95,6 +97,9 @@ func (w *Worker) fanOut(ctx context.Context) {
 			continue
 		}
 		wait = 0
+		if len(msgs) > 0 {
+			w.live.begin(1)
+		}
 		for len(msgs) > 0 && ctx.Err() == nil {
 			if err := w.fanOutBatch(ctx, msgs); err != nil {
 				wait = backoff(wait, 5*time.Second)
@@ -104,6 +109,9 @@ func (w *Worker) fanOut(ctx context.Context) {
 			}
 			wait = 0
 			break
+		}
+		if len(msgs) > 0 {
+			w.live.end(1)
 		}
 	}
 }

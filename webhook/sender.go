@@ -31,6 +31,8 @@ type task struct {
 	// checked is when the delivery of a retry or recovered job was seen
 	// pending (a batch check as it was read); zero: not checked yet.
 	checked time.Time
+	// live: counted in the worker's live work until its attempt starts.
+	live bool
 }
 
 // statusFresh is how long a batch check of a job's delivery status (as
@@ -299,6 +301,10 @@ func (d *dispatcher) submit(ctx context.Context, t *task) bool {
 		l.inflight++
 		d.wg.Add(1)
 		d.mu.Unlock()
+		if !t.msg.Job.Recovery {
+			t.live = true
+			d.w.live.begin(1)
+		}
 		go d.run(ctx, id, l, t)
 		return true
 	case len(l.queue) < d.backlog:
@@ -326,6 +332,7 @@ func (d *dispatcher) run(ctx context.Context, id string, l *lane, t *task) {
 	for t != nil {
 		if d.stopping.Load() {
 			// Shutting down: leave queued jobs unsettled; they are taken over.
+			d.settled(t)
 			d.w.rec.add(outcome{part: t.msg.Part, releaseOnly: t.msg.StreamID})
 			t = d.next(id, l, 0)
 			continue
@@ -333,10 +340,12 @@ func (d *dispatcher) run(ctx context.Context, id string, l *lane, t *task) {
 		recovered := t.msg.Job.Recovery
 		if !d.acquire(ctx, recovered) {
 			// Shutting down: leave the job unsettled; it is taken over.
+			d.settled(t)
 			d.w.rec.add(outcome{part: t.msg.Part, releaseOnly: t.msg.StreamID})
 			t = d.next(id, l, 0)
 			continue
 		}
+		d.settled(t)
 		start := time.Now()
 		d.deliver(ctx, t)
 		<-d.slots
@@ -347,15 +356,30 @@ func (d *dispatcher) run(ctx context.Context, id string, l *lane, t *task) {
 	}
 }
 
+// settled: t's attempt starts (or it is let go), so it is no longer
+// live work waiting.
+func (d *dispatcher) settled(t *task) {
+	if t.live {
+		t.live = false
+		d.w.live.end(1)
+	}
+}
+
 // acquire takes a send slot, and for a recovered job first a slot of the
-// recovery pool: a worker's recoveries send at most that many at once,
-// whatever their number and their endpoints' concurrency, so their sends
-// never crowd the CPU the live deliveries need. false when ctx ended.
+// recovery pool (a worker's recoveries send at most that many at once,
+// whatever their number and their endpoints' concurrency) and then waits
+// for the worker's live work to pause (at most recoveryYield), so
+// recovered sends never crowd the CPU the live deliveries need. false
+// when ctx ended.
 func (d *dispatcher) acquire(ctx context.Context, recovered bool) bool {
 	if recovered {
 		select {
 		case d.recSlots <- struct{}{}:
 		case <-ctx.Done():
+			return false
+		}
+		if !d.w.live.wait(ctx, recoveryYield) {
+			<-d.recSlots
 			return false
 		}
 	}

@@ -103,8 +103,10 @@ type Worker struct {
 	// liveWait is how long live deliveries wait for their first attempt
 	// (recoveries slow down when it grows).
 	liveWait liveWait
-	disp     *dispatcher
-	rec      *recorder
+	// live counts the live work in progress (recoveries wait for none).
+	live *liveGate
+	disp *dispatcher
+	rec  *recorder
 
 	tokens    chan struct{} // one per job held in this process
 	held      heldSet
@@ -165,6 +167,7 @@ func NewWorker(opt WorkerOptions) (*Worker, error) {
 	}
 	w.disp = newDispatcher(w, cfg.Concurrency, cfg.EndpointConcurrency, cfg.RecoveryConcurrency)
 	w.rec = newRecorder(w)
+	w.live = newLiveGate()
 	w.held.m = map[heldKey]struct{}{}
 	return w, nil
 }
