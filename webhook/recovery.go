@@ -24,15 +24,10 @@ const (
 	// recoveryMaxBatch bounds one batch of a recovery.
 	recoveryMaxBatch = 500
 	// recoveryStartRate and recoveryMinRate bound the adaptive rate of a
-	// recovery (deliveries per second, within the configured rate).
+	// worker's recoveries (deliveries per second, within the configured
+	// rate; see pace).
 	recoveryStartRate = 500
-	recoveryMinRate   = 20
-	// liveWaitHigh and liveWaitLow: the recoveries of a worker slow down
-	// while live deliveries wait in the queue longer than liveWaitHigh
-	// (from fan-out to their first attempt), and speed up while they wait
-	// less than liveWaitLow.
-	liveWaitHigh = 50 * time.Millisecond
-	liveWaitLow  = 20 * time.Millisecond
+	recoveryMinRate   = 20 // and never below a tenth of the configured rate
 	// recoveryYield is the longest a step of a recovery (a batch queued
 	// again, a recovered send) waits for the worker's live work to pause.
 	recoveryYield = 20 * time.Millisecond
@@ -86,23 +81,19 @@ func (w *Worker) runRecovery(ctx context.Context, r store.Recovery) {
 		log.Warn("recovery: cannot load its webhook; another try later", "err", err)
 		return // the lease runs out and a worker takes it again
 	}
-	maxRate := w.recoveryRate(h)
-	rate := min(maxRate, recoveryStartRate)
+	w.pace.begin()
+	defer func() { w.pace.end(time.Now()) }()
+	limit := w.recoveryRate(h) // this recovery's own bound (the webhook's limits)
+	perStep := min(recoveryMaxBatch, max(1, limit/paceStep))
 	p := w.q.Partition(r.WebhookID)
 	start, queued := time.Now(), 0
 	next := start
 	var wait time.Duration
 	for ctx.Err() == nil {
-		// Live deliveries first: the rate halves while they wait in the
-		// queue longer than liveWaitHigh, and grows back while they do not.
-		switch lw := w.liveWait.get(time.Now()); {
-		case lw > liveWaitHigh:
-			rate = max(rate/2, recoveryMinRate)
-		case lw < liveWaitLow:
-			rate = min(rate+max(maxRate/20, 1), maxRate)
-		}
-		batch := min(recoveryMaxBatch, max(1, rate/20))
-		// The rate: batches are spaced batch/rate apart.
+		// Small, frequent steps: this recovery's share of the worker's
+		// rate for a fiftieth of a second.
+		batch := w.pace.step(perStep)
+		// The webhook's own limits: batches spaced batch/limit apart.
 		if time.Now().Before(next) {
 			sleep(ctx, time.Until(next))
 		}
@@ -111,14 +102,15 @@ func (w *Worker) runRecovery(ctx context.Context, r store.Recovery) {
 		n, err := w.q.StreamLen(lctx, p)
 		cancel()
 		if err == nil && n >= recoveryBacklog {
-			sleep(ctx, 20*time.Millisecond)
+			sleep(ctx, 10*time.Millisecond)
 			continue
 		}
-		// Live work first: the batch waits until this worker has none.
-		if !w.live.wait(ctx, recoveryYield) {
+		// The worker's rate (set by the live latency), then live work
+		// first: the batch waits until this worker has none.
+		if !w.pace.take(ctx, batch) || !w.live.wait(ctx, recoveryYield) {
 			break
 		}
-		next = time.Now().Add(time.Duration(float64(batch) / float64(rate) * float64(time.Second)))
+		next = time.Now().Add(time.Duration(float64(batch) / float64(limit) * float64(time.Second)))
 		djs, done, err := w.st.RecoverBatch(ctx, r.ID, batch, recoveryLease)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -149,42 +141,13 @@ func (w *Worker) runRecovery(ctx context.Context, r store.Recovery) {
 			w.m.recovered.Add(float64(len(jobs)))
 		}
 		if done {
-			log.Info("recovery: done", "queued", queued, "seconds", time.Since(start).Seconds())
+			log.Info("recovery: done", "queued", queued, "seconds", time.Since(start).Seconds(), "rate_now", w.pace.current())
 			return
 		}
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	_ = w.st.ReleaseRecovery(rctx, r.ID)
-}
-
-// liveWait is a moving average of how long live deliveries (first
-// attempts of events, not recovered ones) waited from fan-out to their
-// attempt in this worker; 0 when none came for a second.
-type liveWait struct {
-	mu   sync.Mutex
-	avg  time.Duration
-	last time.Time
-}
-
-func (l *liveWait) observe(d time.Duration, now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Sub(l.last) > time.Second {
-		l.avg = d
-	} else {
-		l.avg = (7*l.avg + d) / 8
-	}
-	l.last = now
-}
-
-func (l *liveWait) get(now time.Time) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Sub(l.last) > time.Second {
-		return 0
-	}
-	return l.avg
 }
 
 // liveGate gives a worker's live work priority over its recoveries: it

@@ -528,8 +528,10 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 			Park: job.Webhook, ProbeAt: w.now().Add(w.probeEvery)}})
 		return
 	}
-	if job.Attempts == 0 && !job.Manual && job.Queued > 0 {
-		w.liveWait.observe(w.now().Sub(time.UnixMilli(job.Queued)), time.Now())
+	if job.Attempts == 0 && !job.Manual && !job.Recovery && job.Created > 0 {
+		// A live delivery: its commit-to-attempt latency sets the pace of
+		// this worker's recoveries.
+		w.pace.observe(time.Since(time.UnixMilli(job.Created)), time.Now())
 	}
 	res := w.send(ctx, h, job)
 	if ctx.Err() != nil { // stopped mid-attempt: not the receiver's failure

@@ -100,9 +100,9 @@ type Worker struct {
 	ownThr *throttle
 	// pauses are receivers that asked for a pause (Retry-After).
 	pauses pauses
-	// liveWait is how long live deliveries wait for their first attempt
-	// (recoveries slow down when it grows).
-	liveWait liveWait
+	// pace is the rate of this worker's recoveries, set by the live
+	// deliveries' latency.
+	pace *pace
 	// live counts the live work in progress (recoveries wait for none).
 	live *liveGate
 	disp *dispatcher
@@ -168,6 +168,10 @@ func NewWorker(opt WorkerOptions) (*Worker, error) {
 	w.disp = newDispatcher(w, cfg.Concurrency, cfg.EndpointConcurrency, cfg.RecoveryConcurrency)
 	w.rec = newRecorder(w)
 	w.live = newLiveGate()
+	w.pace = newPace(max(recoveryMinRate, cfg.RecoveryRate/10), cfg.RecoveryRate, recoveryStartRate)
+	w.pace.log = func(rate float64, p90, target time.Duration, n int) {
+		w.log.Debug("recovery pace", "rate", int(rate), "live_p90_ms", p90.Milliseconds(), "target_ms", target.Milliseconds(), "live", n)
+	}
 	w.held.m = map[heldKey]struct{}{}
 	return w, nil
 }

@@ -139,7 +139,7 @@ func run(ctx context.Context, failed, recovering, live, rate int, baseline time.
 	cache.RouteRedisLogs(quiet)
 	log := quiet
 	if verbose {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	tmp, err := os.MkdirTemp("", "attestd-webhookrecovery-bench-")
 	if err != nil {
@@ -339,7 +339,13 @@ func run(ctx context.Context, failed, recovering, live, rate int, baseline time.
 		return n
 	}
 	deadline := time.Now().Add(10 * time.Minute)
+	lastShown, lastN := time.Now(), 0
 	for recovered() < failed {
+		if time.Since(lastShown) >= 5*time.Second {
+			n := recovered()
+			fmt.Printf("  %5.0f s: %d recovered (%.0f/s)\n", time.Since(recStart).Seconds(), n, float64(n-lastN)/time.Since(lastShown).Seconds())
+			lastShown, lastN = time.Now(), n
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%d of %d recovered deliveries after 10 minutes", recovered(), failed)
 		}
