@@ -29,6 +29,9 @@ const (
 	// paceStep is how many steps per second a recovery takes: small,
 	// frequent batches, never a burst that holds both cores.
 	paceStep = 50
+	// paceMinBatch is the smallest batch worth a transaction (the rate,
+	// not the batch, keeps a slow pace).
+	paceMinBatch = 10
 )
 
 // pace is the rate at which all of a worker's recoveries together queue
@@ -136,8 +139,8 @@ func (p *pace) target() time.Duration {
 func (p *pace) step(limit int) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	share := p.rate / float64(paceStep*max(p.running, 1))
-	return max(1, min(limit, int(share)))
+	share := int(p.rate / float64(paceStep*max(p.running, 1)))
+	return max(1, min(limit, max(share, paceMinBatch)))
 }
 
 // take waits until the rate allows n more deliveries; false when ctx ended.
