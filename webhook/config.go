@@ -20,7 +20,7 @@ var Vars = []config.Var{
 	{Name: "ATTESTD_WEBHOOK_CONCURRENCY", Default: "64", Help: "deliveries in flight per worker"},
 	{Name: "ATTESTD_WEBHOOK_ENDPOINT_CONCURRENCY", Default: "8", Help: "deliveries in flight per worker to one webhook"},
 	{Name: "ATTESTD_WEBHOOK_ENDPOINT_RATE", Default: "500", Help: "deliveries per second to one webhook, all workers together; 0: no limit"},
-	{Name: "ATTESTD_WEBHOOK_RECOVERY_RATE", Default: "5000", Help: "deliveries per second one recovery (POST /webhooks/:id/recover) queues again, within the webhook's own limits; a worker runs up to 4 recoveries at once"},
+	{Name: "ATTESTD_WEBHOOK_RECOVERY_RATE", Default: "5000", Help: "deliveries per second a worker's recoveries (POST /webhooks/:id/recover) together queue again at most; the live deliveries' latency sets the rate below it (never below a tenth), and each recovery stays within its webhook's own limits; a worker runs up to 4 recoveries at once"},
 	{Name: "ATTESTD_WEBHOOK_RECOVERY_CONCURRENCY", Default: "2", Help: "recovered deliveries in flight per worker, all its recoveries together (live deliveries are not counted; over it recovered ones wait)"},
 	{Name: "ATTESTD_WEBHOOK_HOST_RATE", Default: "50", Help: "deliveries and verification requests per second to one destination host, all accounts and workers together (over it they wait); 0: no limit"},
 	{Name: "ATTESTD_WEBHOOK_VERIFY_SCHEDULE", Default: "10s,1m,5m,30m", Help: "waits before each further endpoint verification attempt; after them all the verification is failed"},
@@ -44,7 +44,9 @@ type Config struct {
 	Concurrency         int
 	EndpointConcurrency int
 	EndpointRate        int
-	// RecoveryRate is how many deliveries per second a recovery queues.
+	// RecoveryRate is how many deliveries per second a worker's
+	// recoveries together queue at most (the live latency sets the pace
+	// below it).
 	RecoveryRate int
 	// RecoveryConcurrency bounds the recovered deliveries a worker sends
 	// at once (within Concurrency).
