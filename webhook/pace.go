@@ -28,10 +28,10 @@ const (
 	paceMinSamples = 5
 	// paceStep is how many steps per second a recovery takes: small,
 	// frequent batches, never a burst that holds both cores.
-	paceStep = 20
+	paceStep = 10
 	// paceMinBatch is the smallest batch worth a transaction (the rate,
 	// not the batch, keeps a slow pace).
-	paceMinBatch = 25
+	paceMinBatch = 50
 )
 
 // pace is the rate at which all of a worker's recoveries together queue
