@@ -94,17 +94,19 @@ func TestPaceFollowsTheLiveLatency(t *testing.T) {
 	}
 }
 
-// TestPaceSteps: a step is a recovery's share of a fiftieth of a second,
+// TestPaceSteps: a step is a recovery's share of a fifth of a second,
 // at least paceMinBatch, never more than the recovery's own limit.
 func TestPaceSteps(t *testing.T) {
 	p := newPace(100, 5000, 5000)
 	p.begin()
-	if got := p.step(500); got != 100 {
-		t.Fatalf("one recovery at 5000/s: step %d, want 100", got)
+	if got := p.step(5000); got != 1000 {
+		t.Fatalf("one recovery at 5000/s: step %d, want 1000", got)
 	}
-	p.begin()
-	if got := p.step(500); got != 50 {
-		t.Fatalf("two recoveries at 5000/s: step %d, want 50", got)
+	for range 3 {
+		p.begin()
+	}
+	if got := p.step(5000); got != 250 {
+		t.Fatalf("four recoveries at 5000/s: step %d, want 250", got)
 	}
 	if got := p.step(20); got != 20 {
 		t.Fatalf("a recovery limited to 20 per step: step %d", got)

@@ -90,8 +90,8 @@ func (w *Worker) runRecovery(ctx context.Context, r store.Recovery) {
 	next := start
 	var wait time.Duration
 	for ctx.Err() == nil {
-		// Small, frequent steps: this recovery's share of the worker's
-		// rate for a fiftieth of a second.
+		// Steps of this recovery's share of the worker's rate for a fifth
+		// of a second.
 		batch := w.pace.step(perStep)
 		// The webhook's own limits: batches spaced batch/limit apart.
 		if time.Now().Before(next) {
