@@ -8,7 +8,13 @@
 // (default configuration but no per-endpoint cap and no per-host cap:
 // every receiver is on 127.0.0.1).
 //
-//	go run ./bench/webhookrecovery [-failed 100000] [-live 4] [-rate 100] [-baseline 15s]
+//	go run ./bench/webhookrecovery [-failed 100000] [-recovering 4] [-live 4] [-rate 100] [-baseline 15s]
+//		[-recovery-rate N] [-recovery-concurrency N] [-cpuprofile file] [-v]
+//
+// Each live delivery's latency is also split into stages, from the log:
+// commit -> relay (outbox.published_at), relay -> fan-out
+// (dispatched_at), fan-out -> attempt (the first attempt's start),
+// attempt -> arrival.
 //
 // It starts a throwaway Postgres and Redis (devstack) unless DATABASE_URL
 // (an admin URL) and REDIS_URL are set.
