@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 )
@@ -174,5 +175,29 @@ func TestLiveGate(t *testing.T) {
 	g.end(0)
 	if g.busy() != 1 {
 		t.Fatalf("begin(0)/end(0) changed the count to %d", g.busy())
+	}
+}
+
+// TestRecoveryConcurrencyFromEnv: ATTESTD_WEBHOOK_RECOVERY_CONCURRENCY
+// defaults to 2 and refuses anything but a whole number from 1 to 10,000.
+func TestRecoveryConcurrencyFromEnv(t *testing.T) {
+	get := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "ATTESTD_WEBHOOK_RECOVERY_CONCURRENCY" {
+				return v
+			}
+			return ""
+		}
+	}
+	if c, err := ConfigFromEnv(get("")); err != nil || c.RecoveryConcurrency != 2 {
+		t.Fatalf("default: %d %v", c.RecoveryConcurrency, err)
+	}
+	if c, err := ConfigFromEnv(get("7")); err != nil || c.RecoveryConcurrency != 7 {
+		t.Fatalf("7: %d %v", c.RecoveryConcurrency, err)
+	}
+	for _, bad := range []string{"0", "-1", "two", "1e3", "3.5", "0x10", "10001", "99999999999999999999", "+", "\x00", strings.Repeat("9", 1000)} {
+		if _, err := ConfigFromEnv(get(bad)); err == nil || !strings.Contains(err.Error(), "ATTESTD_WEBHOOK_RECOVERY_CONCURRENCY") {
+			t.Errorf("%q: %v, want an error naming the variable", bad, err)
+		}
 	}
 }
