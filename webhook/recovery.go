@@ -37,10 +37,13 @@ const (
 )
 
 // recoverLoop runs recoveries (POST /webhooks/:id/recover), one at a time
-// per loop (a worker runs recoveryLoops): it makes the window's deliveries pending again in batches
-// and queues their jobs, at most cfg.RecoveryRate per second (and never
-// faster than the webhook's own limits), and only while the partition's
-// stream is short, so live deliveries keep their latency.
+// per loop (a worker runs recoveryLoops): it makes the window's
+// deliveries pending again in batches and queues their jobs, at the
+// worker's pace (at most cfg.RecoveryRate per second for all its
+// recoveries, lower while the live latency grows; never faster than the
+// webhook's own limits), only while the partition's stream is short and
+// the worker has no live work in progress, so live deliveries keep their
+// latency.
 func (w *Worker) recoverLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		r, ok, err := w.st.ClaimRecovery(ctx, recoveryLease)
@@ -153,8 +156,9 @@ func (w *Worker) runRecovery(ctx context.Context, r store.Recovery) {
 // liveGate gives a worker's live work priority over its recoveries: it
 // counts the live work in progress here (the relay publishing, the
 // fan-out making deliveries, live jobs between their read and their
-// attempt), and recovery work (a batch queued again, a recovered send)
-// starts only while there is none, or after waiting recoveryYield. Live
+// attempt), and recovery work (a batch queued again, a recovered send,
+// the recorder's flush) starts only while there is none, or after
+// waiting recoveryYield. Live
 // jobs waiting in a busy endpoint's backlog are not counted: a slow
 // receiver does not hold the recoveries up.
 type liveGate struct {
