@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -273,4 +274,55 @@ func (s *Store) ReleaseRecovery(ctx context.Context, id string) error {
 		return fmt.Errorf("release recovery %s: %w", id, err)
 	}
 	return nil
+}
+
+// DeliveryStatuses reads the statuses of many deliveries in one query (a
+// worker checks a batch of recovered deliveries and retries at once, not
+// one query per send); a delivery that is gone is absent from the map.
+func (s *Store) DeliveryStatuses(ctx context.Context, ids []string) (map[string]string, error) {
+	out := make(map[string]string, len(ids))
+	// Only what can be a delivery id (msg_ and 32 hexadecimal digits, as
+	// the table's check says) is asked for: any other text (a NUL byte
+	// would fail the whole query) cannot be one.
+	valid := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if deliveryID(id) {
+			valid = append(valid, id)
+		}
+	}
+	ids = valid
+	if len(ids) == 0 {
+		return out, nil
+	}
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT id, status FROM webhook_deliveries WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read %d delivery statuses: %w", len(ids), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, st string
+		if err := rows.Scan(&id, &st); err != nil {
+			return nil, fmt.Errorf("read %d delivery statuses: %w", len(ids), err)
+		}
+		out[id] = st
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read %d delivery statuses: %w", len(ids), err)
+	}
+	return out, nil
+}
+
+// deliveryID reports whether id has a delivery id's shape.
+func deliveryID(id string) bool {
+	if len(id) != 36 || !strings.HasPrefix(id, "msg_") {
+		return false
+	}
+	for i := 4; i < len(id); i++ {
+		if c := id[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

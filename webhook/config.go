@@ -20,7 +20,8 @@ var Vars = []config.Var{
 	{Name: "ATTESTD_WEBHOOK_CONCURRENCY", Default: "64", Help: "deliveries in flight per worker"},
 	{Name: "ATTESTD_WEBHOOK_ENDPOINT_CONCURRENCY", Default: "8", Help: "deliveries in flight per worker to one webhook"},
 	{Name: "ATTESTD_WEBHOOK_ENDPOINT_RATE", Default: "500", Help: "deliveries per second to one webhook, all workers together; 0: no limit"},
-	{Name: "ATTESTD_WEBHOOK_RECOVERY_RATE", Default: "5000", Help: "deliveries per second one recovery (POST /webhooks/:id/recover) queues again, within the webhook's own limits; a worker runs up to 4 recoveries at once"},
+	{Name: "ATTESTD_WEBHOOK_RECOVERY_RATE", Default: "5000", Help: "deliveries per second a worker's recoveries (POST /webhooks/:id/recover) together queue again at most; the live deliveries' latency sets the rate below it (never below a tenth), and each recovery stays within its webhook's own limits; a worker runs up to 4 recoveries at once"},
+	{Name: "ATTESTD_WEBHOOK_RECOVERY_CONCURRENCY", Default: "2", Help: "recovered deliveries in flight per worker, all its recoveries together (live deliveries are not counted; over it recovered ones wait)"},
 	{Name: "ATTESTD_WEBHOOK_HOST_RATE", Default: "50", Help: "deliveries and verification requests per second to one destination host, all accounts and workers together (over it they wait); 0: no limit"},
 	{Name: "ATTESTD_WEBHOOK_VERIFY_SCHEDULE", Default: "10s,1m,5m,30m", Help: "waits before each further endpoint verification attempt; after them all the verification is failed"},
 	{Name: "ATTESTD_WEBHOOK_PARTITIONS", Default: "4", Help: "job streams; the same on every process of a deployment"},
@@ -43,8 +44,13 @@ type Config struct {
 	Concurrency         int
 	EndpointConcurrency int
 	EndpointRate        int
-	// RecoveryRate is how many deliveries per second a recovery queues.
+	// RecoveryRate is how many deliveries per second a worker's
+	// recoveries together queue at most (the live latency sets the pace
+	// below it).
 	RecoveryRate int
+	// RecoveryConcurrency bounds the recovered deliveries a worker sends
+	// at once (within Concurrency).
+	RecoveryConcurrency int
 	// HostRate caps deliveries and verification requests per second to
 	// one destination host across accounts and workers (0: no cap).
 	HostRate int
@@ -68,7 +74,7 @@ var DefaultSchedule = []time.Duration{30 * time.Second, 2 * time.Minute, 10 * ti
 func DefaultConfig() Config {
 	return Config{
 		MaxPerAccount: 25, Timeout: 10 * time.Second, Schedule: DefaultSchedule, DisableAfter: 72 * time.Hour,
-		Concurrency: 64, EndpointConcurrency: 8, EndpointRate: 500, RecoveryRate: 5000, HostRate: 50, VerifySchedule: DefaultVerifySchedule, Partitions: 4, ClaimIdle: 30 * time.Second,
+		Concurrency: 64, EndpointConcurrency: 8, EndpointRate: 500, RecoveryRate: 5000, RecoveryConcurrency: 2, HostRate: 50, VerifySchedule: DefaultVerifySchedule, Partitions: 4, ClaimIdle: 30 * time.Second,
 		Retention: 720 * time.Hour, PollInterval: 200 * time.Millisecond, MetricsAddr: "127.0.0.1:9092",
 	}
 }
@@ -87,6 +93,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		EndpointRate:        e.Int("ATTESTD_WEBHOOK_ENDPOINT_RATE", d.EndpointRate, 0, 1_000_000),
 		HostRate:            e.Int("ATTESTD_WEBHOOK_HOST_RATE", d.HostRate, 0, 1_000_000),
 		RecoveryRate:        e.Int("ATTESTD_WEBHOOK_RECOVERY_RATE", d.RecoveryRate, 1, 1_000_000),
+		RecoveryConcurrency: e.Int("ATTESTD_WEBHOOK_RECOVERY_CONCURRENCY", d.RecoveryConcurrency, 1, 10_000),
 		Partitions:          e.Int("ATTESTD_WEBHOOK_PARTITIONS", d.Partitions, 1, 1024),
 		ClaimIdle:           e.Duration("ATTESTD_WEBHOOK_CLAIM_IDLE", d.ClaimIdle, 500*time.Millisecond, time.Hour),
 		Retention:           e.Duration("ATTESTD_WEBHOOK_LOG_RETENTION", d.Retention, time.Hour, 10*365*24*time.Hour),

@@ -73,6 +73,13 @@ func (r *recorder) run(ctx context.Context) {
 		case <-t.C:
 		case <-r.kick:
 		}
+		if !closing {
+			// The attempts' records wait (at most recoveryYield) while
+			// the worker relays or fans out: a recovery's thousands of
+			// records per second would otherwise compete with them for
+			// PostgreSQL.
+			r.w.live.wait(ctx, recoveryYield)
+		}
 		for {
 			r.mu.Lock()
 			batch := r.pending

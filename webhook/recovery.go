@@ -20,29 +20,30 @@ const (
 	// (waiting or being sent) before a recovery queues more: live
 	// deliveries of that partition never wait behind more than about
 	// this many recovered ones.
-	recoveryBacklog = 256
+	recoveryBacklog = 64
 	// recoveryMaxBatch bounds one batch of a recovery.
 	recoveryMaxBatch = 500
 	// recoveryStartRate and recoveryMinRate bound the adaptive rate of a
-	// recovery (deliveries per second, within the configured rate).
+	// worker's recoveries (deliveries per second, within the configured
+	// rate; see pace).
 	recoveryStartRate = 500
-	recoveryMinRate   = 20
-	// liveWaitHigh and liveWaitLow: the recoveries of a worker slow down
-	// while live deliveries wait in the queue longer than liveWaitHigh
-	// (from fan-out to their first attempt), and speed up while they wait
-	// less than liveWaitLow.
-	liveWaitHigh = 50 * time.Millisecond
-	liveWaitLow  = 20 * time.Millisecond
+	recoveryMinRate   = 20 // and never below a tenth of the configured rate
+	// recoveryYield is the longest a step of a recovery (a batch queued
+	// again, a recovered send) waits for the worker's live work to pause.
+	recoveryYield = 20 * time.Millisecond
 	// recoveryLoops is how many recoveries (of different webhooks, or
 	// windows) one worker runs at once.
 	recoveryLoops = 4
 )
 
 // recoverLoop runs recoveries (POST /webhooks/:id/recover), one at a time
-// per loop (a worker runs recoveryLoops): it makes the window's deliveries pending again in batches
-// and queues their jobs, at most cfg.RecoveryRate per second (and never
-// faster than the webhook's own limits), and only while the partition's
-// stream is short, so live deliveries keep their latency.
+// per loop (a worker runs recoveryLoops): it makes the window's
+// deliveries pending again in batches and queues their jobs, at the
+// worker's pace (at most cfg.RecoveryRate per second for all its
+// recoveries, lower while the live latency grows; never faster than the
+// webhook's own limits), only while the partition's stream is short and
+// the worker has no live work in progress, so live deliveries keep their
+// latency.
 func (w *Worker) recoverLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		r, ok, err := w.st.ClaimRecovery(ctx, recoveryLease)
@@ -83,23 +84,19 @@ func (w *Worker) runRecovery(ctx context.Context, r store.Recovery) {
 		log.Warn("recovery: cannot load its webhook; another try later", "err", err)
 		return // the lease runs out and a worker takes it again
 	}
-	maxRate := w.recoveryRate(h)
-	rate := min(maxRate, recoveryStartRate)
+	w.pace.begin()
+	defer func() { w.pace.end(time.Now()) }()
+	limit := w.recoveryRate(h) // this recovery's own bound (the webhook's limits)
+	perStep := min(recoveryMaxBatch, max(1, limit/paceStep))
 	p := w.q.Partition(r.WebhookID)
 	start, queued := time.Now(), 0
 	next := start
 	var wait time.Duration
 	for ctx.Err() == nil {
-		// Live deliveries first: the rate halves while they wait in the
-		// queue longer than liveWaitHigh, and grows back while they do not.
-		switch lw := w.liveWait.get(time.Now()); {
-		case lw > liveWaitHigh:
-			rate = max(rate/2, recoveryMinRate)
-		case lw < liveWaitLow:
-			rate = min(rate+max(maxRate/20, 1), maxRate)
-		}
-		batch := min(recoveryMaxBatch, max(1, rate/20))
-		// The rate: batches are spaced batch/rate apart.
+		// Steps of this recovery's share of the worker's rate for a fifth
+		// of a second.
+		batch := w.pace.step(perStep)
+		// The webhook's own limits: batches spaced batch/limit apart.
 		if time.Now().Before(next) {
 			sleep(ctx, time.Until(next))
 		}
@@ -108,10 +105,15 @@ func (w *Worker) runRecovery(ctx context.Context, r store.Recovery) {
 		n, err := w.q.StreamLen(lctx, p)
 		cancel()
 		if err == nil && n >= recoveryBacklog {
-			sleep(ctx, 20*time.Millisecond)
+			sleep(ctx, 10*time.Millisecond)
 			continue
 		}
-		next = time.Now().Add(time.Duration(float64(batch) / float64(rate) * float64(time.Second)))
+		// The worker's rate (set by the live latency), then live work
+		// first: the batch waits until this worker has none.
+		if !w.pace.take(ctx, batch) || !w.live.wait(ctx, recoveryYield) {
+			break
+		}
+		next = time.Now().Add(time.Duration(float64(batch) / float64(limit) * float64(time.Second)))
 		djs, done, err := w.st.RecoverBatch(ctx, r.ID, batch, recoveryLease)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -128,7 +130,7 @@ func (w *Worker) runRecovery(ctx context.Context, r store.Recovery) {
 			jobs := make([]queue.Job, len(djs))
 			for i, d := range djs {
 				jobs[i] = queue.Job{ID: d.ID, Delivery: d.ID, Webhook: d.WebhookID, Event: d.Event.ID, Type: d.Event.Type,
-					Created: d.Event.CreatedAt.UnixMilli(), Queued: now, Attempts: d.Attempts, Base: d.AttemptsBase, Body: Body(d.Event)}
+					Created: d.Event.CreatedAt.UnixMilli(), Queued: now, Attempts: d.Attempts, Base: d.AttemptsBase, Recovery: true, Body: Body(d.Event)}
 			}
 			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := w.q.Enqueue(qctx, jobs)
@@ -142,7 +144,7 @@ func (w *Worker) runRecovery(ctx context.Context, r store.Recovery) {
 			w.m.recovered.Add(float64(len(jobs)))
 		}
 		if done {
-			log.Info("recovery: done", "queued", queued, "seconds", time.Since(start).Seconds())
+			log.Info("recovery: done", "queued", queued, "seconds", time.Since(start).Seconds(), "rate_now", w.pace.current())
 			return
 		}
 	}
@@ -151,31 +153,82 @@ func (w *Worker) runRecovery(ctx context.Context, r store.Recovery) {
 	_ = w.st.ReleaseRecovery(rctx, r.ID)
 }
 
-// liveWait is a moving average of how long live deliveries (first
-// attempts of events, not recovered ones) waited from fan-out to their
-// attempt in this worker; 0 when none came for a second.
-type liveWait struct {
-	mu   sync.Mutex
-	avg  time.Duration
-	last time.Time
+// liveGate gives a worker's live work priority over its recoveries: it
+// counts the live work in progress here (the relay publishing, the
+// fan-out making deliveries, live jobs between their read and their
+// attempt), and recovery work (a batch queued again, a recovered send,
+// the recorder's flush) starts only while there is none, or after
+// waiting recoveryYield. Live
+// jobs waiting in a busy endpoint's backlog are not counted: a slow
+// receiver does not hold the recoveries up.
+type liveGate struct {
+	mu    sync.Mutex
+	n     int
+	quiet chan struct{} // closed while n == 0
 }
 
-func (l *liveWait) observe(d time.Duration, now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Sub(l.last) > time.Second {
-		l.avg = d
-	} else {
-		l.avg = (7*l.avg + d) / 8
-	}
-	l.last = now
+func newLiveGate() *liveGate {
+	g := &liveGate{quiet: make(chan struct{})}
+	close(g.quiet)
+	return g
 }
 
-func (l *liveWait) get(now time.Time) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Sub(l.last) > time.Second {
-		return 0
+// begin counts k more pieces of live work in progress.
+func (g *liveGate) begin(k int) {
+	if k <= 0 {
+		return
 	}
-	return l.avg
+	g.mu.Lock()
+	if g.n == 0 {
+		g.quiet = make(chan struct{})
+	}
+	g.n += k
+	g.mu.Unlock()
+}
+
+// end counts k pieces of live work done.
+func (g *liveGate) end(k int) {
+	if k <= 0 {
+		return
+	}
+	g.mu.Lock()
+	g.n = max(g.n-k, 0)
+	if g.n == 0 {
+		select {
+		case <-g.quiet:
+		default:
+			close(g.quiet)
+		}
+	}
+	g.mu.Unlock()
+}
+
+// busy is the live work in progress.
+func (g *liveGate) busy() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
+}
+
+// wait blocks until no live work is in progress, or for at most max (so
+// a worker whose live work never stops still recovers, slowly); false
+// when ctx ended.
+func (g *liveGate) wait(ctx context.Context, max time.Duration) bool {
+	g.mu.Lock()
+	ch := g.quiet
+	g.mu.Unlock()
+	select {
+	case <-ch:
+		return true
+	default:
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+		return false
+	}
+	return true
 }

@@ -21,15 +21,7 @@ func (w *Worker) relay(ctx context.Context) {
 	})
 	var wait time.Duration
 	for ctx.Err() == nil {
-		n, err := w.st.PublishOutbox(ctx, relayBatch, republishAfter, func(evs []store.OutboxEvent) error {
-			msgs := make([]queue.Event, len(evs))
-			for i, e := range evs {
-				msgs[i] = queue.Event{ID: e.ID, Type: e.Type, Created: e.CreatedAt.UnixMilli(), Body: Body(e)}
-			}
-			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			return w.q.Publish(pctx, msgs)
-		})
+		n, err := w.publish(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -55,6 +47,22 @@ func (w *Worker) relay(ctx context.Context) {
 			t.Stop()
 		}
 	}
+}
+
+// publish puts the next outbox rows on the event stream, counted as live
+// work while it runs (recoveries wait for it).
+func (w *Worker) publish(ctx context.Context) (int, error) {
+	w.live.begin(1)
+	defer w.live.end(1)
+	return w.st.PublishOutbox(ctx, relayBatch, republishAfter, func(evs []store.OutboxEvent) error {
+		msgs := make([]queue.Event, len(evs))
+		for i, e := range evs {
+			msgs[i] = queue.Event{ID: e.ID, Type: e.Type, Created: e.CreatedAt.UnixMilli(), Body: Body(e)}
+		}
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return w.q.Publish(pctx, msgs)
+	})
 }
 
 // fanOut reads events and makes their deliveries: the rows in PostgreSQL
@@ -95,17 +103,28 @@ func (w *Worker) fanOut(ctx context.Context) {
 			continue
 		}
 		wait = 0
-		for len(msgs) > 0 && ctx.Err() == nil {
-			if err := w.fanOutBatch(ctx, msgs); err != nil {
-				wait = backoff(wait, 5*time.Second)
-				w.log.Warn("fan-out: making deliveries failed; retrying", "err", err, "events", len(msgs), "retry_in", wait.String())
-				sleep(ctx, wait)
-				continue
-			}
-			wait = 0
-			break
+		if len(msgs) > 0 {
+			wait = w.fanOutAll(ctx, msgs)
 		}
 	}
+}
+
+// fanOutAll fans msgs out until it succeeds or ctx ends, counted as live
+// work while it runs (recoveries wait for it); it returns the last wait.
+func (w *Worker) fanOutAll(ctx context.Context, msgs []queue.EventMsg) time.Duration {
+	w.live.begin(1)
+	defer w.live.end(1)
+	var wait time.Duration
+	for ctx.Err() == nil {
+		if err := w.fanOutBatch(ctx, msgs); err != nil {
+			wait = backoff(wait, 5*time.Second)
+			w.log.Warn("fan-out: making deliveries failed; retrying", "err", err, "events", len(msgs), "retry_in", wait.String())
+			sleep(ctx, wait)
+			continue
+		}
+		return 0
+	}
+	return wait
 }
 
 func (w *Worker) fanOutBatch(ctx context.Context, msgs []queue.EventMsg) error {

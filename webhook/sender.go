@@ -28,7 +28,17 @@ import (
 // task is one job message this worker holds.
 type task struct {
 	msg queue.Msg
+	// checked is when the delivery of a retry or recovered job was seen
+	// pending (a batch check as it was read); zero: not checked yet.
+	checked time.Time
+	// live: counted in the worker's live work until its attempt starts.
+	live bool
 }
+
+// statusFresh is how long a batch check of a job's delivery status (as
+// it is read) stands for the check before its send; a job that waited
+// longer in this worker is checked again on its own.
+const statusFresh = time.Second
 
 // tryAcquire takes up to n tokens without waiting and returns how many.
 func (w *Worker) tryAcquire(n int) int {
@@ -91,9 +101,7 @@ func (w *Worker) read(ctx, sendCtx context.Context, p int) {
 			continue
 		}
 		wait = 0
-		for _, m := range msgs {
-			w.accept(sendCtx, m)
-		}
+		w.acceptAll(ctx, sendCtx, msgs)
 		if len(msgs) == 0 && block == 0 {
 			// Nothing waiting: block for the next job with one token.
 			if !w.acquireOne(ctx) {
@@ -105,9 +113,7 @@ func (w *Worker) read(ctx, sendCtx context.Context, p int) {
 				w.log.Warn("reading jobs failed; retrying", "partition", p, "err", err)
 				sleep(ctx, time.Second)
 			}
-			for _, m := range msgs {
-				w.accept(sendCtx, m)
-			}
+			w.acceptAll(ctx, sendCtx, msgs)
 		}
 	}
 }
@@ -154,14 +160,16 @@ func (w *Worker) keep(ctx, sendCtx context.Context) {
 				w.m.claimed.Add(float64(len(msgs)))
 				w.log.Info("took over jobs a stopped worker held", "partition", p, "n", len(msgs))
 			}
+			fresh := msgs[:0]
 			for _, m := range msgs {
 				if w.held.has(m.Part, m.StreamID) {
 					// Ours already (its heartbeat came late): one task is enough.
 					w.release(1)
 					continue
 				}
-				w.accept(sendCtx, m)
+				fresh = append(fresh, m)
 			}
+			w.acceptAll(ctx, sendCtx, fresh)
 		}
 	}
 }
@@ -201,14 +209,42 @@ func (w *Worker) schedule(ctx context.Context) {
 	}
 }
 
+// acceptAll takes job messages this worker now holds (one token each).
+// The deliveries of retries and recovered jobs (attempted before: one may
+// have succeeded since, by a manual retry) are checked in one query here,
+// not one query per send: a recovery's thousands of jobs per second would
+// otherwise cost as many queries, and the CPU the live deliveries need.
+func (w *Worker) acceptAll(ctx, sendCtx context.Context, msgs []queue.Msg) {
+	var ids []string
+	for _, m := range msgs {
+		if m.Job != nil && m.Job.Attempts > 0 && !m.Job.Manual {
+			ids = append(ids, m.Job.Delivery)
+		}
+	}
+	var statuses map[string]string
+	checked := time.Now()
+	if len(ids) > 0 {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		statuses, _ = w.st.DeliveryStatuses(sctx, ids) // on error: nil, and each is checked before its send
+		cancel()
+	}
+	for _, m := range msgs {
+		at := time.Time{}
+		if m.Job != nil && statuses[m.Job.Delivery] == store.DeliveryPending {
+			at = checked
+		} // else (gone, settled since, or the query failed) deliver checks it on its own, as it always did
+		w.accept(sendCtx, m, at)
+	}
+}
+
 // accept takes a job message this worker now holds (one token).
-func (w *Worker) accept(sendCtx context.Context, m queue.Msg) {
+func (w *Worker) accept(sendCtx context.Context, m queue.Msg, checked time.Time) {
 	w.held.add(m.Part, m.StreamID)
 	if m.Job == nil { // settled by a duplicate, or a stray message
 		w.rec.add(outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true}, result: "dropped"})
 		return
 	}
-	if !w.disp.submit(sendCtx, &task{msg: m}) {
+	if !w.disp.submit(sendCtx, &task{msg: m, checked: checked}) {
 		w.deferJob(m, w.disp.busyFor(m.Job.Webhook), "busy")
 	}
 }
@@ -227,6 +263,7 @@ func (w *Worker) deferJob(m queue.Msg, d time.Duration, reason string) {
 type dispatcher struct {
 	w           *Worker
 	slots       chan struct{}
+	recSlots    chan struct{} // the recovery pool (recovered jobs hold one of these too)
 	perEndpoint int
 	backlog     int
 	mu          sync.Mutex
@@ -245,8 +282,8 @@ type lane struct {
 // may hold, so a burst to a few webhooks waits in memory (the readers stop
 // when the worker holds its most), while one slow endpoint never takes
 // every place.
-func newDispatcher(w *Worker, total, perEndpoint int) *dispatcher {
-	return &dispatcher{w: w, slots: make(chan struct{}, total), perEndpoint: perEndpoint,
+func newDispatcher(w *Worker, total, perEndpoint, recovery int) *dispatcher {
+	return &dispatcher{w: w, slots: make(chan struct{}, total), recSlots: make(chan struct{}, max(recovery, 1)), perEndpoint: perEndpoint,
 		backlog: max(4*perEndpoint, heldPerSender*total/2), lanes: map[string]*lane{}}
 }
 
@@ -264,6 +301,10 @@ func (d *dispatcher) submit(ctx context.Context, t *task) bool {
 		l.inflight++
 		d.wg.Add(1)
 		d.mu.Unlock()
+		if !t.msg.Job.Recovery {
+			t.live = true
+			d.w.live.begin(1)
+		}
 		go d.run(ctx, id, l, t)
 		return true
 	case len(l.queue) < d.backlog:
@@ -291,22 +332,65 @@ func (d *dispatcher) run(ctx context.Context, id string, l *lane, t *task) {
 	for t != nil {
 		if d.stopping.Load() {
 			// Shutting down: leave queued jobs unsettled; they are taken over.
+			d.settled(t)
 			d.w.rec.add(outcome{part: t.msg.Part, releaseOnly: t.msg.StreamID})
 			t = d.next(id, l, 0)
 			continue
 		}
-		select {
-		case d.slots <- struct{}{}:
-		case <-ctx.Done():
+		recovered := t.msg.Job.Recovery
+		if !d.acquire(ctx, recovered) {
 			// Shutting down: leave the job unsettled; it is taken over.
+			d.settled(t)
 			d.w.rec.add(outcome{part: t.msg.Part, releaseOnly: t.msg.StreamID})
 			t = d.next(id, l, 0)
 			continue
 		}
+		d.settled(t)
 		start := time.Now()
 		d.deliver(ctx, t)
 		<-d.slots
+		if recovered {
+			<-d.recSlots
+		}
 		t = d.next(id, l, time.Since(start))
+	}
+}
+
+// settled: t's attempt starts (or it is let go), so it is no longer
+// live work waiting.
+func (d *dispatcher) settled(t *task) {
+	if t.live {
+		t.live = false
+		d.w.live.end(1)
+	}
+}
+
+// acquire takes a send slot, and for a recovered job first a slot of the
+// recovery pool (a worker's recoveries send at most that many at once,
+// whatever their number and their endpoints' concurrency) and then waits
+// for the worker's live work to pause (at most recoveryYield), so
+// recovered sends never crowd the CPU the live deliveries need. false
+// when ctx ended.
+func (d *dispatcher) acquire(ctx context.Context, recovered bool) bool {
+	if recovered {
+		select {
+		case d.recSlots <- struct{}{}:
+		case <-ctx.Done():
+			return false
+		}
+		if !d.w.live.wait(ctx, recoveryYield) {
+			<-d.recSlots
+			return false
+		}
+	}
+	select {
+	case d.slots <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		if recovered {
+			<-d.recSlots
+		}
+		return false
 	}
 }
 
@@ -396,8 +480,9 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 		w.deferJob(m, verifyHold, "unverified")
 		return
 	}
-	if job.Attempts > 0 && !job.Manual {
+	if job.Attempts > 0 && !job.Manual && (t.checked.IsZero() || time.Since(t.checked) > statusFresh) {
 		// A retry: the delivery may have succeeded since (a manual retry).
+		// Checked as it was read unless it waited here since.
 		st, err := w.st.DeliveryStatus(ctx, job.Delivery)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -443,8 +528,10 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 			Park: job.Webhook, ProbeAt: w.now().Add(w.probeEvery)}})
 		return
 	}
-	if job.Attempts == 0 && !job.Manual && job.Queued > 0 {
-		w.liveWait.observe(w.now().Sub(time.UnixMilli(job.Queued)), time.Now())
+	if job.Attempts == 0 && !job.Manual && !job.Recovery && job.Created > 0 {
+		// A live delivery: its commit-to-attempt latency sets the pace of
+		// this worker's recoveries.
+		w.pace.observe(time.Since(time.UnixMilli(job.Created)), time.Now())
 	}
 	res := w.send(ctx, h, job)
 	if ctx.Err() != nil { // stopped mid-attempt: not the receiver's failure

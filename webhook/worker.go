@@ -100,11 +100,13 @@ type Worker struct {
 	ownThr *throttle
 	// pauses are receivers that asked for a pause (Retry-After).
 	pauses pauses
-	// liveWait is how long live deliveries wait for their first attempt
-	// (recoveries slow down when it grows).
-	liveWait liveWait
-	disp     *dispatcher
-	rec      *recorder
+	// pace is the rate of this worker's recoveries, set by the live
+	// deliveries' latency.
+	pace *pace
+	// live counts the live work in progress (recoveries wait for none).
+	live *liveGate
+	disp *dispatcher
+	rec  *recorder
 
 	tokens    chan struct{} // one per job held in this process
 	held      heldSet
@@ -142,6 +144,9 @@ func NewWorker(opt WorkerOptions) (*Worker, error) {
 	if len(cfg.Schedule) == 0 {
 		cfg.Schedule = DefaultSchedule
 	}
+	if cfg.RecoveryConcurrency <= 0 {
+		cfg.RecoveryConcurrency = DefaultConfig().RecoveryConcurrency
+	}
 	w := &Worker{opt: opt, cfg: cfg, st: opt.Store, q: opt.Queue, log: opt.Logger.With("worker", opt.Name), now: opt.Now,
 		name: opt.Name, m: newMetrics(opt.Registerer), reconcile: make(chan struct{}, 1),
 		tokens: make(chan struct{}, heldPerSender*cfg.Concurrency)}
@@ -160,8 +165,13 @@ func NewWorker(opt WorkerOptions) (*Worker, error) {
 	if len(cfg.VerifySchedule) == 0 {
 		w.cfg.VerifySchedule = DefaultVerifySchedule
 	}
-	w.disp = newDispatcher(w, cfg.Concurrency, cfg.EndpointConcurrency)
+	w.disp = newDispatcher(w, cfg.Concurrency, cfg.EndpointConcurrency, cfg.RecoveryConcurrency)
 	w.rec = newRecorder(w)
+	w.live = newLiveGate()
+	w.pace = newPace(max(recoveryMinRate, cfg.RecoveryRate/10), cfg.RecoveryRate, recoveryStartRate)
+	w.pace.log = func(rate float64, p90, target time.Duration, n int) {
+		w.log.Debug("recovery pace", "rate", int(rate), "live_p90_ms", p90.Milliseconds(), "target_ms", target.Milliseconds(), "live", n)
+	}
 	w.held.m = map[heldKey]struct{}{}
 	return w, nil
 }

@@ -31,9 +31,13 @@ type Job struct {
 	Attempts int    `json:"n"` // attempts made so far
 	// Base is the attempts made before the delivery's current run (a
 	// recovery starts a new run with the whole retry schedule).
-	Base   int    `json:"r,omitempty"`
-	Manual bool   `json:"m,omitempty"`
-	Body   string `json:"b"` // the exact bytes sent
+	Base   int  `json:"r,omitempty"`
+	Manual bool `json:"m,omitempty"`
+	// Recovery marks a job a recovery (POST /webhooks/:id/recover) queued
+	// again: workers send it on their small recovery pool, behind live
+	// jobs.
+	Recovery bool   `json:"v,omitempty"`
+	Body     string `json:"b"` // the exact bytes sent
 }
 
 // Event is one outbox event on the event stream.
