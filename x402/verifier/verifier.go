@@ -401,6 +401,21 @@ func (v *Verifier) Unpaid(path, resourceURL string) (x402.Requirements, x402.Res
 	return q, res, rt.missingRef
 }
 
+// UnpaidAgain reports whether a 402 made for route path with extra (the
+// Requirements' Extra of an earlier Unpaid) is still the one to send: the
+// fee payer and the blockhash hint have not moved. When it is, the answer
+// is counted as Unpaid counts it.
+func (v *Verifier) UnpaidAgain(path string, extra *x402.Extra) bool {
+	if _, ok := v.routes[path]; !ok || extra == nil {
+		return false
+	}
+	if cur, ok := v.currentExtra(); !ok || cur != extra {
+		return false
+	}
+	v.m.refusedMissing.Inc()
+	return true
+}
+
 type outcome struct {
 	p   *Payment
 	ref *Refusal

@@ -446,3 +446,55 @@ func TestReused402FollowsHintAndResource(t *testing.T) {
 		t.Fatalf("other agent's bazaar pathParams %v", bz.Info.Input.PathParams)
 	}
 }
+
+// The same unpaid GET again is answered the first 402's bytes without
+// being validated again; anything else takes the whole path: another
+// query is validated (and refused when invalid), a payment is verified.
+// Every 402 is counted.
+func TestRepeatedUnpaidGet(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	n := f.node(t, f.config(), nil)
+	path := "/premium/full-history/" + f.agent
+	first := n.Do(t, http.MethodGet, path, nil, nil)
+	if first.Status != http.StatusPaymentRequired {
+		t.Fatalf("unpaid: %d %s", first.Status, first.Body)
+	}
+	for i := range 5 {
+		again := n.Do(t, http.MethodGet, path, nil, nil)
+		if again.Status != http.StatusPaymentRequired || !bytes.Equal(again.Body, first.Body) ||
+			again.Header.Get(x402.HeaderPaymentRequired) != first.Header.Get(x402.HeaderPaymentRequired) ||
+			again.Header.Get("Cache-Control") != "no-store" || again.Header.Get("Content-Type") != "application/json" ||
+			again.Header.Get("Access-Control-Expose-Headers") != x402.HeaderPaymentRequired {
+			t.Fatalf("repeat %d: %d, same body %v, same header %v, %q %q %q", i, again.Status, bytes.Equal(again.Body, first.Body),
+				again.Header.Get(x402.HeaderPaymentRequired) == first.Header.Get(x402.HeaderPaymentRequired),
+				again.Header.Get("Cache-Control"), again.Header.Get("Content-Type"), again.Header.Get("Access-Control-Expose-Headers"))
+		}
+	}
+	if got := counter(t, n.reg, "attestd_x402_refused_total", "reason", verifier.ReasonMissing); got != 6 {
+		t.Fatalf("%v unpaid 402s counted, want 6", got)
+	}
+	// Another query of the same route is validated: an invalid one is 400
+	// even while the valid one's 402 is held.
+	for _, q := range []string{"?limit=0", "?limit=x", "?nope=1", "?offset=-1"} {
+		if r := n.Do(t, http.MethodGet, path+q, nil, nil); r.Status != http.StatusBadRequest {
+			t.Errorf("%s after a held 402: %d %s", q, r.Status, r.Body)
+		}
+		if r := n.Do(t, http.MethodGet, path, nil, nil); r.Status != http.StatusPaymentRequired || !bytes.Equal(r.Body, first.Body) {
+			t.Errorf("unpaid again after %s: %d %s", q, r.Status, r.Body)
+		}
+	}
+	// A payment on the same request line is verified, never answered the
+	// held 402: garbage is refused as garbage (400), a real payment paid.
+	for _, h := range []string{x402.HeaderPaymentSignature, x402.HeaderPaymentV1} {
+		if r := n.Do(t, http.MethodGet, path, nil, map[string]string{h: "not-base64!"}); r.Status != http.StatusBadRequest {
+			t.Errorf("%s garbage on a held 402's request: %d %s", h, r.Status, r.Body)
+		}
+	}
+	pr, err := x402.DecodePaymentRequired(first.Header.Get(x402.HeaderPaymentRequired))
+	testenv.Must(t, err, "decode")
+	paid := n.pay(t, http.MethodGet, path, nil, f.wallet(t, pr))
+	if paid.Status != http.StatusOK {
+		t.Fatalf("paid on a held 402's request: %d %s", paid.Status, paid.Body)
+	}
+}

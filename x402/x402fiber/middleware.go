@@ -1,6 +1,7 @@
 package x402fiber
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -39,17 +40,23 @@ func New(v *verifier.Verifier, origin config.Origin) fiber.Handler {
 		}
 	}
 	return func(c *fiber.Ctx) error {
+		path := strings.TrimPrefix(c.Route().Path, Prefix)
+		sl := slots[path]
+		if sl == nil {
+			sl = &slot{path: path} // not payable: Begin refuses it, never cached
+		}
+		if ch := sl.last.Load(); ch != nil && ch.repeats(c) && v.UnpaidAgain(path, ch.key.extra) {
+			// The same unpaid GET as the one this 402 answered (its
+			// request line byte for byte, so it validated the same), and
+			// nothing the 402 names has moved: the same bytes.
+			return writeChallenge(c, ch, ch.key.status)
+		}
 		// An invalid request is refused before any payment work: no
 		// simulation, no claim, no ledger row.
 		if validate, ok := c.Locals(validateKey{}).(func(*fiber.Ctx) error); ok {
 			if err := validate(c); err != nil {
 				return err
 			}
-		}
-		path := strings.TrimPrefix(c.Route().Path, Prefix)
-		sl := slots[path]
-		if sl == nil {
-			sl = &slot{path: path} // not payable: Begin refuses it, never cached
 		}
 		resource := resourceURL(origin, c)
 		// Header values live in Fiber's buffers: copy them before they are
@@ -210,7 +217,9 @@ func refuse(c *fiber.Ctx, v *verifier.Verifier, sl *slot, resource string, v1 bo
 	key := challengeKey{resource: resource, status: r.Status, code: r.Code, message: r.Message, reason: r.Reason, extra: q.Extra}
 	ch := sl.last.Load()
 	if ch == nil || ch.key != key {
-		pr := x402.PaymentRequired{X402Version: 2, Error: r.Message, Resource: res, Accepts: []x402.Requirements{q}}
+		// The header's error is short for the most frequent 402 (no
+		// payment: the price is in accepts, the sentence in the body).
+		pr := x402.PaymentRequired{X402Version: 2, Error: "Payment required", Resource: res, Accepts: []x402.Requirements{q}}
 		if r.Reason != verifier.ReasonMissing {
 			pr.Error = r.Reason + ": " + r.Message
 		}
@@ -223,14 +232,26 @@ func refuse(c *fiber.Ctx, v *verifier.Verifier, sl *slot, resource string, v1 bo
 			return err
 		}
 		ch = &challenge{key: key, header: []byte(h), body: body}
+		if r.Reason == verifier.ReasonMissing && c.Method() == fiber.MethodGet && known != nil {
+			// An unpaid GET: the same request line again may be answered
+			// these bytes without being parsed (see challenge.repeats).
+			ch.requestURI = bytes.Clone(c.Request().RequestURI())
+		}
 		if sl.cacheable() {
 			sl.last.Store(ch)
 		}
 	}
-	c.Response().Header.SetCanonical(headerPaymentRequired, ch.header)
-	c.Response().Header.SetCanonical(headerExpose, headerPaymentRequired)
-	c.Response().Header.SetContentType(fiber.MIMEApplicationJSON)
-	c.Status(r.Status)
+	return writeChallenge(c, ch, r.Status)
+}
+
+// writeChallenge sends a v2 challenge's bytes (never stored by caches).
+func writeChallenge(c *fiber.Ctx, ch *challenge, status int) error {
+	h := &c.Response().Header
+	h.SetCanonical(headerCacheControl, headerNoStore)
+	h.SetCanonical(headerPaymentRequired, ch.header)
+	h.SetCanonical(headerExpose, headerExposeValue)
+	h.SetContentType(fiber.MIMEApplicationJSON)
+	c.Status(status)
 	c.Response().SetBodyRaw(ch.body)
 	return nil
 }
@@ -240,6 +261,11 @@ func refuse(c *fiber.Ctx, v *verifier.Verifier, sl *slot, resource string, v1 bo
 var (
 	headerPaymentRequired = []byte("Payment-Required")
 	headerExpose          = []byte("Access-Control-Expose-Headers")
+	headerExposeValue     = []byte(x402.HeaderPaymentRequired) // as the other answers name it
+	headerCacheControl    = []byte(fiber.HeaderCacheControl)
+	headerNoStore         = []byte(httpcache.NoStore)
+	headerPaymentSig      = []byte(x402.HeaderPaymentSignature)
+	headerPaymentV1       = []byte(x402.HeaderPaymentV1)
 )
 
 // slot is one payable route's state in the middleware: its path, its path
@@ -268,6 +294,21 @@ type challenge struct {
 	key    challengeKey
 	header []byte
 	body   []byte // immutable: answers are sent with SetBodyRaw
+	// requestURI is the request line's target (path and query, as sent)
+	// of the unpaid GET this 402 was made for (nil: another refusal).
+	requestURI []byte
+}
+
+// repeats reports whether c is an unpaid GET with the request target the
+// challenge was made for: it validates the same (validation reads only
+// the path and the query of a GET) and names the same resource (the
+// public origin and the path).
+func (ch *challenge) repeats(c *fiber.Ctx) bool {
+	if ch.requestURI == nil || c.Method() != fiber.MethodGet || !bytes.Equal(ch.requestURI, c.Request().RequestURI()) {
+		return false
+	}
+	h := &c.Request().Header
+	return len(h.PeekBytes(headerPaymentSig)) == 0 && len(h.PeekBytes(headerPaymentV1)) == 0
 }
 
 // encodeRequired is the PAYMENT-REQUIRED header of pr with the bazaar
