@@ -22,7 +22,20 @@ type Redis struct {
 // StartRedis starts redis-server on a free loopback port, or on port when
 // port is not zero (to restart a server where clients expect it).
 func StartRedis(ctx context.Context, dir string, port int) (*Redis, error) {
-	return startRedis(ctx, dir, port)
+	if port != 0 {
+		return startRedis(ctx, dir, port)
+	}
+	// A port found free may be taken before the server binds it: then it
+	// exits, and it is started again on another, up to three times.
+	var last error
+	for range 3 {
+		r, err := startRedis(ctx, dir, 0)
+		if err == nil {
+			return r, nil
+		}
+		last = err
+	}
+	return nil, last
 }
 
 // startRedis is StartRedis with extra redis-server arguments.

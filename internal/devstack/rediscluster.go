@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -68,15 +69,7 @@ func StartRedisCluster(ctx context.Context, dir string, masters int) (*RedisClus
 		return nil, err
 	}
 	for i := range masters {
-		// The cluster bus port is set explicitly: the default (port+10000)
-		// may be out of range or taken for a port picked at random.
-		bus, err := FreePort()
-		if err != nil {
-			return fail(err)
-		}
-		n, err := startRedis(ctx, filepath.Join(dir, "node"+strconv.Itoa(i)), 0,
-			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", "5000")
+		n, bus, err := startClusterNode(ctx, filepath.Join(dir, "node"+strconv.Itoa(i)))
 		if err != nil {
 			return fail(fmt.Errorf("redis cluster node %d: %w", i, err))
 		}
@@ -166,4 +159,29 @@ func ready(info, nodes string, n int) bool {
 		}
 	}
 	return true
+}
+
+// startClusterNode starts one cluster-enabled redis-server on free ports.
+// A port found free may be taken by another process before the server
+// binds it (its listener is closed in between): then the server exits,
+// and it is started again on other ports, up to three times.
+func startClusterNode(ctx context.Context, dir string) (*Redis, int, error) {
+	var last error
+	for range 3 {
+		// The cluster bus port is set explicitly: the default (port+10000)
+		// may be out of range or taken for a port picked at random.
+		bus, err := FreePort()
+		if err != nil {
+			return nil, 0, err
+		}
+		n, err := startRedis(ctx, dir, 0,
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", "5000")
+		if err == nil {
+			return n, bus, nil
+		}
+		last = err
+		_ = os.Remove(filepath.Join(dir, "nodes.conf"))
+	}
+	return nil, 0, last
 }
