@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -491,10 +492,39 @@ func TestRepeatedUnpaidGet(t *testing.T) {
 			t.Errorf("%s garbage on a held 402's request: %d %s", h, r.Status, r.Body)
 		}
 	}
+	// Raw requests on the held 402's path: another request-target form
+	// (absolute, naming another host) or HTTP/1.0 is the whole path and
+	// names the configured origin; a payment header in lower case is a
+	// payment.
+	host := strings.TrimPrefix(n.Root, "http://")
+	for _, tc := range []struct{ line, header, want string }{
+		{"GET http://evil.example/api/v1" + path + " HTTP/1.1", "", " 402 "},
+		{"GET /api/v1" + path + " HTTP/1.0", "", " 402 "},
+		{"GET /api/v1" + path + " HTTP/1.1", "payment-signature: garbage!\r\n", " 400 "},
+		{"GET /api/v1" + path + " HTTP/1.1", "x-payment: garbage!\r\n", " 400 "},
+	} {
+		resp := rawRequest(t, host, tc.line+"\r\nHost: "+host+"\r\n"+tc.header+"Connection: close\r\n\r\n")
+		if !strings.Contains(strings.SplitN(resp, "\r\n", 2)[0], tc.want) || strings.Contains(resp, "evil.example") {
+			t.Errorf("%q %q: %.200s", tc.line, tc.header, resp)
+		}
+	}
 	pr, err := x402.DecodePaymentRequired(first.Header.Get(x402.HeaderPaymentRequired))
 	testenv.Must(t, err, "decode")
 	paid := n.pay(t, http.MethodGet, path, nil, f.wallet(t, pr))
 	if paid.Status != http.StatusOK {
 		t.Fatalf("paid on a held 402's request: %d %s", paid.Status, paid.Body)
 	}
+}
+
+// rawRequest writes req on a new connection to host and reads the answer.
+func rawRequest(t *testing.T, host, req string) string {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", host, 5*time.Second)
+	testenv.Must(t, err, "dial")
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	_, err = io.WriteString(conn, req)
+	testenv.Must(t, err, "write")
+	b, _ := io.ReadAll(io.LimitReader(conn, 1<<20))
+	return string(b)
 }
