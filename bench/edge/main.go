@@ -78,34 +78,12 @@ func run(ctx context.Context, dur time.Duration, rounds, conns, threads, atts in
 	if _, err := exec.LookPath("wrk"); err != nil {
 		return fmt.Errorf("wrk not found (make bench installs it)")
 	}
-	tmp, err := os.MkdirTemp("", "attestd-edge-bench-")
+	bs, err := benchkit.OpenStores(ctx, "edge_bench", store.Options{MaxConns: 8})
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
-	}
-	adminURL, redisURL := os.Getenv(devstack.EnvTestPostgres), os.Getenv(devstack.EnvTestRedis)
-	stores, err := devstack.StartScratch(ctx, tmp, adminURL, redisURL)
-	if err != nil {
-		return err
-	}
-	defer stores.Stop()
-	adminURL, redisURL = stores.PostgresURL, stores.RedisURL
-	dbURL, drop, err := devstack.CreateDatabase(ctx, adminURL, "edge_bench")
-	if err != nil {
-		return err
-	}
-	defer drop()
-	st, err := store.Open(ctx, dbURL, store.Options{MaxConns: 8})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if _, err := st.Migrate(ctx); err != nil {
-		return err
-	}
+	defer bs.Close()
+	st := bs.Store
 	fmt.Fprintf(os.Stderr, "seeding 50 agents, %d attestations...\n", atts)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if _, err := seed.Run(ctx, st, seed.Options{Agents: 50, Attestations: atts, Seed: 1, Logger: quiet}); err != nil {
@@ -116,7 +94,7 @@ func run(ctx context.Context, dur time.Duration, rounds, conns, threads, atts in
 	}
 	var pfx [4]byte
 	_, _ = rand.Read(pfx[:])
-	env := append(os.Environ(), "DATABASE_URL="+dbURL, "REDIS_URL="+redisURL, "ATTESTD_REDIS_PREFIX=bench"+hex.EncodeToString(pfx[:])+":",
+	env := append(os.Environ(), "DATABASE_URL="+bs.DatabaseURL, "REDIS_URL="+bs.RedisURL, "ATTESTD_REDIS_PREFIX=bench"+hex.EncodeToString(pfx[:])+":",
 		"ATTESTD_LOG_LEVEL=warn", "ATTESTD_RATE_LIMIT=0", "ATTESTD_METRICS_ADDR=", "ATTESTD_MAX_CONNS_PER_IP=0")
 
 	nodePort, err := devstack.FreePort()
@@ -139,7 +117,7 @@ func run(ctx context.Context, dur time.Duration, rounds, conns, threads, atts in
 		return err
 	}
 	defer stopBase()
-	edge, err := devstack.StartNginx(ctx, filepath.Join(tmp, "nginx"), devstack.NginxOptions{
+	edge, err := devstack.StartNginx(ctx, filepath.Join(bs.Dir, "nginx"), devstack.NginxOptions{
 		Config: "deploy/nginx.conf", Upstreams: []string{node}, Workers: runtime.NumCPU()})
 	if err != nil {
 		return fmt.Errorf("start nginx: %w", err)

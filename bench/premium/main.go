@@ -37,7 +37,6 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/benchkit"
-	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/seed"
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/store"
@@ -87,34 +86,12 @@ type node struct {
 func run(ctx context.Context, n, cold, atts int, gz bool) error {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cache.RouteRedisLogs(quiet)
-	adminURL, redisURL := os.Getenv("DATABASE_URL"), os.Getenv("REDIS_URL")
-	tmp, err := os.MkdirTemp("", "attestd-premium-bench-")
+	bs, err := benchkit.OpenStores(ctx, "bench_premium", store.Options{MaxConns: 16})
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
-	}
-	stores, err := devstack.StartScratch(ctx, tmp, adminURL, redisURL)
-	if err != nil {
-		return err
-	}
-	defer stores.Stop()
-	adminURL, redisURL = stores.PostgresURL, stores.RedisURL
-	dbURL, drop, err := devstack.CreateDatabase(ctx, adminURL, "bench_premium")
-	if err != nil {
-		return err
-	}
-	defer drop()
-	st, err := store.Open(ctx, dbURL, store.Options{MaxConns: 16})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if _, err := st.Migrate(ctx); err != nil {
-		return err
-	}
+	defer bs.Close()
+	st := bs.Store
 	fmt.Printf("seeding 1 agent with %d attestations...\n", atts)
 	seeded, err := seed.Run(ctx, st, seed.Options{Agents: 1, Attestations: atts, Seed: 1, Logger: quiet})
 	if err != nil {
@@ -126,7 +103,7 @@ func run(ctx context.Context, n, cold, atts int, gz bool) error {
 	agent := seeded.Agents[0].PDA.String()
 	fmt.Printf("seeded in %s\n", seeded.Duration.Round(time.Second))
 
-	ropt, err := redis.ParseURL(redisURL)
+	ropt, err := redis.ParseURL(bs.RedisURL)
 	if err != nil {
 		return err
 	}

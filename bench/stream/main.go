@@ -74,29 +74,12 @@ func run(ctx context.Context, clients, rounds int, dur time.Duration) error {
 	if _, err := exec.LookPath("wrk"); err != nil {
 		return fmt.Errorf("wrk not found (make bench installs it)")
 	}
-	tmp, err := os.MkdirTemp("", "attestd-stream-bench-")
+	bs, err := benchkit.OpenStores(ctx, "stream_bench", store.Options{MaxConns: 4})
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	stores, err := devstack.StartScratch(ctx, tmp, os.Getenv(devstack.EnvTestPostgres), os.Getenv(devstack.EnvTestRedis))
-	if err != nil {
-		return err
-	}
-	defer stores.Stop()
-	dbURL, drop, err := devstack.CreateDatabase(ctx, stores.PostgresURL, "stream_bench")
-	if err != nil {
-		return err
-	}
-	defer drop()
-	st, err := store.Open(ctx, dbURL, store.Options{MaxConns: 4})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if _, err := st.Migrate(ctx); err != nil {
-		return err
-	}
+	defer bs.Close()
+	st := bs.Store
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	seeded, err := seed.Run(ctx, st, seed.Options{Agents: 20, Attestations: 20_000, Seed: 1, Logger: quiet})
 	if err != nil {
@@ -110,7 +93,7 @@ func run(ctx context.Context, clients, rounds int, dur time.Duration) error {
 	prefix := "bench" + hex.EncodeToString(pfx[:]) + ":"
 	// The writer announces its commits as the indexer does (its cache
 	// bumps the epoch).
-	ropt, err := redis.ParseURL(stores.RedisURL)
+	ropt, err := redis.ParseURL(bs.RedisURL)
 	if err != nil {
 		return err
 	}
@@ -128,7 +111,7 @@ func run(ctx context.Context, clients, rounds int, dur time.Duration) error {
 		return err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	env := append(os.Environ(), "DATABASE_URL="+dbURL, "REDIS_URL="+stores.RedisURL, "ATTESTD_REDIS_PREFIX="+prefix,
+	env := append(os.Environ(), "DATABASE_URL="+bs.DatabaseURL, "REDIS_URL="+bs.RedisURL, "ATTESTD_REDIS_PREFIX="+prefix,
 		"ATTESTD_LOG_LEVEL=warn", "ATTESTD_RATE_LIMIT=0", "ATTESTD_METRICS_ADDR=", "ATTESTD_MAX_CONNS_PER_IP=0",
 		"ATTESTD_STREAM_MAX_PER_IP="+strconv.Itoa(clients+10), "ATTESTD_HTTP_ADDR="+addr)
 	node, stop, err := benchkit.Start(ctx, env, 15*time.Second, "bin/attestd", "http://"+addr+"/api/v1/health", "serve")

@@ -39,7 +39,6 @@ import (
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/benchkit"
-	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/webhook/keyring"
@@ -176,35 +175,13 @@ func run(ctx context.Context, events, hooks, rate int, verbose bool) error {
 	if verbose {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	adminURL, redisURL := os.Getenv("DATABASE_URL"), os.Getenv("REDIS_URL")
-	tmp, err := os.MkdirTemp("", "attestd-webhook-bench-")
+	bs, err := benchkit.OpenStores(ctx, "webhook_bench", store.Options{MaxConns: 16})
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
-	}
-	stores, err := devstack.StartScratch(ctx, tmp, adminURL, redisURL)
-	if err != nil {
-		return err
-	}
-	defer stores.Stop()
-	adminURL, redisURL = stores.PostgresURL, stores.RedisURL
-	dbURL, drop, err := devstack.CreateDatabase(ctx, adminURL, "webhook_bench")
-	if err != nil {
-		return err
-	}
-	defer drop()
-	st, err := store.Open(ctx, dbURL, store.Options{MaxConns: 16})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if _, err := st.Migrate(ctx); err != nil {
-		return err
-	}
-	ropt, err := redis.ParseURL(redisURL)
+	defer bs.Close()
+	st := bs.Store
+	ropt, err := redis.ParseURL(bs.RedisURL)
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,6 @@ import (
 
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/benchkit"
-	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/webhook/keyring"
@@ -147,33 +146,13 @@ func run(ctx context.Context, failed, recovering, live, rate int, baseline time.
 	if verbose {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	tmp, err := os.MkdirTemp("", "attestd-webhookrecovery-bench-")
+	bs, err := benchkit.OpenStores(ctx, "webhookrecovery_bench", store.Options{MaxConns: 16})
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
-	}
-	stores, err := devstack.StartScratch(ctx, tmp, os.Getenv("DATABASE_URL"), os.Getenv("REDIS_URL"))
-	if err != nil {
-		return err
-	}
-	defer stores.Stop()
-	dbURL, drop, err := devstack.CreateDatabase(ctx, stores.PostgresURL, "webhookrecovery_bench")
-	if err != nil {
-		return err
-	}
-	defer drop()
-	st, err := store.Open(ctx, dbURL, store.Options{MaxConns: 16})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if _, err := st.Migrate(ctx); err != nil {
-		return err
-	}
-	ropt, err := redis.ParseURL(stores.RedisURL)
+	defer bs.Close()
+	st := bs.Store
+	ropt, err := redis.ParseURL(bs.RedisURL)
 	if err != nil {
 		return err
 	}

@@ -38,8 +38,8 @@ import (
 	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/cache"
+	"github.com/attestd/attestd/internal/benchkit"
 	"github.com/attestd/attestd/internal/devnet"
-	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/seed"
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/store"
@@ -115,38 +115,18 @@ func local(n int) {
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 
 func endToEnd(ctx context.Context, dur time.Duration, conc int) error {
-	adminURL, redisURL := os.Getenv("DATABASE_URL"), os.Getenv("REDIS_URL")
-	tmp, err := os.MkdirTemp("", "attestd-x402-bench-")
+	bs, err := benchkit.OpenStores(ctx, "bench_x402", store.Options{MaxConns: 16})
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	_ = os.Chmod(tmp, 0o755)
-	stores, err := devstack.StartScratch(ctx, tmp, adminURL, redisURL)
-	if err != nil {
-		return err
-	}
-	defer stores.Stop()
-	adminURL, redisURL = stores.PostgresURL, stores.RedisURL
-	dbURL, drop, err := devstack.CreateDatabase(ctx, adminURL, "bench_x402")
-	if err != nil {
-		return err
-	}
-	defer drop()
-	st, err := store.Open(ctx, dbURL, store.Options{MaxConns: 16})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if _, err := st.Migrate(ctx); err != nil {
-		return err
-	}
+	defer bs.Close()
+	st := bs.Store
 	seeded, err := seed.Run(ctx, st, seed.Options{Agents: 1, Attestations: 200, Seed: 3, Logger: quiet})
 	if err != nil {
 		return err
 	}
 	agent := seeded.Agents[0].PDA.String()
-	opt, err := redis.ParseURL(redisURL)
+	opt, err := redis.ParseURL(bs.RedisURL)
 	if err != nil {
 		return err
 	}

@@ -40,9 +40,9 @@ import (
 	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/cache"
+	"github.com/attestd/attestd/internal/benchkit"
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/devnet"
-	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/seed"
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/store"
@@ -316,36 +316,17 @@ func startNode(ctx context.Context) (string, string, func(), error) {
 		}
 	}
 	fail := func(err error) (string, string, func(), error) { stop(); return "", "", nil, err }
-	adminURL, redisURL := os.Getenv("DATABASE_URL"), os.Getenv("REDIS_URL")
-	tmp, err := os.MkdirTemp("", "attestd-x402-discovery-bench-")
+	bs, err := benchkit.OpenStores(ctx, "bench_x402_discovery", store.Options{MaxConns: 16})
 	if err != nil {
 		return fail(err)
 	}
-	stops = append(stops, func() { os.RemoveAll(tmp) })
-	_ = os.Chmod(tmp, 0o755)
-	stores, err := devstack.StartScratch(ctx, tmp, adminURL, redisURL)
-	if err != nil {
-		return fail(err)
-	}
-	stops = append(stops, stores.Stop)
-	dbURL, drop, err := devstack.CreateDatabase(ctx, stores.PostgresURL, "bench_x402_discovery")
-	if err != nil {
-		return fail(err)
-	}
-	stops = append(stops, drop)
-	st, err := store.Open(ctx, dbURL, store.Options{MaxConns: 16})
-	if err != nil {
-		return fail(err)
-	}
-	stops = append(stops, st.Close)
-	if _, err := st.Migrate(ctx); err != nil {
-		return fail(err)
-	}
+	stops = append(stops, bs.Close)
+	st := bs.Store
 	seeded, err := seed.Run(ctx, st, seed.Options{Agents: 1, Attestations: 200, Seed: 3, Logger: quiet})
 	if err != nil {
 		return fail(err)
 	}
-	opt, err := redis.ParseURL(stores.RedisURL)
+	opt, err := redis.ParseURL(bs.RedisURL)
 	if err != nil {
 		return fail(err)
 	}
