@@ -366,11 +366,7 @@ func (v *Verifier) Begin(ctx context.Context, req Request) (*Payment, *Refusal) 
 	r := v.begin(ctx, req)
 	p, ref := r.p, r.ref
 	if ref != nil {
-		if ref.Reason == ReasonMissing {
-			v.m.refusedMissing.Inc()
-		} else {
-			v.m.refused.WithLabelValues(ref.Reason).Inc()
-		}
+		v.count(ref)
 		return nil, ref
 	}
 	if !p.replay {
@@ -385,20 +381,35 @@ func (v *Verifier) Begin(ctx context.Context, req Request) (*Payment, *Refusal) 
 // and no chain: the 402 of a payable route is the service's most frequent
 // paid-route answer.
 func (v *Verifier) Unpaid(path, resourceURL string) (x402.Requirements, x402.ResourceInfo, *Refusal) {
+	rt, q, res, ref := v.offer(path, resourceURL)
+	if ref == nil {
+		ref = rt.missingRef
+	}
+	v.count(ref)
+	return q, res, ref
+}
+
+// offer is the route of path and what a request of it must pay, or why
+// nothing can be paid now (a refusal).
+func (v *Verifier) offer(path, resourceURL string) (*route, x402.Requirements, x402.ResourceInfo, *Refusal) {
 	rt, ok := v.routes[path]
 	if !ok {
-		r := unavailable(ReasonNotReady, "this route is not payable")
-		v.m.refused.WithLabelValues(r.Reason).Inc()
-		return x402.Requirements{}, x402.ResourceInfo{}, r
+		return nil, x402.Requirements{}, x402.ResourceInfo{}, unavailable(ReasonNotReady, "this route is not payable")
 	}
 	q, res, ok := v.Requirements(path, resourceURL)
 	if !ok {
-		r := unavailable(ReasonNotReady, "payments are not available right now (the facilitator has not answered yet); use an API key or try again shortly")
-		v.m.refused.WithLabelValues(r.Reason).Inc()
-		return q, res, r
+		return nil, q, res, unavailable(ReasonNotReady, "payments are not available right now (the facilitator has not answered yet); use an API key or try again shortly")
 	}
-	v.m.refusedMissing.Inc()
-	return q, res, rt.missingRef
+	return rt, q, res, nil
+}
+
+// count counts a refusal by its reason.
+func (v *Verifier) count(r *Refusal) {
+	if r.Reason == ReasonMissing {
+		v.m.refusedMissing.Inc()
+		return
+	}
+	v.m.refused.WithLabelValues(r.Reason).Inc()
 }
 
 // UnpaidAgain reports whether a 402 made for route path with extra (the
@@ -422,13 +433,9 @@ type outcome struct {
 }
 
 func (v *Verifier) begin(ctx context.Context, req Request) outcome {
-	rt, ok := v.routes[req.Path]
-	if !ok {
-		return outcome{ref: unavailable(ReasonNotReady, "this route is not payable")}
-	}
-	q, res, ok := v.Requirements(req.Path, req.ResourceURL)
-	if !ok {
-		return outcome{ref: unavailable(ReasonNotReady, "payments are not available right now (the facilitator has not answered yet); use an API key or try again shortly")}
+	rt, q, res, ref := v.offer(req.Path, req.ResourceURL)
+	if ref != nil {
+		return outcome{ref: ref}
 	}
 	if req.PaymentV2 == "" && req.PaymentV1 == "" {
 		return outcome{ref: rt.missingRef}

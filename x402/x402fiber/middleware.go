@@ -237,7 +237,7 @@ func refuse(c *fiber.Ctx, v *verifier.Verifier, sl *slot, resource string, v1 bo
 			// these bytes without being parsed (see challenge.repeats).
 			ch.requestURI = bytes.Clone(c.Request().RequestURI())
 		}
-		if sl.cacheable() {
+		if sl.payable {
 			sl.last.Store(ch)
 		}
 	}
@@ -278,8 +278,6 @@ type slot struct {
 	// made per request and never cache).
 	payable bool
 }
-
-func (s *slot) cacheable() bool { return s.payable }
 
 // challengeKey is everything a v2 402's bytes depend on beyond its slot
 // (verifier and route).
