@@ -137,12 +137,12 @@ func (s *Server) refreshLocked(ctx context.Context) (*served, error) {
 // another's reads: one read per Refresh is tried, the others answer with
 // what the node holds (or the last error) at once.
 func (s *Server) checkpoint(ctx context.Context) (*served, error) {
-	if cur, err, ok := s.recent(); ok {
+	if cur, ok, err := s.recent(); ok {
 		return cur, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur, err, ok := s.recent(); ok {
+	if cur, ok, err := s.recent(); ok {
 		return cur, err // read (or failed) while this request waited
 	}
 	return s.refreshLocked(ctx)
@@ -151,15 +151,15 @@ func (s *Server) checkpoint(ctx context.Context) (*served, error) {
 // recent is what the node holds when it is recent enough to answer
 // without a read: a checkpoint refreshed within 4 Refresh, or a read that
 // failed within one Refresh (with the checkpoint held, if any).
-func (s *Server) recent() (*served, error, bool) {
+func (s *Server) recent() (*served, bool, error) {
 	cur := s.latest.Load()
 	if cur != nil && time.Since(cur.at) < 4*s.opt.Refresh {
-		return cur, nil, true
+		return cur, true, nil
 	}
 	if f := s.failed.Load(); f != nil && time.Since(f.at) < s.opt.Refresh {
-		return cur, f.err, true
+		return cur, true, f.err
 	}
-	return nil, nil, false
+	return nil, false, nil
 }
 
 // Routes adds the log's routes to api.
