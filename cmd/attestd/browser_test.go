@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/seed"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/store"
@@ -78,12 +79,8 @@ func chromium(t *testing.T) string {
 		if _, err := exec.LookPath("apt-get"); err != nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "apt-get", "install", "-y", "-qq", "chromium")
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			chromiumErr = fmt.Errorf("apt-get install chromium: %v: %s", err, out)
+		if err := devstack.AptInstall("chromium"); err != nil {
+			chromiumErr = fmt.Errorf("install chromium: %w", err)
 			return
 		}
 		chromiumPath, chromiumErr = exec.LookPath("chromium")

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 )
 
 // Binaries are the absolute paths of the server programs devstack runs.
@@ -37,7 +38,7 @@ func Find() (Binaries, error) {
 			return
 		}
 		slog.Info("installing postgresql and redis-server with apt-get", "missing", findErr.Error())
-		if err := aptInstall("postgresql", "redis-server"); err != nil {
+		if err := AptInstall("postgresql", "redis-server"); err != nil {
 			findErr = fmt.Errorf("install server packages: %w", err)
 			return
 		}
@@ -101,20 +102,44 @@ func firstExisting(paths ...string) string {
 	return ""
 }
 
-func aptInstall(pkgs ...string) error {
+// AptInstall installs Debian packages with apt-get (as root). Test
+// packages run in parallel processes and several of them may install at
+// once (Chromium, nginx, the servers): installs are taken one at a time
+// through a lock file, and apt-get itself waits for a dpkg lock another
+// program holds instead of failing at once.
+func AptInstall(pkgs ...string) error {
+	unlock, err := lockFile(filepath.Join(os.TempDir(), "attestd-apt.lock"))
+	if err != nil {
+		return fmt.Errorf("apt-get: %w", err)
+	}
+	defer unlock()
 	env := append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-	update := exec.Command("apt-get", "update", "-qq")
+	wait := []string{"-o", "DPkg::Lock::Timeout=600"}
+	update := exec.Command("apt-get", append(wait, "update", "-qq")...)
 	update.Env = env
 	if out, err := update.CombinedOutput(); err != nil {
 		return fmt.Errorf("apt-get update: %w: %s", err, tail(out))
 	}
-	args := append([]string{"install", "-y", "-qq", "--no-install-recommends"}, pkgs...)
+	args := append(wait, append([]string{"install", "-y", "-qq", "--no-install-recommends"}, pkgs...)...)
 	install := exec.Command("apt-get", args...)
 	install.Env = env
 	if out, err := install.CombinedOutput(); err != nil {
 		return fmt.Errorf("apt-get install: %w: %s", err, tail(out))
 	}
 	return nil
+}
+
+// lockFile holds an exclusive flock on path until the returned func runs.
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
 }
 
 func tail(b []byte) string {

@@ -82,7 +82,7 @@ func aptInstallNoStart(pkgs ...string) error {
 		}
 		defer os.Remove(policyRCD)
 	}
-	return aptInstall(pkgs...)
+	return AptInstall(pkgs...)
 }
 
 // StartNginx runs opt.Config on a free loopback port with its working
