@@ -111,13 +111,17 @@ func (s *Store) FinishPayment(ctx context.Context, id int64, status, txSignature
 	if len(reason) > 500 {
 		reason = reason[:500]
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE payments SET status = $2, tx_signature = COALESCE($3, tx_signature), reason = $4,
-		updated_at = now(), settled_at = CASE WHEN $2 = 'settled' THEN now() ELSE settled_at END
-		WHERE id = $1 AND (status = 'pending' OR (status = 'failed' AND $2 <> 'failed'))`, id, status, sig, reason)
+	// A released payment bought nothing: the answer kept for it goes too.
+	var n int
+	err := s.pool.QueryRow(ctx, `WITH u AS (UPDATE payments SET status = $2, tx_signature = COALESCE($3, tx_signature), reason = $4,
+			updated_at = now(), settled_at = CASE WHEN $2 = 'settled' THEN now() ELSE settled_at END
+			WHERE id = $1 AND (status = 'pending' OR (status = 'failed' AND $2 <> 'failed')) RETURNING id),
+		d AS (DELETE FROM payment_answers WHERE $2 = 'released' AND payment_id IN (SELECT id FROM u))
+		SELECT count(*) FROM u`, id, status, sig, reason).Scan(&n)
 	if err != nil {
 		return fmt.Errorf("finish payment %d: %w", id, err)
 	}
-	if tag.RowsAffected() == 1 {
+	if n == 1 {
 		return nil
 	}
 	var now string
@@ -272,8 +276,9 @@ func (s *Store) ReconcilePayments(ctx context.Context, limit int, decide func(co
 			if len(v.Reason) > 500 {
 				v.Reason = v.Reason[:500]
 			}
-			_, err = tx.Exec(ctx, `UPDATE payments SET status = $2, reason = $3, checked_at = now(), updated_at = now(),
-				settled_at = CASE WHEN $2 = 'settled' THEN now() ELSE settled_at END WHERE id = $1`, p.ID, v.Status, v.Reason)
+			_, err = tx.Exec(ctx, `WITH u AS (UPDATE payments SET status = $2, reason = $3, checked_at = now(), updated_at = now(),
+					settled_at = CASE WHEN $2 = 'settled' THEN now() ELSE settled_at END WHERE id = $1 RETURNING id)
+				DELETE FROM payment_answers WHERE $2 = 'released' AND payment_id IN (SELECT id FROM u)`, p.ID, v.Status, v.Reason)
 		default:
 			_, err = tx.Exec(ctx, `UPDATE payments SET checked_at = now() WHERE id = $1`, p.ID)
 		}

@@ -43,11 +43,21 @@ type BazaarOutput struct {
 // DiscoveredResource is one payable resource as facilitators' discovery
 // (GET /discovery/resources) and the origin's /.well-known/x402 list it.
 type DiscoveredResource struct {
-	Resource    string                     `json:"resource"`
-	Type        string                     `json:"type"`
-	X402Version int                        `json:"x402Version"`
-	Accepts     []Requirements             `json:"accepts"`
-	LastUpdated int64                      `json:"lastUpdated"`
+	Resource    string         `json:"resource"`
+	Type        string         `json:"type"`
+	X402Version int            `json:"x402Version"`
+	Accepts     []Requirements `json:"accepts"`
+	// LastUpdated is an RFC 3339 (ISO 8601) UTC time: the official
+	// types' string (the v2 specification's text says a Unix number).
+	LastUpdated string                     `json:"lastUpdated"`
 	Metadata    map[string]any             `json:"metadata,omitempty"`
 	Extensions  map[string]json.RawMessage `json:"extensions,omitempty"`
+}
+
+// DiscoveryPagination is the page a discovery list holds (x402 v2
+// GET /discovery/resources).
+type DiscoveryPagination struct {
+	Limit  int `json:"limit"`
+	Offset int `json:"offset"`
+	Total  int `json:"total"`
 }

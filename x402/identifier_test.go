@@ -20,6 +20,18 @@ func TestPaymentIdentifier(t *testing.T) {
 		{"bad character", `{"info":{"id":"pay_0123456789abcde!"}}`, "", true},
 		{"no info", `{"id":"pay_0123456789abcdef"}`, "", true},
 		{"id not a string", `{"info":{"id":5}}`, "", true},
+		{"declaration echoed, no id", string(PaymentIdentifierDeclaration), "", false},
+		{"declaration echoed with an id", `{"info":{"required":false,"id":"pay_7d5d747be160e280504c099d984bcfe0"},"schema":{}}`, "pay_7d5d747be160e280504c099d984bcfe0", false},
+		{"id null", `{"info":{"required":false,"id":null}}`, "", false},
+		{"info not an object", `{"info":"pay_0123456789abcdef"}`, "", true},
+		{"info null", `{"info":null}`, "", true},
+		{"not an object", `"pay_0123456789abcdef"`, "", true},
+		{"id with a NUL", `{"info":{"id":"pay_0123456789abcd\u0000"}}`, "", true},
+		{"id with unicode", `{"info":{"id":"pay_0123456789abcdé"}}`, "", true},
+		{"id an array", `{"info":{"id":["pay_0123456789abcdef"]}}`, "", true},
+		{"id exactly 16", `{"info":{"id":"aaaaaaaaaaaaaaaa"}}`, "aaaaaaaaaaaaaaaa", false},
+		{"id exactly 128", `{"info":{"id":"` + string(make129()[:128]) + `"}}`, string(make129()[:128]), false},
+		{"id 15", `{"info":{"id":"aaaaaaaaaaaaaaa"}}`, "", true},
 	}
 	for _, tc := range cases {
 		p := &PaymentPayload{}
@@ -30,6 +42,22 @@ func TestPaymentIdentifier(t *testing.T) {
 		if (err != nil) != tc.bad || got != tc.want {
 			t.Errorf("%s: %q %v", tc.name, got, err)
 		}
+	}
+}
+
+// The declaration every 402 carries is what the official client checks
+// before adding an id: info.required a boolean, and a schema.
+func TestPaymentIdentifierDeclaration(t *testing.T) {
+	t.Parallel()
+	var d struct {
+		Info   map[string]any `json:"info"`
+		Schema map[string]any `json:"schema"`
+	}
+	if err := json.Unmarshal(PaymentIdentifierDeclaration, &d); err != nil {
+		t.Fatal(err)
+	}
+	if req, ok := d.Info["required"].(bool); !ok || req || len(d.Info) != 1 || d.Schema["$schema"] == nil {
+		t.Fatalf("declaration %s", PaymentIdentifierDeclaration)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/x402"
@@ -182,13 +183,33 @@ type Discovery struct {
 	Version      int                       `json:"version"`
 	Resources    []string                  `json:"resources"`
 	Items        []x402.DiscoveredResource `json:"items"`
+	Pagination   x402.DiscoveryPagination  `json:"pagination"`
 	Instructions string                    `json:"instructions"`
 }
 
-// DiscoveryDocument lists every payable route at origin. feePayer is the
-// one the 402s name ("" while unknown: the accepts then carry no extra).
-// lastUpdated is the Unix time the configuration was loaded.
-func (c Config) DiscoveryDocument(origin config.Origin, feePayer string, lastUpdated int64) Discovery {
+// Discovery paging (the x402 v2 GET /discovery/resources parameters).
+const (
+	DiscoveryDefaultLimit = 20
+	DiscoveryMaxLimit     = 100
+)
+
+// Page is the document with only items [offset, offset+limit) (limit
+// 1..DiscoveryMaxLimit, offset >= 0: the caller checks); resources keeps
+// every route.
+func (d Discovery) Page(limit, offset int) Discovery {
+	total := len(d.Items)
+	lo, hi := min(offset, total), min(offset+limit, total)
+	d.Items = d.Items[lo:hi:hi]
+	d.Pagination = x402.DiscoveryPagination{Limit: limit, Offset: offset, Total: total}
+	return d
+}
+
+// DiscoveryDocument lists every payable route at origin, all in one page
+// (Page cuts the pages served). feePayer is the one the 402s name ("" while
+// unknown: the accepts then carry no extra). lastUpdated is when the
+// configuration was loaded.
+func (c Config) DiscoveryDocument(origin config.Origin, feePayer string, lastUpdated time.Time) Discovery {
+	updated := lastUpdated.UTC().Format(time.RFC3339)
 	d := Discovery{X402Version: 2, Version: 1, Resources: []string{}, Items: []x402.DiscoveredResource{},
 		Instructions: "Call a resource without payment to get its 402 (PAYMENT-REQUIRED header, x402 v2, scheme exact on Solana); " +
 			"pay with PAYMENT-SIGNATURE; the answer carries PAYMENT-RESPONSE with a signed receipt (offer-receipt extension) " +
@@ -211,13 +232,14 @@ func (c Config) DiscoveryDocument(origin config.Origin, feePayer string, lastUpd
 		res := origin.URL(r.APIPath())
 		d.Resources = append(d.Resources, r.Method+" "+res)
 		d.Items = append(d.Items, x402.DiscoveredResource{Resource: res, Type: "http", X402Version: 2,
-			Accepts: []x402.Requirements{q}, LastUpdated: lastUpdated,
+			Accepts: []x402.Requirements{q}, LastUpdated: updated,
 			Metadata: map[string]any{"method": r.Method, "description": r.Description, "mimeType": "application/json",
 				"routeTemplate": r.APIPath(), "priceEnv": r.Env},
 			Extensions: map[string]json.RawMessage{x402.ExtensionBazaar: bz}})
 	}
 	sort.SliceStable(d.Items, func(i, j int) bool { return d.Items[i].Resource < d.Items[j].Resource })
 	sort.Strings(d.Resources)
+	d.Pagination = x402.DiscoveryPagination{Limit: len(d.Items), Total: len(d.Items)}
 	return d
 }
 

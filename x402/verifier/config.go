@@ -55,6 +55,8 @@ var Vars = func() []config.Var {
 		{Name: "ATTESTD_X402_FEE_PAYER_KEYPAIR", Default: "(none)", Help: "settle ourselves: Solana CLI keypair file of the fee payer"},
 		{Name: "ATTESTD_X402_RPC_URL", Default: "(ATTESTD_SOLANA_RPC_URL)", Help: "Solana RPC used to simulate, send and confirm payments"},
 		{Name: "ATTESTD_X402_SETTLE_TIMEOUT", Default: "20s", Help: "longest wait for a settlement to confirm"},
+		{Name: "ATTESTD_X402_ANSWER_RETENTION", Default: "24h", Help: "how long the answer a payment bought is kept: the same payment presented again within it gets those bytes again (after it, 409); 1m to 720h"},
+		{Name: "ATTESTD_X402_ANSWER_STORE_MB", Default: "1024", Help: "cap on the bytes (compressed, in MiB) all kept answers hold in PostgreSQL; when reached, new payments are refused (503, nothing charged) until older answers expire"},
 		{Name: receipt.EnvKey, Default: "(none)", Help: "signs a receipt for every paid answer (offer-and-receipt, JWS EdDSA): base64 of a 32-byte Ed25519 seed (openssl rand -base64 32); published at /.well-known/jwks.json"},
 		{Name: receipt.EnvKeyFile, Default: "(none)", Help: "the receipt key from a file instead: base64 seed or a Solana CLI keypair"},
 	}
@@ -84,7 +86,19 @@ type Config struct {
 	FeePayerIsPayTo bool
 	// ReceiptKey signs a receipt for every paid answer (nil: no receipts).
 	ReceiptKey ed25519.PrivateKey
+	// AnswerRetention is how long a paid answer is kept for its payment
+	// presented again (0: DefaultAnswerRetention).
+	AnswerRetention time.Duration
+	// AnswerStoreBytes caps the bytes all kept answers hold (0:
+	// DefaultAnswerStoreBytes).
+	AnswerStoreBytes int64
 }
+
+// Defaults of the kept answers.
+const (
+	DefaultAnswerRetention  = 24 * time.Hour
+	DefaultAnswerStoreBytes = 1 << 30
+)
 
 // Enabled reports whether payments are on.
 func (c Config) Enabled() bool { return !c.PayTo.IsZero() }
@@ -158,6 +172,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	} else {
 		c.ReceiptKey = k
 	}
+	c.AnswerRetention = e.Duration("ATTESTD_X402_ANSWER_RETENTION", DefaultAnswerRetention, time.Minute, 30*24*time.Hour)
+	c.AnswerStoreBytes = int64(e.Int("ATTESTD_X402_ANSWER_STORE_MB", DefaultAnswerStoreBytes>>20, 16, 1<<20)) << 20
 	c.FacilitatorURL = e.String("ATTESTD_X402_FACILITATOR_URL", "")
 	c.FacilitatorTimeout = e.Duration("ATTESTD_X402_FACILITATOR_TIMEOUT", 10*time.Second, 100*time.Millisecond, 2*time.Minute)
 	c.SettleTimeout = e.Duration("ATTESTD_X402_SETTLE_TIMEOUT", x402.DefaultSettleTimeout, time.Second, 5*time.Minute)

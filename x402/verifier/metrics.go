@@ -16,6 +16,11 @@ type metrics struct {
 	failed         *prometheus.CounterVec
 	released       prometheus.Counter
 	replayRedis    prometheus.Counter
+	replays        *prometheus.CounterVec
+	kept           prometheus.Counter
+	pruned         prometheus.Counter
+	prunedBytes    prometheus.Counter
+	storeBytes     prometheus.Gauge
 	local          prometheus.Histogram
 	settle         prometheus.Histogram
 }
@@ -36,6 +41,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Verified payments given back unsettled because the handler answered an error."}),
 		replayRedis: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_x402_replay_guard_errors_total",
 			Help: "Replay claims Redis did not answer (the ledger's unique key decided alone)."}),
+		replays: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "attestd_x402_replays_total",
+			Help: "Settled payments presented again and given the answer they bought (kept bytes, no charge, no handler run), by route."}, []string{"route"}),
+		kept: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_x402_answers_kept_total",
+			Help: "Paid answers kept for their payment presented again."}),
+		pruned: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_x402_answers_pruned_total",
+			Help: "Kept answers deleted after their retention (ATTESTD_X402_ANSWER_RETENTION)."}),
+		prunedBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_x402_answers_pruned_bytes_total",
+			Help: "Stored (compressed) bytes of the kept answers deleted after their retention."}),
+		storeBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_x402_answer_store_bytes",
+			Help: "Stored (compressed) bytes all kept answers hold, fleet-wide, as of this node's last prune pass (cap: ATTESTD_X402_ANSWER_STORE_MB)."}),
 		local: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "attestd_x402_local_verify_seconds",
 			Help:    "Time to decode and check a payment in process (no network).",
 			Buckets: []float64{25e-6, 50e-6, 100e-6, 200e-6, 400e-6, 1e-3, 5e-3}}),
@@ -47,6 +62,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.settledUnits, m.failed = metric.Register(reg, m.settledUnits), metric.Register(reg, m.failed)
 	m.released, m.replayRedis = metric.Register(reg, m.released), metric.Register(reg, m.replayRedis)
 	m.local, m.settle = metric.Register(reg, m.local), metric.Register(reg, m.settle)
+	m.replays, m.kept = metric.Register(reg, m.replays), metric.Register(reg, m.kept)
+	m.pruned, m.prunedBytes, m.storeBytes = metric.Register(reg, m.pruned), metric.Register(reg, m.prunedBytes), metric.Register(reg, m.storeBytes)
 	m.refusedMissing = m.refused.WithLabelValues(ReasonMissing)
 	return m
 }

@@ -18,6 +18,9 @@ type Refusal struct {
 	// Challenge: the answer carries the payment instructions (a new
 	// payment can fix it).
 	Challenge bool
+	// RetryAfter: seconds after which the same payment is worth
+	// presenting again (0: it is not).
+	RetryAfter int
 }
 
 func (r *Refusal) Error() string { return r.Reason + ": " + r.Message }
@@ -35,6 +38,9 @@ const (
 	ReasonSettleFailed       = "settlement_failed"
 	ReasonNotConfirmed       = "settlement_not_confirmed"
 	ReasonNotReady           = "payments_not_ready"
+	// ReasonAnswerExpired: a settled payment presented again after the
+	// retention of the answer it bought.
+	ReasonAnswerExpired = "payment_answer_expired"
 )
 
 func challenge(reason, msg string) *Refusal {

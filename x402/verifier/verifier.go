@@ -37,6 +37,10 @@ type Ledger interface {
 	PaymentByMessage(ctx context.Context, hash [32]byte) (store.Payment, error)
 	PaymentByID(ctx context.Context, paymentID string) (store.Payment, error)
 	SaveReceipt(ctx context.Context, id int64, receipt string) (string, error)
+	KeepAnswer(ctx context.Context, a store.Answer, expiresAt time.Time, capBytes int64) error
+	PaymentAnswer(ctx context.Context, paymentID int64) (store.Answer, error)
+	SetAnswerResponse(ctx context.Context, paymentID int64, header, value string) (string, string, error)
+	PruneAnswers(ctx context.Context, now time.Time, limit int) (store.Pruned, error)
 }
 
 // Options configure a Verifier.
@@ -86,6 +90,9 @@ type Verifier struct {
 	routes map[string]*route
 	signer *receipt.Signer
 	now    func() time.Time
+	// retention and storeBytes bound the kept answers (answers.go).
+	retention  time.Duration
+	storeBytes int64
 	// base58 of the asset and payTo, encoded once
 	assetStr, payToStr string
 	// extra is the requirements' extra (fee payer, blockhash hint) as
@@ -134,9 +141,18 @@ func New(ctx context.Context, opt Options) (*Verifier, error) {
 	v := &Verifier{cfg: cfg, log: opt.Logger.With("component", "x402"), ledger: opt.Ledger, m: newMetrics(opt.Registerer),
 		node: opt.Node, routes: map[string]*route{}, signer: opt.Receipts, now: time.Now,
 		assetStr: cfg.Asset.String(), payToStr: cfg.PayTo.String(),
-		guard: &replayGuard{rdb: opt.Redis, prefix: opt.KeyPrefix, timeout: 500 * time.Millisecond}}
+		guard:     &replayGuard{rdb: opt.Redis, prefix: opt.KeyPrefix, timeout: 500 * time.Millisecond},
+		retention: cfg.AnswerRetention, storeBytes: cfg.AnswerStoreBytes}
+	if v.retention <= 0 {
+		v.retention = DefaultAnswerRetention
+	}
+	if v.storeBytes <= 0 {
+		v.storeBytes = DefaultAnswerStoreBytes
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	v.cancel = cancel
+	v.wg.Add(1)
+	go func() { defer v.wg.Done(); v.pruneLoop(runCtx) }()
 	if cfg.SelfSettling() {
 		s := newSelfSettler(cfg.FeePayer, cfg.RPCURL, cfg.SettleTimeout)
 		s.refreshHint(time.Second) // the first 402 already carries a blockhash hint
@@ -340,36 +356,49 @@ type Payment struct {
 	paymentID string // the payment-identifier extension's id
 	ledgerID  int64
 	// fingerprint is the request's; answer the SHA-256 of the answer
-	// body (hex), set by Answered; receipt the stored receipt of a
-	// settled payment presented again.
+	// body (hex), set by Keep; receipt the stored receipt of a settled
+	// payment presented again.
 	fingerprint []byte
 	answer      string
 	receipt     string
 	done        bool
-	// replay: a settled payment presented again for the request it
-	// bought: the answer is given again, nothing is charged.
-	replay bool
+	// kept: a settled payment presented again for the request it bought
+	// gets the answer it bought (answers.go), nothing is charged, and no
+	// handler runs.
+	kept *Kept
 }
 
 // Payer is the paying wallet.
 func (p *Payment) Payer() string { return p.Checked.Payer.String() }
 
-// Answered records the answer body the payment buys (before Settle): its
-// digest goes in the receipt.
-func (p *Payment) Answered(body []byte) { p.answer = receipt.Digest(body) }
-
 // Begin verifies the payment a request carries and claims it; the
 // request's handler may run when it returns a Payment. A request without a
 // payment is refused with the challenge (ReasonMissing). Every Payment must
 // end with Settle or Release.
+//
+// A payment presented while its first request is still being answered
+// (on any node) waits up to inflightWait for that answer, then is refused
+// with 409 and a Retry-After.
 func (v *Verifier) Begin(ctx context.Context, req Request) (*Payment, *Refusal) {
+	deadline := time.Now().Add(inflightWait)
 	r := v.begin(ctx, req)
+	for r.inflight && time.Now().Add(inflightPoll).Before(deadline) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(inflightPoll):
+			r = v.begin(ctx, req)
+			continue
+		}
+		break
+	}
 	p, ref := r.p, r.ref
 	if ref != nil {
 		v.count(ref)
 		return nil, ref
 	}
-	if !p.replay {
+	if p.kept != nil {
+		v.m.replays.WithLabelValues(req.Path).Inc()
+	} else {
 		v.m.paid.WithLabelValues(req.Path).Inc()
 	}
 	return p, nil
@@ -430,6 +459,9 @@ func (v *Verifier) UnpaidAgain(path string, extra *x402.Extra) bool {
 type outcome struct {
 	p   *Payment
 	ref *Refusal
+	// inflight: refused because the payment's first request is still
+	// being answered (worth looking again shortly).
+	inflight bool
 }
 
 func (v *Verifier) begin(ctx context.Context, req Request) outcome {
@@ -500,7 +532,7 @@ func (v *Verifier) begin(ctx context.Context, req Request) outcome {
 		claimed = true
 	}
 	if !claimed {
-		return outcome{ref: replayed()}
+		return inUse()
 	}
 	if ref := v.s.verify(ctx, p); ref != nil {
 		v.unclaim(p, false)
@@ -512,7 +544,7 @@ func (v *Verifier) begin(ctx context.Context, req Request) outcome {
 		LastValidHeight: p.lastValid})
 	if errors.Is(lerr, store.ErrPaymentUsed) {
 		// Another request holds it (Redis forgot, or did not answer).
-		return outcome{ref: replayed()}
+		return inUse()
 	}
 	if lerr != nil {
 		v.log.Error("payments ledger unavailable", "err", lerr)
@@ -551,10 +583,6 @@ func (v *Verifier) Release(p *Payment) {
 	if p == nil || p.done {
 		return
 	}
-	if p.replay {
-		p.done = true // it was paid for: nothing to give back
-		return
-	}
 	p.done = true
 	v.m.released.Inc()
 	v.unclaim(p, true)
@@ -568,11 +596,6 @@ func (v *Verifier) Settle(ctx context.Context, p *Payment) (x402.SettleResponse,
 	resp := x402.SettleResponse{Network: v.cfg.Network.CAIP2, Payer: p.Payer(), Amount: p.Requirements.Amount}
 	if p.V1 {
 		resp.Network = v.cfg.Network.Name
-	}
-	if p.replay {
-		resp.Success, resp.Transaction = true, p.txSig
-		v.attachReceipt(ctx, p, &resp)
-		return resp, nil
 	}
 	start := time.Now()
 	sig, status, ref := v.s.settle(ctx, p)
@@ -650,13 +673,13 @@ func (v *Verifier) attachReceipt(ctx context.Context, p *Payment, resp *x402.Set
 	resp.Extensions = map[string]json.RawMessage{receipt.Extension: b}
 }
 
-// presentedBefore handles a payment the ledger knows: settled, it buys its
-// answer again for the request it bought (done with a replay Payment) and
-// is refused for any other; pending or failed, the chain is asked now:
-// landed, it is settled and answered; never landing, it is released and
-// treated as new (the chain then refuses it); still in flight, it is
-// refused as pending. A released payment, or none, is not done (released
-// tells which).
+// presentedBefore handles a payment the ledger knows: settled, it gets
+// the answer it bought for the request it bought (done with the kept
+// answer) and is refused for any other; pending or failed, the chain is
+// asked now: landed, it is settled and its kept answer given; never
+// landing, it is released and treated as new (the chain then refuses it);
+// still in flight, it is refused as in flight. A released payment, or
+// none, is not done (released tells which).
 func (v *Verifier) presentedBefore(ctx context.Context, req Request, p *Payment) (out outcome, done, released bool) {
 	hash := p.Checked.MessageHash
 	var row store.Payment
@@ -680,12 +703,28 @@ func (v *Verifier) presentedBefore(ctx context.Context, req Request, p *Payment)
 	if err != nil {
 		return v.ledgerDown(err), true, false
 	}
+	if row.Status != store.PaymentReleased {
+		// Bought (or being bought) for one request: never another's.
+		if len(row.RequestFingerprint) == 0 || !bytes.Equal(row.RequestFingerprint, req.Fingerprint) {
+			bought := row.Request
+			if bought == "" {
+				bought = row.Route
+			}
+			return outcome{ref: &Refusal{Status: http.StatusConflict, Code: apierror.CodePaymentReplayed, Reason: ReasonReplayed, Challenge: true,
+				Message: fmt.Sprintf("this payment was used for another request (%s, with its parameters); presented again it answers only that one; sign a new payment for this request", clip(bought, 200))}}, true, false
+		}
+	}
 	switch row.Status {
 	case store.PaymentSettled:
-		return v.represent(row, req, p), true, false
+		return v.keptAnswer(ctx, row, p), true, false
 	case store.PaymentPending, store.PaymentFailed:
 		sig, serr := solana.SignatureFromBase58(row.TxSignature)
 		if serr != nil {
+			if row.Status == store.PaymentPending && v.now().Sub(row.UpdatedAt) < staleClaim {
+				// Claimed, its transaction not known yet: being verified
+				// or settled by a facilitator.
+				return inUse(), true, false
+			}
 			return outcome{ref: replayed()}, true, false
 		}
 		st, reason, cerr := v.s.check(ctx, sig, row.LastValidHeight)
@@ -693,38 +732,23 @@ func (v *Verifier) presentedBefore(ctx context.Context, req Request, p *Payment)
 			if !errors.Is(cerr, errNoChain) {
 				v.log.Warn("cannot ask the chain about a presented payment", "tx", row.TxSignature, "err", cerr)
 			}
-			return outcome{ref: pendingRefusal(row)}, true, false
+			return pendingRefusal(row), true, false
 		}
 		switch st {
 		case stateLanded:
 			if err := v.ledger.FinishPayment(ctx, row.ID, store.PaymentSettled, row.TxSignature, ""); err != nil {
 				v.log.Error("ledger: record late settlement", "id", row.ID, "tx", row.TxSignature, "err", err)
 			}
-			return v.represent(row, req, p), true, false
+			return v.keptAnswer(ctx, row, p), true, false
 		case stateFailed, stateExpired:
 			if err := v.ledger.FinishPayment(ctx, row.ID, store.PaymentReleased, "", reason); err != nil {
 				v.log.Error("ledger: release payment", "id", row.ID, "err", err)
 			}
 			return outcome{}, false, true
 		}
-		return outcome{ref: pendingRefusal(row)}, true, false
+		return pendingRefusal(row), true, false
 	}
 	return outcome{}, false, row.Status == store.PaymentReleased
-}
-
-// represent answers a settled payment presented again: for the request it
-// bought, the answer again (nothing charged); for another, refused.
-func (v *Verifier) represent(row store.Payment, req Request, p *Payment) outcome {
-	if len(row.RequestFingerprint) == 0 || !bytes.Equal(row.RequestFingerprint, req.Fingerprint) {
-		bought := row.Request
-		if bought == "" {
-			bought = row.Route
-		}
-		return outcome{ref: &Refusal{Status: http.StatusConflict, Code: apierror.CodePaymentReplayed, Reason: ReasonReplayed, Challenge: true,
-			Message: fmt.Sprintf("this payment was settled for another request (%s, with its parameters); presented again it answers only that one; sign a new payment for this request", clip(bought, 200))}}
-	}
-	p.replay, p.txSig, p.ledgerID, p.receipt = true, row.TxSignature, row.ID, row.Receipt
-	return outcome{p: p}
 }
 
 func (v *Verifier) ledgerDown(err error) outcome {
@@ -732,13 +756,28 @@ func (v *Verifier) ledgerDown(err error) outcome {
 	return outcome{ref: unavailable(ReasonLedgerDown, "cannot read the payments ledger now (the database is unavailable); nothing was charged; try again shortly")}
 }
 
-// pendingRefusal: the payment's settlement is not decided yet.
-func pendingRefusal(row store.Payment) *Refusal {
-	msg := "this payment's settlement is still pending on chain; present it again in a few seconds: once it lands it buys its answer (no new charge), and if it never lands it is not charged"
+// pendingRefusal: the payment's settlement is not decided yet (its first
+// request may still be answering).
+func pendingRefusal(row store.Payment) outcome {
 	if row.Status == store.PaymentFailed && row.TxSignature == "" {
-		msg = "this payment was already used for an answer (one payment buys one answer); sign a new payment for this request"
+		return outcome{ref: replayed()}
 	}
-	return &Refusal{Status: http.StatusConflict, Code: apierror.CodePaymentReplayed, Reason: ReasonReplayed, Challenge: true, Message: msg}
+	return outcome{inflight: true, ref: &Refusal{Status: http.StatusConflict, Code: apierror.CodePaymentReplayed, Reason: ReasonReplayed,
+		Challenge: true, RetryAfter: 2,
+		Message: "this payment's settlement is still pending on chain; present it again in a few seconds: once it lands it gets the answer it bought (no new charge), and if it never lands it is not charged"}}
+}
+
+// staleClaim: a pending row without a transaction signature not touched
+// for this long belongs to a request that will not finish (its node
+// stopped): it is no longer "in use".
+const staleClaim = 5 * time.Minute
+
+// inUse: another request holds the payment now (it is being verified,
+// answered or settled).
+func inUse() outcome {
+	return outcome{inflight: true, ref: &Refusal{Status: http.StatusConflict, Code: apierror.CodePaymentReplayed, Reason: ReasonReplayed,
+		Challenge: true, RetryAfter: 2,
+		Message: "this payment is in use by a request still being answered; present it again in a few seconds: once that request is answered, the same payment gets the same answer (no new charge)"}}
 }
 
 // Preflight logs what would make every payment fail (self-settling only:

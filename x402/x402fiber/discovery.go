@@ -3,6 +3,7 @@ package x402fiber
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,9 +31,10 @@ const discoveryControl = "public, max-age=300"
 type Discovery struct {
 	v      *verifier.Verifier
 	origin config.Origin
-	loaded int64
+	loaded time.Time
 	mu     sync.Mutex
-	doc    []byte // /.well-known/x402 once the fee payer is known
+	full   verifier.Discovery // every item, once the fee payer is known
+	doc    []byte             // /.well-known/x402's first page (the default), encoded
 	llms   []byte
 	jwks   []byte
 	did    []byte
@@ -40,7 +42,7 @@ type Discovery struct {
 
 // NewDiscovery describes v's routes at origin.
 func NewDiscovery(v *verifier.Verifier, origin config.Origin) (*Discovery, error) {
-	d := &Discovery{v: v, origin: origin, loaded: time.Now().Unix()}
+	d := &Discovery{v: v, origin: origin, loaded: time.Now().Truncate(time.Second)}
 	d.llms = []byte(v.Config().LLMsText(origin, v.Receipts() != nil))
 	if s := v.Receipts(); s != nil {
 		var err error
@@ -69,8 +71,8 @@ func (d *Discovery) Routes(page Page) {
 	}
 }
 
-// Document is the /.well-known/x402 document's bytes (false while the fee
-// payer is not known: a facilitator not reached yet).
+// Document is the /.well-known/x402 document's bytes, its first page
+// (false while the fee payer is not known: a facilitator not reached yet).
 func (d *Discovery) Document() ([]byte, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -81,11 +83,12 @@ func (d *Discovery) Document() ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	b, err := json.Marshal(d.v.Config().DiscoveryDocument(d.origin, fp.String(), d.loaded))
+	full := d.v.Config().DiscoveryDocument(d.origin, fp.String(), d.loaded)
+	b, err := json.Marshal(full.Page(verifier.DiscoveryDefaultLimit, 0))
 	if err != nil {
 		return nil, false
 	}
-	d.doc = b
+	d.full, d.doc = full, b
 	return b, true
 }
 
@@ -94,7 +97,89 @@ func (d *Discovery) wellKnown(c *fiber.Ctx) error {
 	if !ok {
 		return apierror.Unavailable("the payment catalog is not ready (the facilitator has not answered yet); try again shortly")
 	}
-	return send(c, b, fiber.MIMEApplicationJSON)
+	if len(c.Request().URI().QueryString()) == 0 {
+		return send(c, b, fiber.MIMEApplicationJSON)
+	}
+	limit, offset, err := discoveryPage(c)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	full := d.full
+	d.mu.Unlock()
+	page, err := json.Marshal(full.Page(limit, offset))
+	if err != nil {
+		return err
+	}
+	return send(c, page, fiber.MIMEApplicationJSON)
+}
+
+// discoveryPage reads the paging of GET /discovery/resources (x402 v2):
+// limit 1 to 100 (default 20; more is clamped to 100, as pagination.limit
+// then says), offset from 0 (default 0), and type, which must be "http"
+// (every resource here is). Anything else, or a parameter given twice, is
+// 400.
+func discoveryPage(c *fiber.Ctx) (limit, offset int, err error) {
+	limit = verifier.DiscoveryDefaultLimit
+	seen := map[string]bool{}
+	var bad error
+	c.Request().URI().QueryArgs().VisitAll(func(k, v []byte) {
+		if bad != nil {
+			return
+		}
+		key := string(k)
+		if seen[key] {
+			bad = apierror.Invalid("query parameter %q is given twice", clipParam(key))
+			return
+		}
+		seen[key] = true
+		switch key {
+		case "limit":
+			n, ok := smallNumber(v)
+			if !ok || n < 1 {
+				bad = apierror.Invalid("limit must be a whole number from 1 to %d", verifier.DiscoveryMaxLimit)
+				return
+			}
+			limit = min(n, verifier.DiscoveryMaxLimit)
+		case "offset":
+			n, ok := smallNumber(v)
+			if !ok {
+				bad = apierror.Invalid("offset must be a whole number from 0 to 1000000")
+				return
+			}
+			offset = n
+		case "type":
+			if string(v) != "http" {
+				bad = apierror.Invalid("type must be http (every resource of this origin is an HTTP resource)")
+			}
+		default:
+			bad = apierror.Invalid("unknown query parameter %q (this document takes limit, offset and type)", clipParam(key))
+		}
+	})
+	return limit, offset, bad
+}
+
+// smallNumber reads 1 to 7 decimal digits (at most 1,000,000).
+func smallNumber(v []byte) (int, bool) {
+	if len(v) == 0 || len(v) > 7 {
+		return 0, false
+	}
+	n := 0
+	for _, ch := range v {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		n = n*10 + int(ch-'0')
+	}
+	return n, n <= 1_000_000
+}
+
+// clipParam bounds a parameter name echoed in an error, as valid UTF-8.
+func clipParam(s string) string {
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	return strings.ToValidUTF8(s, "?")
 }
 
 func (d *Discovery) llmsTxt(c *fiber.Ctx) error {

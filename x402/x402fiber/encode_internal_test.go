@@ -7,21 +7,22 @@ import (
 	"github.com/attestd/attestd/x402"
 )
 
-// The bazaar extension is spliced into the encoded header; with other
-// extensions present the header still holds one extensions member with
-// all of them (never two members, which decoders read differently).
+// The bazaar extension and the payment-identifier declaration are spliced
+// into the encoded header; with other extensions present the header still
+// holds one extensions member with all of them (never two members, which
+// decoders read differently).
 func TestEncodeRequiredExtensions(t *testing.T) {
 	bz := json.RawMessage(`{"info":{"input":{"type":"http","method":"GET"}}}`)
 	base := x402.PaymentRequired{X402Version: 2, Resource: x402.ResourceInfo{URL: "https://attestd.example.com/x"},
 		Accepts: []x402.Requirements{{Scheme: x402.SchemeExact, Network: "solana:x", Amount: "1"}}}
 	other := base
-	other.Extensions = map[string]json.RawMessage{"payment-identifier": json.RawMessage(`{"required":false}`)}
+	other.Extensions = map[string]json.RawMessage{"offer-receipt": json.RawMessage(`{"info":{}}`)}
 	for name, tc := range map[string]struct {
 		pr   x402.PaymentRequired
 		want []string
 	}{
-		"bazaar alone": {base, []string{x402.ExtensionBazaar}},
-		"with another": {other, []string{x402.ExtensionBazaar, "payment-identifier"}},
+		"bazaar alone": {base, []string{x402.ExtensionBazaar, x402.ExtensionPaymentIdentifier}},
+		"with another": {other, []string{x402.ExtensionBazaar, x402.ExtensionPaymentIdentifier, "offer-receipt"}},
 	} {
 		h, err := encodeRequired(tc.pr, bz)
 		if err != nil {
@@ -42,6 +43,9 @@ func TestEncodeRequiredExtensions(t *testing.T) {
 		raw, _ := json.Marshal(pr.Extensions[x402.ExtensionBazaar])
 		if string(raw) != string(bz) {
 			t.Errorf("%s: bazaar %s, want %s", name, raw, bz)
+		}
+		if raw, _ := json.Marshal(pr.Extensions[x402.ExtensionPaymentIdentifier]); string(raw) != string(x402.PaymentIdentifierDeclaration) {
+			t.Errorf("%s: payment-identifier %s", name, raw)
 		}
 	}
 	if len(other.Extensions) != 1 {

@@ -61,7 +61,7 @@ func tsClient(t *testing.T) string {
 		testenv.Must(t, err, "npm ci in %s: %s", dir, out)
 		testenv.Must(t, os.WriteFile(marker, []byte(time.Now().UTC().Format(time.RFC3339)), 0o644), "marker")
 	}
-	for _, name := range []string{"pay.mjs", "discover.mjs", "mcp.mjs"} {
+	for _, name := range []string{"pay.mjs", "discover.mjs", "mcp.mjs", "idem.mjs"} {
 		script, err := os.ReadFile("testdata/tsclient/" + name)
 		testenv.Must(t, err, "read %s", name)
 		testenv.Must(t, os.WriteFile(filepath.Join(dir, name), script, 0o644), "%s", name)
@@ -125,5 +125,42 @@ func TestOfficialTypeScriptClientPays(t *testing.T) {
 	}
 	if rows := ledger(t, n.Store, store.PaymentSettled); len(rows) != 2 || rows[0].Payer != f.payer.PublicKey().String() {
 		t.Fatalf("ledger %+v", rows)
+	}
+}
+
+// The official payment-identifier helper (appendPaymentIdentifierToExtensions)
+// adds an id to what our 402 declares; the official client pays with it;
+// the ledger keeps the id; and the exact PAYMENT-SIGNATURE the client
+// sent, presented again after new data was indexed, gets the bytes it
+// bought (their digest the receipt's responseDigest), not the new data.
+func TestOfficialPaymentIdentifierHelper(t *testing.T) {
+	t.Parallel()
+	dir := tsClient(t)
+	f := newFixture(t)
+	n := f.node(t, f.config(), nil)
+	path := "/premium/full-history/" + f.agent
+	var r struct {
+		Status           int             `json:"status"`
+		Declared         json.RawMessage `json:"declared"`
+		SentID           *string         `json:"sentId"`
+		PaymentSignature string          `json:"paymentSignature"`
+		PaymentResponse  string          `json:"paymentResponse"`
+		BodyDigest       string          `json:"bodyDigest"`
+	}
+	runNode(t, dir, &r, "idem.mjs", n.URL+path, f.chain.RPCURL(), f.keyFile(t))
+	if r.Status != http.StatusOK || r.SentID == nil || len(*r.SentID) < x402.PaymentIDMinLength {
+		t.Fatalf("the official helper attached no id (the 402 declared %s): %+v", r.Declared, r)
+	}
+	rows := ledger(t, n.Store, store.PaymentSettled)
+	if len(rows) != 1 || rows[0].PaymentID != *r.SentID {
+		t.Fatalf("ledger %+v, want payment id %s", rows, *r.SentID)
+	}
+	if got := responseDigest(t, n, r.PaymentResponse); got != r.BodyDigest {
+		t.Fatalf("receipt digest %s, body %s", got, r.BodyDigest)
+	}
+	f.index(t, 5, 3)
+	st, h, body := raw(t, n.URL, http.MethodGet, path, nil, map[string]string{x402.HeaderPaymentSignature: r.PaymentSignature, "Accept-Encoding": "identity"})
+	if st != http.StatusOK || sha(body) != r.BodyDigest || h.Get(x402.HeaderPaymentResponse) != r.PaymentResponse {
+		t.Fatalf("the client's payment presented again: %d, digest %s, bought %s", st, sha(body), r.BodyDigest)
 	}
 }

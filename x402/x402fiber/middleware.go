@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
+	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/httpcache"
@@ -78,6 +80,11 @@ func New(v *verifier.Verifier, origin config.Origin) fiber.Handler {
 		if ref != nil {
 			return refuse(c, v, sl, resource, req.PaymentV2 == "" && req.PaymentV1 != "", ref, nil, nil, x402.ResourceInfo{})
 		}
+		if k := p.Kept(); k != nil {
+			// Presented again: the answer it bought, byte for byte; no
+			// handler runs, nothing is charged.
+			return writeKept(c, k)
+		}
 		settled := false
 		defer func() {
 			// A panic in the handler: nothing was charged, give it back.
@@ -96,7 +103,13 @@ func New(v *verifier.Verifier, origin config.Origin) fiber.Handler {
 			return nil
 		}
 		settled = true
-		p.Answered(answerBody(c))
+		// The answer is kept before the payment is settled: a payment is
+		// charged only for an answer it can get again.
+		if kref := v.Keep(ctx, p, answerOf(c)); kref != nil {
+			v.Release(p)
+			withhold(c)
+			return refuse(c, v, sl, resource, p.V1, kref, nil, nil, x402.ResourceInfo{})
+		}
 		resp, sref := v.Settle(ctx, p)
 		hdr := x402.HeaderPaymentResponse
 		if p.V1 {
@@ -107,18 +120,67 @@ func New(v *verifier.Verifier, origin config.Origin) fiber.Handler {
 			return err
 		}
 		if sref != nil {
-			// Withhold the answer: drop its body and content headers.
-			c.Response().ResetBody()
-			c.Response().Header.Del(fiber.HeaderContentEncoding)
-			c.Response().Header.Del(fiber.HeaderVary)
-			c.Response().Header.Del(fiber.HeaderETag)
+			withhold(c)
 			return refuse(c, v, sl, resource, p.V1, sref, map[string]string{hdr: enc}, nil, x402.ResourceInfo{})
 		}
+		hdr, enc = v.Delivered(ctx, p, hdr, enc)
 		c.Set(hdr, enc)
 		httpcache.Private(c)
 		c.Set("Access-Control-Expose-Headers", hdr)
 		return nil
 	}
+}
+
+// withhold drops an answer's body and content headers (its payment is not
+// settled, so it is not sent).
+func withhold(c *fiber.Ctx) {
+	c.Response().ResetBody()
+	for _, h := range verifier.AnswerHeaders {
+		c.Response().Header.Del(h)
+	}
+}
+
+// answerOf is the answer about to be sent: status, content headers and
+// body (the body's bytes are the response's own; Keep copies what it
+// keeps).
+func answerOf(c *fiber.Ctx) verifier.Answer {
+	a := verifier.Answer{Status: c.Response().StatusCode(), Body: c.Response().Body()}
+	h := &c.Response().Header
+	for _, name := range verifier.AnswerHeaders {
+		if name == fiber.HeaderContentType {
+			a.Headers = append(a.Headers, [2]string{name, string(h.ContentType())})
+			continue
+		}
+		if val := h.Peek(name); len(val) > 0 {
+			a.Headers = append(a.Headers, [2]string{name, string(val)})
+		}
+	}
+	a.Gzip = strings.EqualFold(strings.TrimSpace(string(h.Peek(fiber.HeaderContentEncoding))), "gzip")
+	return a
+}
+
+// writeKept sends the answer a payment bought, presented again: its
+// status, content headers and bytes as first sent (decoded when they were
+// gzip-encoded and this request does not accept gzip), its settlement
+// header as first sent, never cached.
+func writeKept(c *fiber.Ctx, k *verifier.Kept) error {
+	body, gz, err := k.Body(app.AcceptsGzip(c))
+	if err != nil {
+		return err // a kept answer that does not decode: 500, and logged
+	}
+	h := &c.Response().Header
+	for _, kv := range k.Headers {
+		if kv[0] == fiber.HeaderContentEncoding && !gz {
+			continue
+		}
+		h.Set(kv[0], kv[1])
+	}
+	c.Status(k.Status)
+	c.Set(k.ResponseHeader, k.PaymentResponse)
+	httpcache.Private(c)
+	c.Set("Access-Control-Expose-Headers", k.ResponseHeader)
+	c.Response().SetBodyRaw(body)
+	return nil
 }
 
 // Unavailable answers premium requests that carry no key on a node
@@ -189,6 +251,9 @@ type envelope struct {
 func refuse(c *fiber.Ctx, v *verifier.Verifier, sl *slot, resource string, v1 bool, r *verifier.Refusal, extra map[string]string,
 	known *x402.Requirements, res x402.ResourceInfo) error {
 	c.Set(fiber.HeaderCacheControl, httpcache.NoStore)
+	if r.RetryAfter > 0 {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(r.RetryAfter))
+	}
 	for k, val := range extra {
 		c.Set(k, val)
 	}
@@ -310,17 +375,20 @@ func (ch *challenge) repeats(c *fiber.Ctx) bool {
 }
 
 // encodeRequired is the PAYMENT-REQUIRED header of pr with the bazaar
-// extension bz (already JSON, trusted: made by the verifier), spliced in
-// rather than re-validated by encoding/json: the extension is most of the
-// header.
+// extension bz (already JSON, trusted: made by the verifier) and the
+// payment-identifier declaration, spliced in rather than re-validated by
+// encoding/json: the extensions are most of the header.
 func encodeRequired(pr x402.PaymentRequired, bz json.RawMessage) (string, error) {
-	if bz == nil {
-		return x402.EncodeHeader(pr)
-	}
-	if len(pr.Extensions) > 0 {
-		// Other extensions too: one member, built whole.
+	if bz == nil || len(pr.Extensions) > 0 {
+		// Other extensions too (or no bazaar): one member, built whole.
 		ext := maps.Clone(pr.Extensions)
-		ext[x402.ExtensionBazaar] = bz
+		if ext == nil {
+			ext = map[string]json.RawMessage{}
+		}
+		if bz != nil {
+			ext[x402.ExtensionBazaar] = bz
+		}
+		ext[x402.ExtensionPaymentIdentifier] = x402.PaymentIdentifierDeclaration
 		pr.Extensions = ext
 		return x402.EncodeHeader(pr)
 	}
@@ -329,10 +397,12 @@ func encodeRequired(pr x402.PaymentRequired, bz json.RawMessage) (string, error)
 		return "", err
 	}
 	// b ends with "}": insert the extensions member before it.
-	out := make([]byte, 0, len(b)+len(bz)+32)
+	out := make([]byte, 0, len(b)+len(bz)+len(x402.PaymentIdentifierDeclaration)+64)
 	out = append(out, b[:len(b)-1]...)
 	out = append(out, `,"extensions":{"bazaar":`...)
 	out = append(out, bz...)
+	out = append(out, `,"`+x402.ExtensionPaymentIdentifier+`":`...)
+	out = append(out, x402.PaymentIdentifierDeclaration...)
 	out = append(out, "}}"...)
 	return base64.StdEncoding.EncodeToString(out), nil
 }
@@ -351,15 +421,4 @@ func pathValue(c *fiber.Ctx, param string) string {
 		return ""
 	}
 	return strings.Clone(val)
-}
-
-// answerBody is the answer as the client reads it: decompressed when the
-// handler gzipped it (the receipt's responseDigest is of these bytes).
-func answerBody(c *fiber.Ctx) []byte {
-	if strings.EqualFold(string(c.Response().Header.Peek(fiber.HeaderContentEncoding)), "gzip") {
-		if b, err := c.Response().BodyGunzip(); err == nil {
-			return b
-		}
-	}
-	return c.Response().Body()
 }
