@@ -141,6 +141,12 @@ func driveNewOperations(t *testing.T, node *apptest.Node, adminKey, readKey, age
 			t.Errorf("GET %s: %d: %.300s", p, r.Status, r.Body)
 		}
 	}
+	if r := root.Get(t, "/.well-known/x402?limit=1&offset=1"); r.Status != http.StatusOK {
+		t.Errorf("a page of /.well-known/x402: %d: %.300s", r.Status, r.Body)
+	}
+	if r := root.Get(t, "/.well-known/x402?limit=0"); r.Status != http.StatusBadRequest {
+		t.Errorf("/.well-known/x402?limit=0: %d: %.300s", r.Status, r.Body)
+	}
 
 	// Explorer: agents, activity, samples.
 	for _, p := range []string{"/agents?limit=2", "/stats/activity", "/stats/activity?bucket=day", "/agents/" + agent + "/activity",

@@ -106,6 +106,7 @@ func runLocal(ctx context.Context, args []string) error {
 	if err := startLocalDevnet(ctx, abs, log); err != nil {
 		return err
 	}
+	banner.rpc = os.Getenv("ATTESTD_SOLANA_RPC_URL")
 	if err := localLogKey(abs, log); err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ type localBanner struct {
 	addr   string // ATTESTD_HTTP_ADDR
 	dir    string // the run directory (.run)
 	pgData string // the PostgreSQL data directory, when local started it
+	rpc    string // the chain's JSON-RPC URL (the simulator's moves when 8899 is taken)
 }
 
 // printWhenReady waits until the API answers on b.addr, then writes the
@@ -61,6 +62,9 @@ func (b localBanner) text(base string) string {
 	fmt.Fprintf(&s, "  API          %s/api/v1/   try: curl -s %s/api/v1/stats\n", base, base)
 	fmt.Fprintf(&s, "  API key      ./bin/attestd keys create --account demo   (another terminal, this directory: it finds\n")
 	fmt.Fprintf(&s, "               the stores in %s)\n", filepath.Join(rel, storesFileName))
+	if b.rpc != "" {
+		fmt.Fprintf(&s, "  chain RPC    %s   (Solana JSON-RPC; fund a wallet with devnet_fund, docs/payments.md)\n", b.rpc)
+	}
 	if payer := filepath.Join(b.dir, "x402", "payer.json"); exists(payer) {
 		fmt.Fprintf(&s, "  demo payer   %s (a keypair with devnet USDC for pay per request, docs/payments.md)\n", filepath.Join(rel, "x402", "payer.json"))
 	}

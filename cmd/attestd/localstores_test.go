@@ -51,7 +51,8 @@ func TestLocalStoresForOneShotCommands(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	logs := d.output.String()
-	for _, want := range []string{"http://" + addr + "/", "http://" + addr + "/api/v1/", "keys create", ".run/stores.env", "make reset", "Ctrl-C"} {
+	for _, want := range []string{"http://" + addr + "/", "http://" + addr + "/api/v1/", "keys create", ".run/stores.env", "make reset", "Ctrl-C",
+		"chain RPC    http://127.0.0.1:"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the ready banner lacks %q:\n%s", want, logs)
 		}

@@ -3,7 +3,6 @@ package x402fiber
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -100,13 +99,16 @@ func (d *Discovery) wellKnown(c *fiber.Ctx) error {
 	if len(c.Request().URI().QueryString()) == 0 {
 		return send(c, b, fiber.MIMEApplicationJSON)
 	}
-	limit, offset, err := discoveryPage(c)
+	limit, offset, typ, err := discoveryPage(c)
 	if err != nil {
 		return err
 	}
 	d.mu.Lock()
 	full := d.full
 	d.mu.Unlock()
+	if typ != "" && typ != "http" {
+		full.Items = nil // every resource of this origin is an HTTP one
+	}
 	page, err := json.Marshal(full.Page(limit, offset))
 	if err != nil {
 		return err
@@ -114,22 +116,23 @@ func (d *Discovery) wellKnown(c *fiber.Ctx) error {
 	return send(c, page, fiber.MIMEApplicationJSON)
 }
 
-// discoveryPage reads the paging of GET /discovery/resources (x402 v2):
-// limit 1 to 100 (default 20; more is clamped to 100, as pagination.limit
-// then says), offset from 0 (default 0), and type, which must be "http"
-// (every resource here is). Anything else, or a parameter given twice, is
-// 400.
-func discoveryPage(c *fiber.Ctx) (limit, offset int, err error) {
+// discoveryPage reads the parameters of GET /discovery/resources (x402
+// v2): limit 1 to 100 (default 20; more is clamped to 100, as
+// pagination.limit then says), offset from 0 (default 0) and type (a
+// filter: "http" keeps every item, another type none). A malformed limit
+// or offset, or one of the three given twice, is 400; other parameters
+// are ignored (a crawler's cache buster, a facilitator's filters).
+func discoveryPage(c *fiber.Ctx) (limit, offset int, typ string, err error) {
 	limit = verifier.DiscoveryDefaultLimit
 	seen := map[string]bool{}
 	var bad error
 	c.Request().URI().QueryArgs().VisitAll(func(k, v []byte) {
-		if bad != nil {
+		key := string(k)
+		if bad != nil || (key != "limit" && key != "offset" && key != "type") {
 			return
 		}
-		key := string(k)
 		if seen[key] {
-			bad = apierror.Invalid("query parameter %q is given twice", clipParam(key))
+			bad = apierror.Invalid("query parameter %s is given twice", key)
 			return
 		}
 		seen[key] = true
@@ -149,14 +152,10 @@ func discoveryPage(c *fiber.Ctx) (limit, offset int, err error) {
 			}
 			offset = n
 		case "type":
-			if string(v) != "http" {
-				bad = apierror.Invalid("type must be http (every resource of this origin is an HTTP resource)")
-			}
-		default:
-			bad = apierror.Invalid("unknown query parameter %q (this document takes limit, offset and type)", clipParam(key))
+			typ = string(v)
 		}
 	})
-	return limit, offset, bad
+	return limit, offset, typ, bad
 }
 
 // smallNumber reads 1 to 7 decimal digits (at most 1,000,000).
@@ -172,14 +171,6 @@ func smallNumber(v []byte) (int, bool) {
 		n = n*10 + int(ch-'0')
 	}
 	return n, n <= 1_000_000
-}
-
-// clipParam bounds a parameter name echoed in an error, as valid UTF-8.
-func clipParam(s string) string {
-	if len(s) > 40 {
-		s = s[:40]
-	}
-	return strings.ToValidUTF8(s, "?")
 }
 
 func (d *Discovery) llmsTxt(c *fiber.Ctx) error {

@@ -70,8 +70,14 @@ func TestDiscoveryAgreesWithLive402s(t *testing.T) {
 	}
 	var doc verifier.Discovery
 	testenv.Must(t, json.Unmarshal(wk, &doc), "decode /.well-known/x402")
-	if doc.X402Version != 2 || len(doc.Items) != len(verifier.Routes) || len(doc.Resources) != len(verifier.Routes) {
+	if doc.X402Version != 2 || len(doc.Items) != len(verifier.Routes) || len(doc.Resources) != len(verifier.Routes) ||
+		doc.Pagination != (x402.DiscoveryPagination{Limit: 20, Offset: 0, Total: len(verifier.Routes)}) {
 		t.Fatalf("document %s", wk)
+	}
+	for _, it := range doc.Items {
+		if at, err := time.Parse(time.RFC3339, it.LastUpdated); err != nil || time.Since(at) > time.Hour || at.Location() != time.UTC {
+			t.Errorf("lastUpdated %q: %v", it.LastUpdated, err)
+		}
 	}
 	_, llms := get(t, n.Root, x402fiber.PathLLMs)
 	_, oas := get(t, n.URL, "/openapi.json")
@@ -527,4 +533,65 @@ func rawRequest(t *testing.T, host, req string) string {
 	testenv.Must(t, err, "write")
 	b, _ := io.ReadAll(io.LimitReader(conn, 1<<20))
 	return string(b)
+}
+
+// /.well-known/x402 pages as GET /discovery/resources does (limit,
+// offset, type); malformed paging is 400, other parameters are ignored.
+func TestDiscoveryPages(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	n := f.node(t, f.config(), nil)
+	all := len(verifier.Routes)
+	cases := []struct {
+		query         string
+		status        int
+		limit, offset int
+		items         int
+	}{
+		{"", 200, 20, 0, all},
+		{"?limit=1", 200, 1, 0, 1},
+		{"?limit=1&offset=1", 200, 1, 1, 1},
+		{"?offset=2&limit=100", 200, 100, 2, all - 2},
+		{"?offset=99", 200, 20, 99, 0},
+		{"?offset=1000000", 200, 20, 1000000, 0},
+		{"?limit=500", 200, 100, 0, all},
+		{"?type=http", 200, 20, 0, all},
+		{"?type=mcp", 200, 20, 0, 0},
+		{"?v=123&metadata[provider]=x", 200, 20, 0, all},
+		{"?limit=0", 400, 0, 0, 0},
+		{"?limit=-1", 400, 0, 0, 0},
+		{"?limit=1.5", 400, 0, 0, 0},
+		{"?limit=", 400, 0, 0, 0},
+		{"?limit=99999999", 400, 0, 0, 0},
+		{"?offset=-1", 400, 0, 0, 0},
+		{"?offset=1000001", 400, 0, 0, 0},
+		{"?offset=%00", 400, 0, 0, 0},
+		{"?limit=%EF%BC%91", 400, 0, 0, 0}, // a fullwidth digit
+		{"?limit=1&limit=2", 400, 0, 0, 0},
+		{"?type=http&type=mcp", 400, 0, 0, 0},
+	}
+	for _, tc := range cases {
+		res, b := get(t, n.Root, x402fiber.PathWellKnown+tc.query)
+		if res.StatusCode != tc.status {
+			t.Errorf("%q: %d %s", tc.query, res.StatusCode, b)
+			continue
+		}
+		if tc.status != 200 {
+			if !strings.Contains(string(b), "INVALID_PARAM") {
+				t.Errorf("%q: %s", tc.query, b)
+			}
+			continue
+		}
+		var doc verifier.Discovery
+		testenv.Must(t, json.Unmarshal(b, &doc), "decode %q", tc.query)
+		total := all
+		if strings.Contains(tc.query, "type=mcp") {
+			total = 0
+		}
+		if doc.Pagination != (x402.DiscoveryPagination{Limit: tc.limit, Offset: tc.offset, Total: total}) || len(doc.Items) != tc.items ||
+			len(doc.Resources) != all {
+			t.Errorf("%q: pagination %+v, %d items", tc.query, doc.Pagination, len(doc.Items))
+		}
+	}
+	t.Logf("%d discovery paging cases", len(cases))
 }
