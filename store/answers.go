@@ -55,8 +55,12 @@ func (s *Store) KeepAnswer(ctx context.Context, a Answer, expiresAt time.Time, c
 	// holding it, sets it to the exact sum of what is kept.
 	size := int64(len(a.Body))
 	var used int64
-	err = tx.QueryRow(ctx, `UPDATE payment_answer_usage SET bytes = bytes + $1 WHERE id = 1 AND ($2 = 0 OR bytes + $1 <= $2)
-		RETURNING bytes`, size, capBytes).Scan(&used)
+	// An answer replaced (its payment released, then claimed again) gives
+	// its bytes back.
+	err = tx.QueryRow(ctx, `WITH old AS (SELECT COALESCE(sum(body_size), 0) AS n FROM payment_answers WHERE payment_id = $3)
+		UPDATE payment_answer_usage SET bytes = GREATEST(bytes + $1 - (SELECT n FROM old), 0)
+		WHERE id = 1 AND ($2 = 0 OR bytes + $1 - (SELECT n FROM old) <= $2)
+		RETURNING bytes`, size, capBytes, a.PaymentID).Scan(&used)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ErrAnswerStoreFull
 	}

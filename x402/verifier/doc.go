@@ -9,5 +9,7 @@
 // answer on the whole fleet: it is claimed in Redis with SET NX and in the
 // ledger under a unique key before the answer is made, and a claim is only
 // given back when nothing was charged. Content is released only after a
-// settlement that succeeded.
+// settlement that succeeded, and a payment is settled only once its answer
+// is kept (answers.go): presented again, within the answer's retention, it
+// gets those bytes on any node, never a new answer.
 package verifier

@@ -149,7 +149,7 @@ func TestOfficialPaymentIdentifierHelper(t *testing.T) {
 	}
 	runNode(t, dir, &r, "idem.mjs", n.URL+path, f.chain.RPCURL(), f.keyFile(t))
 	if r.Status != http.StatusOK || r.SentID == nil || len(*r.SentID) < x402.PaymentIDMinLength {
-		t.Fatalf("the official helper attached no id (the 402 declared %s): %+v", r.Declared, r)
+		t.Fatalf("the official helper attached no id (the 402 declared %s): status %d, id %v", r.Declared, r.Status, r.SentID)
 	}
 	rows := ledger(t, n.Store, store.PaymentSettled)
 	if len(rows) != 1 || rows[0].PaymentID != *r.SentID {
