@@ -267,8 +267,9 @@ func (c Config) LLMsText(origin config.Origin, receipts bool) string {
 		"- Call the resource without payment: the 402 answer's PAYMENT-REQUIRED header (base64 JSON) says what to pay, "+
 		"and its `extensions.bazaar` says how to call the resource and what it answers.\n"+
 		"- Send the signed payment in the PAYMENT-SIGNATURE header; the answer comes with PAYMENT-RESPONSE (the settled transaction).\n"+
-		"- The same payment presented again for the same request answers again without a new charge; the `payment-identifier` "+
-		"extension makes a paid request idempotent.\n", c.Network.CAIP2, c.Network.Name, c.Asset, c.PayTo)
+		"- One payment, one answer: the same payment presented again for the same request gets the same answer, byte for byte, "+
+		"without a new charge, for %s after it was sold (then 409); every 402 declares the `payment-identifier` "+
+		"extension, which makes a paid request idempotent.\n", c.Network.CAIP2, c.Network.Name, c.Asset, c.PayTo, fmtWindow(c.retention()))
 	if receipts {
 		fmt.Fprintf(&b, "- Every paid answer carries a signed receipt (offer-receipt extension, JWS EdDSA) in PAYMENT-RESPONSE "+
 			"`extensions[\"offer-receipt\"].info.receipt`; its key is at %s.\n", origin.URL("/.well-known/jwks.json"))
@@ -307,4 +308,12 @@ func (c Config) PatchOpenAPI(doc []byte) ([]byte, error) {
 		}
 	}
 	return json.Marshal(d)
+}
+
+// retention is AnswerRetention, or its default.
+func (c Config) retention() time.Duration {
+	if c.AnswerRetention > 0 {
+		return c.AnswerRetention
+	}
+	return DefaultAnswerRetention
 }

@@ -142,10 +142,7 @@ func New(ctx context.Context, opt Options) (*Verifier, error) {
 		node: opt.Node, routes: map[string]*route{}, signer: opt.Receipts, now: time.Now,
 		assetStr: cfg.Asset.String(), payToStr: cfg.PayTo.String(),
 		guard:     &replayGuard{rdb: opt.Redis, prefix: opt.KeyPrefix, timeout: 500 * time.Millisecond},
-		retention: cfg.AnswerRetention, storeBytes: cfg.AnswerStoreBytes}
-	if v.retention <= 0 {
-		v.retention = DefaultAnswerRetention
-	}
+		retention: cfg.retention(), storeBytes: cfg.AnswerStoreBytes}
 	if v.storeBytes <= 0 {
 		v.storeBytes = DefaultAnswerStoreBytes
 	}
