@@ -68,3 +68,25 @@ func make129() []byte {
 	}
 	return b
 }
+
+// FuzzPaymentIdentifier: any extension value yields an id that meets the
+// extension's rules, "" or a typed invalid_payload error; never a panic.
+func FuzzPaymentIdentifier(f *testing.F) {
+	for _, s := range []string{`null`, string(PaymentIdentifierDeclaration), `{"info":{"id":"pay_0123456789abcdef"}}`,
+		`{"info":{"id":null}}`, `{"info":{"id":5}}`, `{"info":"x"}`, `[]`, `{"info":{"id":"pay_0123456789abcd\u0000"}}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, ext string) {
+		p := &PaymentPayload{Extensions: map[string]json.RawMessage{ExtensionPaymentIdentifier: json.RawMessage(ext)}}
+		id, err := PaymentIdentifier(p)
+		if err != nil {
+			if e, ok := AsError(err); !ok || e.Reason != ReasonInvalidPayload || id != "" {
+				t.Fatalf("%q: %q %v", ext, id, err)
+			}
+			return
+		}
+		if id != "" && (len(id) < PaymentIDMinLength || len(id) > PaymentIDMaxLength || !idChars(id)) {
+			t.Fatalf("%q: accepted id %q", ext, id)
+		}
+	})
+}
