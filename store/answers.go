@@ -15,7 +15,7 @@ import (
 var ErrAnswerStoreFull = errors.New("the kept answers are at their size cap")
 
 // Answer is what a settled payment bought, as it was sent
-// (migrations/0018_payment_answers.sql).
+// (migrations/0019_payment_answers.sql).
 type Answer struct {
 	PaymentID int64
 	Status    int
