@@ -90,49 +90,7 @@ func TestProcess(t *testing.T) {
 	t.Run("http", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		cmd := exec.Command(bin, "mcp", "--http", ":0") // stopped by SIGINT at cleanup
-		cmd.Env = childEnv(f.node.Root, "")
-		stderr, err := cmd.StderrPipe()
-		testenv.Must(t, err, "stderr pipe")
-		testenv.Must(t, cmd.Start(), "start attestd mcp --http")
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(os.Interrupt)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("attestd mcp --http exited: %v", err)
-				}
-			case <-time.After(10 * time.Second):
-				_ = cmd.Process.Kill()
-				t.Error("attestd mcp --http did not stop on SIGINT")
-			}
-		})
-		url := make(chan string, 1)
-		go func() {
-			sc := bufio.NewScanner(stderr)
-			for sc.Scan() {
-				var line struct {
-					Msg string `json:"msg"`
-					URL string `json:"url"`
-				}
-				if json.Unmarshal(sc.Bytes(), &line) == nil && line.URL != "" {
-					url <- line.URL
-					break
-				}
-			}
-			_, _ = io.Copy(io.Discard, stderr)
-		}()
-		var endpoint string
-		select {
-		case endpoint = <-url:
-		case <-ctx.Done():
-			t.Fatal("attestd mcp --http logged no URL")
-		}
-		if !strings.HasPrefix(endpoint, "http://127.0.0.1:") {
-			t.Fatalf("listening on %s, want 127.0.0.1", endpoint)
-		}
+		endpoint := serveHTTP(t, bin, childEnv(f.node.Root, ""))
 		c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "test", Version: "v0"}, nil)
 		cs, err := c.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: endpoint, DisableStandaloneSSE: true, MaxRetries: -1}, nil)
 		testenv.Must(t, err, "connect over HTTP")
@@ -143,4 +101,57 @@ func TestProcess(t *testing.T) {
 			t.Fatalf("stats over HTTP: %+v", out.Stats)
 		}
 	})
+}
+
+// serveHTTP runs `attestd mcp --http :0` with env, as an operator serves
+// the tools to remote clients, and returns the endpoint it logged. The
+// process is stopped (SIGINT) when the test ends, and must exit cleanly.
+func serveHTTP(t *testing.T, bin string, env []string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.Command(bin, "mcp", "--http", ":0")
+	cmd.Env = env
+	stderr, err := cmd.StderrPipe()
+	testenv.Must(t, err, "stderr pipe")
+	testenv.Must(t, cmd.Start(), "start attestd mcp --http")
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("attestd mcp --http exited: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Error("attestd mcp --http did not stop on SIGINT")
+		}
+	})
+	url := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var line struct {
+				Msg string `json:"msg"`
+				URL string `json:"url"`
+			}
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.URL != "" {
+				url <- line.URL
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	var endpoint string
+	select {
+	case endpoint = <-url:
+	case <-ctx.Done():
+		t.Fatal("attestd mcp --http logged no URL")
+	}
+	if !strings.HasPrefix(endpoint, "http://127.0.0.1:") {
+		t.Fatalf("listening on %s, want 127.0.0.1", endpoint)
+	}
+	return endpoint
 }
