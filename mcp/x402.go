@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 
 	"github.com/attestd/attestd/client"
@@ -87,7 +88,11 @@ func (s *Server) x402Middleware(next mcpsdk.MethodHandler) mcpsdk.MethodHandler 
 			if malformed != "" {
 				pr.Error = x402.ReasonInvalidPayload + ": " + malformed
 			}
-			s.log.Info("payment error", "tool", call.Params.Name, "status", fwd.Status, "error", pr.Error)
+			level := slog.LevelDebug // an unpaid call: the price, asked
+			if paid {
+				level = slog.LevelInfo // a payment refused or not settled
+			}
+			s.log.Log(ctx, level, "payment error", "tool", call.Params.Name, "status", fwd.Status, "error", pr.Error)
 			return paymentError(pr, settled), nil
 		}
 		if malformed != "" {
