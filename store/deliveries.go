@@ -133,9 +133,9 @@ type NewDelivery struct {
 
 // FanOut makes the deliveries of the given outbox events to every webhook
 // that matches them, and marks the events dispatched, in one transaction.
-// A webhook matches an event when it is active, its verification has not
-// failed (a pending one's deliveries wait for it), subscribes to the event's
-// type, was created no later than the event, and its agent and action-type
+// A webhook matches an event when it is active (whatever its endpoint
+// verification: that only sets which per-host cap its deliveries share),
+// subscribes to the event's type, was created no later than the event, and its agent and action-type
 // filters (empty: all) admit the event; a test event goes to its target
 // webhook only. It is idempotent: an event fanned out before yields the
 // same deliveries, and only those never attempted are returned again, so
@@ -156,7 +156,7 @@ func (s *Store) FanOut(ctx context.Context, outboxIDs []int64) ([]NewDelivery, e
 		INSERT INTO webhook_deliveries (id, webhook_id, outbox_id)
 		SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), w.id, ev.id
 		FROM ev JOIN webhooks w ON CASE WHEN ev.target_webhook IS NOT NULL THEN w.id = ev.target_webhook
-			ELSE w.active AND w.verification <> 'failed' AND ev.event_type = ANY (w.events) AND w.created_at <= ev.created_at
+			ELSE w.active AND ev.event_type = ANY (w.events) AND w.created_at <= ev.created_at
 				AND (cardinality(w.agents) = 0 OR ev.agent = ANY (w.agents))
 				AND (cardinality(w.action_types) = 0 OR ev.event_type <> 'attestation.created' OR ev.action_type = ANY (w.action_types))
 			END
@@ -535,14 +535,14 @@ func (s *Store) OutboxBacklog(ctx context.Context) (int64, time.Time, error) {
 }
 
 // disabledEvents writes a webhook.disabled event for each webhook just
-// deactivated to every other active, verified webhook of its account
+// deactivated to every other active webhook of its account
 // (each its own outbox row, targeted like a test event), and wakes the
 // relays.
 func disabledEvents(ctx context.Context, tx pgx.Tx, disabled []string) error {
 	tag, err := tx.Exec(ctx, `INSERT INTO outbox (event_type, payload, target_webhook)
 		SELECT $2, jsonb_build_object('webhookId', d.id, 'url', d.url, 'reason', d.disabled_reason,
 				'disabledAt', to_char(d.disabled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')), o.id
-		FROM webhooks d JOIN webhooks o ON o.account_id = d.account_id AND o.id <> d.id AND o.active AND o.verification = 'verified'
+		FROM webhooks d JOIN webhooks o ON o.account_id = d.account_id AND o.id <> d.id AND o.active
 		WHERE d.id = ANY($1) AND NOT d.active
 		ORDER BY d.id, o.id`, disabled, EventWebhookDisabled)
 	if err != nil {

@@ -22,8 +22,11 @@ const (
 
 // Recovery is a request to send again a webhook's deliveries of a window:
 // those that failed (OnlyFailed), or those that failed or succeeded.
-// Total is how many matched when it was asked for, Queued how many were
-// queued again so far.
+// Total is how many matched when it was asked for (and are marked as its
+// own), Queued how many were queued again so far, Skipped how many of the
+// marked ones were not sent after all (acknowledged meanwhile by a manual
+// retry under OnlyFailed, pruned, or the webhook was deactivated). Once
+// done, Queued + Skipped = Total.
 type Recovery struct {
 	ID         string
 	WebhookID  string
@@ -34,16 +37,17 @@ type Recovery struct {
 	State      string
 	Total      int64
 	Queued     int64
+	Skipped    int64
 	CreatedAt  time.Time
 	FinishedAt *time.Time
 }
 
-const recoveryColumns = `id, webhook_id, since, until, only_failed, open_ended, state, total, queued, created_at, finished_at`
+const recoveryColumns = `id, webhook_id, since, until, only_failed, open_ended, state, total, queued, skipped, created_at, finished_at`
 
 func scanRecovery(r pgx.Row) (Recovery, error) {
 	var x Recovery
 	err := r.Scan(&x.ID, &x.WebhookID, &x.Since, &x.Until, &x.OnlyFailed, &x.OpenEnded, &x.State, &x.Total, &x.Queued,
-		&x.CreatedAt, &x.FinishedAt)
+		&x.Skipped, &x.CreatedAt, &x.FinishedAt)
 	return x, err
 }
 
@@ -66,20 +70,24 @@ func recoverable(onlyFailed string) string {
 }
 
 // StartRecovery records a recovery of the account's webhook r.WebhookID
-// (r.ID, the window and OnlyFailed set by the caller), counting the
-// deliveries it will queue again, and reports true; while a recovery of
-// the same window runs, it returns that one and false. ErrNotFound for
+// (r.ID, the window and OnlyFailed set by the caller) and marks the
+// deliveries it will queue again: those created in [Since, Until) that are
+// recoverable now and not marked by another running recovery (each is sent
+// by one recovery at a time). Total is how many it marked, so the count it
+// answers is the count it sends (RecoverBatch takes the marked ones only,
+// however the others change meanwhile). It reports true; while a recovery
+// of the same window runs, it returns that one and false. ErrNotFound for
 // another account's webhook or an unknown id, ErrWebhookInactive for an
 // inactive one.
 func (s *Store) StartRecovery(ctx context.Context, accountID int64, r Recovery) (Recovery, bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, 4*s.timeout) // the count can be long
+	ctx, cancel := context.WithTimeout(ctx, 4*s.timeout) // marking can be long
 	defer cancel()
 	var out Recovery
 	started := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var active bool
 		// FOR UPDATE: starts on one webhook take turns, so the running
-		// count below is exact.
+		// count below is exact and two starts never mark the same rows.
 		err := tx.QueryRow(ctx, `SELECT active FROM webhooks WHERE id = $1 AND account_id = $2 FOR UPDATE`,
 			r.WebhookID, accountID).Scan(&active)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -101,27 +109,36 @@ func (s *Store) StartRecovery(ctx context.Context, accountID int64, r Recovery) 
 		if running >= MaxRunningRecoveries {
 			return ErrTooManyRecoveries
 		}
-		var total int64
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries d
-			WHERE d.webhook_id = $1 AND d.created_at >= $2 AND d.created_at < $3 AND `+recoverable("$4"),
-			r.WebhookID, r.Since, r.Until, r.OnlyFailed).Scan(&total); err != nil {
-			return fmt.Errorf("count deliveries: %w", err)
+		_, err = tx.Exec(ctx, `INSERT INTO webhook_recoveries (id, webhook_id, since, until, only_failed, open_ended, total)
+			VALUES ($1, $2, $3, $4, $5, $6, 0) ON CONFLICT DO NOTHING`,
+			r.ID, r.WebhookID, r.Since, r.Until, r.OnlyFailed, r.OpenEnded)
+		if err != nil {
+			return fmt.Errorf("insert recovery: %w", err)
 		}
-		state, finished := RecoveryRunning, (*time.Time)(nil)
-		if total == 0 {
-			now := time.Now()
-			state, finished = RecoveryDone, &now
-		}
-		out, err = scanRecovery(tx.QueryRow(ctx, `INSERT INTO webhook_recoveries (id, webhook_id, since, until, only_failed, open_ended,
-				state, total, finished_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING RETURNING `+recoveryColumns,
-			r.ID, r.WebhookID, r.Since, r.Until, r.OnlyFailed, r.OpenEnded, state, total, finished))
+		out, err = scanRecovery(tx.QueryRow(ctx, `SELECT `+recoveryColumns+` FROM webhook_recoveries WHERE id = $1`, r.ID))
 		if err == nil {
 			started = true
+			// Mark in id order (the order every writer of many deliveries
+			// locks them in), then count what was marked.
+			tag, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET recovery_id = $5
+				WHERE id IN (SELECT d.id FROM webhook_deliveries d
+					WHERE d.webhook_id = $1 AND d.created_at >= $2 AND d.created_at < $3 AND `+recoverable("$4")+`
+						AND (d.recovery_id IS NULL OR NOT EXISTS (SELECT 1 FROM webhook_recoveries o
+							WHERE o.id = d.recovery_id AND o.state = 'running'))
+					ORDER BY d.id FOR UPDATE)`, r.WebhookID, r.Since, r.Until, r.OnlyFailed, r.ID)
+			if err != nil {
+				return fmt.Errorf("mark deliveries: %w", err)
+			}
+			out, err = scanRecovery(tx.QueryRow(ctx, `UPDATE webhook_recoveries SET total = $2::bigint,
+					state = CASE WHEN $2::bigint = 0 THEN 'done' ELSE state END, finished_at = CASE WHEN $2::bigint = 0 THEN now() END
+				WHERE id = $1 RETURNING `+recoveryColumns, r.ID, tag.RowsAffected()))
+			if err != nil {
+				return fmt.Errorf("count marked deliveries: %w", err)
+			}
 			return nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("insert recovery: %w", err)
+			return fmt.Errorf("read the new recovery: %w", err)
 		}
 		// The same window runs already.
 		out, err = scanRecovery(tx.QueryRow(ctx, `SELECT `+recoveryColumns+` FROM webhook_recoveries
@@ -178,12 +195,12 @@ func (s *Store) ClaimRecovery(ctx context.Context, lease time.Duration) (Recover
 	return r, true, nil
 }
 
-// RecoverBatch takes the next up to limit deliveries of a running
-// recovery, in (created_at, id) order after its cursor, and makes those
-// still recoverable pending again as a new run (attempts_base = attempts,
-// due now), in one transaction that also moves the cursor, counts them as
-// queued, extends the lease, and ends the recovery when the window is
-// exhausted. The caller queues the returned jobs; if it dies first, the
+// RecoverBatch takes the next up to limit deliveries a running recovery
+// marked, in (created_at, id) order, and makes those still recoverable
+// pending again as a new run (attempts_base = attempts, due now), in one
+// transaction that also clears their marks, counts them as queued (and the
+// others as skipped), extends the lease, and ends the recovery when no
+// mark is left. The caller queues the returned jobs; if it dies first, the
 // reconciliation of pending deliveries queues them. done reports that the
 // recovery is over (or gone).
 func (s *Store) RecoverBatch(ctx context.Context, id string, limit int, lease time.Duration) (jobs []DeliveryJob, done bool, err error) {
@@ -191,12 +208,10 @@ func (s *Store) RecoverBatch(ctx context.Context, id string, limit int, lease ti
 	defer cancel()
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var r Recovery
-		var curAt *time.Time
-		var curID *string
 		var active bool
-		err := tx.QueryRow(ctx, `SELECT r.webhook_id, r.since, r.until, r.only_failed, r.cursor_at, r.cursor_id, w.active
+		err := tx.QueryRow(ctx, `SELECT r.webhook_id, r.only_failed, w.active
 			FROM webhook_recoveries r JOIN webhooks w ON w.id = r.webhook_id
-			WHERE r.id = $1 AND r.state = 'running' FOR UPDATE OF r`, id).Scan(&r.WebhookID, &r.Since, &r.Until, &r.OnlyFailed, &curAt, &curID, &active)
+			WHERE r.id = $1 AND r.state = 'running' FOR UPDATE OF r`, id).Scan(&r.WebhookID, &r.OnlyFailed, &active)
 		if errors.Is(err, pgx.ErrNoRows) {
 			done = true
 			return nil
@@ -206,33 +221,25 @@ func (s *Store) RecoverBatch(ctx context.Context, id string, limit int, lease ti
 		}
 		if !active { // deactivated meanwhile: what is left is not sent
 			done = true
-			_, err := tx.Exec(ctx, `UPDATE webhook_recoveries SET state = 'done', finished_at = now() WHERE id = $1`, id)
-			return err
+			return finishRecovery(ctx, tx, id)
 		}
-		rows, err := tx.Query(ctx, `SELECT d.id, d.created_at FROM webhook_deliveries d
-			WHERE d.webhook_id = $1 AND d.created_at >= $2 AND d.created_at < $3 AND `+recoverable("$4")+`
-				AND ($5::timestamptz IS NULL OR (d.created_at, d.id) > ($5, $6::text))
-			ORDER BY d.created_at, d.id LIMIT $7 FOR UPDATE`, r.WebhookID, r.Since, r.Until, r.OnlyFailed, curAt, curID, limit)
+		rows, err := tx.Query(ctx, `SELECT d.id, d.created_at FROM webhook_deliveries d WHERE d.recovery_id = $1
+			ORDER BY d.created_at, d.id LIMIT $2 FOR UPDATE`, id, limit)
 		if err != nil {
 			return fmt.Errorf("pick deliveries: %w", err)
 		}
-		var ids []string
-		var lastAt time.Time
-		for rows.Next() {
+		ids, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
 			var did string
-			if err := rows.Scan(&did, &lastAt); err != nil {
-				rows.Close()
-				return fmt.Errorf("pick deliveries: %w", err)
-			}
-			ids = append(ids, did)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			var at time.Time
+			return did, r.Scan(&did, &at)
+		})
+		if err != nil {
 			return fmt.Errorf("pick deliveries: %w", err)
 		}
 		if len(ids) > 0 {
 			rows, err = tx.Query(ctx, `WITH up AS (
-					UPDATE webhook_deliveries d SET status = 'pending', attempts_base = d.attempts, next_attempt_at = NULL, updated_at = now()
+					UPDATE webhook_deliveries d SET status = 'pending', attempts_base = d.attempts, next_attempt_at = NULL,
+						recovery_id = NULL, updated_at = now()
 					WHERE d.id = ANY($1) AND `+recoverable("$2")+`
 					RETURNING d.id, d.webhook_id, d.status, d.attempts, d.attempts_base, d.next_attempt_at, d.outbox_id)
 				SELECT up.id, up.webhook_id, up.status, up.attempts, up.attempts_base, up.next_attempt_at, o.id, o.event_type, o.payload, o.created_at
@@ -243,20 +250,22 @@ func (s *Store) RecoverBatch(ctx context.Context, id string, limit int, lease ti
 			if jobs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeliveryJob, error) { return scanDeliveryJob(r) }); err != nil {
 				return fmt.Errorf("recover deliveries: %w", err)
 			}
+			// The rest are no longer recoverable (a manual retry succeeded
+			// under only-failed): skipped.
+			if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET recovery_id = NULL WHERE id = ANY($1) AND recovery_id = $2`,
+				ids, id); err != nil {
+				return fmt.Errorf("clear skipped deliveries: %w", err)
+			}
 		}
 		done = len(ids) < limit
-		var last *string
-		var lastAtp *time.Time
-		if len(ids) > 0 {
-			last, lastAtp = &ids[len(ids)-1], &lastAt
-		}
-		_, err = tx.Exec(ctx, `UPDATE webhook_recoveries SET queued = queued + $2,
-				cursor_at = COALESCE($3, cursor_at), cursor_id = COALESCE($4, cursor_id),
-				lease_until = now() + make_interval(secs => $5),
-				state = CASE WHEN $6 THEN 'done' ELSE state END, finished_at = CASE WHEN $6 THEN now() ELSE finished_at END
-			WHERE id = $1`, id, len(jobs), lastAtp, last, lease.Seconds(), done)
+		_, err = tx.Exec(ctx, `UPDATE webhook_recoveries SET queued = queued + $2, skipped = skipped + $3,
+				lease_until = now() + make_interval(secs => $4)
+			WHERE id = $1`, id, len(jobs), len(ids)-len(jobs), lease.Seconds())
 		if err != nil {
-			return fmt.Errorf("move the recovery's cursor: %w", err)
+			return fmt.Errorf("count the recovery's progress: %w", err)
+		}
+		if done {
+			return finishRecovery(ctx, tx, id)
 		}
 		return nil
 	})
@@ -264,6 +273,20 @@ func (s *Store) RecoverBatch(ctx context.Context, id string, limit int, lease ti
 		return nil, false, fmt.Errorf("recovery %s: %w", id, err)
 	}
 	return jobs, done, nil
+}
+
+// finishRecovery ends recovery id: the marks left are cleared (those
+// deliveries are not sent) and whatever was not queued counts as skipped,
+// so queued + skipped = total.
+func finishRecovery(ctx context.Context, tx pgx.Tx, id string) error {
+	if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET recovery_id = NULL WHERE recovery_id = $1`, id); err != nil {
+		return fmt.Errorf("clear the recovery's marks: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE webhook_recoveries SET state = 'done', finished_at = now(), skipped = GREATEST(total - queued, 0)
+		WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("finish the recovery: %w", err)
+	}
+	return nil
 }
 
 // ReleaseRecovery lets go of a recovery's lease (the worker stops).

@@ -30,8 +30,8 @@ type Webhook struct {
 	FailingSince   *time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
-	// Verification is the endpoint verification's state (Verification*),
-	// VerificationAt when it last changed (nil: verified before
+	// Verification is the endpoint verification's state (Verification*:
+	// which per-host cap its deliveries share), VerificationAt when it last changed (nil: verified before
 	// verification existed), VerifyAttempts the attempts of the current
 	// round, VerifyNextAt when the next is due (pending only), VerifyError
 	// why the last attempt failed.
@@ -67,11 +67,15 @@ const (
 // (a concurrent rotation); read it again.
 var ErrSecretChanged = errors.New("the webhook's secrets changed meanwhile")
 
-// States of a webhook's endpoint verification.
+// States of a webhook's endpoint verification. None stops deliveries: a
+// pending (a round of webhook.verify requests under way) or unverified
+// (the round ended without the right answer) endpoint gets its events
+// under the small per-host cap of unverified endpoints; a verified one
+// under the verified cap.
 const (
-	VerificationPending  = "pending"
-	VerificationVerified = "verified"
-	VerificationFailed   = "failed"
+	VerificationPending    = "pending"
+	VerificationVerified   = "verified"
+	VerificationUnverified = "unverified"
 )
 
 // WebhookPatch changes some fields of a webhook; nil fields stay as they are.
@@ -310,13 +314,16 @@ func (s *Store) ResealSecret(ctx context.Context, old SealedSecret, r SealedSecr
 	return tag.RowsAffected() == 1, nil
 }
 
-// restartDue is when a new round's first attempt is due: now, but a
-// round restarted while an attempt is scheduled or in flight (claimed)
-// keeps that time, brought to at most 10 s ahead. Restarts repeated as
-// fast as the API answers (POST /verify, PATCH url back and forth) thus
-// send the receiver at most one request per 10 s, not one per restart.
+// restartDue is when a new round's first attempt is due: now, but never
+// sooner than 10 s after the last round ended (unverified or verified:
+// verification_at), and a round restarted while an attempt is scheduled or
+// in flight (pending, claimed) keeps that time, brought to at most 10 s
+// ahead. Restarts repeated as fast as the API answers (POST /verify, PATCH
+// url back and forth) thus send the receiver at most one request per 10 s,
+// not one per restart, even when each request is answered at once.
 const restartDue = `CASE WHEN verification = 'pending'
-				THEN LEAST(GREATEST(now(), verify_next_at), now() + interval '10 seconds') ELSE now() END`
+				THEN LEAST(GREATEST(now(), verify_next_at), now() + interval '10 seconds')
+				ELSE GREATEST(now(), COALESCE(verification_at + interval '10 seconds', now())) END`
 
 // restartIf is the SET list that starts a new verification round when
 // cond holds (and leaves the verification as it is otherwise).
@@ -327,14 +334,15 @@ func restartIf(cond string) string {
 			verify_round = CASE WHEN ` + c + ` THEN verify_round + 1 ELSE verify_round END,
 			verify_attempts = CASE WHEN ` + c + ` THEN 0 ELSE verify_attempts END,
 			verify_next_at = CASE WHEN ` + c + ` THEN ` + restartDue + ` ELSE verify_next_at END,
-			verify_error = CASE WHEN ` + c + ` THEN NULL ELSE verify_error END`
+			verify_error = CASE WHEN ` + c + ` THEN NULL ELSE verify_error END,
+			verify_turn_at = CASE WHEN ` + c + ` THEN NULL ELSE verify_turn_at END`
 }
 
 // RestartVerification starts a new verification round of the account's
 // webhook id, whatever its state: pending, due now (restartDue), no
-// attempts yet.
-// Deliveries wait until it is verified again. ErrNotFound for another
-// account's webhook or an unknown id.
+// attempts yet. Its deliveries go on, under the unverified endpoints' cap
+// until it is verified again. ErrNotFound for another account's webhook or
+// an unknown id.
 func (s *Store) RestartVerification(ctx context.Context, accountID int64, id string) (Webhook, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
@@ -357,6 +365,9 @@ type VerifyJob struct {
 	SecretKeyID  string
 	Round        int
 	Attempts     int // before this one
+	// Turn is the turn at the host's cap the attempt holds (nil: none):
+	// it was postponed to it, and is made on it.
+	Turn *time.Time
 }
 
 // ClaimVerifications takes up to limit due verification attempts: their
@@ -369,13 +380,13 @@ func (s *Store) ClaimVerifications(ctx context.Context, limit int, lease time.Du
 		FROM (SELECT id FROM webhooks WHERE verification = 'pending' AND verify_next_at <= now()
 			ORDER BY verify_next_at LIMIT $1 FOR UPDATE SKIP LOCKED) due
 		WHERE w.id = due.id
-		RETURNING w.id, w.url, w.secret_sealed, w.secret_key_id, w.verify_round, w.verify_attempts`, limit, lease.Seconds())
+		RETURNING w.id, w.url, w.secret_sealed, w.secret_key_id, w.verify_round, w.verify_attempts, w.verify_turn_at`, limit, lease.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("claim verifications: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (VerifyJob, error) {
 		var j VerifyJob
-		return j, r.Scan(&j.WebhookID, &j.URL, &j.SecretSealed, &j.SecretKeyID, &j.Round, &j.Attempts)
+		return j, r.Scan(&j.WebhookID, &j.URL, &j.SecretSealed, &j.SecretKeyID, &j.Round, &j.Attempts, &j.Turn)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim verifications: %w", err)
@@ -389,8 +400,8 @@ type VerifyOutcome struct {
 	Round     int
 	Verified  bool
 	Error     string     // why it failed
-	Next      *time.Time // when the next attempt is due; nil with !Verified: failed for good
-	Postpone  bool       // no attempt was made (the host's cap): only Next changes
+	Next      *time.Time // when the next attempt is due; nil with !Verified: the round ends unverified
+	Postpone  bool       // no attempt was made (the host's cap): Next is its turn there
 }
 
 // RecordVerification stores an attempt's outcome if its round is still
@@ -402,16 +413,17 @@ func (s *Store) RecordVerification(ctx context.Context, o VerifyOutcome) (bool, 
 	var args []any
 	switch {
 	case o.Postpone:
-		q, args = `UPDATE webhooks SET verify_next_at = $3 WHERE id = $1 AND verify_round = $2 AND verification = 'pending'`,
+		q, args = `UPDATE webhooks SET verify_next_at = $3, verify_turn_at = $3
+			WHERE id = $1 AND verify_round = $2 AND verification = 'pending'`,
 			[]any{o.WebhookID, o.Round, o.Next}
 	case o.Verified:
 		q, args = `UPDATE webhooks SET verification = 'verified', verification_at = now(), verify_attempts = verify_attempts + 1,
-			verify_next_at = NULL, verify_error = NULL, updated_at = now()
+			verify_next_at = NULL, verify_turn_at = NULL, verify_error = NULL, updated_at = now()
 			WHERE id = $1 AND verify_round = $2 AND verification = 'pending'`, []any{o.WebhookID, o.Round}
 	default:
-		q, args = `UPDATE webhooks SET verification = CASE WHEN $3::timestamptz IS NULL THEN 'failed' ELSE 'pending' END,
+		q, args = `UPDATE webhooks SET verification = CASE WHEN $3::timestamptz IS NULL THEN 'unverified' ELSE 'pending' END,
 			verification_at = CASE WHEN $3::timestamptz IS NULL THEN now() ELSE verification_at END,
-			verify_attempts = verify_attempts + 1, verify_next_at = $3, verify_error = left($4, 400), updated_at = now()
+			verify_attempts = verify_attempts + 1, verify_next_at = $3, verify_turn_at = NULL, verify_error = left($4, 400), updated_at = now()
 			WHERE id = $1 AND verify_round = $2 AND verification = 'pending'`, []any{o.WebhookID, o.Round, o.Next, o.Error}
 	}
 	tag, err := s.pool.Exec(ctx, q, args...)

@@ -137,26 +137,38 @@ type View struct {
 	PreviousSecretExpiresAt *attestation.Time `json:"previousSecretExpiresAt"`
 }
 
-// VerificationView is the state of a webhook's endpoint verification:
-// status pending (deliveries wait), verified or failed (none are sent);
+// VerificationView is the state of a webhook's endpoint verification,
+// which never stops deliveries: it sets which per-host cap they share.
+// status: pending (a round of webhook.verify requests is under way),
+// unverified (the round ended without the challenge echoed) or verified;
 // at: when it became so (null: verified before verification existed);
 // the attempts of the current round, when the next is due, why the last
-// one failed.
+// one failed. hostRateLimit is the cap (requests per second to the URL's
+// host, shared with every account's webhooks in the same class) that
+// applies now, verifiedHostRateLimit the one answering the challenge
+// gives (null: no cap).
 type VerificationView struct {
-	Status        string            `json:"status"`
-	At            *attestation.Time `json:"at"`
-	Attempts      int               `json:"attempts"`
-	NextAttemptAt *attestation.Time `json:"nextAttemptAt"`
-	Error         *string           `json:"error"`
+	Status                string            `json:"status"`
+	At                    *attestation.Time `json:"at"`
+	Attempts              int               `json:"attempts"`
+	NextAttemptAt         *attestation.Time `json:"nextAttemptAt"`
+	Error                 *string           `json:"error"`
+	HostRateLimit         *int              `json:"hostRateLimit"`
+	VerifiedHostRateLimit *int              `json:"verifiedHostRateLimit"`
 }
 
-func viewOf(w store.Webhook) View {
+// viewOf is w as the API shows it under the configuration c.
+func viewOf(c Config, w store.Webhook) View {
 	v := View{ID: w.ID, URL: w.URL, Events: w.Events, Filter: Filter{Agents: w.Agents, ActionTypes: w.ActionTypes},
 		Description: w.Description, Active: w.Active, DisabledReason: w.DisabledReason,
 		CreatedAt: attestation.At(w.CreatedAt), UpdatedAt: attestation.At(w.UpdatedAt)}
 	v.DisabledAt, v.FailingSince = attestation.OptTime(w.DisabledAt), attestation.OptTime(w.FailingSince)
 	v.Verification = VerificationView{Status: w.Verification, At: attestation.OptTime(w.VerificationAt),
-		Attempts: w.VerifyAttempts, NextAttemptAt: attestation.OptTime(w.VerifyNextAt), Error: w.VerifyError}
+		Attempts: w.VerifyAttempts, NextAttemptAt: attestation.OptTime(w.VerifyNextAt), Error: w.VerifyError,
+		HostRateLimit: rateOrNil(c.UnverifiedHostRate), VerifiedHostRateLimit: rateOrNil(c.HostRate)}
+	if w.Verification == store.VerificationVerified {
+		v.Verification.HostRateLimit = v.Verification.VerifiedHostRateLimit
+	}
 	v.SignatureScheme, v.PublicKey, v.RateLimitPerSecond = w.SignatureScheme, w.PublicKey, w.RateLimit
 	if w.SignatureScheme == store.SchemeV1 {
 		v.PublicKey = nil // a key made for v1a earlier, not in use
@@ -171,6 +183,14 @@ func viewOf(w store.Webhook) View {
 		v.Filter.ActionTypes = []string{}
 	}
 	return v
+}
+
+// rateOrNil is a cap as the API shows it: null for none (0).
+func rateOrNil(rate int) *int {
+	if rate <= 0 {
+		return nil
+	}
+	return &rate
 }
 
 // CreatedView is the answer to POST /webhooks: the view and the secret,
@@ -302,7 +322,7 @@ func (a *API) create(c *fiber.Ctx) error {
 	case err != nil:
 		return app.StoreError(err)
 	}
-	v := viewOf(stored)
+	v := viewOf(a.opt.Config, stored)
 	a.log.Info("webhook created", "account", p.AccountID, "webhook", id, "url", url, "filter", describe(v.Events, v.Filter))
 	c.Set(fiber.HeaderLocation, app.Prefix+"/webhooks/"+id)
 	return c.Status(http.StatusCreated).JSON(struct {
@@ -335,7 +355,7 @@ func (a *API) list(c *fiber.Ctx) error {
 	}
 	views := make([]View, len(hooks))
 	for i, w := range hooks {
-		views[i] = viewOf(w)
+		views[i] = viewOf(a.opt.Config, w)
 	}
 	return c.JSON(struct {
 		Data       []View         `json:"data"`
@@ -354,7 +374,7 @@ func (a *API) get(c *fiber.Ctx) error {
 	}
 	return c.JSON(struct {
 		Data View `json:"data"`
-	}{viewOf(w)})
+	}{viewOf(a.opt.Config, w)})
 }
 
 func (a *API) update(c *fiber.Ctx) error {
@@ -399,7 +419,7 @@ func (a *API) update(c *fiber.Ctx) error {
 	a.log.Info("webhook updated", "account", p.AccountID, "webhook", id, "active", w.Active, "verification", w.Verification)
 	return c.JSON(struct {
 		Data View `json:"data"`
-	}{viewOf(w)})
+	}{viewOf(a.opt.Config, w)})
 }
 
 func (a *API) delete(c *fiber.Ctx) error {
@@ -565,7 +585,8 @@ func noBody(c *fiber.Ctx) error {
 }
 
 // verify starts a new endpoint verification round of the webhook: its
-// deliveries wait until the receiver answers the challenge again.
+// deliveries go on, under the unverified endpoints' per-host cap until the
+// receiver answers the challenge again.
 func (a *API) verify(c *fiber.Ctx) error {
 	p, id, err := target(c)
 	if err != nil {
@@ -581,7 +602,7 @@ func (a *API) verify(c *fiber.Ctx) error {
 	a.log.Info("webhook verification restarted", "account", p.AccountID, "webhook", id)
 	return c.Status(http.StatusAccepted).JSON(struct {
 		Data View `json:"data"`
-	}{viewOf(w)})
+	}{viewOf(a.opt.Config, w)})
 }
 
 // changed tells the workers to read webhook id again now (best effort:

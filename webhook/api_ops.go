@@ -59,8 +59,12 @@ func eventTypes(c *fiber.Ctx) error {
 }
 
 // RecoveryView is a recovery as the API shows it. queued is how many
-// deliveries it sends again (counted when it was asked for), processed how
-// many are back on the queue so far; state running or done.
+// deliveries it sends again: those of the window that matched when it was
+// asked for, each marked as its own, so the count is what it sends;
+// processed how many are back on the queue so far; skipped how many of the
+// count were not sent after all (acknowledged meanwhile by a manual retry
+// under status failed, pruned, or the webhook was deactivated); state
+// running or done (then processed + skipped = queued).
 type RecoveryView struct {
 	ID         string            `json:"id"`
 	WebhookID  string            `json:"webhookId"`
@@ -70,6 +74,7 @@ type RecoveryView struct {
 	State      string            `json:"state"`
 	Queued     int64             `json:"queued"`
 	Processed  int64             `json:"processed"`
+	Skipped    int64             `json:"skipped"`
 	CreatedAt  attestation.Time  `json:"createdAt"`
 	FinishedAt *attestation.Time `json:"finishedAt"`
 }
@@ -80,7 +85,7 @@ func recoveryView(r store.Recovery) RecoveryView {
 		st = store.DeliveryFailed
 	}
 	return RecoveryView{ID: r.ID, WebhookID: r.WebhookID, Since: attestation.At(r.Since), Until: attestation.At(r.Until), Status: st,
-		State: r.State, Queued: r.Total, Processed: r.Queued, CreatedAt: attestation.At(r.CreatedAt), FinishedAt: attestation.OptTime(r.FinishedAt)}
+		State: r.State, Queued: r.Total, Processed: r.Queued, Skipped: r.Skipped, CreatedAt: attestation.At(r.CreatedAt), FinishedAt: attestation.OptTime(r.FinishedAt)}
 }
 
 // jsonObject reads an optional JSON object body (empty: no fields) with
@@ -112,7 +117,13 @@ func jsonObject(c *fiber.Ctx, allowed ...string) (map[string]json.RawMessage, er
 	return fields, nil
 }
 
-// parseInstant reads an RFC 3339 time (a JSON string) as name.
+// windowPrecision is the precision a recovery window is stored at
+// (PostgreSQL's timestamptz): both ends are cut to it before they are
+// checked, so a window is checked as it is stored.
+const windowPrecision = time.Microsecond
+
+// parseInstant reads an RFC 3339 time (a JSON string) as name, cut to the
+// microsecond.
 func parseInstant(name string, raw json.RawMessage) (time.Time, error) {
 	s, err := str(name, raw)
 	if err != nil {
@@ -125,12 +136,15 @@ func parseInstant(name string, raw json.RawMessage) (time.Time, error) {
 	if err != nil || t.Year() < 2000 || t.Year() > 9999 {
 		return time.Time{}, apierror.Invalid("%s must be an RFC 3339 time such as 2026-11-21T10:00:00Z, got %q", name, truncate(*s, 40))
 	}
-	return t.UTC(), nil
+	return t.UTC().Truncate(windowPrecision), nil
 }
 
 // recoveryRequest checks a recover body against now and the retention.
+// Both ends are taken at the microsecond (the precision they are stored
+// at): a window shorter than that is empty and refused, never a 500.
 func recoveryRequest(fields map[string]json.RawMessage, now time.Time, retention time.Duration) (store.Recovery, error) {
 	var r store.Recovery
+	now = now.UTC().Truncate(windowPrecision)
 	raw, ok := fields["since"]
 	if !ok {
 		return r, apierror.Invalid(`since is required, such as {"since": "2026-11-21T10:00:00Z"}`)
@@ -168,7 +182,7 @@ func recoveryRequest(fields map[string]json.RawMessage, now time.Time, retention
 	}
 	switch {
 	case !r.Since.Before(r.Until):
-		return r, apierror.Invalid("since must be before until (and before now)")
+		return r, apierror.Invalid("since must be before until (and before now), by at least a microsecond: windows are kept to the microsecond")
 	case r.Until.Sub(r.Since) > MaxRecoveryWindow:
 		return r, apierror.Invalid("the window is %s long; at most %s (14 days)", r.Until.Sub(r.Since).Round(time.Second), MaxRecoveryWindow)
 	case r.Since.Before(now.Add(-retention)):
@@ -392,5 +406,5 @@ func (a *API) rotateSecret(c *fiber.Ctx) error {
 	a.log.Info("webhook secret rotated", "account", p.AccountID, "webhook", id, "overlap", overlap.String())
 	return c.JSON(struct {
 		Data CreatedView `json:"data"`
-	}{CreatedView{View: viewOf(w), Secret: secret}})
+	}{CreatedView{View: viewOf(a.opt.Config, w), Secret: secret}})
 }

@@ -22,8 +22,9 @@ var Vars = []config.Var{
 	{Name: "ATTESTD_WEBHOOK_ENDPOINT_RATE", Default: "500", Help: "deliveries per second to one webhook, all workers together; 0: no limit"},
 	{Name: "ATTESTD_WEBHOOK_RECOVERY_RATE", Default: "5000", Help: "deliveries per second a worker's recoveries (POST /webhooks/:id/recover) together queue again at most; the live deliveries' latency sets the rate below it (never below a tenth), and each recovery stays within its webhook's own limits; a worker runs up to 4 recoveries at once"},
 	{Name: "ATTESTD_WEBHOOK_RECOVERY_CONCURRENCY", Default: "2", Help: "recovered deliveries in flight per worker, all its recoveries together (live deliveries are not counted; over it recovered ones wait)"},
-	{Name: "ATTESTD_WEBHOOK_HOST_RATE", Default: "50", Help: "deliveries and verification requests per second to one destination host, all accounts and workers together (over it they wait); 0: no limit"},
-	{Name: "ATTESTD_WEBHOOK_VERIFY_SCHEDULE", Default: "10s,1m,5m,30m", Help: "waits before each further endpoint verification attempt; after them all the verification is failed"},
+	{Name: "ATTESTD_WEBHOOK_HOST_RATE", Default: "50", Help: "deliveries per second to one destination host from verified webhooks (their receiver answered the webhook.verify challenge), all accounts and workers together; over it they wait their turn; 0: no limit"},
+	{Name: "ATTESTD_WEBHOOK_UNVERIFIED_HOST_RATE", Default: "5", Help: "deliveries and verification requests per second to one destination host from webhooks not verified (yet), all accounts and workers together; over it they wait their turn, in order; answering the challenge moves a webhook to ATTESTD_WEBHOOK_HOST_RATE; 0: no limit"},
+	{Name: "ATTESTD_WEBHOOK_VERIFY_SCHEDULE", Default: "10s,1m,5m,30m", Help: "waits before each further endpoint verification request while the receiver does not answer (no answer, 408, 429, 5xx); any other answer without the challenge ends the round unverified, as do all these failing"},
 	{Name: "ATTESTD_WEBHOOK_PARTITIONS", Default: "4", Help: "job streams; the same on every process of a deployment"},
 	{Name: "ATTESTD_WEBHOOK_CLAIM_IDLE", Default: "30s", Help: "a job held this long by a worker that stopped is taken over"},
 	{Name: "ATTESTD_WEBHOOK_LOG_RETENTION", Default: "720h", Help: "events, deliveries and attempts older than this are pruned"},
@@ -51,9 +52,13 @@ type Config struct {
 	// RecoveryConcurrency bounds the recovered deliveries a worker sends
 	// at once (within Concurrency).
 	RecoveryConcurrency int
-	// HostRate caps deliveries and verification requests per second to
-	// one destination host across accounts and workers (0: no cap).
+	// HostRate caps the requests per second to one destination host of
+	// verified webhooks, across accounts and workers (0: no cap).
 	HostRate int
+	// UnverifiedHostRate caps the requests per second (deliveries and
+	// verification requests) to one destination host of webhooks that are
+	// not verified, across accounts and workers (0: no cap).
+	UnverifiedHostRate int
 	// VerifySchedule is the waits between endpoint verification attempts.
 	VerifySchedule []time.Duration
 	Partitions     int
@@ -74,7 +79,7 @@ var DefaultSchedule = []time.Duration{30 * time.Second, 2 * time.Minute, 10 * ti
 func DefaultConfig() Config {
 	return Config{
 		MaxPerAccount: 25, Timeout: 10 * time.Second, Schedule: DefaultSchedule, DisableAfter: 72 * time.Hour,
-		Concurrency: 64, EndpointConcurrency: 8, EndpointRate: 500, RecoveryRate: 5000, RecoveryConcurrency: 2, HostRate: 50, VerifySchedule: DefaultVerifySchedule, Partitions: 4, ClaimIdle: 30 * time.Second,
+		Concurrency: 64, EndpointConcurrency: 8, EndpointRate: 500, RecoveryRate: 5000, RecoveryConcurrency: 2, HostRate: 50, UnverifiedHostRate: 5, VerifySchedule: DefaultVerifySchedule, Partitions: 4, ClaimIdle: 30 * time.Second,
 		Retention: 720 * time.Hour, PollInterval: 200 * time.Millisecond, MetricsAddr: "127.0.0.1:9092",
 	}
 }
@@ -92,6 +97,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		EndpointConcurrency: e.Int("ATTESTD_WEBHOOK_ENDPOINT_CONCURRENCY", d.EndpointConcurrency, 1, 1000),
 		EndpointRate:        e.Int("ATTESTD_WEBHOOK_ENDPOINT_RATE", d.EndpointRate, 0, 1_000_000),
 		HostRate:            e.Int("ATTESTD_WEBHOOK_HOST_RATE", d.HostRate, 0, 1_000_000),
+		UnverifiedHostRate:  e.Int("ATTESTD_WEBHOOK_UNVERIFIED_HOST_RATE", d.UnverifiedHostRate, 0, 1_000_000),
 		RecoveryRate:        e.Int("ATTESTD_WEBHOOK_RECOVERY_RATE", d.RecoveryRate, 1, 1_000_000),
 		RecoveryConcurrency: e.Int("ATTESTD_WEBHOOK_RECOVERY_CONCURRENCY", d.RecoveryConcurrency, 1, 10_000),
 		Partitions:          e.Int("ATTESTD_WEBHOOK_PARTITIONS", d.Partitions, 1, 1024),

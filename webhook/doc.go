@@ -5,10 +5,13 @@
 // their delivery log, and the Worker that `attestd worker` runs: a relay
 // from the PostgreSQL outbox to a Redis stream, the fan-out of each event
 // to the matching webhooks, and senders that take delivery jobs from
-// partitioned Redis streams in a consumer group. Workers also verify
-// endpoints: a new or changed URL gets deliveries only once its receiver
-// answered a signed webhook.verify challenge (verify.go); and requests to
-// one destination host are capped across accounts and workers.
+// partitioned Redis streams in a consumer group. Every active webhook gets
+// its events, as SPEC.md describes them: requests to one destination host
+// are capped across accounts and workers (hostcap.go), at a small rate for
+// webhooks whose receiver has not answered the signed webhook.verify
+// challenge (verify.go: an opt-in proof, never a precondition of
+// delivery) and a larger one for those that did; requests over a cap wait
+// their turn in order, each asking once.
 //
 // Invariants: the outbox and the deliveries in PostgreSQL are the source
 // of truth, Redis only carries work, so a worker killed at any point or a

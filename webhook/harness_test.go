@@ -25,6 +25,7 @@ import (
 	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/webhook/keyring"
 	"github.com/attestd/attestd/webhook/queue"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -65,7 +66,7 @@ func testConfig(t testing.TB) webhook.Config {
 	c.ClaimIdle = 2 * time.Second
 	c.PollInterval = 20 * time.Millisecond
 	c.EndpointRate = 0
-	c.HostRate = 0 // the per-host cap has its own tests
+	c.HostRate, c.UnverifiedHostRate = 0, 0 // the per-host caps have their own tests
 	c.VerifySchedule = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond}
 	c.Partitions = 3
 	return c
@@ -184,11 +185,13 @@ func (h *harness) create(t *testing.T, key string, body map[string]any) created 
 
 // verificationView is a webhook's verification as GET /webhooks/:id shows it.
 type verificationView struct {
-	Status        string  `json:"status"`
-	At            *string `json:"at"`
-	Attempts      int     `json:"attempts"`
-	NextAttemptAt *string `json:"nextAttemptAt"`
-	Error         *string `json:"error"`
+	Status                string  `json:"status"`
+	At                    *string `json:"at"`
+	Attempts              int     `json:"attempts"`
+	NextAttemptAt         *string `json:"nextAttemptAt"`
+	Error                 *string `json:"error"`
+	HostRateLimit         *int    `json:"hostRateLimit"`
+	VerifiedHostRateLimit *int    `json:"verifiedHostRateLimit"`
 }
 
 // verification reads the webhook's verification.
@@ -256,9 +259,16 @@ func (h *harness) startWorker(t *testing.T, cfg webhook.Config, name string) (st
 
 func startWorkerOn(t *testing.T, env *apptest.Env, rdb redis.UniversalClient, cfg webhook.Config, name string) (stop func()) {
 	t.Helper()
+	return startWorkerReg(t, env, rdb, cfg, name, nil)
+}
+
+// startWorkerReg is startWorkerOn whose metrics go to reg (nil: none).
+func startWorkerReg(t *testing.T, env *apptest.Env, rdb redis.UniversalClient, cfg webhook.Config, name string,
+	reg prometheus.Registerer) (stop func()) {
+	t.Helper()
 	w, err := webhook.NewWorker(webhook.WorkerOptions{Store: env.Store, Queue: queue.New(rdb, env.Prefix, cfg.Partitions),
 		Config: cfg, Logger: apptest.Logger().With("test", t.Name()), Name: name, ReconcileEvery: time.Second,
-		BreakerCooldown: 200 * time.Millisecond})
+		BreakerCooldown: 200 * time.Millisecond, Registerer: reg})
 	testenv.Must(t, err, "worker")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

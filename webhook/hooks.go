@@ -20,10 +20,6 @@ import (
 // after a change: PATCH and DELETE reach every worker within it.
 const hookTTL = 5 * time.Second
 
-// pendingTTL is how long a webhook whose verification is pending is used:
-// its held deliveries notice the verification within it.
-const pendingTTL = 250 * time.Millisecond
-
 // hook is what a sender needs of a webhook.
 type hook struct {
 	id     string
@@ -31,9 +27,10 @@ type hook struct {
 	url    string
 	host   string // the URL's host, lower case: the per-host cap's key
 	active bool
-	// verification is the endpoint verification's state (store.Verification*).
-	verification string
-	signer       *signature.Signer
+	// verified: its receiver answered the webhook.verify challenge, so its
+	// requests share the verified per-host cap (else the unverified one).
+	verified bool
+	signer   *signature.Signer
 	// rate is the subscriber's own deliveries-per-second cap (0: none).
 	rate   int
 	loaded time.Time
@@ -53,7 +50,7 @@ func (c *hookCache) get(ctx context.Context, id string) (*hook, error) {
 	c.mu.Lock()
 	h, ok := c.m[id]
 	c.mu.Unlock()
-	if ok && c.now().Sub(h.loaded) < h.ttl() {
+	if ok && c.now().Sub(h.loaded) < hookTTL {
 		return h, nil
 	}
 	v, err, _ := c.sf.Do(id, func() (any, error) {
@@ -95,17 +92,9 @@ func (c *hookCache) load(ctx context.Context, id string) (*hook, error) {
 	if w.RateLimit != nil {
 		h.rate = int(*w.RateLimit)
 	}
-	h.found, h.url, h.active, h.verification = true, w.URL, w.Active, w.Verification
+	h.found, h.url, h.active, h.verified = true, w.URL, w.Active, w.Verification == store.VerificationVerified
 	h.host = hostOf(w.URL)
 	return h, nil
-}
-
-// ttl is how long h is used before it is read again.
-func (h *hook) ttl() time.Duration {
-	if h.found && h.verification == store.VerificationPending {
-		return pendingTTL
-	}
-	return hookTTL
 }
 
 // hostOf is the lower-case host of a webhook URL without the root's

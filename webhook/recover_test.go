@@ -22,6 +22,7 @@ type recoveryView struct {
 	Status    string `json:"status"`
 	Queued    int    `json:"queued"`
 	Processed int    `json:"processed"`
+	Skipped   int    `json:"skipped"`
 }
 
 // deliveriesOf reads the deliveries of the given events to webhook id:
@@ -395,5 +396,132 @@ func TestRecoveriesOfOtherWindowsAreBounded(t *testing.T) {
 	}
 	if r := ask(0); r.Status != http.StatusOK {
 		t.Fatalf("the first window again: %d %s, want 200", r.Status, r.Body)
+	}
+}
+
+// TestRecoverCountIsWhatItSends is the issue's case: a recovery with
+// status all over a window holding deliveries that succeeded and
+// deliveries still pending (being delivered) when it is asked for. It
+// answers the count of the succeeded ones and sends exactly those again,
+// although the pending ones succeed before a worker runs it (here its
+// lease is held meanwhile, as when the worker that took it stopped).
+func TestRecoverCountIsWhatItSends(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpt{})
+	key := h.key(t, testenv.Name("count"))
+	rc := newReceiver(t, nil)
+	since := time.Now().UTC().Add(-time.Second).Format(time.RFC3339Nano)
+	stop := h.startWorker(t, h.cfg, "w1")
+	c := h.verifiedHook(t, key, rc)
+	sent := insertEvents(t, h.env.Store, 4, agentA, "ToolCall")
+	waitFor(t, "the first deliveries succeeded", 30*time.Second, func() bool {
+		ds := deliveriesOf(t, h, c.ID, sent)
+		n := 0
+		for _, d := range ds {
+			if d[1] == "succeeded" {
+				n++
+			}
+		}
+		return n == len(sent)
+	})
+	stop()
+	pending := insertEvents(t, h.env.Store, 3, agentA, "ToolCall")
+	_, err := h.env.Store.FanOut(context.Background(), pending) // pending deliveries, no worker to send them yet
+	testenv.Must(t, err, "fan out")
+
+	r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, map[string]any{"since": since, "status": "all"})
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("recover: %d %s", r.Status, r.Body)
+	}
+	var rec struct{ Data recoveryView }
+	r.JSON(t, &rec)
+	if rec.Data.Queued != len(sent) || rec.Data.State != "running" {
+		t.Fatalf("recovery %+v, want %d queued (the pending ones are under way already)", rec.Data, len(sent))
+	}
+	_, err = h.env.Store.Pool().Exec(context.Background(), `UPDATE webhook_recoveries SET lease_until = now() + interval '1 hour' WHERE id = $1`, rec.Data.ID)
+	testenv.Must(t, err, "hold the lease")
+	received := len(rc.deliveries())
+	h.startWorker(t, h.cfg, "w2")
+	waitFor(t, "the pending deliveries succeeded", 30*time.Second, func() bool {
+		for _, d := range deliveriesOf(t, h, c.ID, pending) {
+			if d[1] != "succeeded" {
+				return false
+			}
+		}
+		return true
+	})
+	_, err = h.env.Store.Pool().Exec(context.Background(), `UPDATE webhook_recoveries SET lease_until = NULL WHERE id = $1`, rec.Data.ID)
+	testenv.Must(t, err, "let the lease go")
+	var v struct{ Data recoveryView }
+	waitFor(t, "the recovery done", 30*time.Second, func() bool {
+		r := h.do(t, http.MethodGet, "/webhooks/"+c.ID+"/recoveries/"+rec.Data.ID, key, nil)
+		r.JSON(t, &v)
+		return v.Data.State == "done"
+	})
+	if v.Data.Queued != len(sent) || v.Data.Processed != len(sent) || v.Data.Skipped != 0 {
+		t.Fatalf("the recovery answered %d and ended %+v: it must send what it counted", rec.Data.Queued, v.Data)
+	}
+	waitFor(t, "the recovered deliveries", 30*time.Second, func() bool { return len(rc.deliveries()) >= received+len(sent)+len(pending) })
+	time.Sleep(500 * time.Millisecond) // anything extra would arrive by now
+	got := map[string]int{}
+	for _, d := range rc.deliveries()[received:] {
+		id, _ := d.event(t)
+		got[id]++
+	}
+	for _, ev := range append(append([]int64{}, sent...), pending...) {
+		if n := got[webhook.EventID(ev)]; n != 1 {
+			t.Errorf("event %s arrived %d times after the recovery was asked for, want once (the recovery's resend, or its own first delivery)", webhook.EventID(ev), n)
+		}
+	}
+}
+
+// TestRecoverWindowBelowAMicrosecond: a window is checked at the precision
+// it is stored in (microseconds): both ends in the same microsecond is an
+// empty window, 400 INVALID_PARAM, never a 500; ends a microsecond apart
+// once cut are a valid window, echoed cut.
+func TestRecoverWindowBelowAMicrosecond(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpt{})
+	key := h.key(t, testenv.Name("micro"))
+	c := h.create(t, key, map[string]any{"url": newReceiver(t, nil).URL(), "events": []string{"attestation.created"}})
+	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+	at := func(d time.Duration) string { return base.Add(d).Format(time.RFC3339Nano) }
+	for _, x := range []struct {
+		since, until string
+		want         int
+		echo         [2]time.Time // the window stored (cut), when accepted
+	}{
+		{at(100 * time.Nanosecond), at(900 * time.Nanosecond), http.StatusBadRequest, [2]time.Time{}},
+		{at(0), at(999 * time.Nanosecond), http.StatusBadRequest, [2]time.Time{}},
+		{at(time.Nanosecond), at(2 * time.Nanosecond), http.StatusBadRequest, [2]time.Time{}},
+		{at(time.Microsecond + time.Nanosecond), at(time.Microsecond + 999*time.Nanosecond), http.StatusBadRequest, [2]time.Time{}},
+		{at(999 * time.Nanosecond), at(999 * time.Nanosecond), http.StatusBadRequest, [2]time.Time{}},
+		{at(900 * time.Nanosecond), at(100 * time.Nanosecond), http.StatusBadRequest, [2]time.Time{}},
+		// The same instant written in another zone, a nanosecond apart.
+		{at(500 * time.Nanosecond), base.Add(501*time.Nanosecond).In(time.FixedZone("", 3600)).Format(time.RFC3339Nano), http.StatusBadRequest, [2]time.Time{}},
+		{base.Add(500*time.Nanosecond).In(time.FixedZone("", -5*3600)).Format(time.RFC3339Nano), at(700 * time.Nanosecond), http.StatusBadRequest, [2]time.Time{}},
+		{at(999 * time.Nanosecond), at(time.Microsecond), http.StatusAccepted, [2]time.Time{base, base.Add(time.Microsecond)}},
+		{at(500 * time.Nanosecond), at(1500 * time.Nanosecond), http.StatusAccepted, [2]time.Time{base, base.Add(time.Microsecond)}},
+		{at(2 * time.Microsecond), at(3*time.Microsecond + 999*time.Nanosecond), http.StatusAccepted, [2]time.Time{base.Add(2 * time.Microsecond), base.Add(3 * time.Microsecond)}},
+	} {
+		r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, map[string]any{"since": x.since, "until": x.until})
+		if r.Status != x.want {
+			t.Errorf("window [%s, %s): %d %s, want %d", x.since, x.until, r.Status, r.Body, x.want)
+			continue
+		}
+		if x.want == http.StatusBadRequest && r.ErrorCode() != "INVALID_PARAM" {
+			t.Errorf("window [%s, %s): code %s", x.since, x.until, r.ErrorCode())
+		}
+		if x.want == http.StatusAccepted {
+			var v struct{ Data recoveryView }
+			r.JSON(t, &v)
+			var since, until time.Time
+			testenv.Must(t, h.env.Store.Pool().QueryRow(context.Background(), `SELECT since, until FROM webhook_recoveries WHERE id = $1`,
+				v.Data.ID).Scan(&since, &until), "stored window")
+			if !since.Equal(x.echo[0]) || !until.Equal(x.echo[1]) {
+				t.Errorf("window [%s, %s) stored as [%s, %s), want [%s, %s)", x.since, x.until, since.Format(time.RFC3339Nano),
+					until.Format(time.RFC3339Nano), x.echo[0].Format(time.RFC3339Nano), x.echo[1].Format(time.RFC3339Nano))
+			}
+		}
 	}
 }

@@ -466,20 +466,6 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 		w.rec.add(o)
 		return
 	}
-	switch h.verification {
-	case store.VerificationFailed:
-		// Its receiver never proved it wants deliveries: none are sent.
-		o := outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true}, result: "dropped"}
-		if !job.Manual {
-			o.fail = job.Delivery
-		}
-		w.rec.add(o)
-		return
-	case store.VerificationPending:
-		// Held, without an attempt, until the verification is over.
-		w.deferJob(m, verifyHold, "unverified")
-		return
-	}
 	if job.Attempts > 0 && !job.Manual && (t.checked.IsZero() || time.Since(t.checked) > statusFresh) {
 		// A retry: the delivery may have succeeded since (a manual retry).
 		// Checked as it was read unless it waited here since.
@@ -504,19 +490,35 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 			return
 		}
 	}
-	if wait, ok := w.admit(ctx, w.thr, job.Webhook, 0); !ok {
-		w.deferJob(m, wait, "throttled")
+	onIt, early := onTurn(turnOf(job), w.now())
+	if early {
+		w.holdForTurn(m, job, turnOf(job))
 		return
 	}
-	if h.rate > 0 {
-		if wait, ok := w.admit(ctx, w.ownThr, job.Webhook, h.rate); !ok {
+	if !onIt {
+		// Not held for a turn yet: the webhook's limits, then a turn at
+		// its host's cap (on its turn it was admitted by all of them).
+		if wait, ok := w.admit(ctx, w.thr, job.Webhook, 0); !ok {
 			w.deferJob(m, wait, "throttled")
 			return
 		}
-	}
-	if !w.hostSlot(ctx, h.host) {
-		w.deferJob(m, hostRetry, "host_rate")
-		return
+		if h.rate > 0 {
+			if wait, ok := w.admit(ctx, w.ownThr, job.Webhook, h.rate); !ok {
+				w.deferJob(m, wait, "throttled")
+				return
+			}
+		}
+		wait, _ := w.capOf(h).turn(ctx, h.host, true)
+		if wait > hostRetry {
+			// Over the host's cap: the job waits for its turn in the
+			// retry set, without an attempt, and is sent on it.
+			w.holdForTurn(m, job, w.now().Add(wait))
+			return
+		}
+		if wait > 0 && !sleep(ctx, wait) {
+			w.rec.add(outcome{part: m.Part, releaseOnly: m.StreamID})
+			return
+		}
 	}
 	b := w.brk.get(job.Webhook)
 	if ok, _, _ := b.allow(w.now()); !ok {
@@ -560,21 +562,32 @@ func (w *Worker) admit(ctx context.Context, t *throttle, id string, rate int) (t
 	return max(wait, 10*time.Millisecond), false
 }
 
-// hostSlot waits (briefly) for the destination host's cap to admit one
-// more request; false when it did not within a few short waits (the
-// caller puts the request off: over the cap requests wait, they are
-// never dropped).
-func (w *Worker) hostSlot(ctx context.Context, host string) bool {
-	for range 3 {
-		wait := w.hostThr.wait(ctx, host)
-		if wait == 0 {
-			return true
-		}
-		if wait > hostRetry || !sleep(ctx, wait) {
-			return false
-		}
+// capOf is the per-host cap h's requests share: the verified one once its
+// receiver answered the challenge, the unverified one before.
+func (w *Worker) capOf(h *hook) *hostCap {
+	if h.verified {
+		return w.verifiedCap
 	}
-	return false
+	return w.unverifiedCap
+}
+
+// turnOf is the turn at its host's cap job holds (zero: none).
+func turnOf(job *queue.Job) time.Time {
+	if job.Turn == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(job.Turn)
+}
+
+// holdForTurn puts a job back in the retry set, without an attempt, until
+// its turn at its host's cap, and records the turn in the job so that it
+// is sent on it without asking the cap again.
+func (w *Worker) holdForTurn(m queue.Msg, job *queue.Job, turn time.Time) {
+	held := *job
+	held.Turn = turn.UnixMilli()
+	w.m.deferred.WithLabelValues("host_rate").Inc()
+	w.rec.add(outcome{part: m.Part, result: "deferred",
+		settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, At: turn, Record: &held}})
 }
 
 // result is what one attempt got.
@@ -621,7 +634,7 @@ func (w *Worker) outcomeOf(m queue.Msg, job *queue.Job, r result) outcome {
 		next := r.at.Add(wait)
 		rec.NextAttemptAt = &next
 		retry := *job
-		retry.Attempts = n
+		retry.Attempts, retry.Turn = n, 0
 		o.settle = queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, At: next, Record: &retry}
 		o.result = "retrying"
 	}

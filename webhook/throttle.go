@@ -17,7 +17,7 @@ import (
 // and spends it within reserveFor; the limit can be exceeded by at most
 // that much per worker.
 type throttle struct {
-	key   string // before each id: "wh:" (a webhook), "host:" (a host)
+	key   string // before each id: "wh:" (a webhook), "whown:" (its own rate)
 	lim   *redis_rate.Limiter
 	limit redis_rate.Limit
 	take  int
@@ -44,22 +44,8 @@ func newThrottle(rdb redis.UniversalClient, prefix string, rate int) *throttle {
 		take: max(1, rate/20), local: map[string]*reservation{}}
 }
 
-// newHostThrottle is the cap per destination host: rate per second with
-// bursts of a tenth of a second's worth, so that in any window of t
-// seconds at most rate*t + rate/10 requests (and a worker's reservation)
-// leave for one host.
-func newHostThrottle(rdb redis.UniversalClient, prefix string, rate int) *throttle {
-	if rate <= 0 {
-		return nil
-	}
-	burst := max(1, rate/10)
-	return &throttle{key: "host:", lim: redis_rate.NewLimiter(prefixed{rdb, prefix}),
-		limit: redis_rate.Limit{Rate: rate, Burst: burst, Period: time.Second}, take: min(burst, max(1, rate/20)),
-		local: map[string]*reservation{}}
-}
-
-// wait reports how long to wait before sending to id, a webhook or a host
-// (0: send now, and one request is counted). A Redis failure lets the delivery
+// wait reports how long to wait before sending to webhook id (0: send
+// now, and one request is counted). A Redis failure lets the delivery
 // through: the throttle protects receivers, it must not stop deliveries.
 func (t *throttle) wait(ctx context.Context, id string) time.Duration {
 	return t.waitRate(ctx, id, 0)

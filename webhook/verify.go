@@ -20,12 +20,14 @@ import (
 	"github.com/attestd/attestd/webhook/signature"
 )
 
-// VerifyEvent is the type of the endpoint verification request. A new
-// webhook URL (created, or changed by PATCH) gets no delivery until its
-// receiver answers one: a POST signed exactly as deliveries are, whose
-// body is {"id", "type": "webhook.verify", "createdAt", "data":
-// {"webhookId", "challenge"}}, answered with a 2xx and the JSON body
-// {"challenge": "<the same>"}.
+// VerifyEvent is the type of the endpoint verification request, sent to a
+// new webhook URL (created, or changed by PATCH, or on POST /verify): a
+// POST signed exactly as deliveries are, whose body is {"id", "type":
+// "webhook.verify", "createdAt", "data": {"webhookId", "challenge"}}. It is
+// an opt-in proof, never a precondition of delivery: every webhook gets its
+// events, and a receiver that answers with a 2xx and the JSON body
+// {"challenge": "<the same>"} moves its webhook from the small per-host cap
+// of unverified endpoints to the verified one.
 const VerifyEvent = "webhook.verify"
 
 // Verification constants.
@@ -88,8 +90,8 @@ func newMsgID() (string, error) {
 }
 
 // verifyLoop sends the due verification requests: it claims as many as it
-// has free slots every poll interval and sends each under the per-host
-// cap, through the same guarded client as deliveries.
+// has free slots every poll interval and sends each under the unverified
+// endpoints' per-host cap, through the same guarded client as deliveries.
 func (w *Worker) verifyLoop(ctx, sendCtx context.Context) {
 	slots := make(chan struct{}, verifySlots)
 	var wg sync.WaitGroup
@@ -125,23 +127,42 @@ func (w *Worker) verifyLoop(ctx, sendCtx context.Context) {
 	}
 }
 
-// verifyOne makes one verification attempt of j and records it.
+// verifyOne makes one verification attempt of j and records it. The
+// request takes a turn at the unverified endpoints' cap of its host, as
+// their deliveries do: when the turn is later, the attempt is postponed to
+// it (and made on it, without asking the cap again).
 func (w *Worker) verifyOne(ctx context.Context, j store.VerifyJob) {
 	o := store.VerifyOutcome{WebhookID: j.WebhookID, Round: j.Round}
 	result := ""
-	if !w.hostSlot(ctx, hostOf(j.URL)) {
-		next := w.now().Add(hostRetry + time.Duration(rand.Int64N(int64(hostRetry))))
+	host := hostOf(j.URL)
+	wait := time.Duration(0)
+	if ok, early := onTurn(derefTime(j.Turn), w.now()); early {
+		wait = j.Turn.Sub(w.now())
+	} else if !ok {
+		wait, _ = w.unverifiedCap.turn(ctx, host, true)
+	}
+	if wait > hostRetry {
+		next := w.now().Add(wait)
 		o.Postpone, o.Next, result = true, &next, "postponed"
-	} else if why := w.challenge(ctx, j); why == "" {
-		o.Verified, result = true, "verified"
-	} else {
-		o.Error = why
-		if n := j.Attempts; n < len(w.cfg.VerifySchedule) {
-			wait := w.cfg.VerifySchedule[n]
+	} else if wait > 0 && !sleep(ctx, wait) {
+		return // stopping: the claim's lease runs out and it is tried again
+	}
+	if !o.Postpone {
+		why, answered := w.challenge(ctx, j)
+		switch {
+		case why == "":
+			o.Verified, result = true, "verified"
+		case answered:
+			// The receiver answered, not with the challenge: it does not
+			// take part (a receiver written to SPEC.md answers 200 and
+			// nothing else), so no further request is sent.
+			o.Error, result = why, "unverified"
+		case j.Attempts < len(w.cfg.VerifySchedule):
+			wait := w.cfg.VerifySchedule[j.Attempts]
 			next := w.now().Add(wait + time.Duration(rand.Int64N(int64(wait/10)+1)))
-			o.Next, result = &next, "retrying"
-		} else {
-			result = "failed"
+			o.Error, o.Next, result = why, &next, "retrying"
+		default:
+			o.Error, result = why, "unverified"
 		}
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -151,68 +172,84 @@ func (w *Worker) verifyOne(ctx context.Context, j store.VerifyJob) {
 		w.log.Warn("recording an endpoint verification failed; it is tried again", "webhook", j.WebhookID, "err", err)
 		return
 	}
-	w.hooks.forget(j.WebhookID)
 	w.m.verifications.WithLabelValues(result).Inc()
 	if !recorded || o.Postpone {
 		return
 	}
+	// Every worker sends its deliveries under the cap of the new state now.
+	w.hooks.forget(j.WebhookID)
+	if err := w.q.NotifyChanged(rctx, j.WebhookID); err != nil {
+		w.log.Debug("could not tell the workers a verification ended; they notice within 5 s", "webhook", j.WebhookID, "err", err)
+	}
 	switch result {
 	case "verified":
-		w.log.Info("webhook endpoint verified", "webhook", j.WebhookID, "attempt", j.Attempts+1)
-	case "failed":
-		w.log.Warn("webhook endpoint verification failed; no deliveries go to it", "webhook", j.WebhookID,
-			"attempts", j.Attempts+1, "why", o.Error)
+		w.log.Info("webhook endpoint verified; its deliveries share the verified per-host cap", "webhook", j.WebhookID,
+			"attempt", j.Attempts+1, "host_rate", w.verifiedCap.String())
+	case "unverified":
+		w.log.Info("webhook endpoint not verified; its deliveries go on under the unverified per-host cap", "webhook", j.WebhookID,
+			"attempts", j.Attempts+1, "why", o.Error, "host_rate", w.unverifiedCap.String())
 	default:
-		w.log.Info("webhook endpoint verification attempt failed", "webhook", j.WebhookID, "attempt", j.Attempts+1,
+		w.log.Info("webhook endpoint verification got no answer; trying again", "webhook", j.WebhookID, "attempt", j.Attempts+1,
 			"why", o.Error, "next", o.Next)
 	}
 }
 
+func derefTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
 // challenge sends j's verification request and checks the answer; it
-// returns why it failed ("" : verified).
-func (w *Worker) challenge(ctx context.Context, j store.VerifyJob) string {
+// returns why it failed ("": verified) and whether the receiver answered
+// at all: a status other than 408, 429 and 5xx is an answer (the receiver
+// is up and chose its reply), so the round ends there; no answer, or one
+// of those, is tried again on the schedule.
+func (w *Worker) challenge(ctx context.Context, j store.VerifyJob) (why string, answered bool) {
 	secret, err := w.cfg.Keys.Open(j.SecretSealed, j.SecretKeyID, []byte(j.WebhookID))
 	if err != nil {
-		return "cannot open the webhook's secret"
+		return "cannot open the webhook's secret", false
 	}
 	signer, err := signature.NewSigner(string(secret))
 	if err != nil {
-		return "invalid webhook secret"
+		return "invalid webhook secret", false
 	}
 	challenge, err := newChallenge()
 	if err != nil {
-		return "no randomness for the challenge"
+		return "no randomness for the challenge", false
 	}
 	id, err := newMsgID()
 	if err != nil {
-		return "no randomness for the message id"
+		return "no randomness for the message id", false
 	}
 	body := verifyRequest(id, j.WebhookID, challenge, w.now())
 	ctx, cancel := context.WithTimeout(ctx, 2*w.cfg.Timeout+time.Second)
 	defer cancel()
 	resp, why := w.post(ctx, j.URL, signing{signer: signer, id: id, body: body})
 	if resp == nil {
-		return why
+		return why, false
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxChallengeAnswer+1))
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Sprintf("the receiver answered %d %s, not 2xx with the challenge", resp.StatusCode, http.StatusText(resp.StatusCode))
+	if st := resp.StatusCode; st < 200 || st > 299 {
+		answered := st != http.StatusRequestTimeout && st != http.StatusTooManyRequests && st < 500
+		return fmt.Sprintf("the receiver answered %d %s, not 2xx with the challenge", st, http.StatusText(st)), answered
 	}
 	if err != nil {
-		return cleanText("reading the answer: "+err.Error(), maxErrorLen)
+		return cleanText("reading the answer: "+err.Error(), maxErrorLen), false
 	}
 	if len(answer) > maxChallengeAnswer {
-		return fmt.Sprintf("the answer is longer than %d bytes", maxChallengeAnswer)
+		return fmt.Sprintf("the answer is longer than %d bytes", maxChallengeAnswer), true
 	}
 	var got struct {
 		Challenge *string `json:"challenge"`
 	}
 	if json.Unmarshal(bytes.TrimSpace(answer), &got) != nil || got.Challenge == nil {
-		return `the answer is not the JSON {"challenge": "<the request's data.challenge>"}`
+		return `the receiver answered 2xx without the JSON {"challenge": "<the request's data.challenge>"}`, true
 	}
 	if subtle.ConstantTimeCompare([]byte(*got.Challenge), []byte(challenge)) != 1 {
-		return "the answer's challenge is not the one sent"
+		return "the answer's challenge is not the one sent", true
 	}
-	return ""
+	return "", true
 }

@@ -49,11 +49,8 @@ const (
 	// recorded) per sender: 1024 by default, about 1 MiB.
 	heldPerSender = 16
 	unparkBatch   = 1000 // parked jobs a webhook gets back per success
-	// verifyHold is how long a job of a webhook whose verification is
-	// pending waits before it looks again.
-	verifyHold = time.Second
-	// hostRetry is the longest a sender waits for its host's cap before
-	// putting the job off (and about how long it is put off).
+	// hostRetry is the longest a sender waits in place for its turn at
+	// its host's cap; a later turn is waited for in the retry set.
 	hostRetry = 250 * time.Millisecond
 )
 
@@ -93,9 +90,10 @@ type Worker struct {
 	hooks  *hookCache
 	brk    *breakers
 	thr    *throttle
-	// hostThr caps requests per destination host, deliveries and
-	// verifications together, across workers (nil: no cap).
-	hostThr *throttle
+	// verifiedCap and unverifiedCap cap the requests per destination
+	// host, across accounts and workers, of verified webhooks and of the
+	// others (deliveries and verification requests); nil: no cap.
+	verifiedCap, unverifiedCap *hostCap
 	// ownThr enforces subscribers' own rate limits across workers.
 	ownThr *throttle
 	// pauses are receivers that asked for a pause (Retry-After).
@@ -160,7 +158,8 @@ func NewWorker(opt WorkerOptions) (*Worker, error) {
 		w.probeEvery = 2 * opt.BreakerCooldown
 	}
 	w.thr = newThrottle(opt.Queue.Redis(), opt.Queue.Prefix(), cfg.EndpointRate)
-	w.hostThr = newHostThrottle(opt.Queue.Redis(), opt.Queue.Prefix(), cfg.HostRate)
+	w.verifiedCap = newHostCap(opt.Queue.Redis(), opt.Queue.Prefix(), "v", cfg.HostRate)
+	w.unverifiedCap = newHostCap(opt.Queue.Redis(), opt.Queue.Prefix(), "u", cfg.UnverifiedHostRate)
 	w.ownThr = newOwnThrottle(opt.Queue.Redis(), opt.Queue.Prefix())
 	if len(cfg.VerifySchedule) == 0 {
 		w.cfg.VerifySchedule = DefaultVerifySchedule
@@ -186,7 +185,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.log.Info("webhook worker starting", "partitions", w.q.Partitions(), "concurrency", w.cfg.Concurrency,
-		"endpoint_concurrency", w.cfg.EndpointConcurrency, "endpoint_rate", w.cfg.EndpointRate, "host_rate", w.cfg.HostRate,
+		"endpoint_concurrency", w.cfg.EndpointConcurrency, "endpoint_rate", w.cfg.EndpointRate, "host_rate", w.cfg.HostRate, "unverified_host_rate", w.cfg.UnverifiedHostRate,
 		"schedule", fmt.Sprint(w.cfg.Schedule), "timeout", w.cfg.Timeout.String(), "allow_loopback", w.cfg.AllowLoopback)
 	// Sends run under their own context: at shutdown they finish (bounded
 	// by the attempt timeout) and are recorded before the recorder stops.

@@ -227,8 +227,8 @@ func run(ctx context.Context, events, hooks, rate int, verbose bool) error {
 			return err
 		}
 		if i == hooks-1 {
-			// The dead receiver died after its endpoint was verified: its
-			// deliveries are attempted (and parked), not failed unverified.
+			// The dead receiver died after its endpoint was verified (it
+			// never answers the challenge here).
 			if _, err := st.Pool().Exec(ctx, `UPDATE webhooks SET verification = 'verified', verify_next_at = NULL
 				WHERE id = $1`, id); err != nil {
 				return err
@@ -238,9 +238,9 @@ func run(ctx context.Context, events, hooks, rate int, verbose bool) error {
 		}
 	}
 	cfg := webhook.DefaultConfig()
-	// Every receiver here is on 127.0.0.1: the per-host cap would measure
-	// itself, not the pipeline.
-	cfg.Keys, cfg.AllowLoopback, cfg.MetricsAddr, cfg.HostRate = keys, true, "", 0
+	// Every receiver here is on 127.0.0.1: the per-host caps would measure
+	// themselves, not the pipeline.
+	cfg.Keys, cfg.AllowLoopback, cfg.MetricsAddr, cfg.HostRate, cfg.UnverifiedHostRate = keys, true, "", 0, 0
 	reg := prometheus.NewRegistry()
 	w, err := webhook.NewWorker(webhook.WorkerOptions{Store: st, Queue: queue.New(rdb, "bench:", cfg.Partitions), Config: cfg,
 		Logger: log, Registerer: reg})

@@ -234,7 +234,7 @@ func run(ctx context.Context, failed, recovering, live, rate int, baseline time.
 	fmt.Printf("setup: %d failed deliveries written in %s\n", failed, time.Since(t0).Round(time.Millisecond))
 
 	cfg := webhook.DefaultConfig()
-	cfg.Keys, cfg.AllowLoopback, cfg.MetricsAddr, cfg.HostRate, cfg.EndpointRate = keys, true, "", 0, 0
+	cfg.Keys, cfg.AllowLoopback, cfg.MetricsAddr, cfg.HostRate, cfg.UnverifiedHostRate, cfg.EndpointRate = keys, true, "", 0, 0, 0
 	if recRate > 0 {
 		cfg.RecoveryRate = recRate
 	}

@@ -36,8 +36,12 @@ type Job struct {
 	// Recovery marks a job a recovery (POST /webhooks/:id/recover) queued
 	// again: workers send it on their small recovery pool, behind live
 	// jobs.
-	Recovery bool   `json:"v,omitempty"`
-	Body     string `json:"b"` // the exact bytes sent
+	Recovery bool `json:"v,omitempty"`
+	// Turn is the job's turn at its destination host's cap (Unix ms; 0:
+	// none): a job over the cap waits in the retry set until then and is
+	// sent on it without asking the cap again.
+	Turn int64  `json:"h,omitempty"`
+	Body string `json:"b"` // the exact bytes sent
 }
 
 // Event is one outbox event on the event stream.
