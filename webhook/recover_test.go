@@ -498,8 +498,8 @@ func TestRecoverWindowBelowAMicrosecond(t *testing.T) {
 		{at(999 * time.Nanosecond), at(999 * time.Nanosecond), http.StatusBadRequest, [2]time.Time{}},
 		{at(900 * time.Nanosecond), at(100 * time.Nanosecond), http.StatusBadRequest, [2]time.Time{}},
 		// The same instant written in another zone, a nanosecond apart.
-		{at(500 * time.Nanosecond), base.Add(501*time.Nanosecond).In(time.FixedZone("", 3600)).Format(time.RFC3339Nano), http.StatusBadRequest, [2]time.Time{}},
-		{base.Add(500*time.Nanosecond).In(time.FixedZone("", -5*3600)).Format(time.RFC3339Nano), at(700 * time.Nanosecond), http.StatusBadRequest, [2]time.Time{}},
+		{at(500 * time.Nanosecond), base.Add(501 * time.Nanosecond).In(time.FixedZone("", 3600)).Format(time.RFC3339Nano), http.StatusBadRequest, [2]time.Time{}},
+		{base.Add(500 * time.Nanosecond).In(time.FixedZone("", -5*3600)).Format(time.RFC3339Nano), at(700 * time.Nanosecond), http.StatusBadRequest, [2]time.Time{}},
 		{at(999 * time.Nanosecond), at(time.Microsecond), http.StatusAccepted, [2]time.Time{base, base.Add(time.Microsecond)}},
 		{at(500 * time.Nanosecond), at(1500 * time.Nanosecond), http.StatusAccepted, [2]time.Time{base, base.Add(time.Microsecond)}},
 		{at(2 * time.Microsecond), at(3*time.Microsecond + 999*time.Nanosecond), http.StatusAccepted, [2]time.Time{base.Add(2 * time.Microsecond), base.Add(3 * time.Microsecond)}},
