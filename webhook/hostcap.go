@@ -102,12 +102,16 @@ func (c *hostCap) String() string {
 const (
 	turnEarly = 100 * time.Millisecond
 	turnLate  = 2 * time.Second
+	// turnAhead bounds a turn a request waits for when it comes back
+	// early: one further ahead is not a turn this service took (a record
+	// from elsewhere), and the request asks for a new one.
+	turnAhead = 24 * time.Hour
 )
 
 // onTurn reports whether a request whose turn is at turn (zero: none)
 // may go at now on it, and if not whether it is early (it waits again).
 func onTurn(turn, now time.Time) (ok, early bool) {
-	if turn.IsZero() {
+	if turn.IsZero() || turn.After(now.Add(turnAhead)) {
 		return false, false
 	}
 	switch {

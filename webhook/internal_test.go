@@ -95,27 +95,39 @@ func TestConfigFromEnv(t *testing.T) {
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	c, err := ConfigFromEnv(env(nil))
 	if err != nil || c.Enabled() || c.MaxPerAccount != 25 || len(c.Schedule) != 6 || c.Schedule[5] != 24*time.Hour ||
-		c.DisableAfter != 72*time.Hour || c.AllowLoopback || c.HostRate != 50 || len(c.VerifySchedule) != 4 ||
+		c.DisableAfter != 72*time.Hour || c.AllowLoopback || c.HostRate != 50 || c.UnverifiedHostRate != 5 || len(c.VerifySchedule) != 4 ||
 		c.VerifySchedule[3] != 30*time.Minute {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	c, err = ConfigFromEnv(env(map[string]string{"ATTESTD_WEBHOOK_RETRY_SCHEDULE": "1s, 5s", "ATTESTD_WEBHOOK_ALLOW_LOOPBACK": "1",
 		"ATTESTD_WEBHOOK_SECRET_KEYS": "k1:" + strings.Repeat("A", 43) + "=", "ATTESTD_WEBHOOK_CONCURRENCY": "4",
-		"ATTESTD_WEBHOOK_HOST_RATE": "0", "ATTESTD_WEBHOOK_VERIFY_SCHEDULE": "1s"}))
+		"ATTESTD_WEBHOOK_HOST_RATE": "0", "ATTESTD_WEBHOOK_VERIFY_SCHEDULE": "1s", "ATTESTD_WEBHOOK_UNVERIFIED_HOST_RATE": "0"}))
 	if err != nil || !c.Enabled() || len(c.Schedule) != 2 || !c.AllowLoopback || c.EndpointConcurrency != 4 || c.HostRate != 0 ||
-		len(c.VerifySchedule) != 1 {
+		c.UnverifiedHostRate != 0 || len(c.VerifySchedule) != 1 {
 		t.Fatalf("set: %+v %v", c, err)
 	}
 	_, err = ConfigFromEnv(env(map[string]string{"ATTESTD_WEBHOOK_RETRY_SCHEDULE": "1s,soon", "ATTESTD_WEBHOOK_SECRET_KEYS": "k1:short",
 		"ATTESTD_WEBHOOK_ALLOW_LOOPBACK": "yes", "ATTESTD_WEBHOOK_PARTITIONS": "0", "ATTESTD_WEBHOOK_HOST_RATE": "-1",
-		"ATTESTD_WEBHOOK_VERIFY_SCHEDULE": "1s,never"}))
-	for _, name := range []string{"RETRY_SCHEDULE", "SECRET_KEYS", "ALLOW_LOOPBACK", "PARTITIONS", "HOST_RATE", "VERIFY_SCHEDULE"} {
+		"ATTESTD_WEBHOOK_VERIFY_SCHEDULE": "1s,never", "ATTESTD_WEBHOOK_UNVERIFIED_HOST_RATE": "5/s"}))
+	for _, name := range []string{"RETRY_SCHEDULE", "SECRET_KEYS", "ALLOW_LOOPBACK", "PARTITIONS", "HOST_RATE", "VERIFY_SCHEDULE", "UNVERIFIED_HOST_RATE"} {
 		if err == nil || !strings.Contains(err.Error(), "ATTESTD_WEBHOOK_"+name) {
 			t.Errorf("bad %s not reported: %v", name, err)
 		}
 	}
 	if err != nil && strings.Contains(err.Error(), "short") {
 		t.Errorf("an error quotes key material: %v", err)
+	}
+	// ATTESTD_WEBHOOK_UNVERIFIED_HOST_RATE: every hostile value refused, the bounds kept.
+	for _, v := range []string{"-1", "x", "1e3", "2.5", "99999999999999999999", "1000001", "5\x00", "５", "0x10", "5 5"} {
+		if _, err := ConfigFromEnv(env(map[string]string{"ATTESTD_WEBHOOK_UNVERIFIED_HOST_RATE": v})); err == nil ||
+			!strings.Contains(err.Error(), "ATTESTD_WEBHOOK_UNVERIFIED_HOST_RATE") {
+			t.Errorf("ATTESTD_WEBHOOK_UNVERIFIED_HOST_RATE=%q: %v", v, err)
+		}
+	}
+	for v, want := range map[string]int{"0": 0, "1": 1, " 7 ": 7, "+5": 5, "1000000": 1_000_000} {
+		if c, err := ConfigFromEnv(env(map[string]string{"ATTESTD_WEBHOOK_UNVERIFIED_HOST_RATE": v})); err != nil || c.UnverifiedHostRate != want {
+			t.Errorf("ATTESTD_WEBHOOK_UNVERIFIED_HOST_RATE=%q: %d %v", v, c.UnverifiedHostRate, err)
+		}
 	}
 }
 

@@ -359,8 +359,8 @@ func TestEventCatalog(t *testing.T) {
 	}
 }
 
-// TestRecoveriesOfOtherWindowsAreBounded: windows shifted by a second each
-// start a recovery only up to store.MaxRunningRecoveries; the next is 409
+// TestRecoveriesOfOtherWindowsAreBounded: other windows each start a
+// recovery only up to store.MaxRunningRecoveries; the next is 409
 // RECOVERIES_RUNNING, while the same window again still answers its
 // running recovery.
 func TestRecoveriesOfOtherWindowsAreBounded(t *testing.T) {
@@ -370,9 +370,15 @@ func TestRecoveriesOfOtherWindowsAreBounded(t *testing.T) {
 	rc := newReceiver(t, func(int, *http.Request) int { return http.StatusNoContent })
 	stop := h.startWorker(t, h.cfg, "w1")
 	c := h.verifiedHook(t, key, rc)
-	events := insertEvents(t, h.env.Store, 2, agentA, "ToolCall")
+	// One event at a time: each delivery made by its own fan-out, at its own time.
+	var events []int64
+	for range store.MaxRunningRecoveries + 1 {
+		events = append(events, insertEvents(t, h.env.Store, 1, agentA, "ToolCall")...)
+		waitFor(t, "the delivery made", 30*time.Second, func() bool { return len(deliveriesOf(t, h, c.ID, events)) == len(events) })
+	}
+	var ds map[string][3]string
 	waitFor(t, "the deliveries acknowledged", 30*time.Second, func() bool {
-		ds := deliveriesOf(t, h, c.ID, events)
+		ds = deliveriesOf(t, h, c.ID, events)
 		for _, e := range events {
 			if ds[webhook.EventID(e)][1] != "succeeded" {
 				return false
@@ -381,13 +387,29 @@ func TestRecoveriesOfOtherWindowsAreBounded(t *testing.T) {
 		return true
 	})
 	stop() // no worker: the recoveries stay running
-	start := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	// One window per delivery (a delivery is in one running recovery at
+	// most: overlapping windows would find nothing left to take).
+	var at []string
+	for _, d := range ds {
+		at = append(at, d[2])
+	}
+	sort.Strings(at)
+	for i := 1; i < len(at); i++ {
+		if at[i] == at[i-1] {
+			t.Skipf("two deliveries created in the same microsecond (%s): no window holds one alone", at[i])
+		}
+	}
 	ask := func(i int) *apptest.Response {
+		since, err := time.Parse("2006-01-02T15:04:05.000000Z", at[i])
+		testenv.Must(t, err, "time %s", at[i])
 		return h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key,
-			map[string]any{"since": start.Add(time.Duration(i) * time.Second).Format(time.RFC3339), "status": "all"})
+			map[string]any{"since": since.Format(time.RFC3339Nano), "until": bump(t, at[i]), "status": "all"})
 	}
 	for i := 0; i < store.MaxRunningRecoveries; i++ {
-		if r := ask(i); r.Status != http.StatusAccepted {
+		r := ask(i)
+		var v struct{ Data recoveryView }
+		r.JSON(t, &v)
+		if r.Status != http.StatusAccepted || v.Data.Queued != 1 || v.Data.State != "running" {
 			t.Fatalf("recovery %d: %d %s", i, r.Status, r.Body)
 		}
 	}

@@ -198,11 +198,11 @@ async function webhooksSection(sec, say) {
       return el("tr", { "data-hook": w.id }, el("td", { class: "mono" }, w.id), el("td", { class: "mono" }, w.url), el("td", {}, w.description),
         el("td", { "data-state": w.active ? "active" : "paused", "data-verification": w.verification.status },
           (w.active ? "active" : "paused" + (w.disabledReason ? ": " + w.disabledReason : "")) +
-          (w.verification.status === "verified" ? "" : "; endpoint verification " + w.verification.status + (w.verification.error ? ": " + w.verification.error : "")) +
+          "; " + endpointState(w.verification) +
           tools.describe(w)),
         el("td", {},
           b(w.active ? "Pause" : "Resume", "data-toggle", () => act(() => api("/webhooks/" + w.id, { method: "PATCH", csrf: csrf(), body: { active: !w.active } }), w.active ? "Paused." : "Resumed.")),
-          ...(w.verification.status === "failed" ? [" ", b("Verify again", "data-verify", () => act(() => api(`/webhooks/${w.id}/verify`, { method: "POST", csrf: csrf() }), "Verification started."))] : []),
+          ...(w.verification.status === "unverified" ? [" ", b("Verify again", "data-verify", () => act(() => api(`/webhooks/${w.id}/verify`, { method: "POST", csrf: csrf() }), "Verification started: the receiver gets a webhook.verify request within 10 s."))] : []),
           " ", b("Send test", "data-test", () => act(() => api(`/webhooks/${w.id}/test`, { method: "POST", csrf: csrf() }), "Test event queued.")),
           " ", b("Deliveries", "data-log", () => showLog(w.id).catch((e) => say(e.message, true))),
           ...tools.buttons(w),
@@ -229,6 +229,17 @@ async function webhooksSection(sec, say) {
   try { await load(); } catch (e) {
     if (e instanceof APIError && e.status === 503) tbody.replaceChildren(el("tr", {}, el("td", { colspan: 5 }, e.message))); else throw e;
   }
+}
+
+// endpointState says which per-host cap a webhook's deliveries share and
+// what answering the webhook.verify challenge gives. Deliveries never wait
+// for the challenge: it is an opt-in proof.
+function endpointState(v) {
+  const rate = (n) => (n == null ? "no cap" : n + "/s");
+  if (v.status === "verified") return `endpoint verified: up to ${rate(v.hostRateLimit)} to its host`;
+  const state = v.status === "pending" ? "endpoint verification pending" : "endpoint unverified";
+  return `${state}: deliveries go on, sharing ${rate(v.hostRateLimit)} to its host with other unverified webhooks; ` +
+    `echoing the webhook.verify challenge raises that to ${rate(v.verifiedHostRateLimit)}` + (v.error ? ` (last answer: ${v.error})` : "");
 }
 
 // USDC mints (6 decimals): their amounts are shown in USDC.

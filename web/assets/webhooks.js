@@ -24,7 +24,7 @@ export function webhookTools({ say, csrf, reload }) {
     const result = el("p", { id: "recover-result" });
     const form = el("form", { id: "recover-form" },
       el("h3", {}, "Recover deliveries of " + w.id),
-      el("p", { class: "muted" }, "Sends again the deliveries of a window (at most 14 days, within the log's 30 days) that failed, or all of them. Leave the end empty for now."),
+      el("p", { class: "muted" }, "Sends again the deliveries created in a window (when each event was sent to this webhook, not the attestation's chain time; at most 14 days, within the log's 30 days) that failed, or all of them. Leave the end empty for now."),
       el("div", {}, el("label", { for: "recover-since" }, "From"), since),
       el("div", {}, el("label", { for: "recover-until" }, "To (optional)"), until),
       el("div", {}, el("label", { for: "recover-status" }, "Which"), status),
@@ -36,7 +36,8 @@ export function webhookTools({ say, csrf, reload }) {
       try {
         const r = (await api(`/webhooks/${w.id}/recover`, { method: "POST", csrf: csrf(), body })).data;
         const progress = el("button", { type: "button", class: "secondary", id: "recover-progress" }, "Progress");
-        const show = (x) => result.replaceChildren(`Recovery ${x.id}: ${x.queued} deliveries to send again, ${x.processed} queued so far (${x.state}). `, progress);
+        const show = (x) => result.replaceChildren(`Recovery ${x.id}: ${x.queued} deliveries to send again, ${x.processed} queued so far` +
+          (x.skipped ? `, ${x.skipped} skipped (acknowledged meanwhile, or the webhook was paused)` : "") + ` (${x.state}). `, progress);
         progress.addEventListener("click", async () => {
           try { show((await api(`/webhooks/${w.id}/recoveries/${r.id}`)).data); } catch (err) { say(err.message, true); }
         });
