@@ -45,6 +45,15 @@ func TestBrowserConsoleWebhookTools(t *testing.T) {
 		t.Errorf("recovery shown as %q", got)
 	}
 
+	// Each row says which per-host cap the endpoint's deliveries share and
+	// what answering the challenge gives: a second webhook, at a port where
+	// nothing answers, stays pending (its deliveries go on all the same).
+	b.do(t, "create an unanswered webhook", chromedp.SendKeys(chromedp.ID("hook-url"), "http://127.0.0.1:9/nothing"), chromedp.Click(chromedp.CSS("#hook-form button")))
+	b.waitFor(t, "the endpoint states", `document.querySelectorAll("#hook-rows tr[data-hook]").length === 2 && [...document.querySelectorAll("#hook-rows td[data-verification]")].every((td) => td.innerText.includes("/s"))`, 10*time.Second)
+	if got := eval[string](t, b, `document.querySelector('#hook-rows td[data-verification=pending]').innerText`); !strings.Contains(got, "deliveries go on") || !strings.Contains(got, "challenge for 50/s") {
+		t.Errorf("a pending endpoint's row says %q", got)
+	}
+
 	// The catalog.
 	b.waitFor(t, "the catalog", `document.querySelectorAll("#event-catalog details").length === 6`, 10*time.Second)
 	if !eval[bool](t, b, `document.querySelector('#event-catalog details[data-event-type="webhook.disabled"] pre').textContent.includes('"webhookId"')`) {

@@ -238,8 +238,8 @@ function endpointState(v) {
   const rate = (n) => (n == null ? "no cap" : n + "/s");
   if (v.status === "verified") return `endpoint verified: up to ${rate(v.hostRateLimit)} to its host`;
   const state = v.status === "pending" ? "endpoint verification pending" : "endpoint unverified";
-  return `${state}: deliveries go on, sharing ${rate(v.hostRateLimit)} to its host with other unverified webhooks; ` +
-    `echoing the webhook.verify challenge raises that to ${rate(v.verifiedHostRateLimit)}` + (v.error ? ` (last answer: ${v.error})` : "");
+  return `${state}: deliveries go on, up to ${rate(v.hostRateLimit)} to its host with other unverified webhooks; ` +
+    `echo the webhook.verify challenge for ${rate(v.verifiedHostRateLimit)}` + (v.error ? ` (last answer: ${v.error})` : "");
 }
 
 // USDC mints (6 decimals): their amounts are shown in USDC.
