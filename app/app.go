@@ -36,9 +36,17 @@ type Deps struct {
 	Registerer prometheus.Registerer
 	// Middleware run before every route (rate limiting, ...), in order.
 	Middleware []fiber.Handler
+	// Unlimited are routes outside the API prefix that Middleware does not
+	// see (the transparency log's tiles, served at the log's origin and
+	// guarded by their own limit): only the front (request ids, metrics,
+	// the panic guard, framing checks) runs before them.
+	Unlimited []Route
 	// Health contributors beyond Postgres and the cache's Redis.
 	Indexer IndexerStatusFunc
 	Chain   ChainStatusFunc
+	// Log reports the transparency log's state and its witnesses (nil:
+	// /health says nothing of a log).
+	Log LogHealthFunc
 	// Degradations are features with a fallback mode (the rate limiter's
 	// local decisions): /health is degraded, with the reason, while one is
 	// active.
@@ -133,11 +141,21 @@ func New(d Deps) *API {
 		}
 	}
 	a.fiber.Use(a.front)
+	for _, r := range d.Unlimited {
+		a.fiber.Add(r.Method, r.Path, r.Handlers...)
+	}
 	for _, mw := range d.Middleware {
 		a.fiber.Use(mw)
 	}
 	a.routes()
 	return a
+}
+
+// Route is a route that a feature adds (Deps.Unlimited).
+type Route struct {
+	Method   string
+	Path     string
+	Handlers []fiber.Handler
 }
 
 // Fiber returns the underlying application (to listen or to test).

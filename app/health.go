@@ -51,7 +51,36 @@ type Health struct {
 	// when it is): a store down, the chain unreachable, the indexer behind.
 	Reasons  []string  `json:"reasons"`
 	Replicas []Replica `json:"replicas"`
+	// Log is the transparency log's state (absent when the node serves
+	// none): what it serves and who witnessed it.
+	Log *LogHealth `json:"log,omitempty"`
 }
+
+// LogHealth is the transparency log's part of /health.
+type LogHealth struct {
+	Origin string `json:"origin"`
+	// Size is the served checkpoint's (0: none yet); Newest the newest
+	// signed, witnessed or not.
+	Size   int64 `json:"size"`
+	Newest int64 `json:"newest"`
+	// Quorum of the Witnesses must cosign a checkpoint for it to be served
+	// (0: none configured); WitnessedBy names those whose cosignature the
+	// served checkpoint carries.
+	Quorum      int             `json:"quorum"`
+	WitnessedBy []string        `json:"witnessedBy"`
+	Witnesses   []WitnessHealth `json:"witnesses"`
+}
+
+// WitnessHealth is where one witness stands.
+type WitnessHealth struct {
+	Name  string `json:"name"`
+	Size  int64  `json:"size"`            // the size it last cosigned
+	Error string `json:"error,omitempty"` // its last failure, while it fails
+}
+
+// LogHealthFunc reports the log's state and, when something is wrong,
+// why (a sentence for /health's reasons).
+type LogHealthFunc func(ctx context.Context) (*LogHealth, string)
 
 // Degradation is a feature that can run in a fallback mode, and the reason
 // /health gives while it does.
@@ -137,6 +166,13 @@ func (a *API) health(c *fiber.Ctx) error {
 				rpc = "the RPC node"
 			}
 			h.Reasons = append(h.Reasons, "chain: "+rpc+" does not answer getHealth with ok; new attestations are not indexed")
+		}
+	}
+	if a.deps.Log != nil && pgUp {
+		lh, why := a.deps.Log(ctx)
+		h.Log = lh
+		if why != "" {
+			h.Reasons = append(h.Reasons, why)
 		}
 	}
 	h.Replicas = []Replica{}

@@ -34,6 +34,8 @@ type Options struct {
 	Logger         *slog.Logger
 	Registerer     prometheus.Registerer
 	SkipSubscriber bool // writers that never read (seed, the indexer) need no subscription or epoch polling
+	// CloseRedis: Close closes the Redis client too (the cache's own).
+	CloseRedis bool
 	// Bumped, when set, hears every epoch this process moved the index to
 	// (after the bump reached Redis, retries included). It must not block:
 	// the edge purge hook queues its call there.
@@ -125,6 +127,9 @@ func (c *Cache) Close() {
 		c.listener.Close()
 	}
 	c.wg.Wait()
+	if c.opt.CloseRedis {
+		c.rdb.Close()
+	}
 }
 
 func (c *Cache) epochKey() string { return c.opt.Prefix + "epoch" }

@@ -38,6 +38,7 @@ const (
 // Client calls one attestd service. It is safe for concurrent use.
 type Client struct {
 	base      string // scheme://host[:port][/path]/api/v1, no trailing slash
+	site      string // scheme://host[:port]: where the log's origin path is
 	apiKey    string
 	http      *http.Client
 	timeout   time.Duration
@@ -93,6 +94,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	u.Path, u.RawPath = path, ""
 	c := &Client{
 		base:      u.String(),
+		site:      u.Scheme + "://" + u.Host,
 		http:      &http.Client{},
 		timeout:   DefaultTimeout,
 		userAgent: "attestd-client-go/" + buildinfo.Version,
@@ -150,6 +152,9 @@ type request struct {
 	accept string
 	// noCache asks caches on the way to revalidate (Cache-Control: no-cache).
 	noCache bool
+	// site: path is below the host's root, not the API base (the log's
+	// checkpoint and tiles, at the log's origin).
+	site bool
 }
 
 // do sends r and decodes a 2xx body into out. Any other status is an
@@ -210,6 +215,9 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 // roundTrip sends r and reads the whole (bounded) response body.
 func (c *Client) roundTrip(ctx context.Context, r request) (int, http.Header, []byte, error) {
 	target := c.base + r.path
+	if r.site {
+		target = c.site + r.path
+	}
 	if len(r.query) > 0 {
 		target += "?" + r.query.Encode()
 	}

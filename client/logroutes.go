@@ -30,7 +30,7 @@ func (c *Client) raw(ctx context.Context, r request) ([]byte, error) {
 const maxVerifierKey = 1 << 10
 
 // LogKey calls GET /log/key: the log's verifier key
-// (<name>+<hash>+<base64>). Fetching the key from the service you are
+// (<name>+<hash>+<base64>; the newest during a key rotation). Fetching the key from the service you are
 // checking proves nothing: pin the key you got from the operator out of
 // band and compare (the CLI's --log-key).
 func (c *Client) LogKey(ctx context.Context) (string, error) {
@@ -40,6 +40,11 @@ func (c *Client) LogKey(ctx context.Context) (string, error) {
 		return "", err
 	}
 	key := strings.TrimSpace(string(body))
+	if first, _, rotating := strings.Cut(key, "\n"); rotating && !strings.HasPrefix(key, "{") {
+		// During a key rotation: the new key, then the old one (both sign
+		// every checkpoint); the first is the one to pin from now on.
+		key = strings.TrimSpace(first)
+	}
 	if strings.HasPrefix(key, "{") {
 		var env struct {
 			Data json.RawMessage `json:"data"`
@@ -63,20 +68,34 @@ func (c *Client) LogKey(ctx context.Context) (string, error) {
 	return key, nil
 }
 
-// LogCheckpoint calls GET /log/checkpoint: the latest signed checkpoint
-// note, unverified (see LogVerifier.OpenCheckpoint). It asks caches on the
-// way to revalidate, so a monitor never takes a stale edge copy for a
-// rollback.
-func (c *Client) LogCheckpoint(ctx context.Context) ([]byte, error) {
-	r := request{method: http.MethodGet, path: "/log/checkpoint", accept: "text/plain", noCache: true}
+// LogCheckpoint fetches the latest checkpoint of the log whose origin is
+// origin (the verifier key's name: LogVerifier.Origin), from the origin's
+// path on the service's host (C2SP tlog-tiles: origin example.com/log is
+// served at https://example.com/log/checkpoint; "" means /log). The note
+// comes unverified, with the witnesses' cosignatures (see
+// LogVerifier.OpenCheckpoint). It asks caches on the way to revalidate, so
+// a monitor never takes a stale edge copy for a rollback.
+func (c *Client) LogCheckpoint(ctx context.Context, origin string) ([]byte, error) {
+	path := OriginPath(origin) + "/checkpoint"
+	r := request{method: http.MethodGet, path: path, accept: "text/plain", noCache: true, site: true}
 	body, err := c.raw(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	if len(body) > maxCheckpoint {
-		return nil, fmt.Errorf("attestd client: GET /log/checkpoint: %d bytes, more than %d", len(body), maxCheckpoint)
+		return nil, fmt.Errorf("attestd client: GET %s: %d bytes, more than %d", path, len(body), maxCheckpoint)
 	}
 	return body, nil
+}
+
+// OriginPath is where a log of this origin serves its checkpoint and
+// tiles: the origin without its host ("example.com/log" is at "/log");
+// "/log" for an origin without a path.
+func OriginPath(origin string) string {
+	if _, p, ok := strings.Cut(origin, "/"); ok && p != "" {
+		return "/" + strings.TrimRight(p, "/")
+	}
+	return "/log"
 }
 
 // LogProof calls GET /attestations/:id/proof. While the attestation is not

@@ -146,7 +146,7 @@ func (m *Monitor) Check(ctx context.Context) (*MonitorResult, error) {
 			return nil, fmt.Errorf("monitor: the saved checkpoint does not verify with this key (a rotated key starts a new state): %w", err)
 		}
 	}
-	text, err := m.Client.LogCheckpoint(ctx)
+	text, err := m.Client.LogCheckpoint(ctx, m.Verifier.Origin())
 	if err != nil {
 		return nil, err
 	}

@@ -25,11 +25,12 @@ func TestEdgeServesLogTiles(t *testing.T) {
 	testenv.Must(t, err, "parse key")
 	cfg := translog.Config{Key: key}
 	f := newFleet(t, fleetOptions{policy: long, middleware: limiter(t, 1_000_000),
-		routes: func(t *testing.T, env *apptest.Env, api *app.API, deps app.Deps) {
+		unlimited: func(t *testing.T, env *apptest.Env, deps *app.Deps) func(*app.API) {
 			srv := translog.NewServer(translog.ServerOptions{Store: deps.Store, Cache: deps.Cache, Config: cfg,
 				Logger: deps.Logger, Refresh: 20 * time.Millisecond})
 			srv.Start(t.Context())
-			srv.Routes(api)
+			deps.Unlimited = append(deps.Unlimited, srv.OriginRoutes()...)
+			return srv.Routes
 		}})
 	// The 400 seeded attestations are finalized: append and sign.
 	a, err := translog.NewAppender(translog.AppenderOptions{Store: f.env.Store, Config: cfg, Logger: apptest.Logger()})
@@ -49,12 +50,14 @@ func TestEdgeServesLogTiles(t *testing.T) {
 	var pda string
 	testenv.Must(t, f.env.Store.Pool().QueryRow(context.Background(), `SELECT pda FROM log_leaves WHERE idx = 7`).Scan(&pda), "pda")
 	for _, c := range []struct{ path, control string }{
-		{"/log/tile/0/000", translog.ControlImmutable},
-		{"/log/tile/entries/000", translog.ControlImmutable},
-		{"/log/tile/0/001.p/144", translog.ControlShort},
-		{"/log/tile/1/000.p/1", translog.ControlShort},
+		// The checkpoint and tiles at the origin's path (edge.test/log),
+		// outside /api/v1; every tile, partial ones too, is immutable.
+		{"^/log/tile/0/000", translog.ControlImmutable},
+		{"^/log/tile/entries/000", translog.ControlImmutable},
+		{"^/log/tile/0/001.p/144", translog.ControlImmutable},
+		{"^/log/tile/1/000.p/1", translog.ControlImmutable},
 		{"/log/consistency?from=3&to=400", translog.ControlImmutable},
-		{"/log/checkpoint", translog.ControlShort},
+		{"^/log/checkpoint", translog.ControlShort},
 		{"/attestations/" + pda + "/proof", translog.ControlShort},
 	} {
 		// Nodes refresh their checkpoint every 20 ms: wait for both.

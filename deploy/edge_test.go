@@ -78,6 +78,9 @@ func (c *counter) lastEndOfBegunBefore(t time.Time) (last time.Time, ok bool) {
 func (c *counter) get(pathQuery string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if p, ok := strings.CutPrefix(pathQuery, "^"); ok {
+		return c.n[p] // below the root
+	}
 	return c.n[app.Prefix+pathQuery]
 }
 
@@ -99,6 +102,9 @@ type fleetOptions struct {
 	keyed bool
 	// routes adds more routes to every node.
 	routes func(t *testing.T, env *apptest.Env, api *app.API, deps app.Deps)
+	// unlimited may add routes outside the middleware (deps.Unlimited) to
+	// every node, and returns what adds its other routes.
+	unlimited func(t *testing.T, env *apptest.Env, deps *app.Deps) func(*app.API)
 }
 
 func newFleet(t *testing.T, opt fleetOptions) *fleet {
@@ -111,13 +117,24 @@ func newFleet(t *testing.T, opt fleetOptions) *fleet {
 	var upstreams []string
 	for range 2 {
 		var deps app.Deps
+		var more func(*app.API)
 		n := f.env.StartNode(t, apptest.NodeOptions{
 			Configure: func(d *app.Deps) {
 				d.HTTPCache = opt.policy
 				d.Middleware = append(append([]fiber.Handler{f.seen.middleware}, extra...), d.Middleware...)
+				if opt.unlimited != nil {
+					// The request counter sees these too.
+					more = opt.unlimited(t, f.env, d)
+					for i := range d.Unlimited {
+						d.Unlimited[i].Handlers = append([]fiber.Handler{f.seen.middleware}, d.Unlimited[i].Handlers...)
+					}
+				}
 				deps = *d
 			},
 			Routes: func(api *app.API) {
+				if more != nil {
+					more(api)
+				}
 				if opt.keyed {
 					f.keyed(t, api, deps)
 				}
@@ -167,7 +184,11 @@ var client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 
 func (f *fleet) do(t *testing.T, c *http.Client, method, pathQuery string, header map[string]string) answer {
 	t.Helper()
-	req, err := http.NewRequest(method, f.edge.URL+app.Prefix+pathQuery, nil)
+	target := f.edge.URL + app.Prefix + pathQuery
+	if p, ok := strings.CutPrefix(pathQuery, "^"); ok {
+		target = f.edge.URL + p // below the root, not the API
+	}
+	req, err := http.NewRequest(method, target, nil)
 	testenv.Must(t, err, "request")
 	for k, v := range header {
 		req.Header.Set(k, v)

@@ -185,10 +185,22 @@ func TestComposeIsTheFleet(t *testing.T) {
 			t.Errorf("compose %s has %d replicas, want %d", want.service, s.Deploy.Replicas, want.replicas)
 		}
 	}
-	for _, name := range []string{"nginx", "redis", "postgres", "postgres-replica"} {
+	for _, name := range []string{"nginx", "redis", "redis-cache", "postgres", "postgres-replica"} {
 		if _, ok := c.Services[name]; !ok {
 			t.Errorf("compose has no %s service", name)
 		}
+	}
+	// Both Redis have a memory bound: the state's refuses writes when full
+	// (nothing it holds is ever evicted), the cache's evicts only entries
+	// with a TTL; the fleet points its cache at the second.
+	for name, policy := range map[string]string{"redis": "noeviction", "redis-cache": "volatile-lru"} {
+		cmd := " " + strings.Join(c.Services[name].Command, " ") + " "
+		if !strings.Contains(cmd, " --maxmemory ") || !strings.Contains(cmd, " --maxmemory-policy "+policy+" ") {
+			t.Errorf("compose %s runs %q: want --maxmemory and --maxmemory-policy %s", name, cmd, policy)
+		}
+	}
+	if env, err := os.ReadFile("compose/fleet.env.example"); err != nil || !strings.Contains(string(env), "ATTESTD_CACHE_REDIS_URL=redis://redis-cache:") {
+		t.Errorf("compose/fleet.env.example does not point ATTESTD_CACHE_REDIS_URL at redis-cache (%v)", err)
 	}
 	// The nodes believe nginx's X-Forwarded-For, and only nginx's.
 	var nets map[string]struct {

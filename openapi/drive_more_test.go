@@ -105,6 +105,9 @@ func rootOf(node *apptest.Node) *apptest.Node {
 	return &r
 }
 
+// logOriginPaths are the log's operations at its origin (outside /api/v1).
+var logOriginPaths = []string{"/log/checkpoint", "/log/tile/0/000", "/log/tile/0/000.p/1", "/log/tile/entries/000", "/log/tile/entries/000.p/1"}
+
 // newRootPaths are the operations served outside /api/v1.
 var newRootPaths = []string{"/.well-known/x402", "/.well-known/jwks.json", "/.well-known/did.json", "/llms.txt"}
 
@@ -117,7 +120,11 @@ func driveNewOperations(t *testing.T, node *apptest.Node, adminKey, readKey, age
 	reader := map[string]string{"x-api-key": readKey}
 	send := func(method, path string, body []byte, hdr map[string]string, want int) *apptest.Response {
 		t.Helper()
-		r := node.Do(t, method, path, body, hdr)
+		on := node
+		if p, ok := strings.CutPrefix(path, "^"); ok {
+			on, path = rootOf(node), p // the log's checkpoint and tiles: at its origin, below the root
+		}
+		r := on.Do(t, method, path, body, hdr)
 		if r.Status != want {
 			t.Errorf("%s %s: %d, want %d: %.300s", method, path, r.Status, want, r.Body)
 		}
@@ -160,15 +167,15 @@ func driveNewOperations(t *testing.T, node *apptest.Node, adminKey, readKey, age
 	send(http.MethodGet, "/agents/"+unknown+"/activity", nil, nil, http.StatusNotFound)
 
 	// Transparency log.
-	for _, p := range []string{"/log/checkpoint", "/log/key", "/log/consistency?from=1&to=2", "/log/tile/0/000",
-		"/log/tile/0/001.p/3", "/log/tile/entries/000", "/log/tile/entries/001.p/3"} {
+	for _, p := range []string{"^/log/checkpoint", "/log/key", "/log/consistency?from=1&to=2", "^/log/tile/0/000",
+		"^/log/tile/0/001.p/3", "^/log/tile/entries/000", "^/log/tile/entries/001.p/3"} {
 		etag(p, nil)
 	}
-	for _, p := range []string{"/log/checkpoint?x=1", "/log/key?x=1", "/log/consistency?from=0&to=1", "/log/tile/0/abc",
-		"/log/tile/0/000.p/0", "/log/tile/entries/abc", "/log/tile/entries/000.p/999"} {
+	for _, p := range []string{"^/log/checkpoint?x=1", "/log/key?x=1", "/log/consistency?from=0&to=1", "^/log/tile/0/abc",
+		"^/log/tile/0/000.p/0", "^/log/tile/entries/abc", "^/log/tile/entries/000.p/999"} {
 		send(http.MethodGet, p, nil, nil, http.StatusBadRequest)
 	}
-	for _, p := range []string{"/log/tile/0/999", "/log/tile/0/999.p/3", "/log/tile/entries/999", "/log/tile/entries/999.p/3"} {
+	for _, p := range []string{"^/log/tile/0/999", "^/log/tile/0/999.p/3", "^/log/tile/entries/999", "^/log/tile/entries/999.p/3"} {
 		send(http.MethodGet, p, nil, nil, http.StatusNotFound)
 	}
 	// Proofs: 200 (and 304) for a finalized logged attestation, 409 for a

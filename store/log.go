@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/attestd/attestd/attestation"
@@ -448,4 +449,145 @@ func (s *Store) LogBacklog(ctx context.Context) (LogBacklog, error) {
 		b.Oldest = time.Duration(*oldest * float64(time.Second))
 	}
 	return b, nil
+}
+
+// LogCosign stores a witness's cosignature of the checkpoint of origin
+// and size (its signature line, verified by the caller), counts it on the
+// checkpoint, and records the size as the witness's last, in one
+// transaction. A cosignature stored already is not counted twice.
+func (s *Store) LogCosign(ctx context.Context, origin string, size int64, witness, line string) error {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO log_cosignatures (origin, size, witness, line) VALUES ($1, $2, $3, $4)
+			ON CONFLICT DO NOTHING`, origin, size, witness, line)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 1 {
+			if _, err := tx.Exec(ctx, `UPDATE log_checkpoints SET cosignatures = cosignatures + 1 WHERE origin = $1 AND size = $2`, origin, size); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO log_witnesses (origin, witness, size, cosigned_at) VALUES ($1, $2, $3, now())
+			ON CONFLICT (origin, witness) DO UPDATE SET size = greatest(log_witnesses.size, EXCLUDED.size), cosigned_at = now(),
+			error = NULL, failing_since = NULL`, origin, witness, size)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store cosignature: %w", err)
+	}
+	return nil
+}
+
+// LogWitnessSize is the size the witness last cosigned for origin (0:
+// never).
+func (s *Store) LogWitnessSize(ctx context.Context, origin, witness string) (int64, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var size int64
+	err := s.pool.QueryRow(ctx, `SELECT size FROM log_witnesses WHERE origin = $1 AND witness = $2`, origin, witness).Scan(&size)
+	if err == pgx.ErrNoRows {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read witness size: %w", err)
+	}
+	return size, nil
+}
+
+// LogWitnessFailed records a witness's failure (kept until it cosigns).
+func (s *Store) LogWitnessFailed(ctx context.Context, origin, witness, reason string) error {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	if len(reason) > 500 {
+		reason = reason[:500]
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO log_witnesses (origin, witness, error, failing_since) VALUES ($1, $2, $3, now())
+		ON CONFLICT (origin, witness) DO UPDATE SET error = EXCLUDED.error,
+		failing_since = coalesce(log_witnesses.failing_since, now())`, origin, witness, strings.ToValidUTF8(reason, "?"))
+	if err != nil {
+		return fmt.Errorf("record witness failure: %w", err)
+	}
+	return nil
+}
+
+// LogWitness is where one witness stands.
+type LogWitness struct {
+	Witness      string // its verifier key
+	Size         int64
+	CosignedAt   *time.Time
+	Error        string
+	FailingSince *time.Time
+}
+
+// LogWitnesses reads where every witness of origin stands.
+func (s *Store) LogWitnesses(ctx context.Context, origin string) ([]LogWitness, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT witness, size, cosigned_at, coalesce(error, ''), failing_since FROM log_witnesses WHERE origin = $1`, origin)
+	if err != nil {
+		return nil, fmt.Errorf("read witnesses: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (LogWitness, error) {
+		var w LogWitness
+		err := r.Scan(&w.Witness, &w.Size, &w.CosignedAt, &w.Error, &w.FailingSince)
+		return w, err
+	})
+}
+
+// LatestWitnessedCheckpoint reads the newest checkpoint of origin that at
+// least quorum witnesses cosigned, with the cosignature lines of the
+// witnesses named (in that order; others are left out). quorum 0: the
+// newest checkpoint. Newest is the newest checkpoint signed, witnessed or
+// not (its size; 0 when none).
+func (s *Store) LatestWitnessedCheckpoint(ctx context.Context, origin string, quorum int, witnesses []string) (c LogCheckpoint, lines []string, newest int64, ok bool, err error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce(max(size), -1) FROM log_checkpoints WHERE origin = $1`, origin).Scan(&newest); err != nil {
+		return LogCheckpoint{}, nil, 0, false, fmt.Errorf("read newest checkpoint: %w", err)
+	}
+	if newest < 0 {
+		return LogCheckpoint{}, nil, 0, false, nil
+	}
+	if quorum <= 0 {
+		c, ok, err = latestCheckpoint(ctx, s.pool, origin)
+		return c, nil, newest, ok, err
+	}
+	c = LogCheckpoint{Origin: origin}
+	var root []byte
+	err = s.pool.QueryRow(ctx, `SELECT size, root, note, signed_at FROM log_checkpoints
+		WHERE origin = $1 AND cosignatures > 0 AND cosignatures >= $2 ORDER BY size DESC LIMIT 1`, origin, quorum).
+		Scan(&c.Size, &root, &c.Note, &c.SignedAt)
+	if err == pgx.ErrNoRows {
+		return LogCheckpoint{}, nil, newest, false, nil
+	}
+	if err != nil || len(root) != tlog.HashSize {
+		return LogCheckpoint{}, nil, 0, false, fmt.Errorf("read witnessed checkpoint: %v (root of %d bytes)", err, len(root))
+	}
+	c.Root = tlog.Hash(root)
+	rows, err := s.pool.Query(ctx, `SELECT witness, line FROM log_cosignatures WHERE origin = $1 AND size = $2 AND witness = ANY($3)`,
+		origin, c.Size, witnesses)
+	if err != nil {
+		return LogCheckpoint{}, nil, 0, false, fmt.Errorf("read cosignatures: %w", err)
+	}
+	by := map[string]string{}
+	for rows.Next() {
+		var w, l string
+		if err := rows.Scan(&w, &l); err != nil {
+			rows.Close()
+			return LogCheckpoint{}, nil, 0, false, fmt.Errorf("read cosignatures: %w", err)
+		}
+		by[w] = l
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return LogCheckpoint{}, nil, 0, false, fmt.Errorf("read cosignatures: %w", err)
+	}
+	for _, w := range witnesses {
+		if l, ok := by[w]; ok {
+			lines = append(lines, l)
+		}
+	}
+	return c, lines, newest, true, nil
 }

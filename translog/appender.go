@@ -14,6 +14,7 @@ import (
 	"github.com/attestd/attestd/translog/logformat"
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -38,6 +39,7 @@ type Appender struct {
 	log    *slog.Logger
 	leader atomic.Bool
 	m      appenderMetrics
+	wm     cosignerMetrics
 }
 
 type appenderMetrics struct {
@@ -54,8 +56,10 @@ func NewAppender(opt AppenderOptions) (*Appender, error) {
 	if opt.Store == nil {
 		return nil, errors.New("log appender: no store")
 	}
-	if !opt.Config.Key.CanSign() {
-		return nil, errors.New("log appender: ATTESTD_LOG_KEY must be the log's private key (PRIVATE+KEY+…) where attestd index runs")
+	for _, k := range opt.Config.Keys() {
+		if !k.CanSign() {
+			return nil, errors.New("log appender: ATTESTD_LOG_KEY must be the log's private key (PRIVATE+KEY+…) where attestd index runs")
+		}
 	}
 	if opt.Config.Batch <= 0 {
 		opt.Config.Batch = 5000
@@ -87,7 +91,11 @@ func NewAppender(opt AppenderOptions) (*Appender, error) {
 		checkpoints: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_log_checkpoints_total",
 			Help: "checkpoints this process signed"}),
 	}
+	a.wm = newCosignerMetrics()
 	if opt.Registry != nil {
+		a.wm.cosigned, a.wm.refused = metric.Register(opt.Registry, a.wm.cosigned), metric.Register(opt.Registry, a.wm.refused)
+		a.wm.failed, a.wm.size = metric.Register(opt.Registry, a.wm.failed), metric.Register(opt.Registry, a.wm.size)
+		a.wm.latency = metric.Register(opt.Registry, a.wm.latency)
 		a.m.leader = metric.Register(opt.Registry, a.m.leader)
 		a.m.size = metric.Register(opt.Registry, a.m.size)
 		a.m.queued = metric.Register(opt.Registry, a.m.queued)
@@ -140,6 +148,21 @@ func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
 	}()
 	var lastSigned, lastBacklog time.Time
 	var signedSize int64 = -1
+	// The witnesses hear of each checkpoint from here, and work on their
+	// own: appending never waits for them.
+	var cos *cosigner
+	if len(a.opt.Config.Witnesses) > 0 {
+		cos = newCosigner(a.opt.Store, a.opt.Config, a.log, a.wm)
+		done := make(chan struct{})
+		defer func() { cancel(nil); <-done }()
+		go func() {
+			defer close(done)
+			cos.run(ctx)
+		}()
+		if c, ok, err := a.opt.Store.LatestLogCheckpoint(ctx, a.opt.Config.Origin()); err == nil && ok {
+			cos.signed(c) // a new leader picks up where the last one stood
+		}
+	}
 	for {
 		res, err := a.opt.Store.LogAppend(ctx, a.opt.Config.Batch)
 		if err != nil {
@@ -165,6 +188,9 @@ func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
 				signedSize, lastSigned = c.Size, time.Now()
 				if made {
 					a.m.checkpoints.Inc()
+				}
+				if cos != nil {
+					cos.signed(c)
 				}
 			}
 		}
@@ -198,9 +224,14 @@ func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
 // SignCheckpoint signs a checkpoint of the log's current size when the
 // newest one of this origin is smaller, and returns the newest.
 func (a *Appender) SignCheckpoint(ctx context.Context) (store.LogCheckpoint, bool, error) {
-	k := a.opt.Config.Key
-	return a.opt.Store.LogSignCheckpoint(ctx, k.Name, func(size int64, root tlog.Hash) (string, error) {
-		return logformat.Checkpoint{Origin: k.Name, Size: size, Root: root}.Sign(k.Signer)
+	keys := a.opt.Config.Keys()
+	signers := make([]note.Signer, len(keys))
+	for i, k := range keys {
+		signers[i] = k.Signer
+	}
+	origin := a.opt.Config.Origin()
+	return a.opt.Store.LogSignCheckpoint(ctx, origin, func(size int64, root tlog.Hash) (string, error) {
+		return logformat.Checkpoint{Origin: origin, Size: size, Root: root}.Sign(signers...)
 	})
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
-	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apptest"
 	"github.com/attestd/attestd/internal/seed"
 	"github.com/attestd/attestd/internal/testenv"
@@ -73,15 +72,16 @@ func newLogEnv(t *testing.T, agents int) *logEnv {
 
 // startNode starts an API node serving the log with cfg.
 func (le *logEnv) startNode(t *testing.T, cfg translog.Config) *apptest.Node {
-	var c *cache.Cache
+	var srv *translog.Server
 	return le.env.StartNode(t, apptest.NodeOptions{
-		Configure: func(d *app.Deps) { c = d.Cache },
-		Routes: func(api *app.API) {
-			srv := translog.NewServer(translog.ServerOptions{Store: le.st, Cache: c, Config: cfg, Logger: apptest.Logger(),
+		Configure: func(d *app.Deps) {
+			srv = translog.NewServer(translog.ServerOptions{Store: le.st, Cache: d.Cache, Config: cfg, Logger: apptest.Logger(),
 				Refresh: 20 * time.Millisecond})
 			srv.Start(t.Context())
-			srv.Routes(api)
-		}})
+			d.Unlimited = append(d.Unlimited, srv.OriginRoutes()...)
+			d.Log = srv.Health
+		},
+		Routes: func(api *app.API) { srv.Routes(api) }})
 }
 
 // add stores n new attestations at commitment c, in transactions of

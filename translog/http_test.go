@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/internal/apptest"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/translog"
 )
@@ -18,9 +19,14 @@ func TestLogOffAnswers503(t *testing.T) {
 	le := newLogEnv(t, 1)
 	recs := le.add(t, 2, attestation.Finalized)
 	off := le.startNode(t, translog.Config{})
-	for _, p := range []string{"/log/checkpoint", "/log/key", "/log/consistency?from=1&to=1", "/log/tile/0/000",
-		"/log/tile/entries/000.p/1", "/attestations/" + recs[0].PDA + "/proof"} {
-		r := off.Get(t, p)
+	for _, p := range []string{"^/log/checkpoint", "/log/key", "/log/consistency?from=1&to=1", "^/log/tile/0/000",
+		"^/log/tile/entries/000.p/1", "/attestations/" + recs[0].PDA + "/proof"} {
+		var r *apptest.Response
+		if root, ok := strings.CutPrefix(p, "^"); ok {
+			r = off.GetRoot(t, root) // at the log's origin, outside the API
+		} else {
+			r = off.Get(t, p)
+		}
 		if r.Status != http.StatusServiceUnavailable || r.ErrorCode() != "UNAVAILABLE" || !strings.Contains(r.ErrorMessage(), "ATTESTD_LOG_KEY") {
 			t.Errorf("%s with the log off: %d %s", p, r.Status, r.Body)
 		}
@@ -57,7 +63,11 @@ func TestHostileLogRequests(t *testing.T) {
 	check := func(path string, want int) {
 		t.Helper()
 		count++
-		res, err := http.Get(le.node.URL + path)
+		target := le.node.URL + path
+		if strings.HasPrefix(path, "/log/tile/") || strings.HasPrefix(path, "/log/checkpoint") || strings.HasPrefix(strings.ToLower(path), "/log/tile") {
+			target = le.node.Root + path // the origin's path, outside the API
+		}
+		res, err := http.Get(target)
 		testenv.Must(t, err, "GET %s", path)
 		b, _ := io.ReadAll(res.Body)
 		res.Body.Close()
@@ -101,14 +111,14 @@ func TestHostileLogRequests(t *testing.T) {
 	// Conditional requests: 304 without a body, for every kind of answer.
 	for _, p := range []string{"/log/checkpoint", "/log/key", "/log/tile/0/000", "/log/tile/entries/001.p/44",
 		"/log/consistency?from=2&to=300", "/attestations/" + pdaAt(t, le, 5) + "/proof"} {
-		res, err := http.Get(le.node.URL + p)
+		res, err := http.Get(at(le.node, p))
 		testenv.Must(t, err, "GET")
 		res.Body.Close()
 		etag := res.Header.Get("ETag")
 		if res.StatusCode != 200 || etag == "" {
 			t.Fatalf("%s: %d, ETag %q", p, res.StatusCode, etag)
 		}
-		req, _ := http.NewRequest(http.MethodGet, le.node.URL+p, nil)
+		req, _ := http.NewRequest(http.MethodGet, at(le.node, p), nil)
 		req.Header.Set("If-None-Match", etag)
 		res, err = http.DefaultClient.Do(req)
 		testenv.Must(t, err, "GET")
@@ -132,13 +142,13 @@ func TestHostileLogRequests(t *testing.T) {
 	// both (the tile route's wildcard included).
 	for _, p := range []string{"/log/checkpoint", "/log/key", "/log/tile/0/000", "/log/consistency?from=2&to=300",
 		"/attestations/" + pdaAt(t, le, 5) + "/proof"} {
-		res, err := http.Head(le.node.URL + p)
+		res, err := http.Head(at(le.node, p))
 		testenv.Must(t, err, "HEAD")
 		res.Body.Close()
 		if res.StatusCode != http.StatusOK || res.Header.Get("ETag") == "" || res.Header.Get("Cache-Control") == "" {
 			t.Errorf("HEAD %s: %d, ETag %q, Cache-Control %q", p, res.StatusCode, res.Header.Get("ETag"), res.Header.Get("Cache-Control"))
 		}
-		req, _ := http.NewRequest(http.MethodDelete, le.node.URL+p, nil)
+		req, _ := http.NewRequest(http.MethodDelete, at(le.node, p), nil)
 		res, err = http.DefaultClient.Do(req)
 		testenv.Must(t, err, "DELETE")
 		res.Body.Close()
@@ -150,4 +160,13 @@ func TestHostileLogRequests(t *testing.T) {
 	if r.Status != http.StatusOK {
 		t.Fatalf("proof from a verifier-key node: %d %s", r.Status, r.Body)
 	}
+}
+
+// at is the URL of a log path on n: the checkpoint and tiles at the
+// origin's path below the root, the rest below the API prefix.
+func at(n *apptest.Node, p string) string {
+	if strings.HasPrefix(p, "/log/checkpoint") || strings.HasPrefix(p, "/log/tile/") {
+		return n.Root + p
+	}
+	return n.URL + p
 }

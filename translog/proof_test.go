@@ -75,7 +75,7 @@ func TestProofAnswerVerifiesAndStates(t *testing.T) {
 	confirmed := le.add(t, 3, attestation.Confirmed)
 
 	// No checkpoint yet: 503 naming why.
-	r := le.node.Get(t, "/log/checkpoint")
+	r := le.node.GetRoot(t, "/log/checkpoint")
 	if r.Status != http.StatusServiceUnavailable {
 		t.Fatalf("checkpoint before any: %d %s", r.Status, r.Body)
 	}
@@ -128,7 +128,7 @@ func waitCheckpoint(t *testing.T, n *apptest.Node, size int64) string {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		r := n.Get(t, "/log/checkpoint")
+		r := n.GetRoot(t, "/log/checkpoint")
 		if r.Status == http.StatusOK {
 			c, err := logformat.ParseCheckpoint(string(r.Body))
 			if err == nil && c.Size >= size {

@@ -1,11 +1,14 @@
 package translog
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +22,7 @@ import (
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/translog/logformat"
 	"github.com/gofiber/fiber/v2"
+	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -43,18 +47,26 @@ type ServerOptions struct {
 	// Refresh is how often the newest checkpoint is read from PostgreSQL
 	// (default 1 s).
 	Refresh time.Duration
+	// ClientIP resolves a request's client for the tiles' own limit
+	// (Config.TileRate); nil: the peer address.
+	ClientIP func(*fiber.Ctx) netip.Addr
 }
 
 // Server answers the log's public routes.
 type Server struct {
 	opt    ServerOptions
 	log    *slog.Logger
+	path   string // where the checkpoint and tiles are: the origin's path ("/log")
+	guard  *guard
+	keys   []byte // the verifier keys, one per line
 	latest atomic.Pointer[served]
 	// failed is the last refresh's error while PostgreSQL does not answer
 	// (nil after a success): requests do not ask again within Refresh.
 	failed atomic.Pointer[failure]
 	mu     sync.Mutex   // one refresh at a time
 	reads  atomic.Int64 // checkpoint reads from PostgreSQL (for tests)
+	newest atomic.Int64 // the newest checkpoint's size, witnessed or not
+	behind atomic.Int64 // since when (unix ns) the newest is not the one served; 0: it is
 }
 
 type failure struct {
@@ -64,9 +76,10 @@ type failure struct {
 
 // served is the newest checkpoint with its answer's entity tag.
 type served struct {
-	store.LogCheckpoint
-	etag []byte
-	at   time.Time
+	store.LogCheckpoint // Note: with the witnesses' cosignatures
+	etag                []byte
+	at                  time.Time
+	witnessed           int // cosignatures in Note that verify
 }
 
 // NewServer builds the log's routes' handlers.
@@ -77,8 +90,21 @@ func NewServer(opt ServerOptions) *Server {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	return &Server{opt: opt, log: opt.Logger}
+	s := &Server{opt: opt, log: opt.Logger, guard: newGuard(opt.Config.TileRate, opt.ClientIP), path: "/log"}
+	if opt.Config.Enabled() {
+		if p, err := OriginPath(opt.Config.Origin()); err == nil {
+			s.path = p // ParseKeys checked it; a Config built by hand may not have been
+		}
+		for _, k := range opt.Config.Keys() {
+			s.keys = append(s.keys, k.VerifierKey+"\n"...)
+		}
+	}
+	return s
 }
+
+// Path is where the checkpoint and tiles are served: the path of the
+// log's origin ("/log" for example.com/log), outside the API's prefix.
+func (s *Server) Path() string { return s.path }
 
 // Start refreshes the newest checkpoint every Refresh until ctx ends.
 func (s *Server) Start(ctx context.Context) {
@@ -111,14 +137,27 @@ func (s *Server) refresh(ctx context.Context) (*served, error) {
 
 func (s *Server) refreshLocked(ctx context.Context) (*served, error) {
 	s.reads.Add(1)
-	c, ok, err := s.opt.Store.LatestLogCheckpoint(ctx, s.opt.Config.Key.Name)
+	cfg := s.opt.Config
+	keys := make([]string, len(cfg.Witnesses))
+	for i, w := range cfg.Witnesses {
+		keys[i] = w.VerifierKey
+	}
+	c, lines, newest, ok, err := s.opt.Store.LatestWitnessedCheckpoint(ctx, cfg.Origin(), cfg.Quorum, keys)
 	if err != nil {
 		s.failed.Store(&failure{err: err, at: time.Now()})
 		return s.latest.Load(), err
 	}
 	s.failed.Store(nil)
+	s.newest.Store(newest)
+	defer func() {
+		if l := s.latest.Load(); l != nil && l.Size >= newest {
+			s.behind.Store(0)
+		} else if s.behind.Load() == 0 {
+			s.behind.Store(time.Now().UnixNano())
+		}
+	}()
 	cur := s.latest.Load()
-	if !ok || (cur != nil && cur.Size >= c.Size) {
+	if !ok || (cur != nil && cur.Size >= c.Size && len(lines) <= cur.witnessed) {
 		if cur != nil {
 			now := *cur
 			now.at = time.Now()
@@ -127,9 +166,45 @@ func (s *Server) refreshLocked(ctx context.Context) (*served, error) {
 		}
 		return nil, nil
 	}
-	next := &served{LogCheckpoint: c, etag: cache.ETagOf([]byte(c.Note)), at: time.Now()}
+	if cur != nil && cur.Size > c.Size {
+		return cur, nil // never back
+	}
+	// The served note: the log's signatures, then the witnesses'
+	// cosignatures (C2SP tlog-cosignature lines), each checked here too:
+	// a line that does not verify is left out and not counted.
+	text, _, _ := strings.Cut(c.Note, "\n\n")
+	note := c.Note
+	witnessed := 0
+	for _, l := range lines {
+		if checkCosignature(text, l, cfg.Witnesses) {
+			note += l
+			witnessed++
+		}
+	}
+	if witnessed < cfg.Quorum {
+		s.log.Warn("log checkpoint's cosignatures do not verify with this node's witness keys; serving the last one that did",
+			"size", c.Size, "verified", witnessed, "quorum", cfg.Quorum)
+		if cur != nil {
+			return cur, nil
+		}
+		return nil, nil
+	}
+	c.Note = note
+	next := &served{LogCheckpoint: c, etag: cache.ETagOf([]byte(c.Note)), at: time.Now(), witnessed: witnessed}
 	s.latest.Store(next)
 	return next, nil
+}
+
+// checkCosignature reports whether line is a cosignature, by one of
+// witnesses, of the checkpoint with this text.
+func checkCosignature(text, line string, witnesses []Witness) bool {
+	for _, w := range witnesses {
+		if strings.HasPrefix(line, "— "+w.Name+" ") {
+			n, err := note.Open([]byte(text+"\n\n"+line), note.VerifierList(w.Verifier))
+			return err == nil && len(n.Sigs) == 1
+		}
+	}
+	return false
 }
 
 // checkpoint is the newest checkpoint this node knows (nil: none yet).
@@ -162,17 +237,30 @@ func (s *Server) recent() (*served, bool, error) {
 	return nil, false, nil
 }
 
-// Routes adds the log's routes to api.
+// Routes adds the log's API routes to api: the verifier key, inclusion
+// proofs and consistency proofs (the checkpoint and tiles are
+// OriginRoutes).
 func (s *Server) Routes(api *app.API) {
-	// GET and HEAD, as the API's other public reads (caches and mirrors
-	// check tiles with HEAD).
+	// GET and HEAD, as the API's other public reads.
 	for _, m := range []string{fiber.MethodGet, fiber.MethodHead} {
-		api.Route(m, "/log/checkpoint", s.getCheckpoint)
 		api.Route(m, "/log/key", s.getKey)
 		api.Route(m, "/log/consistency", s.getConsistency)
-		api.Route(m, "/log/tile/*", s.getTile)
 		api.Route(m, "/attestations/:id/proof", s.getProof)
 	}
+}
+
+// OriginRoutes are the checkpoint and the tiles, at the origin's path
+// (C2SP tlog-tiles: <prefix>/checkpoint, <prefix>/tile/...), for
+// app.Deps.Unlimited: outside the API's per-IP limit, behind the log's own
+// (Config.TileRate). Caches and mirrors check tiles with HEAD too.
+func (s *Server) OriginRoutes() []app.Route {
+	var out []app.Route
+	for _, m := range []string{fiber.MethodGet, fiber.MethodHead} {
+		out = append(out,
+			app.Route{Method: m, Path: s.path + "/checkpoint", Handlers: []fiber.Handler{s.guard.handler, s.getCheckpoint}},
+			app.Route{Method: m, Path: s.path + "/tile/*", Handlers: []fiber.Handler{s.guard.handler, s.getTile}})
+	}
+	return out
 }
 
 // current answers the checkpoint every route builds on, or the error
@@ -188,12 +276,19 @@ func (s *Server) current(c *fiber.Ctx) (*served, error) {
 	if err != nil {
 		return nil, app.StoreError(err)
 	}
+	if q := s.opt.Config.Quorum; q > 0 && s.newest.Load() > 0 {
+		return nil, apierror.Unavailable("no checkpoint of log %s is cosigned by %d of its %d witnesses yet (ATTESTD_LOG_WITNESSES): the log serves only witnessed checkpoints", s.opt.Config.Origin(), q, len(s.opt.Config.Witnesses))
+	}
 	return nil, apierror.Unavailable("no checkpoint of log %s is signed yet: the appender runs with attestd index and ATTESTD_LOG_KEY set to the log's private key", s.opt.Config.Key.Name)
 }
 
 func (s *Server) getCheckpoint(c *fiber.Ctx) error {
 	if _, err := app.QueryParams(c); err != nil {
 		return err
+	}
+	if c.Path() != s.path+"/checkpoint" {
+		// Fiber's routing ignores a trailing slash and the path's case.
+		return apierror.NotFound(apierror.CodeNotFound, "no route %s %s: the checkpoint is at %s/checkpoint", c.Method(), clip(c.Path()), s.path)
 	}
 	cp, err := s.current(c)
 	if err != nil {
@@ -209,8 +304,7 @@ func (s *Server) getKey(c *fiber.Ctx) error {
 	if !s.opt.Config.Enabled() {
 		return apierror.Unavailable("%s", ErrOff.Error())
 	}
-	b := []byte(s.opt.Config.Key.VerifierKey + "\n")
-	return sendBytes(c, b, cache.ETagOf(b), ControlKey, fiber.MIMETextPlainCharsetUTF8)
+	return sendBytes(c, s.keys, cache.ETagOf(s.keys), ControlKey, fiber.MIMETextPlainCharsetUTF8)
 }
 
 // sendBytes sends b with its tag and caching, or 304 when If-None-Match
@@ -233,7 +327,7 @@ func (s *Server) getTile(c *fiber.Ctx) error {
 	}
 	raw := c.Params("*") // Fiber's buffer: parsed, never kept
 	t, err := logformat.ParseTilePath(raw)
-	if err == nil && !strings.HasSuffix(c.Path(), "/log/tile/"+raw) {
+	if err == nil && c.Path() != s.path+"/tile/"+raw {
 		// Fiber's routing ignores a trailing slash and the path's case
 		// (/LOG/TILE/...); the tile's one path has neither.
 		err = logformat.ErrTilePath
@@ -248,19 +342,102 @@ func (s *Server) getTile(c *fiber.Ctx) error {
 	if !t.Within(cp.Size) {
 		return apierror.NotFound(apierror.CodeNotFound, "tile %s is not in the tree of size %d", t.Path(), cp.Size)
 	}
-	key := cache.NewKey("logtile").String(t.Path()).Key()
-	v, _, err := s.opt.Cache.GetValue(c.UserContext(), key, func(ctx context.Context) ([]byte, bool, error) {
-		b, err := s.readTile(ctx, t)
-		return b, true, app.StoreError(err)
-	})
+	// What is cached is bounded by the tree: each full tile (immutable,
+	// one key per tile), and the right edge of each level at the newest
+	// checkpoint (one key per level, kept until the next checkpoint at
+	// most). Any other partial tile is a prefix of one of those, cut per
+	// request: a client cannot make the cache hold more by asking for
+	// widths (C2SP tlog-tiles lets a log answer 404 once the full tile
+	// exists; a slice serves clients that do not fall back).
+	whole := t
+	var v cache.Value
+	if edge := cp.edge(t); t.W < logformat.TileWidth && edge > 0 {
+		whole.W = edge
+		v, _, err = s.opt.Cache.GetValueFor(c.UserContext(), cache.NewKey("logedge").String(whole.Path()).Key(), edgeTTL,
+			func(ctx context.Context) ([]byte, bool, error) {
+				b, err := s.readTile(ctx, whole)
+				return b, false, app.StoreError(err)
+			})
+	} else {
+		whole.W = logformat.TileWidth
+		v, _, err = s.opt.Cache.GetValue(c.UserContext(), cache.NewKey("logtile").String(whole.Path()).Key(),
+			func(ctx context.Context) ([]byte, bool, error) {
+				b, err := s.readTile(ctx, whole)
+				return b, true, app.StoreError(err)
+			})
+	}
 	if err != nil {
 		return err
 	}
-	control := ControlImmutable
-	if t.W < logformat.TileWidth {
-		control = ControlShort
+	c.Set(fiber.HeaderContentType, "application/octet-stream")
+	if t.W != whole.W {
+		b, err := cut(v.JSON, t)
+		if err != nil {
+			return app.StoreError(err)
+		}
+		v = cache.Value{JSON: b, ETag: cache.ETagOf(b)}
+		if t.Level < 0 && app.AcceptsGzip(c) {
+			v.Gzip = gzipOf(b)
+			v.GzipETag = cache.ETagOf(v.Gzip)
+		}
 	}
-	return sendBytes(c, v.JSON, v.ETag, control, "application/octet-stream")
+	if t.Level >= 0 {
+		// Hashes do not compress: identity only (Vary as for entries:
+		// caches key every tile the same way).
+		c.Response().Header.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
+		return sendBytes(c, v.JSON, v.ETag, ControlImmutable, "application/octet-stream")
+	}
+	// Entry bundles are JSON leaves: gzip when the client takes it (C2SP
+	// tlog-tiles: they SHOULD be compressed).
+	return sendEncoded(c, v, ControlImmutable, "application/octet-stream")
+}
+
+// edgeTTL bounds how long the right edge of a level is kept: it is
+// replaced when the next checkpoint widens it.
+const edgeTTL = 10 * time.Second
+
+// edge is the width of the right-edge (partial) tile at t's level and
+// index in the tree of this checkpoint, or 0 when that tile is full (or
+// not the edge).
+func (cp *served) edge(t logformat.Tile) int {
+	var n int64
+	if t.Level < 0 {
+		n = cp.Size
+	} else {
+		n = cp.Size >> uint(logformat.TileHeight*t.Level)
+	}
+	if t.N != n/logformat.TileWidth {
+		return 0
+	}
+	return int(n % logformat.TileWidth)
+}
+
+// cut is the first t.W hashes or entries of a wider tile's bytes.
+func cut(b []byte, t logformat.Tile) ([]byte, error) {
+	if t.Level >= 0 {
+		if len(b) < t.W*tlog.HashSize {
+			return nil, fmt.Errorf("tile %s: %d bytes stored", t.Path(), len(b))
+		}
+		return b[:t.W*tlog.HashSize], nil
+	}
+	leaves, err := logformat.ParseEntryBundle(b)
+	if err != nil || len(leaves) < t.W {
+		return nil, fmt.Errorf("entry bundle %s: %d leaves stored (%v)", t.Path(), len(leaves), err)
+	}
+	return logformat.EntryBundle(leaves[:t.W])
+}
+
+var fastGzip = sync.Pool{New: func() any { w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed); return w }}
+
+// gzipOf compresses b fast (a partial entry bundle cut per request).
+func gzipOf(b []byte) []byte {
+	var buf bytes.Buffer
+	zw := fastGzip.Get().(*gzip.Writer)
+	zw.Reset(&buf)
+	_, _ = zw.Write(b)
+	_ = zw.Close()
+	fastGzip.Put(zw)
+	return buf.Bytes()
 }
 
 // readTile reads a tile's bytes: its hashes, or its entry bundle (each
@@ -296,18 +473,36 @@ type Proof struct {
 }
 
 func (s *Server) getProof(c *fiber.Ctx) error {
-	if _, err := app.QueryParams(c); err != nil {
+	q, err := app.QueryParams(c, "format")
+	if err != nil {
 		return err
 	}
+	// The proof as a C2SP tlog-proof (text/x-tlog-proof: a file to keep
+	// and check offline) when asked for by ?format=tlog-proof or by
+	// Accept; JSON otherwise.
+	text := false
+	switch f, ok := q["format"]; {
+	case ok && f == "tlog-proof":
+		text = true
+	case ok && f != "json":
+		return apierror.Invalid("format must be json or tlog-proof")
+	case !ok:
+		text = bytes.Contains(c.Request().Header.Peek(fiber.HeaderAccept), []byte(logformat.ProofMediaType))
+	}
+	c.Response().Header.Set(fiber.HeaderVary, "Accept, Accept-Encoding")
 	cp, err := s.current(c)
 	if err != nil {
 		return err
 	}
+	kind := "logproof"
+	if text {
+		kind = "logproof-tlog"
+	}
 	raw := c.Params("id") // Fiber's buffer: used within this request only
-	if len(raw) <= attestation.MaxAddressLen {
+	if len(raw) <= attestation.MaxAddressLen && !text {
 		// Only answers about valid addresses are cached, and base58 spells
 		// each address one way: holding the key vouches for the text.
-		if v, ok := s.opt.Cache.Peek(cache.NewKey("logproof").String(raw).Int(cp.Size).Bytes()); ok {
+		if v, ok := s.opt.Cache.Peek(cache.NewKey(kind).String(raw).Int(cp.Size).Bytes()); ok {
 			return sendJSON(c, v, ControlShort)
 		}
 	}
@@ -315,11 +510,17 @@ func (s *Server) getProof(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	key := cache.NewKey("logproof").String(pda).Int(cp.Size).Key()
-	v, _, err := s.opt.Cache.GetValue(c.UserContext(), key, func(ctx context.Context) ([]byte, bool, error) {
+	// One key per logged attestation and checkpoint, kept no longer than
+	// the checkpoint is the newest: the size is the server's, not the
+	// client's, and unknown ids are not kept (their 404 is an error).
+	key := cache.NewKey(kind).String(pda).Int(cp.Size).Key()
+	v, _, err := s.opt.Cache.GetValueFor(c.UserContext(), key, proofTTL, func(ctx context.Context) ([]byte, bool, error) {
 		p, err := s.prove(ctx, pda, cp)
 		if err != nil {
 			return nil, false, err
+		}
+		if text {
+			return p.TlogProof().Marshal(), false, nil
 		}
 		b, err := jsonOf(ProofBody{Data: p})
 		return b, true, err
@@ -327,7 +528,22 @@ func (s *Server) getProof(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if text {
+		c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+pda+`.tlog-proof"`)
+		return sendEncoded(c, v, ControlShort, logformat.ProofMediaType)
+	}
 	return sendJSON(c, v, ControlShort)
+}
+
+// TlogProof is the proof as a C2SP tlog-proof, its extra data the leaf
+// (the attestation's RFC 8785 JSON, which names it): checked offline with
+// the log's key and the witnesses' (attestd verify --proof).
+func (p Proof) TlogProof() logformat.Proof {
+	hashes := make([]tlog.Hash, len(p.InclusionProof))
+	for i, h := range p.InclusionProof {
+		copy(hashes[i][:], h)
+	}
+	return logformat.Proof{Extra: p.Leaf, Index: p.LeafIndex, Hashes: hashes, Checkpoint: p.Checkpoint}
 }
 
 // prove builds pda's inclusion proof against cp: one query for the leaf,
@@ -395,8 +611,7 @@ func (s *Server) getConsistency(c *fiber.Ctx) error {
 	if to > cp.Size {
 		return apierror.Invalid("to (%d) is beyond the newest checkpoint (size %d)", to, cp.Size)
 	}
-	key := cache.NewKey("logconsistency").Int(from).Int(to).Key()
-	v, _, err := s.opt.Cache.GetValue(c.UserContext(), key, func(ctx context.Context) ([]byte, bool, error) {
+	load := func(ctx context.Context) ([]byte, bool, error) {
 		tp, err := tlog.ProveTree(to, from, s.opt.Store.LogHashReader(ctx))
 		if err != nil {
 			return nil, false, app.StoreError(fmt.Errorf("consistency proof %d to %d: %w", from, to, err))
@@ -406,20 +621,46 @@ func (s *Server) getConsistency(c *fiber.Ctx) error {
 			hashes[i] = tp[i][:]
 		}
 		b, err := jsonOf(ConsistencyBody{Data: Consistency{From: from, To: to, Proof: hashes}})
-		return b, true, err
-	})
+		return b, false, err
+	}
+	var v cache.Value
+	if to == cp.Size {
+		// What monitors ask (from the size they hold to the newest): kept
+		// while that checkpoint is the newest. Other pairs are computed
+		// per request (one query; CDNs keep them, they never change): a
+		// client cannot fill the cache with pairs of its choosing.
+		v, _, err = s.opt.Cache.GetValueFor(c.UserContext(), cache.NewKey("logconsistency").Int(from).Int(to).Key(), proofTTL, load)
+	} else {
+		var b []byte
+		if b, _, err = load(c.UserContext()); err == nil {
+			v = cache.MakeValue(b, true)
+		}
+	}
 	if err != nil {
 		return err
 	}
 	return sendJSON(c, v, ControlImmutable)
 }
 
+// proofTTL bounds how long a proof against the newest checkpoint is
+// kept: about the checkpoint's life (ATTESTD_LOG_CHECKPOINT_INTERVAL, and
+// a node's refresh).
+const proofTTL = 10 * time.Second
+
 // sendJSON sends a cached JSON value (gzip when accepted and kept).
 func sendJSON(c *fiber.Ctx, v cache.Value, control string) error {
+	return sendEncoded(c, v, control, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+// sendEncoded sends a value's gzip form when the client accepts it and
+// the value has one, its identity form otherwise.
+func sendEncoded(c *fiber.Ctx, v cache.Value, control, contentType string) error {
 	h := &c.Response().Header
-	h.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
+	if len(h.Peek(fiber.HeaderVary)) == 0 {
+		h.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
+	}
 	if v.Gzip != nil && app.AcceptsGzip(c) {
-		if err := sendBytes(c, v.Gzip, v.GzipETag, control, fiber.MIMEApplicationJSONCharsetUTF8); err != nil {
+		if err := sendBytes(c, v.Gzip, v.GzipETag, control, contentType); err != nil {
 			return err
 		}
 		if c.Response().StatusCode() != http.StatusNotModified {
@@ -427,5 +668,13 @@ func sendJSON(c *fiber.Ctx, v cache.Value, control string) error {
 		}
 		return nil
 	}
-	return sendBytes(c, v.JSON, v.ETag, control, fiber.MIMEApplicationJSONCharsetUTF8)
+	return sendBytes(c, v.JSON, v.ETag, control, contentType)
+}
+
+// clip bounds a request's path quoted in a message.
+func clip(s string) string {
+	if len(s) > 128 {
+		return s[:128] + "…"
+	}
+	return s
 }

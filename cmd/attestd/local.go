@@ -82,8 +82,10 @@ func runLocal(ctx context.Context, args []string) error {
 		os.Setenv("DATABASE_URL", pg.URL)
 	}
 	if os.Getenv("REDIS_URL") == "" {
+		// One server for state and cache here, bounded and never evicting
+		// (docs/operations.md, Redis memory; make cluster runs the pair).
 		log.Info("starting local redis (no persistence)")
-		r, err := devstack.StartRedis(ctx, filepath.Join(abs, "redis"), 0)
+		r, err := devstack.StartRedisWith(ctx, filepath.Join(abs, "redis"), 0, devstack.StateRedisArgs...)
 		if err != nil {
 			return fmt.Errorf("local redis: %w", err)
 		}

@@ -62,7 +62,7 @@ func TestLocalFromPrivateDirectory(t *testing.T) {
 		// make run turns the transparency log on: the seeded finalized
 		// attestations get a signed checkpoint.
 		for {
-			resp, err := http.Get(base + "/log/checkpoint")
+			resp, err := http.Get(strings.TrimSuffix(base, "/api/v1") + "/log/checkpoint") // at the log's origin
 			if err == nil {
 				body, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()

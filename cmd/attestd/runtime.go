@@ -164,11 +164,27 @@ func newRedisClient(cfg config.Config) (redis.UniversalClient, error) {
 // openCache starts the cache over rdb, wired as the store's notifier.
 // bumped (nil: none) hears each epoch this process moves the index to.
 func openCache(ctx context.Context, cfg config.Config, rdb redis.UniversalClient, st *store.Store, reg prometheus.Registerer, log *slog.Logger, readers bool, bumped func(uint64)) (*cache.Cache, error) {
+	own := false
+	if cfg.CacheRedisURL != "" {
+		// The cache's own Redis (ATTESTD_CACHE_REDIS_URL): a full cache
+		// evicts cache entries there, never limits, sessions, queues or
+		// payment claims.
+		ccfg := cfg
+		ccfg.RedisURL = cfg.CacheRedisURL
+		var err error
+		if rdb, err = openRedis(ctx, ccfg); err != nil {
+			return nil, fmt.Errorf("ATTESTD_CACHE_REDIS_URL: %w", err)
+		}
+		own = true
+	}
 	c, err := cache.New(ctx, rdb, cache.Options{
 		Prefix: cfg.RedisPrefix, LocalBytes: cfg.LocalBytes, Disabled: cfg.CacheDisabled,
-		Logger: log, Registerer: reg, SkipSubscriber: !readers, Bumped: bumped,
+		Logger: log, Registerer: reg, SkipSubscriber: !readers, Bumped: bumped, CloseRedis: own,
 	})
 	if err != nil {
+		if own {
+			rdb.Close()
+		}
 		return nil, err
 	}
 	st.SetNotifier(c)

@@ -77,6 +77,12 @@ func runServe(ctx context.Context, args []string) error {
 	if err := n.rateLimit(rcfg, &deps); err != nil {
 		return fmt.Errorf("rate limit: %w", err)
 	}
+	// 1b. The transparency log's checkpoint and tiles, at the log's origin
+	//     (/log/...), outside that limit: their own per-IP guard.
+	logSrv, err := n.transparencyLog(ctx, rcfg, &deps)
+	if err != nil {
+		return fmt.Errorf("transparency log: %w", err)
+	}
 	// 2. /health reports the indexer's progress and the chain's reachability.
 	if err := n.indexerHealth(&deps); err != nil {
 		return fmt.Errorf("indexer health: %w", err)
@@ -123,12 +129,10 @@ func runServe(ctx context.Context, args []string) error {
 		return fmt.Errorf("webhooks: %w", err)
 	}
 
-	// 9. The transparency log: its checkpoint, tiles and verifier key, and
-	//    inclusion and consistency proofs (503 until ATTESTD_LOG_KEY is
-	//    set; the appender runs with attestd index).
-	if err := n.transparencyLog(ctx, api); err != nil {
-		return fmt.Errorf("transparency log: %w", err)
-	}
+	// 9. The transparency log's API routes: its verifier key, inclusion
+	//    and consistency proofs (503 until ATTESTD_LOG_KEY is set; the
+	//    appender runs with attestd index).
+	logSrv.Routes(api)
 	// 10. The live stream (GET /attestations/stream): one subscription per
 	//     node, streams capped per client IP as the rate limiter resolves
 	//     it; they end as soon as the node starts draining.
@@ -383,22 +387,29 @@ func (n *node) webhooks(api *app.API, keys *apikey.Service) error {
 	return nil
 }
 
-// transparencyLog adds the log's public routes; it serves what the
-// appender stored, for the key's origin.
-func (n *node) transparencyLog(ctx context.Context, api *app.API) error {
+// transparencyLog builds the log's server (it serves what the appender
+// stored, for the key's origin) and puts its checkpoint and tiles among
+// deps' unlimited routes, guarded per client IP as the limiter resolves it.
+func (n *node) transparencyLog(ctx context.Context, rcfg ratelimit.Config, deps *app.Deps) (*translog.Server, error) {
 	lcfg, err := translog.ConfigFromEnv(os.Getenv)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	srv := translog.NewServer(translog.ServerOptions{Store: n.store, Cache: n.cache, Config: lcfg, Logger: n.log})
+	resolver, err := ratelimit.NewIPResolver(rcfg.TrustedProxies, rcfg.ProxyHeader)
+	if err != nil {
+		return nil, err
+	}
+	srv := translog.NewServer(translog.ServerOptions{Store: n.store, Cache: n.cache, Config: lcfg, Logger: n.log, ClientIP: resolver.ClientIP})
 	srv.Start(ctx)
-	srv.Routes(api)
+	deps.Unlimited = append(deps.Unlimited, srv.OriginRoutes()...)
+	deps.Log = srv.Health // /health: what is served, and who witnessed it
 	if !lcfg.Enabled() {
 		n.log.Info("transparency log off (its routes answer 503): set ATTESTD_LOG_KEY")
-		return nil
+		return srv, nil
 	}
-	n.log.Info("transparency log routes on", "origin", lcfg.Key.Name, "verifier_key", lcfg.Key.VerifierKey)
-	return nil
+	n.log.Info("transparency log routes on", "origin", lcfg.Origin(), "checkpoint", srv.Path()+"/checkpoint", "keys", len(lcfg.Keys()),
+		"verifier_key", lcfg.Key.VerifierKey, "tile_rate", lcfg.TileRate, "witnesses", len(lcfg.Witnesses), "quorum", lcfg.Quorum)
+	return srv, nil
 }
 
 // stream starts the node's stream hub and routes the live stream to it.

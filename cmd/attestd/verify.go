@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/attestd/attestd/client"
+	"github.com/attestd/attestd/translog"
+	"github.com/attestd/attestd/translog/logformat"
 )
 
 const verifyUsage = `usage:
@@ -45,6 +49,10 @@ func runVerify(ctx context.Context, args []string) error {
 	state := fs.String("state", "", "with --monitor: the file keeping the last checkpoint seen (default: ~/.attestd/log-<key name>-<key hash>.checkpoint)")
 	watch := fs.Duration("watch", 0, "with --monitor: check again every INTERVAL (e.g. 30s) until interrupted")
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on each request")
+	proofFile := fs.String("proof", "", "check a C2SP tlog-proof file offline (GET /api/v1/attestations/PDA/proof?format=tlog-proof): no network; '-' reads standard input")
+	var witnesses stringList
+	fs.Var(&witnesses, "witness", "with --proof: a witness's cosignature verifier key (name+keyid+base64) the proof's checkpoint must carry; repeat for each")
+	quorum := fs.Int("quorum", -1, "with --proof: how many of the --witness keys must have cosigned (default: all of them)")
 	// The PDA may come before the flags (attestd verify PDA --log-key K).
 	var pdas []string
 	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -56,6 +64,15 @@ func runVerify(ctx context.Context, args []string) error {
 	pdas = append(pdas, fs.Args()...)
 	if err := required("verify", "log-key", *key); err != nil {
 		return err
+	}
+	if *proofFile != "" {
+		if *monitor || len(pdas) > 0 {
+			return usageErrorf("verify: --proof checks the file alone: no PDA, no --monitor")
+		}
+		return verifyProofFile(safeWriter{os.Stdout}, *proofFile, *key, witnesses, *quorum)
+	}
+	if len(witnesses) > 0 || *quorum >= 0 {
+		return usageErrorf("verify: --witness and --quorum go with --proof")
 	}
 	v, err := client.NewLogVerifier(*key)
 	if err != nil {
@@ -251,4 +268,88 @@ func indent(b []byte) string {
 		}
 	}
 	return sb.String()
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// verifyProofFile checks a tlog-proof offline, printing each step: the
+// log's signature (any of the keys, comma-separated during a rotation),
+// the witnesses' cosignatures against the quorum, and the inclusion of
+// the leaf the proof carries, which it then names.
+func verifyProofFile(w io.Writer, file, keys string, witnesses []string, quorum int) error {
+	var b []byte
+	var err error
+	if file == "-" {
+		b, err = io.ReadAll(io.LimitReader(os.Stdin, logformat.MaxProofSize+1))
+	} else {
+		var f *os.File
+		if f, err = os.Open(file); err == nil {
+			b, err = io.ReadAll(io.LimitReader(f, logformat.MaxProofSize+1))
+			f.Close()
+		}
+	}
+	if err != nil {
+		return failf(w, err, "read %s", file)
+	}
+	var policy logformat.ProofPolicy
+	lk, err := translog.ParseKeys(keys)
+	if err != nil {
+		return usageErrorf("verify: --log-key: %v", err)
+	}
+	for _, k := range lk {
+		policy.Log = append(policy.Log, k.Verifier)
+	}
+	for _, k := range witnesses {
+		v, err := logformat.ParseCosignatureKey(k)
+		if err != nil {
+			return usageErrorf("verify: --witness %s: %v", cleanText(k, false), err)
+		}
+		policy.Witnesses = append(policy.Witnesses, v)
+	}
+	policy.Quorum = quorum
+	if quorum < 0 {
+		policy.Quorum = len(witnesses)
+	}
+	if policy.Quorum > len(witnesses) {
+		return usageErrorf("verify: --quorum %d with %d --witness keys", quorum, len(witnesses))
+	}
+	p, err := logformat.ParseProof(b)
+	if err != nil {
+		return failf(w, err, "parse %s", file)
+	}
+	fmt.Fprintf(w, "ok    read a tlog-proof (index %d, %d hashes, %d bytes of leaf)\n", p.Index, len(p.Hashes), len(p.Extra))
+	v, err := logformat.VerifyProof(p, nil, policy)
+	switch {
+	case errors.Is(err, logformat.ErrProofSignature):
+		return failf(w, err, "checkpoint")
+	case errors.Is(err, logformat.ErrProofWitnesses):
+		return failf(w, err, "witnesses")
+	case err != nil:
+		return failf(w, err, "proof")
+	}
+	fmt.Fprintf(w, "ok    checkpoint signature OK by key %s (origin %s, tree size %d, root %s)\n",
+		v.LogKey, v.Checkpoint.Origin, v.Checkpoint.Size, base64.StdEncoding.EncodeToString(v.Checkpoint.Root[:]))
+	fmt.Fprintf(w, "ok    witnessed by %d of %d (%s), the policy wants %d\n", len(v.Witnesses), len(witnesses), strings.Join(v.Witnesses, ", "), policy.Quorum)
+	fmt.Fprintf(w, "ok    inclusion proof OK: the leaf is at index %d of a tree of size %d\n", v.Index, v.Checkpoint.Size)
+	var leaf struct {
+		PDA         string `json:"pda"`
+		AgentPDA    string `json:"agentPda"`
+		ActionType  string `json:"actionType"`
+		ActionHash  string `json:"actionHash"`
+		TxSignature string `json:"txSignature"`
+		Slot        uint64 `json:"slot"`
+		Timestamp   string `json:"timestamp"`
+	}
+	if err := json.Unmarshal(v.Leaf, &leaf); err != nil || leaf.PDA == "" {
+		return failf(w, errors.New("not an attestation leaf"), "the proof's leaf")
+	}
+	fmt.Fprintf(w, "ok    the leaf is attestation %s: %s by agent %s, action hash %s, %s\n", leaf.PDA, leaf.ActionType, leaf.AgentPDA, leaf.ActionHash, leaf.Timestamp)
+	fmt.Fprintf(w, "note  checked offline; the log proves what the service served, not that the chain holds it: ask any\n"+
+		"      Solana RPC for transaction %s at slot %d (getTransaction)\n", leaf.TxSignature, leaf.Slot)
+	fmt.Fprintf(w, "verified: %s is in the log at index %d of %d\n", leaf.PDA, v.Index, v.Checkpoint.Size)
+	return nil
 }

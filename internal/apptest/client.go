@@ -100,11 +100,25 @@ func BuildRouter(t testing.TB) { openapiRouter(t) }
 // with a body matching its schema; any non-2xx must be the error envelope.
 func (n *Node) Do(t testing.TB, method, path string, body []byte, header map[string]string) *Response {
 	t.Helper()
+	return n.do(t, method, n.URL+path, body, header)
+}
+
+// GetRoot is Get of a path below the node's root rather than its API
+// prefix (the log's checkpoint and tiles at /log/..., discovery), validated
+// the same way.
+func (n *Node) GetRoot(t testing.TB, path string) *Response {
+	t.Helper()
+	return n.do(t, http.MethodGet, n.Root+path, nil, nil)
+}
+
+func (n *Node) do(t testing.TB, method, target string, body []byte, header map[string]string) *Response {
+	t.Helper()
+	path := target
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequest(method, n.URL+path, rd)
+	req, err := http.NewRequest(method, target, rd)
 	if err != nil {
 		t.Fatalf("request: %v", err)
 	}

@@ -13,6 +13,7 @@ var Vars = []Var{
 	{"DATABASE_URL", "(make run / tests: a throwaway server)", "PostgreSQL URL"},
 	{"REDIS_URL", "(make run / tests: a throwaway server)", "Redis URL (redis://host:port/db)"},
 	{"ATTESTD_REDIS_CLUSTER", "off", "on: REDIS_URL names Redis Cluster seed nodes"},
+	{"ATTESTD_CACHE_REDIS_URL", "(REDIS_URL)", "a Redis of its own for the read cache (of the same kind as REDIS_URL), so that a full cache evicts only cache entries: run it with maxmemory and maxmemory-policy volatile-lru, and REDIS_URL's with noeviction (docs/operations.md); every process that serves or writes the index sets the same"},
 	{"ATTESTD_HTTP_ADDR", "127.0.0.1:8080", "public API listener"},
 	{"ATTESTD_PUBLIC_URL", "(http://ATTESTD_HTTP_ADDR on loopback; none beyond)", "the origin clients use (scheme://host[:port]): sign-in domain, x402 resource URLs, Secure cookies"},
 	{"ATTESTD_METRICS_ADDR", "127.0.0.1:9090", "internal Prometheus /metrics listener; empty disables it"},
@@ -34,6 +35,7 @@ var Vars = []Var{
 type Config struct {
 	DatabaseURL     string
 	RedisURL        string
+	CacheRedisURL   string // "": the cache shares RedisURL
 	RedisCluster    bool
 	HTTPAddr        string
 	PublicURL       Origin // ATTESTD_PUBLIC_URL; zero when unset (see PublicOrigin)
@@ -60,6 +62,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
 		DatabaseURL:     e.String("DATABASE_URL", ""),
 		RedisURL:        e.String("REDIS_URL", ""),
+		CacheRedisURL:   e.String("ATTESTD_CACHE_REDIS_URL", ""),
 		RedisCluster:    e.Switch("ATTESTD_REDIS_CLUSTER", "off", "on"),
 		HTTPAddr:        e.String("ATTESTD_HTTP_ADDR", "127.0.0.1:8080"),
 		MetricsAddr:     "127.0.0.1:9090",

@@ -22,14 +22,29 @@ type Redis struct {
 // StartRedis starts redis-server on a free loopback port, or on port when
 // port is not zero (to restart a server where clients expect it).
 func StartRedis(ctx context.Context, dir string, port int) (*Redis, error) {
+	return StartRedisWith(ctx, dir, port)
+}
+
+// The memory policies of attestd's two Redis (docs/operations.md): the
+// state's (limits, sessions, webhook queues, payment claims) is never
+// evicted, full it refuses writes; the read cache's evicts its least
+// recently used entries with a TTL (every cache entry has one).
+var (
+	StateRedisArgs = []string{"--maxmemory", "256mb", "--maxmemory-policy", "noeviction"}
+	CacheRedisArgs = []string{"--maxmemory", "128mb", "--maxmemory-policy", "volatile-lru"}
+)
+
+// StartRedisWith is StartRedis with extra redis-server arguments (for
+// example StateRedisArgs).
+func StartRedisWith(ctx context.Context, dir string, port int, extra ...string) (*Redis, error) {
 	if port != 0 {
-		return startRedis(ctx, dir, port)
+		return startRedis(ctx, dir, port, extra...)
 	}
 	// A port found free may be taken before the server binds it: then it
 	// exits, and it is started again on another, up to three times.
 	var last error
 	for range 3 {
-		r, err := startRedis(ctx, dir, 0)
+		r, err := startRedis(ctx, dir, 0, extra...)
 		if err == nil {
 			return r, nil
 		}

@@ -49,6 +49,7 @@ type Options struct {
 type Fleet struct {
 	Primary, Replica *devstack.Postgres
 	Redis            *devstack.Redis        // nil with RedisCluster
+	CacheRedis       *devstack.Redis        // the read cache's (ATTESTD_CACHE_REDIS_URL); nil with RedisCluster
 	RedisCluster     *devstack.RedisCluster // nil without
 	Chain            *devnet.Chain
 	Nginx            *devstack.Nginx
@@ -124,7 +125,7 @@ func Start(ctx context.Context, opt Options) (_ *Fleet, err error) {
 		f.closers = append(f.closers, r.Remove)
 		log.Info("postgres read replica up (streaming)", "url", r.URL)
 	}
-	redisURL, clusterMode := "", "off"
+	redisURL, cacheURL, clusterMode := "", "", "off"
 	if opt.RedisCluster {
 		c, err := devstack.StartRedisCluster(ctx, filepath.Join(opt.Dir, "redis-cluster"), 3)
 		if err != nil {
@@ -133,14 +134,22 @@ func Start(ctx context.Context, opt Options) (_ *Fleet, err error) {
 		f.RedisCluster, redisURL, clusterMode = c, c.URL, "on"
 		f.closers = append(f.closers, c.Stop)
 	} else {
-		r, err := devstack.StartRedis(ctx, filepath.Join(opt.Dir, "redis"), 0)
+		// Two, as deploy/compose.yaml: the state's never evicts, the read
+		// cache's evicts its own entries.
+		r, err := devstack.StartRedisWith(ctx, filepath.Join(opt.Dir, "redis"), 0, devstack.StateRedisArgs...)
 		if err != nil {
 			return nil, fmt.Errorf("redis: %w", err)
 		}
 		f.Redis, redisURL = r, r.URL
 		f.closers = append(f.closers, func() { f.Redis.Stop() })
+		c, err := devstack.StartRedisWith(ctx, filepath.Join(opt.Dir, "redis-cache"), 0, devstack.CacheRedisArgs...)
+		if err != nil {
+			return nil, fmt.Errorf("cache redis: %w", err)
+		}
+		f.CacheRedis, cacheURL = c, c.URL
+		f.closers = append(f.closers, c.Stop)
 	}
-	log.Info("redis up", "url", redisURL, "cluster", clusterMode)
+	log.Info("redis up", "url", redisURL, "cache", cacheURL, "cluster", clusterMode)
 
 	chain, err := devnet.Start(ctx, devnet.Config{Agents: opt.Agents, Attestations: opt.Attestations, Rate: opt.Rate,
 		SlotInterval: opt.SlotInterval, FinalityDepth: opt.FinalityDepth,
@@ -165,7 +174,7 @@ func Start(ctx context.Context, opt Options) (_ *Fleet, err error) {
 	f.Env = []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(),
 		"ATTESTD_PUBLIC_URL=http://127.0.0.1:" + strconv.Itoa(nginxPort),
-		"DATABASE_URL=" + pg.URL, "REDIS_URL=" + redisURL, "ATTESTD_REDIS_CLUSTER=" + clusterMode,
+		"DATABASE_URL=" + pg.URL, "REDIS_URL=" + redisURL, "ATTESTD_CACHE_REDIS_URL=" + cacheURL, "ATTESTD_REDIS_CLUSTER=" + clusterMode,
 		"ATTESTD_SOLANA_RPC_URL=" + chain.RPCURL(), "ATTESTD_SOLANA_WS_URL=" + chain.WSURL(),
 		"ATTESTD_WEBHOOK_SECRET_KEYS=" + keys, "ATTESTD_WEBHOOK_ALLOW_LOOPBACK=1",
 		// nginx reaches the nodes from 127.0.0.1: only its X-Forwarded-For
@@ -256,23 +265,30 @@ func (f *Fleet) run(ctx context.Context, role string, env []string) error {
 	return nil
 }
 
-// RestartRedis stops the Redis server (SIGTERM; it keeps no data) and
-// starts a new one on the same port: every key is gone, as after a
-// crash of a cache without persistence.
+// RestartRedis stops both Redis servers, the state's and the cache's
+// (SIGTERM; they keep no data), and starts new ones on the same ports:
+// every key is gone, as after a crash of servers without persistence.
 func (f *Fleet) RestartRedis(ctx context.Context, down func()) error {
 	if f.Redis == nil {
 		return errors.New("RestartRedis: the fleet runs a Redis Cluster")
 	}
 	port, dir := f.Redis.Port(), f.Redis.Dir
+	cport, cdir := f.CacheRedis.Port(), f.CacheRedis.Dir
 	f.Redis.Stop()
+	f.CacheRedis.Stop()
 	if down != nil {
 		down()
 	}
-	r, err := devstack.StartRedis(ctx, dir, port)
+	r, err := devstack.StartRedisWith(ctx, dir, port, devstack.StateRedisArgs...)
 	if err != nil {
 		return fmt.Errorf("restart redis on port %d: %w", port, err)
 	}
 	f.Redis = r
+	c, err := devstack.StartRedisWith(ctx, cdir, cport, devstack.CacheRedisArgs...)
+	if err != nil {
+		return fmt.Errorf("restart the cache's redis on port %d: %w", cport, err)
+	}
+	f.CacheRedis = c
 	return nil
 }
 

@@ -190,10 +190,10 @@ func (l *Log) Consistency(from, to int64) ([][]byte, error) {
 	return out, nil
 }
 
-// Handler serves the log routes under /api/v1 as the API does: the
-// checkpoint of the whole tree (or of what Checkpoint returns, when set),
-// the key and consistency proofs. Tests swap CheckpointText to serve
-// forks and rollbacks.
+// Handler serves the log routes as the API does: the checkpoint of the
+// whole tree (or of what Checkpoint returns, when set) at the origin's
+// path (/log/checkpoint, below the root), the key and consistency proofs
+// under /api/v1. Tests swap CheckpointText to serve forks and rollbacks.
 type Handler struct {
 	Log *Log
 	// CheckpointText, when set, is served instead of the current checkpoint.
@@ -203,7 +203,10 @@ type Handler struct {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	path := strings.TrimPrefix(r.URL.Path, "/api/v1")
+	path, api := strings.CutPrefix(r.URL.Path, "/api/v1")
+	if api == (path == "/log/checkpoint") {
+		path = "" // the checkpoint is at the origin, the rest in the API
+	}
 	switch path {
 	case "/log/key":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

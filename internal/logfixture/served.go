@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/app"
-	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apptest"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/store"
@@ -62,26 +61,25 @@ func (s *Served) AppendAll(t testing.TB) store.LogCheckpoint {
 // key only, as an API node holds it), reading the newest checkpoint every
 // 20 ms; configure, when not nil, runs too.
 func (s *Served) NodeOptions(t testing.TB, configure func(*app.Deps)) apptest.NodeOptions {
-	var c *cache.Cache
+	var srv *translog.Server
 	cfg := s.Config
 	vk, err := translog.ParseKey(s.VerifierKey)
 	testenv.Must(t, err, "parse verifier key")
 	cfg.Key = vk
 	return apptest.NodeOptions{
 		Configure: func(d *app.Deps) {
-			c = d.Cache
-			if configure != nil {
-				configure(d)
-			}
-		},
-		Routes: func(api *app.API) {
-			srv := translog.NewServer(translog.ServerOptions{Store: s.Env.Store, Cache: c, Config: cfg, Logger: apptest.Logger(),
+			srv = translog.NewServer(translog.ServerOptions{Store: s.Env.Store, Cache: d.Cache, Config: cfg, Logger: apptest.Logger(),
 				Refresh: 20 * time.Millisecond})
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)
 			srv.Start(ctx)
-			srv.Routes(api)
-		}}
+			d.Unlimited = append(d.Unlimited, srv.OriginRoutes()...)
+			d.Log = srv.Health
+			if configure != nil {
+				configure(d)
+			}
+		},
+		Routes: func(api *app.API) { srv.Routes(api) }}
 }
 
 // ProcessEnv is the environment of an `attestd serve` process serving

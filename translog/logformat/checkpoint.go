@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,12 +27,14 @@ func (c Checkpoint) Text() string {
 	return c.Origin + "\n" + strconv.FormatInt(c.Size, 10) + "\n" + base64.StdEncoding.EncodeToString(c.Root[:]) + "\n"
 }
 
-// Sign signs the checkpoint as a note with signer (nil: an error).
-func (c Checkpoint) Sign(signer note.Signer) (string, error) {
-	if signer == nil {
+// Sign signs the checkpoint as a note with each signer (during a key
+// rotation, the new and the old key: one signature line each); none, or
+// a nil one, is an error.
+func (c Checkpoint) Sign(signers ...note.Signer) (string, error) {
+	if len(signers) == 0 || slices.Contains(signers, nil) {
 		return "", errors.New("sign checkpoint: no private key (the log key is a verifier key only)")
 	}
-	b, err := note.Sign(&note.Note{Text: c.Text()}, signer)
+	b, err := note.Sign(&note.Note{Text: c.Text()}, signers...)
 	if err != nil {
 		return "", fmt.Errorf("sign checkpoint: %w", err)
 	}

@@ -53,7 +53,9 @@ async function sha256(bytes) {
 // parseVerifierKey reads <name>+<hash>+<base64>: an Ed25519 key whose hash
 // (the first 4 bytes of SHA-256(name "\n" 0x01 pub)) matches.
 export async function parseVerifierKey(vkey) {
-  const text = String(vkey).trim();
+  // During a key rotation GET /log/key lists the new key, then the old
+  // one: both sign every checkpoint, so the first suffices.
+  const text = String(vkey).trim().split("\n")[0].trim();
   const i = text.indexOf("+"), j = text.indexOf("+", i + 1);
   const parts = i < 0 || j < 0 ? [] : [text.slice(0, i), text.slice(i + 1, j), text.slice(j + 1)];
   if (text.length > 1024 || parts.length !== 3 || !parts[0] || /[\s\u0000-\u001f]/.test(parts[0]) || !/^[0-9a-f]{8}$/.test(parts[1])) {
