@@ -144,6 +144,25 @@ func TestTwoLitewitnessesCosignEveryCheckpoint(t *testing.T) {
 	if len(n.Sigs) != 3 {
 		t.Fatalf("the served checkpoint verifies with %d signatures, want the log's and 2 cosignatures:\n%s", len(n.Sigs), text)
 	}
+	// A tlog-proof from the API verifies offline with the log's key and
+	// both witnesses' keys (quorum 2); without one of them it does not meet
+	// a 2-of-2 policy.
+	pda := pdaAt(t, le, 3)
+	res, proof := rawGet(t, node.URL+"/attestations/"+pda+"/proof?format=tlog-proof", "")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("tlog-proof: %d %s", res.StatusCode, proof)
+	}
+	pp, err := logformat.ParseProof(proof)
+	testenv.Must(t, err, "parse the tlog-proof")
+	policy := logformat.ProofPolicy{Log: []note.Verifier{le.key.Verifier}, Quorum: 2}
+	for _, w := range ws {
+		v, _ := logformat.ParseCosignatureKey(w.VerifierKey)
+		policy.Witnesses = append(policy.Witnesses, v)
+	}
+	got, err := logformat.VerifyProof(pp, nil, policy)
+	if err != nil || got.Index != 3 || len(got.Witnesses) != 2 {
+		t.Fatalf("the tlog-proof does not verify with both real witnesses: %+v %v", got, err)
+	}
 	// The witnesses' own state agrees: each holds the size it cosigned.
 	for _, w := range ws {
 		res, err := http.Get("http://" + w.Addr + "/")
