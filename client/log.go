@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/attestd/attestd/translog/logformat"
 	"github.com/gowebpki/jcs"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -26,6 +27,10 @@ var (
 	ErrCheckpointSignature = errors.New("checkpoint signature invalid")
 	// ErrCheckpointOrigin: the checkpoint names another log.
 	ErrCheckpointOrigin = errors.New("checkpoint origin mismatch")
+	// ErrCheckpointWitnesses: fewer of the witnesses the verifier trusts
+	// cosigned the checkpoint than its quorum (LogVerifier.WithWitnesses),
+	// or a cosignature by one of them does not verify.
+	ErrCheckpointWitnesses = errors.New("checkpoint not witnessed")
 	// ErrLeafMismatch: the leaf bytes are not the canonical JSON of the
 	// attestation the service served.
 	ErrLeafMismatch = errors.New("leaf mismatch")
@@ -131,14 +136,41 @@ type Checkpoint struct {
 	Extensions []string
 	// KeyName is the name of the verifier key whose signature checked out.
 	KeyName string
+	// Witnesses names the trusted witnesses whose cosignature checked out
+	// (LogVerifier.WithWitnesses).
+	Witnesses []string
 	// Note is the whole signed note, as served (the evidence to keep).
 	Note []byte
 }
 
-// LogVerifier checks checkpoints against one operator key and origin.
+// LogVerifier checks checkpoints against one operator key and origin,
+// and, with WithWitnesses, the cosignatures of witnesses it trusts.
 type LogVerifier struct {
-	verifier note.Verifier
-	origin   string
+	verifier  note.Verifier
+	origin    string
+	witnesses []*logformat.CosignatureVerifier
+	quorum    int
+}
+
+// WithWitnesses returns a copy of v that also requires quorum
+// cosignatures (C2SP tlog-cosignature) by the witnesses of these verifier
+// keys (name+keyid+base64, as litewitness prints them): the client's own
+// policy, whatever the service's. Cosignatures of other witnesses are
+// ignored.
+func (v *LogVerifier) WithWitnesses(quorum int, vkeys ...string) (*LogVerifier, error) {
+	if quorum < 0 || quorum > len(vkeys) {
+		return nil, fmt.Errorf("log verifier: a quorum of %d with %d witness keys", quorum, len(vkeys))
+	}
+	c := *v
+	c.witnesses, c.quorum = nil, quorum
+	for _, k := range vkeys {
+		w, err := logformat.ParseCosignatureKey(strings.TrimSpace(k))
+		if err != nil {
+			return nil, fmt.Errorf("log verifier: witness key: %w", err)
+		}
+		c.witnesses = append(c.witnesses, w)
+	}
+	return &c, nil
 }
 
 // NewLogVerifier parses a verifier key (<name>+<hash>+<base64>, what
@@ -171,17 +203,39 @@ func (v *LogVerifier) OpenCheckpoint(text []byte) (*Checkpoint, error) {
 	if len(text) > maxCheckpoint {
 		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrCheckpointMalformed, len(text), maxCheckpoint)
 	}
-	n, err := note.Open(text, note.VerifierList(v.verifier))
+	vs := []note.Verifier{v.verifier}
+	for _, w := range v.witnesses {
+		vs = append(vs, w)
+	}
+	n, err := note.Open(text, note.VerifierList(vs...))
 	if err != nil {
 		var unverified *note.UnverifiedNoteError
 		var invalid *note.InvalidSignatureError
 		switch {
 		case errors.As(err, &unverified):
 			return nil, fmt.Errorf("%w: no signature by key %s", ErrCheckpointSignature, v.verifier.Name())
+		case errors.As(err, &invalid) && (invalid.Name != v.verifier.Name() || invalid.Hash != v.verifier.KeyHash()):
+			return nil, fmt.Errorf("%w: the cosignature by witness %s does not verify", ErrCheckpointWitnesses, invalid.Name)
 		case errors.As(err, &invalid):
 			return nil, fmt.Errorf("%w: the signature by key %s does not verify", ErrCheckpointSignature, v.verifier.Name())
 		}
 		return nil, fmt.Errorf("%w: %w", ErrCheckpointMalformed, err)
+	}
+	var keyName string
+	var witnessed []string
+	for _, sig := range n.Sigs {
+		if sig.Name == v.verifier.Name() && sig.Hash == v.verifier.KeyHash() {
+			keyName = sig.Name
+		} else {
+			witnessed = append(witnessed, sig.Name)
+		}
+	}
+	if keyName == "" {
+		return nil, fmt.Errorf("%w: no signature by key %s", ErrCheckpointSignature, v.verifier.Name())
+	}
+	if len(witnessed) < v.quorum {
+		return nil, fmt.Errorf("%w: cosigned by %d of the %d trusted witnesses (%s), %d required", ErrCheckpointWitnesses,
+			len(witnessed), len(v.witnesses), strings.Join(witnessed, ", "), v.quorum)
 	}
 	cp, err := ParseCheckpoint(n.Text)
 	if err != nil {
@@ -190,7 +244,7 @@ func (v *LogVerifier) OpenCheckpoint(text []byte) (*Checkpoint, error) {
 	if cp.Origin != v.origin {
 		return nil, fmt.Errorf("%w: checkpoint of %q, expected %q", ErrCheckpointOrigin, cp.Origin, v.origin)
 	}
-	cp.KeyName = n.Sigs[0].Name
+	cp.KeyName, cp.Witnesses = keyName, witnessed
 	cp.Note = bytes.Clone(text)
 	return cp, nil
 }

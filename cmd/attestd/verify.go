@@ -51,8 +51,8 @@ func runVerify(ctx context.Context, args []string) error {
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on each request")
 	proofFile := fs.String("proof", "", "check a C2SP tlog-proof file offline (GET /api/v1/attestations/PDA/proof?format=tlog-proof): no network; '-' reads standard input")
 	var witnesses stringList
-	fs.Var(&witnesses, "witness", "with --proof: a witness's cosignature verifier key (name+keyid+base64) the proof's checkpoint must carry; repeat for each")
-	quorum := fs.Int("quorum", -1, "with --proof: how many of the --witness keys must have cosigned (default: all of them)")
+	fs.Var(&witnesses, "witness", "a witness's cosignature verifier key (name+keyid+base64) the checkpoint must carry (of a proof, a PDA's or the monitor's); repeat for each")
+	quorum := fs.Int("quorum", -1, "how many of the --witness keys must have cosigned (default: all of them)")
 	// The PDA may come before the flags (attestd verify PDA --log-key K).
 	var pdas []string
 	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -71,8 +71,8 @@ func runVerify(ctx context.Context, args []string) error {
 		}
 		return verifyProofFile(safeWriter{os.Stdout}, *proofFile, *key, witnesses, *quorum)
 	}
-	if len(witnesses) > 0 || *quorum >= 0 {
-		return usageErrorf("verify: --witness and --quorum go with --proof")
+	if *quorum >= 0 && len(witnesses) == 0 {
+		return usageErrorf("verify: --quorum goes with --witness")
 	}
 	v, err := client.NewLogVerifier(*key)
 	if err != nil {
@@ -80,6 +80,17 @@ func runVerify(ctx context.Context, args []string) error {
 	}
 	if *origin != "" {
 		v = v.WithOrigin(*origin)
+	}
+	if len(witnesses) > 0 {
+		// The client's own witness policy: the checkpoint (of a proof, or
+		// the monitor's) must carry that many of these cosignatures.
+		q := *quorum
+		if q < 0 {
+			q = len(witnesses)
+		}
+		if v, err = v.WithWitnesses(q, witnesses...); err != nil {
+			return usageErrorf("verify: %v", err)
+		}
 	}
 	c, err := client.New(*base, client.WithTimeout(*timeout))
 	if err != nil {
@@ -180,6 +191,9 @@ func verifyAttestation(ctx context.Context, w io.Writer, c *client.Client, v *cl
 		return failf(w, err, "checkpoint")
 	}
 	fmt.Fprintf(w, "ok    checkpoint signature OK by key %s (origin %s, tree size %d, root %s)\n", cp.KeyName, cp.Origin, cp.Size, cp.Hash)
+	if len(cp.Witnesses) > 0 {
+		fmt.Fprintf(w, "ok    witnessed by %s\n", strings.Join(cp.Witnesses, ", "))
+	}
 	in, err := client.VerifyInclusion(v, a, p)
 	if err != nil {
 		return failf(w, err, "inclusion proof")
