@@ -42,6 +42,16 @@ type VerifyResult struct {
 	// with GET /attestations/{id}/proof.
 	InLog    bool   `json:"inLog"`
 	LogIndex *int64 `json:"logIndex"`
+	// Proof is the path of its offline proof (a C2SP tlog-proof), null
+	// without a leaf: a link, since a proof is against the newest
+	// checkpoint and a thousand would be megabytes.
+	Proof *string `json:"proof"`
+}
+
+// ProofPath is where the C2SP tlog-proof of attestation pda is served.
+func ProofPath(pda string) *string {
+	p := "/api/v1/attestations/" + pda + "/proof?format=tlog-proof"
+	return &p
 }
 
 // VerifySummary counts the answers. Invalid includes NotFound, which counts
@@ -189,6 +199,9 @@ func (h *Handler) verify(ctx context.Context, ids []string) (verifyBody, error) 
 			typ, ts := row.ActionType, attestation.At(row.Timestamp)
 			r.ActionType, r.Timestamp = &typ, &ts
 			r.InLog, r.LogIndex = row.LogIndex != nil, row.LogIndex
+			if r.InLog {
+				r.Proof = ProofPath(r.ID)
+			}
 		}
 		if reason == "" {
 			r.Valid = true

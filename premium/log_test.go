@@ -73,7 +73,8 @@ func TestLogPositions(t *testing.T) {
 	for _, a := range rep.Anomalies {
 		for k, p := range a.Log {
 			want, ok := idx[a.PDAs[k]]
-			if p.PDA != a.PDAs[k] || p.InLog != ok || (ok && (p.LogIndex == nil || *p.LogIndex != want || want >= cp.Size)) {
+			if p.PDA != a.PDAs[k] || p.InLog != ok || (ok && (p.LogIndex == nil || *p.LogIndex != want || want >= cp.Size)) ||
+				(ok != (p.Proof != nil)) || (ok && *p.Proof != "/api/v1/attestations/"+p.PDA+"/proof?format=tlog-proof") {
 				t.Fatalf("anomaly %s position %d: %+v, want index %d (%v)", a.Kind, k, p, want, ok)
 			}
 		}
@@ -96,16 +97,18 @@ func TestLogPositions(t *testing.T) {
 			Valid    bool
 			InLog    bool
 			LogIndex *int64
+			Proof    *string
 		}
 	}
 	r.JSON(t, &res)
 	want, _ := env.Store.LogIndexes(ctx, []string{logged})
 	got := res.Data
-	if len(got) != 4 || !got[0].InLog || got[0].LogIndex == nil || *got[0].LogIndex != want[logged] {
+	if len(got) != 4 || !got[0].InLog || got[0].LogIndex == nil || *got[0].LogIndex != want[logged] ||
+		got[0].Proof == nil || *got[0].Proof != "/api/v1/attestations/"+logged+"/proof?format=tlog-proof" {
 		t.Fatalf("logged: %+v (want index %d)", got, want[logged])
 	}
 	for _, g := range got[1:] {
-		if g.InLog || g.LogIndex != nil {
+		if g.InLog || g.LogIndex != nil || g.Proof != nil {
 			t.Fatalf("not logged: %+v", g)
 		}
 	}

@@ -103,9 +103,10 @@ type LogCoverage struct {
 // LogPosition says whether one attestation is in the transparency log and
 // at which leaf index (null when it is not).
 type LogPosition struct {
-	PDA      string `json:"pda"`
-	InLog    bool   `json:"inLog"`
-	LogIndex *int64 `json:"logIndex"`
+	PDA      string  `json:"pda"`
+	InLog    bool    `json:"inLog"`
+	LogIndex *int64  `json:"logIndex"`
+	Proof    *string `json:"proof"` // the path of its C2SP tlog-proof (ProofPath)
 }
 
 // Recheck is the signature re-verification done while building the report.
@@ -379,7 +380,7 @@ func (h *Handler) logPositions(ctx context.Context, rep *Report) error {
 		for k, pda := range a.PDAs {
 			a.Log[k] = LogPosition{PDA: pda}
 			if n, ok := idx[pda]; ok {
-				a.Log[k].InLog, a.Log[k].LogIndex = true, &n
+				a.Log[k].InLog, a.Log[k].LogIndex, a.Log[k].Proof = true, &n, ProofPath(pda)
 			}
 		}
 	}
