@@ -3,6 +3,7 @@ package translog_test
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/ed25519"
 	"context"
 	"crypto/rand"
 	"io"
@@ -340,4 +341,59 @@ func TestLogRoutesCannotPinTheCache(t *testing.T) {
 		t.Fatalf("%d requests left %d keys (%d kept long): the cache grows with the requests", requests, len(after)-before, long)
 	}
 	t.Logf("%d hostile log requests: %d cache keys, %d of them full tiles kept long, the rest for seconds", requests, len(after)-before, long)
+}
+
+// TestParseWitnessesHostile: what ATTESTD_LOG_WITNESSES refuses.
+func TestParseWitnessesHostile(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	k1 := logformat.NewCosignatureKey("w1.test/w", priv.Public().(ed25519.PublicKey))
+	_, priv2, _ := ed25519.GenerateKey(rand.Reader)
+	k2 := logformat.NewCosignatureKey("w2.test/w", priv2.Public().(ed25519.PublicKey))
+	_, logKey, _ := note.GenerateKey(rand.Reader, "w3.test/w")
+	good := k1 + " http://127.0.0.1:7380/add-checkpoint"
+	for name, text := range map[string]string{
+		"no url":            k1,
+		"three fields":      good + " extra",
+		"ftp url":           k1 + " ftp://x/add-checkpoint",
+		"relative url":      k1 + " /add-checkpoint",
+		"credentials":       k1 + " https://u:p@x/add-checkpoint",
+		"fragment":          k1 + " https://x/add-checkpoint#f",
+		"a log key":         logKey + " https://x/add-checkpoint",
+		"twice":             good + "," + good,
+		"same name":         good + "," + strings.Replace(k2, "w2.test", "w1.test", 1) + " https://y/a",
+		"bad key id":        strings.Replace(k1, "+", "+0", 1) + " https://x/a",
+		"nul in url":        k1 + " https://x/a\x00",
+		"thirty-three":      strings.Repeat(good+",", 1)[:0] + manyWitnesses(33),
+		"unicode name":      logformat.NewCosignatureKey("wі.test/w", priv.Public().(ed25519.PublicKey)) + "x https://x/a",
+		"space in key name": "w 1+00000000+AAAA https://x/a",
+	} {
+		if _, err := translog.ParseWitnesses(text); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	ws, err := translog.ParseWitnesses(" " + good + " ,\n" + k2 + "   https://witness.example/w/add-checkpoint\n")
+	if err != nil || len(ws) != 2 || ws[1].Name != "w2.test/w" || ws[1].URL != "https://witness.example/w/add-checkpoint" {
+		t.Fatalf("two witnesses: %+v %v", ws, err)
+	}
+	cfg, err := translog.ConfigFromEnv(func(k string) string {
+		return map[string]string{"ATTESTD_LOG_WITNESSES": good + "," + k2 + " https://x/a", "ATTESTD_LOG_WITNESS_QUORUM": "3"}[k]
+	})
+	if err == nil {
+		t.Fatalf("a quorum of 3 with 2 witnesses accepted: %+v", cfg)
+	}
+	cfg, err = translog.ConfigFromEnv(func(k string) string {
+		return map[string]string{"ATTESTD_LOG_WITNESSES": good + "," + k2 + " https://x/a"}[k]
+	})
+	if err != nil || cfg.Quorum != 2 {
+		t.Fatalf("the default quorum of 2 witnesses: %d %v", cfg.Quorum, err)
+	}
+}
+
+func manyWitnesses(n int) string {
+	var items []string
+	for i := range n {
+		_, priv, _ := ed25519.GenerateKey(rand.Reader)
+		items = append(items, logformat.NewCosignatureKey(sprintf("w%d.test/w", i), priv.Public().(ed25519.PublicKey))+" https://x/a")
+	}
+	return strings.Join(items, ",")
 }

@@ -3,6 +3,8 @@ package logformat
 import (
 	"bytes"
 	"testing"
+
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // FuzzParseEntryBundle: the parser never panics, and what it accepts
@@ -41,6 +43,27 @@ func FuzzParseCheckpoint(f *testing.F) {
 		}
 		if text := c.Text(); len(s) < len(text) || s[:len(text)] != text {
 			t.Fatalf("%q parses to %+v whose text is %q", s, c, text)
+		}
+	})
+}
+
+// FuzzParseProof: the tlog-proof parser never panics, and what it accepts
+// has one spelling: it marshals back to the same bytes.
+func FuzzParseProof(f *testing.F) {
+	var h [32]byte
+	h[1] = 9
+	p := Proof{Extra: []byte(`{"pda":"x"}`), Index: 7, Hashes: []tlog.Hash{h, h}, Checkpoint: "o\n8\nAAAA\n\n— o abc\n"}
+	for _, s := range [][]byte{p.Marshal(), Proof{Index: 0, Checkpoint: "x"}.Marshal(), []byte("c2sp.org/tlog-proof@v1\nindex 01\n\n"),
+		[]byte("c2sp.org/tlog-proof@v1\nextra \nindex 0\n\n"), {}} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := ParseProof(b)
+		if err != nil {
+			return
+		}
+		if again := p.Marshal(); !bytes.Equal(again, b) {
+			t.Fatalf("%q parses to %+v, which marshals to %q", b, p, again)
 		}
 	})
 }
