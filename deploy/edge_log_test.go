@@ -82,4 +82,19 @@ func TestEdgeServesLogTiles(t *testing.T) {
 			t.Errorf("%s reached the nodes %d times", c.path, reached)
 		}
 	}
+	// The proof asked for as a tlog-proof by Accept and as JSON share a
+	// URL: the edge keeps them apart (its key holds the Accept token).
+	proofPath := "/attestations/" + pda + "/proof"
+	for range 2 {
+		for _, accept := range []string{"application/json", "text/x-tlog-proof"} {
+			a := f.get(t, proofPath, map[string]string{"Accept": accept})
+			if a.status != 200 {
+				t.Fatalf("%s with Accept %s: %d", proofPath, accept, a.status)
+			}
+			isProof := bytes.HasPrefix(a.body, []byte("c2sp.org/tlog-proof@v1\n"))
+			if (accept == "text/x-tlog-proof") != isProof || (isProof && a.header.Get("Content-Type") != "text/x-tlog-proof") {
+				t.Fatalf("%s with Accept %s through the edge (%s): %s, %.60q", proofPath, accept, a.cache(), a.header.Get("Content-Type"), a.body)
+			}
+		}
+	}
 }
