@@ -3,8 +3,8 @@ package translog_test
 import (
 	"bytes"
 	"compress/gzip"
-	"crypto/ed25519"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"io"
 	"net/http"
