@@ -126,6 +126,7 @@ func New(d Deps) *API {
 	// Such requests reach the app as unknownMethod; methodOf names the
 	// method they were sent with.
 	srv := a.fiber.Server()
+	srv.HeaderReceived = headerReceived // framing decided before any body is read
 	next := srv.Handler
 	srv.Handler = func(rctx *fasthttp.RequestCtx) {
 		if m := rctx.Method(); !standardMethod(m) {

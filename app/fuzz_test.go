@@ -1,9 +1,14 @@
 package app_test
 
 import (
+	"bufio"
+	"bytes"
 	"io"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,3 +85,71 @@ func FuzzAgentCursor(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFramingOnTheWire sends a request with fuzzed header lines and body,
+// followed by a plain request, through a node's HTTP server on an
+// in-memory connection: no answer is a 5xx, and a request refused for
+// its framing or header bytes is the last one answered (what followed it
+// is never served as a request).
+func FuzzFramingOnTheWire(f *testing.F) {
+	for _, s := range [][2]string{
+		{"Host: x\r\nContent-Length: 2\r\n", "{}"},
+		{"Host: x\r\nContent-Length: 0\r\nContent-Length: 2\r\n", "{}"},
+		{"Host: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n", "0\r\n\r\n"},
+		{"Host: x\r\nTransfer-Encoding: chunked\r\n", "2\r\n{}\r\n0\r\n\r\n"},
+		{"Host: x\r\nHost: y\r\n", ""},
+		{"Content-Length: 2\r\n", "{}"},
+		{"Host: x\r\nX-A: a\x00b\r\n", ""},
+		{"Host: x\r\nX-A: a\rb\r\n", ""},
+		{"Host: x\r\nX-A: a\r\n b\r\n", ""},
+		{"Host: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\nContent-Length: 3\r\n", "{}"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	env := apptest.NewEnv(f, apptest.Options{})
+	node := env.StartNode(f, apptest.NodeOptions{})
+	refusals := []string{"Content-Length header", "Transfer-Encoding", "Host header", "NUL byte", "does not end its line", "line folding"}
+	f.Fuzz(func(t *testing.T, head, body string) {
+		raw := "POST /api/v1/stats HTTP/1.1\r\n" + head + "\r\n" + body + "GET /api/v1/health HTTP/1.1\r\nHost: x\r\n\r\n"
+		conn := &onceConn{in: strings.NewReader(raw)}
+		_ = node.Fiber().Server().ServeConn(conn)
+		br := bufio.NewReader(&conn.out)
+		for i := 0; ; i++ {
+			res, err := http.ReadResponse(br, nil)
+			if err != nil {
+				return // the end of the answers (or of what parses as one)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode >= 500 {
+				t.Fatalf("%q: answer %d is %d %s", raw, i, res.StatusCode, b)
+			}
+			if res.StatusCode != http.StatusBadRequest || !bytes.Contains(b, []byte("INVALID_PARAM")) ||
+				!slices.ContainsFunc(refusals, func(s string) bool { return bytes.Contains(b, []byte(s)) }) {
+				continue
+			}
+			if rest, _ := io.ReadAll(br); len(rest) > 0 {
+				t.Fatalf("%q: refused (%s), then answered again: %q", raw, b, rest)
+			}
+			return
+		}
+	})
+}
+
+// onceConn is an in-memory connection that reads in, then EOF, and keeps
+// what is written.
+type onceConn struct {
+	in  io.Reader
+	out bytes.Buffer
+}
+
+func (c *onceConn) Read(p []byte) (int, error)  { return c.in.Read(p) }
+func (c *onceConn) Write(p []byte) (int, error) { return c.out.Write(p) }
+func (c *onceConn) Close() error                { return nil }
+func (c *onceConn) LocalAddr() net.Addr         { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080} }
+func (c *onceConn) RemoteAddr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40001}
+}
+func (c *onceConn) SetDeadline(time.Time) error      { return nil }
+func (c *onceConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *onceConn) SetWriteDeadline(time.Time) error { return nil }

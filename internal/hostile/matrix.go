@@ -351,5 +351,19 @@ func rawCases() []Case {
 	} {
 		cs = append(cs, Case{Name: fmt.Sprintf("raw#%d", i), Method: "RAW", Raw: raw})
 	}
+	// Header blocks refused as they arrive, body or none: bytes RFC 9110
+	// calls dangerous, folded lines, HTTP/1.1 without Host, and framing
+	// whose body is withheld (answered at once, not at the read timeout).
+	for i, raw := range []string{
+		"GET {prefix}/stats HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n",
+		"GET {prefix}/stats HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n",
+		"GET {prefix}/stats HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\n\r\n",
+		"GET {prefix}/stats HTTP/1.1\r\nAccept: */*\r\n\r\n",
+		"POST {prefix}/keys HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 0\r\nContent-Length: 9\r\n\r\n",
+		"POST {prefix}/keys HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 9\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"POST {prefix}/keys HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 9\r\nContent-Length: 9\r\n\r\n",
+	} {
+		cs = append(cs, Case{Name: fmt.Sprintf("raw header block#%d", i), Method: "RAW", Raw: raw, Expect: http.StatusBadRequest, Closes: true})
+	}
 	return cs
 }
