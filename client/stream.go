@@ -65,12 +65,22 @@ const maxEventBytes = 1 << 20
 // drain): reconnect after the retry delay.
 var errStreamEnded = errors.New("stream ended")
 
+// StreamBufferFull is the code of the one error event a stream resumes
+// from: the server held the most it buffers for streams and ended this
+// one. Stream reconnects with the last id, backing off as after a failure.
+const StreamBufferFull = "STREAM_BUFFER_FULL"
+
+// errStreamShed: the server ended the stream with a StreamBufferFull
+// error event.
+var errStreamShed = errors.New("stream ended by the server: its stream buffers are full")
+
 // Stream follows the live stream, calling handler for each event in
 // order, until ctx ends (it then returns ctx's error), handler returns an
 // error (returned as is), or the server refuses the stream for good: a 4xx
 // other than 408 and 429, or an error event (a cursor too old or unknown:
 // CURSOR_TOO_OLD, CURSOR_UNKNOWN), both as *APIError. When the stream
-// ends or its connection fails, Stream reconnects with the id of the last
+// ends, its connection fails, or the server ends it with a
+// StreamBufferFull error event, Stream reconnects with the id of the last
 // attestation event (Last-Event-ID), after the delay the server announced
 // (retry:), backing off while reconnections fail; 429 and 503 wait their
 // Retry-After (at most MaxRetryAfter). Events are neither lost nor repeated across reconnections
@@ -248,7 +258,11 @@ func (s *streamRun) dispatch(typ, id string, data []byte) error {
 			return fmt.Errorf("attestd client: GET %s: decode removed event: %w", path, err)
 		}
 	case "error":
-		return newAPIError(http.MethodGet, path, 0, nil, data)
+		e := newAPIError(http.MethodGet, path, 0, nil, data)
+		if e.Code == StreamBufferFull {
+			return errStreamShed
+		}
+		return e
 	default:
 		return nil // a type this client does not know yet
 	}

@@ -18,6 +18,10 @@
 // hijack), so that no server buffer, write timeout or compression stands
 // between an event and the client: each write has its own deadline, and a
 // client that does not take its events within it is dropped. The socket's
-// send buffer is kept small, so a client that never reads holds a bounded
-// amount of memory until it is dropped.
+// send buffer is kept small, and what a stream holds in memory for its
+// client (its write buffer, taken only while it writes, and the rows of a
+// catch-up not yet written) comes out of byte budgets, one per stream and
+// one per node: a catch-up reads no more than its stream's budget, and a
+// stream the node's budget has no room for ends with a resumable error
+// event (STREAM_BUFFER_FULL), its client reconnecting with its last id.
 package stream

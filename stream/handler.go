@@ -11,7 +11,9 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/apierror"
@@ -28,6 +30,11 @@ const (
 	CodeCursorTooOld = "CURSOR_TOO_OLD"
 	// CodeCursorUnknown: no attestation indexed here has the cursor.
 	CodeCursorUnknown = "CURSOR_UNKNOWN"
+	// CodeBufferFull: the node holds the most bytes it buffers for its
+	// streams (ATTESTD_STREAM_BUFFER_TOTAL_MB). Unlike the cursor errors,
+	// the client resumes: it reconnects with its last id after the retry
+	// delay.
+	CodeBufferFull = "STREAM_BUFFER_FULL"
 )
 
 // RetryMillis is the reconnection delay every stream announces first.
@@ -45,14 +52,28 @@ const sendBuffer = 32 << 10
 // flushAt is how many bytes a stream gathers before a write.
 const flushAt = 16 << 10
 
-// catchUpBatch is how many rows one catch-up read of PostgreSQL takes.
+// catchUpBatch is how many rows one catch-up read of PostgreSQL takes at
+// most; the stream's byte budget may make it fewer.
 const catchUpBatch = 500
+
+// bufferRoom is the capacity of a stream's write buffer (bufPool): a
+// chunk, and room for the event that passes flushAt.
+const bufferRoom = flushAt + 4096
+
+// minCatchUp is the fewest bytes a catch-up read is worth taking from the
+// node's budget (a few rows).
+const minCatchUp = 4 << 10
+
+// rowOverhead is what a catch-up row costs besides its strings and data.
+const rowOverhead = int64(unsafe.Sizeof(store.StreamEvent{}))
 
 // Handler answers GET /attestations/stream.
 type Handler struct {
 	hub     *Hub
 	cfg     Config
 	m       *metrics
+	budget  *budget      // the bytes the node's streams hold (heldLimit)
+	rowSize atomic.Int64 // bytes a catch-up row takes, as lately read (sizes catch-up reads)
 	ip      func(*fiber.Ctx) netip.Addr
 	mu      sync.Mutex
 	perIP   map[netip.Prefix]int
@@ -71,7 +92,9 @@ type Options struct {
 
 // New returns the handler of the route (Handler.Serve).
 func New(o Options) *Handler {
-	h := &Handler{hub: o.Hub, cfg: o.Hub.cfg, m: newMetrics(o.Registerer), ip: o.ClientIP, perIP: map[netip.Prefix]int{}}
+	b := &budget{max: heldLimit(o.Hub.cfg)}
+	h := &Handler{hub: o.Hub, cfg: o.Hub.cfg, m: newMetrics(o.Registerer, b), budget: b, ip: o.ClientIP, perIP: map[netip.Prefix]int{}}
+	h.rowSize.Store(1 << 10)
 	if h.ip == nil {
 		h.ip = func(c *fiber.Ctx) netip.Addr {
 			a, _ := netip.AddrFromSlice(c.Context().RemoteIP())
@@ -270,6 +293,9 @@ func (h *Handler) release(key netip.Prefix) {
 	}
 }
 
+// Buffered is how many bytes the node's streams hold for their clients.
+func (h *Handler) Buffered() int64 { return h.budget.Held() }
+
 // Open is the number of open streams.
 func (h *Handler) Open() int {
 	h.mu.Lock()
@@ -289,7 +315,12 @@ type stream struct {
 	tcp    *net.TCPConn
 	filter store.StreamFilter
 	pos    uint64 // the last log row this client was given (or skipped)
-	buf    []byte
+	// The write buffer, from bufPool, while the stream has something to
+	// write (nil while it waits: an idle stream holds no buffer). Its
+	// capacity is charged to the node's budget.
+	bp      *[]byte
+	buf     []byte
+	charged int64
 	// chunked: the body is sent in chunks (HTTP/1.1); otherwise as is,
 	// ended by closing the connection (HTTP/1.0).
 	chunked bool
@@ -301,7 +332,11 @@ var (
 	lastChunk  = []byte("0\r\n\r\n")
 )
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, flushAt+4096); return &b }}
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, bufferRoom); return &b }}
+
+// errBufferFull: the node's budget has no room for what the stream would
+// hold next; it ends with a CodeBufferFull error event.
+var errBufferFull = errors.New("stream buffer budget full")
 
 // run streams until the client goes, the lifetime ends, the node drains
 // or a write fails; it returns why it ended.
@@ -331,16 +366,18 @@ func (s *stream) run(head, fail []byte) (why string) {
 		}
 		reader.Wait()
 	}()
-	bp := bufPool.Get().(*[]byte)
-	s.buf = (*bp)[:chunkHead]
-	defer func() { *bp = s.buf[:0]; bufPool.Put(bp) }()
+	defer s.release()
 
 	if err := s.writeRaw(head); err != nil {
 		return s.failed(err)
 	}
-	s.add(retryFrame)
+	if err := s.add(retryFrame); err != nil {
+		return s.failed(err)
+	}
 	if fail != nil {
-		s.add(fail)
+		if err := s.add(fail); err != nil {
+			return s.failed(err)
+		}
 		_ = s.flush()
 		s.end()
 		return "error"
@@ -365,7 +402,9 @@ func (s *stream) run(head, fail []byte) (why string) {
 		} else if len(evs) > 0 {
 			for _, e := range evs {
 				if e.matches(s.filter) {
-					s.add(e.Frame)
+					if err := s.add(e.Frame); err != nil {
+						return s.failed(err)
+					}
 					s.h.m.sent.Inc()
 					if s.pending() >= flushAt {
 						if err := s.flush(); err != nil {
@@ -382,10 +421,13 @@ func (s *stream) run(head, fail []byte) (why string) {
 				}
 				hb.Reset(cfg.Heartbeat)
 			}
+			s.release() // nothing to write until the next event
 			select {
 			case <-changed:
 			case <-hb.C:
-				s.add(heartbeat)
+				if err := s.add(heartbeat); err != nil {
+					return s.failed(err)
+				}
 				if err := s.flush(); err != nil {
 					return s.failed(err)
 				}
@@ -417,7 +459,14 @@ func (s *stream) run(head, fail []byte) (why string) {
 }
 
 // catchUp gives the client the log rows after its position up to last from
-// PostgreSQL (it is behind the ring), one batch.
+// PostgreSQL (it is behind the ring), one read. The rows a read may hold
+// are taken from the node's budget first: at most the stream's own budget
+// less its write buffer, and never the last quarter of the node's, which
+// is left for the write buffers of streams that keep up. The read asks
+// for as many rows as the bytes taken hold (at the size rows lately had),
+// and keeps those that fit; the rest are read again next time. A client
+// that does not read thus holds at most its budget, and a node at most
+// its own: a stream that gets no room ends with the resumable error event.
 func (s *stream) catchUp(ctx context.Context, last uint64, gone <-chan struct{}) error {
 	select {
 	case s.h.hub.catchUp <- struct{}{}:
@@ -426,13 +475,53 @@ func (s *stream) catchUp(ctx context.Context, last uint64, gone <-chan struct{})
 	case <-s.h.hub.closing:
 		return errDrained
 	}
-	rows, next, full, err := s.h.hub.st.StreamEvents(ctx, s.pos, last, s.filter, catchUpBatch)
+	cfg := s.h.cfg
+	var buffer int64 // the write buffer's bytes, when it must be taken too
+	if s.bp == nil {
+		buffer = bufferRoom
+	}
+	room := s.h.budget.takeUpTo(minCatchUp+buffer, cfg.BufferPerStream-s.charged, s.h.budget.max/4)
+	if room == 0 {
+		<-s.h.hub.catchUp
+		return errBufferFull
+	}
+	if buffer > 0 {
+		s.grab(true)
+		room -= buffer
+	}
+	defer func() { s.h.budget.give(room) }()
+	limit := int(min(room/max(s.h.rowSize.Load(), 64), catchUpBatch))
+	rows, next, full, err := s.h.hub.st.StreamEvents(ctx, s.pos, last, s.filter, max(limit, 1))
 	<-s.h.hub.catchUp
 	if err != nil {
 		return err
 	}
+	var held, all int64 // the bytes of the rows kept, of all
+	kept := 0
 	for i := range rows {
-		s.add(newEvent(&rows[i]).Frame)
+		n := rowBytes(&rows[i])
+		all += n
+		if kept == i && (i == 0 || held+n <= room) {
+			held += n
+			kept++
+		}
+	}
+	if len(rows) > 0 { // the size of rows, for the next reads' counts
+		old := s.h.rowSize.Load()
+		s.h.rowSize.Store((old*3 + all/int64(len(rows))) / 4)
+	}
+	if held > room { // one row larger than all the room: held all the same
+		s.h.budget.force(held - room)
+		room = held
+	}
+	if kept < len(rows) {
+		rows, next, full = rows[:kept], rows[kept-1].Seq, true
+	}
+	for i := range rows {
+		if err := s.add(newEvent(&rows[i]).Frame); err != nil {
+			return err
+		}
+		rows[i] = store.StreamEvent{} // its bytes are in the buffer now
 		s.h.m.sent.Inc()
 		if s.pending() >= flushAt {
 			if err := s.flush(); err != nil {
@@ -446,6 +535,11 @@ func (s *stream) catchUp(ctx context.Context, last uint64, gone <-chan struct{})
 		s.pos = last
 	}
 	return nil
+}
+
+// rowBytes is the memory a catch-up row holds.
+func rowBytes(r *store.StreamEvent) int64 {
+	return rowOverhead + int64(len(r.Data)+len(r.PDA)+len(r.AgentPDA))
 }
 
 var (
@@ -464,6 +558,9 @@ func (s *stream) failed(err error) string {
 		return "slow"
 	case errors.Is(err, errGone):
 		return "client"
+	case errors.Is(err, errBufferFull):
+		s.shed()
+		return "budget"
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
@@ -481,15 +578,69 @@ type writeError struct{ error }
 
 func (e writeError) Unwrap() error { return e.error }
 
-// add appends p to the pending chunk.
-func (s *stream) add(p []byte) { s.buf = append(s.buf, p...) }
+// add appends p to the pending chunk, taking a write buffer first when
+// the stream has none (errBufferFull when the node's budget has no room).
+func (s *stream) add(p []byte) error {
+	if s.bp == nil && !s.grab(false) {
+		return errBufferFull
+	}
+	s.buf = append(s.buf, p...)
+	if n := int64(cap(s.buf)); n > s.charged { // grew for an event larger than its room
+		s.h.budget.force(n - s.charged)
+		s.charged = n
+	}
+	return nil
+}
+
+// grab gives the stream a write buffer (bufPool's hold bufferRoom bytes
+// each), its bytes taken from the node's budget unless paid says they
+// were; false when the budget has no room for them.
+func (s *stream) grab(paid bool) bool {
+	if !paid && !s.h.budget.take(bufferRoom) {
+		return false
+	}
+	s.bp = bufPool.Get().(*[]byte)
+	s.buf, s.charged = (*s.bp)[:chunkHead], bufferRoom
+	return true
+}
+
+// release gives the write buffer back (to the pool, and its bytes to the
+// node's budget), dropping what it still holds.
+func (s *stream) release() {
+	if s.bp == nil {
+		return
+	}
+	s.h.budget.give(s.charged)
+	if cap(s.buf) == bufferRoom { // one that grew for a large event is left to the collector
+		*s.bp = s.buf[:0]
+		bufPool.Put(s.bp)
+	}
+	s.bp, s.buf, s.charged = nil, nil, 0
+}
+
+// shed ends the stream for the node's budget: its buffer goes back (the
+// client resumes from its last id, which precedes anything unsent), and
+// the client is told so in an error event, written within a second
+// without a buffer.
+func (s *stream) shed() {
+	s.release()
+	frame := errorFrame(CodeBufferFull, "this node holds the most it buffers for streams: reconnect with your last event id (Last-Event-ID) to resume")
+	b := frame
+	if s.chunked {
+		b = append(strconv.AppendInt(nil, int64(len(frame)), 16), '\r', '\n')
+		b = append(append(b, frame...), '\r', '\n')
+		b = append(b, lastChunk...)
+	}
+	_ = s.conn.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = s.conn.Write(b)
+}
 
 // chunkHead is the room kept at the start of buf for the chunk's size:
 // six hex digits (leading zeros are valid chunk-size syntax) and CRLF.
 const chunkHead = 8
 
 // pending is how many bytes wait to be written.
-func (s *stream) pending() int { return len(s.buf) - chunkHead }
+func (s *stream) pending() int { return max(len(s.buf)-chunkHead, 0) }
 
 // flush writes the pending bytes as one chunk, within the write timeout.
 func (s *stream) flush() error {

@@ -13,7 +13,7 @@ type metrics struct {
 	ended   *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg prometheus.Registerer, b *budget) *metrics {
 	m := &metrics{
 		open: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_stream_open",
 			Help: "Live streams (GET /attestations/stream) open on this node."}),
@@ -24,8 +24,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "attestd_stream_refused_total",
 			Help: "Streams refused by a cap: per_ip (429), node (503)."}, []string{"cap"}),
 		ended: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "attestd_stream_ended_total",
-			Help: "Streams ended, by why: client (went away), lifetime, drain, slow, error (an error event)."}, []string{"why"}),
+			Help: "Streams ended, by why: client (went away), lifetime, drain, slow, budget (the node's stream buffer budget was full: a STREAM_BUFFER_FULL error event), error (another error event)."}, []string{"why"}),
 	}
+	metric.Register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "attestd_stream_buffered_bytes",
+		Help: "Bytes this node's live streams hold for their clients: write buffers and catch-up rows (at most ATTESTD_STREAM_BUFFER_TOTAL_MB)."},
+		func() float64 { return float64(b.Held()) }))
 	m.open, m.sent, m.dropped = metric.Register(reg, m.open), metric.Register(reg, m.sent), metric.Register(reg, m.dropped)
 	m.refused, m.ended = metric.Register(reg, m.refused), metric.Register(reg, m.ended)
 	return m
