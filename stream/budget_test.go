@@ -82,7 +82,9 @@ func TestNeverReadingCatchUpStaysWithinBudget(t *testing.T) {
 	for range streams {
 		x.neverReading(cursor)
 	}
-	waitFor(t, "streams open", func() bool { return x.h.Open() == streams })
+	waitFor(t, "streams answered", func() bool {
+		return x.h.Open()+int(testutil.ToFloat64(x.h.m.ended.WithLabelValues("budget"))) >= streams
+	})
 	var most int64
 	for range 60 { // 3 s: every stream has filled its socket and blocked, or was ended
 		most = max(most, x.h.Buffered())
@@ -145,9 +147,11 @@ func (x *harness) fillBudget(cursor string, streams int) []net.Conn {
 // error: the client resumes with its last id), counted as ended for the
 // budget, while live streams keep their quarter of the budget and are
 // served. The Go client resumes from it, and gets every attestation once
-// when room comes back.
+// when room comes back. (The streams holding the budget are never ended to
+// make room here: see TestBlockedStreamsEndedForReaders.)
 func TestBufferFullIsAResumableErrorEvent(t *testing.T) {
 	x := newHarness(t, Config{WriteTimeout: time.Minute, BufferPerStream: 64 << 10, BufferTotal: 1 << 20})
+	x.h.evictAfter.Store(int64(time.Hour))
 	cursor, ids := x.behindTheRing()
 	hogs := x.fillBudget(cursor, 24)
 
@@ -275,5 +279,33 @@ func TestSlowReadersHoldTheirBudget(t *testing.T) {
 		if n := testutil.ToFloat64(x.h.m.ended.WithLabelValues(why)); n != 0 {
 			t.Errorf("%.0f streams ended %s", n, why)
 		}
+	}
+}
+
+// TestBlockedStreamsEndedForReaders: with the budget held by streams whose
+// clients do not read (their writes blocked for longer than evictAfter), a
+// client that reads is not refused: the blocked streams are ended to make
+// room (counted as ended for the budget), and it catches up, in order.
+func TestBlockedStreamsEndedForReaders(t *testing.T) {
+	x := newHarness(t, Config{WriteTimeout: time.Minute, BufferPerStream: 64 << 10, BufferTotal: 1 << 20})
+	x.h.evictAfter.Store(int64(300 * time.Millisecond))
+	cursor, ids := x.behindTheRing()
+	x.fillBudget(cursor, 24)
+	before := testutil.ToFloat64(x.h.m.ended.WithLabelValues("budget"))
+	time.Sleep(400 * time.Millisecond) // every write of theirs is blocked past evictAfter by now
+	r, resp := x.open("", http.Header{"Last-Event-ID": {cursor}})
+	if r == nil {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	for i := range 200 {
+		if e := r.mustNext(t); e.Event != "attestation" || e.ID != ids[i] {
+			t.Fatalf("event %d: %+v, want the attestation %s", i, e, ids[i])
+		}
+		if b := x.h.Buffered(); b > x.h.budget.max {
+			t.Fatalf("held %d, over %d", b, x.h.budget.max)
+		}
+	}
+	if after := testutil.ToFloat64(x.h.m.ended.WithLabelValues("budget")); after <= before {
+		t.Fatalf("no blocked stream was ended to make room (%.0f, then %.0f)", before, after)
 	}
 }

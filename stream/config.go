@@ -16,7 +16,7 @@ var Vars = []config.Var{
 	{Name: "ATTESTD_STREAM_RETENTION", Default: "24h", Help: "how long the stream log keeps changes: a stream resumes from a cursor this recent"},
 	{Name: "ATTESTD_STREAM_POLL", Default: "2s", Help: "how often a node reads the stream log without an announcement (the safety net under Redis pub/sub)"},
 	{Name: "ATTESTD_STREAM_BUFFER_KB", Default: "256", Help: "KiB one stream may hold in memory for its client (events read but not yet taken, catching up included): a catch-up reads at most this much at a time"},
-	{Name: "ATTESTD_STREAM_BUFFER_TOTAL_MB", Default: "64", Help: "MiB of memory all streams of a node may cost together (they hold at most half of it: the collector lets the heap reach twice what is held); a stream that would go over ends with an error event STREAM_BUFFER_FULL and its client resumes from its last id"},
+	{Name: "ATTESTD_STREAM_BUFFER_TOTAL_MB", Default: "64", Help: "MiB of memory all streams of a node may cost together (they hold at most half of it: the collector lets the heap reach twice what is held); when it is full, streams blocked on clients that take nothing are ended first, then the stream asking ends with an error event STREAM_BUFFER_FULL and its client resumes from its last id"},
 }
 
 // Config tunes the live stream.

@@ -21,7 +21,9 @@
 // send buffer is kept small, and what a stream holds in memory for its
 // client (its write buffer, taken only while it writes, and the rows of a
 // catch-up not yet written) comes out of byte budgets, one per stream and
-// one per node: a catch-up reads no more than its stream's budget, and a
-// stream the node's budget has no room for ends with a resumable error
-// event (STREAM_BUFFER_FULL), its client reconnecting with its last id.
+// one per node: a catch-up reads no more than its stream's budget; when
+// the node's is full, streams blocked on clients that take nothing are
+// ended to make room, and failing that the stream asking ends with a
+// resumable error event (STREAM_BUFFER_FULL), its client reconnecting with
+// its last id.
 package stream

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -78,7 +80,11 @@ type Handler struct {
 	mu      sync.Mutex
 	perIP   map[netip.Prefix]int
 	open    int
-	streams sync.WaitGroup
+	live    map[*stream]struct{} // the streams running, for makeRoom
+	// evictAfter is how long a write must have been blocked for its
+	// stream to be ended by makeRoom (ns; evictAfter, tests change it).
+	evictAfter atomic.Int64
+	streams    sync.WaitGroup
 }
 
 // Options configure a Handler.
@@ -93,8 +99,10 @@ type Options struct {
 // New returns the handler of the route (Handler.Serve).
 func New(o Options) *Handler {
 	b := &budget{max: heldLimit(o.Hub.cfg)}
-	h := &Handler{hub: o.Hub, cfg: o.Hub.cfg, m: newMetrics(o.Registerer, b), budget: b, ip: o.ClientIP, perIP: map[netip.Prefix]int{}}
+	h := &Handler{hub: o.Hub, cfg: o.Hub.cfg, m: newMetrics(o.Registerer, b), budget: b, ip: o.ClientIP, perIP: map[netip.Prefix]int{},
+		live: map[*stream]struct{}{}}
 	h.rowSize.Store(1 << 10)
+	h.evictAfter.Store(int64(evictAfter))
 	if h.ip == nil {
 		h.ip = func(c *fiber.Ctx) netip.Addr {
 			a, _ := netip.AddrFromSlice(c.Context().RemoteIP())
@@ -248,6 +256,14 @@ func (h *Handler) Serve(c *fiber.Ctx) error {
 		defer h.m.open.Dec()
 		defer h.release(key)
 		s := &stream{h: h, conn: conn, tcp: tcp, filter: r.filter, pos: pos, chunked: chunked}
+		h.mu.Lock()
+		h.live[s] = struct{}{}
+		h.mu.Unlock()
+		defer func() {
+			h.mu.Lock()
+			delete(h.live, s)
+			h.mu.Unlock()
+		}()
 		why := s.run(head, fail)
 		h.m.ended.WithLabelValues(why).Inc()
 	})
@@ -321,6 +337,13 @@ type stream struct {
 	bp      *[]byte
 	buf     []byte
 	charged int64
+	// holds mirrors the bytes of the budget the stream holds (its buffer
+	// and a catch-up's room); writing is when its current write began
+	// (unix ns, 0 outside writes); evicted says makeRoom cut its write.
+	// Other streams read them to find what to evict.
+	holds   atomic.Int64
+	writing atomic.Int64
+	evicted atomic.Bool
 	// chunked: the body is sent in chunks (HTTP/1.1); otherwise as is,
 	// ended by closing the connection (HTTP/1.0).
 	chunked bool
@@ -466,30 +489,51 @@ func (s *stream) run(head, fail []byte) (why string) {
 // for as many rows as the bytes taken hold (at the size rows lately had),
 // and keeps those that fit; the rest are read again next time. A client
 // that does not read thus holds at most its budget, and a node at most
-// its own: a stream that gets no room ends with the resumable error event.
+// its own. Without room, streams blocked on clients that take nothing are
+// ended for it (makeRoom); failing that, this one ends with the resumable
+// error event.
 func (s *stream) catchUp(ctx context.Context, last uint64, gone <-chan struct{}) error {
-	select {
-	case s.h.hub.catchUp <- struct{}{}:
-	case <-gone:
-		return errGone
-	case <-s.h.hub.closing:
-		return errDrained
+	acquire := func() error {
+		select {
+		case s.h.hub.catchUp <- struct{}{}:
+			return nil
+		case <-gone:
+			return errGone
+		case <-s.h.hub.closing:
+			return errDrained
+		}
+	}
+	if err := acquire(); err != nil {
+		return err
 	}
 	cfg := s.h.cfg
 	var buffer int64 // the write buffer's bytes, when it must be taken too
 	if s.bp == nil {
 		buffer = bufferRoom
 	}
-	room := s.h.budget.takeUpTo(minCatchUp+buffer, cfg.BufferPerStream-s.charged, s.h.budget.max/4)
-	if room == 0 {
+	take := func() int64 {
+		return s.h.budget.takeUpTo(minCatchUp+buffer, cfg.BufferPerStream-s.charged, s.h.budget.max/4)
+	}
+	room := take()
+	if room == 0 { // end blocked streams to make room, without a read's slot meanwhile
 		<-s.h.hub.catchUp
-		return errBufferFull
+		if !s.h.makeRoom(s, minCatchUp+buffer+s.h.budget.max/4) {
+			return errBufferFull
+		}
+		if err := acquire(); err != nil {
+			return err
+		}
+		if room = take(); room == 0 {
+			<-s.h.hub.catchUp
+			return errBufferFull
+		}
 	}
 	if buffer > 0 {
 		s.grab(true)
 		room -= buffer
 	}
-	defer func() { s.h.budget.give(room) }()
+	s.holds.Add(room)
+	defer func() { s.h.budget.give(room); s.holds.Add(-room) }()
 	limit := int(min(room/max(s.h.rowSize.Load(), 64), catchUpBatch))
 	rows, next, full, err := s.h.hub.st.StreamEvents(ctx, s.pos, last, s.filter, max(limit, 1))
 	<-s.h.hub.catchUp
@@ -512,6 +556,7 @@ func (s *stream) catchUp(ctx context.Context, last uint64, gone <-chan struct{})
 	}
 	if held > room { // one row larger than all the room: held all the same
 		s.h.budget.force(held - room)
+		s.holds.Add(held - room)
 		room = held
 	}
 	if kept < len(rows) {
@@ -561,6 +606,8 @@ func (s *stream) failed(err error) string {
 	case errors.Is(err, errBufferFull):
 		s.shed()
 		return "budget"
+	case errors.Is(err, errEvicted):
+		return "budget" // its client takes nothing: no event would reach it
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
@@ -587,6 +634,7 @@ func (s *stream) add(p []byte) error {
 	s.buf = append(s.buf, p...)
 	if n := int64(cap(s.buf)); n > s.charged { // grew for an event larger than its room
 		s.h.budget.force(n - s.charged)
+		s.holds.Add(n - s.charged)
 		s.charged = n
 	}
 	return nil
@@ -596,11 +644,12 @@ func (s *stream) add(p []byte) error {
 // each), its bytes taken from the node's budget unless paid says they
 // were; false when the budget has no room for them.
 func (s *stream) grab(paid bool) bool {
-	if !paid && !s.h.budget.take(bufferRoom) {
+	if !paid && !s.h.budget.take(bufferRoom) && !(s.h.makeRoom(s, bufferRoom) && s.h.budget.take(bufferRoom)) {
 		return false
 	}
 	s.bp = bufPool.Get().(*[]byte)
 	s.buf, s.charged = (*s.bp)[:chunkHead], bufferRoom
+	s.holds.Add(bufferRoom)
 	return true
 }
 
@@ -611,6 +660,7 @@ func (s *stream) release() {
 		return
 	}
 	s.h.budget.give(s.charged)
+	s.holds.Add(-s.charged)
 	if cap(s.buf) == bufferRoom { // one that grew for a large event is left to the collector
 		*s.bp = s.buf[:0]
 		bufPool.Put(s.bp)
@@ -666,11 +716,76 @@ func (s *stream) flush() error {
 }
 
 func (s *stream) writeRaw(b []byte) error {
-	_ = s.conn.SetWriteDeadline(time.Now().Add(s.h.cfg.WriteTimeout))
+	now := time.Now()
+	s.writing.Store(now.UnixNano())
+	defer s.writing.Store(0)
+	_ = s.conn.SetWriteDeadline(now.Add(s.h.cfg.WriteTimeout))
+	if s.evicted.Load() { // makeRoom cuts the write if it sets evicted later
+		return errEvicted
+	}
 	if _, err := s.conn.Write(b); err != nil {
+		if s.evicted.Load() {
+			return errEvicted
+		}
 		return writeError{err}
 	}
 	return nil
+}
+
+// errEvicted: makeRoom cut the stream's write to free what it held.
+var errEvicted = errors.New("stream evicted to make room in the buffer budget")
+
+// evictAfter is how long a write must have been blocked for its stream to
+// be evicted when the budget has no room: a client that has not taken 32
+// KiB (the socket's send buffer) in that long reads slower than 32 KiB/s.
+const evictAfter = time.Second
+
+// makeRoom ends, to free what they hold, the streams whose write has been
+// blocked for evictAfter, longest blocked first, until need bytes of the
+// budget would be free, and waits (at most half a second) for them to be:
+// the node's budget goes to clients that read, not to those that hold it
+// without reading. It reports whether it ended any. The streams it ends
+// count as ended for the budget; their clients, not reading, get no event
+// (their connection is closed, and a reconnecting client resumes from its
+// last id as after any other end).
+func (h *Handler) makeRoom(self *stream, need int64) bool {
+	type victim struct {
+		s     *stream
+		since int64
+	}
+	limit := time.Now().UnixNano() - h.evictAfter.Load()
+	var vs []victim
+	h.mu.Lock()
+	for s := range h.live {
+		if w := s.writing.Load(); s != self && s.tcp != nil && w != 0 && w < limit && s.holds.Load() > 0 && !s.evicted.Load() {
+			vs = append(vs, victim{s, w})
+		}
+	}
+	h.mu.Unlock()
+	if len(vs) == 0 {
+		return false
+	}
+	slices.SortFunc(vs, func(a, b victim) int { return cmp.Compare(a.since, b.since) })
+	freed, n := h.budget.max-h.budget.Held(), 0 // free already, victims chosen
+	for ; n < len(vs) && freed < need; n++ {
+		freed += vs[n].s.holds.Load()
+		vs[n].s.evicted.Store(true)
+	}
+	for range 50 { // until what they held is given back
+		// Their writes are cut on the socket itself: the connection's own
+		// SetWriteDeadline waits for the next write to apply. Again each
+		// time: a write that was starting may have applied its own.
+		for _, v := range vs[:n] {
+			if v.s.writing.Load() != 0 {
+				_ = v.s.tcp.SetWriteDeadline(time.Now())
+			}
+		}
+		if h.budget.max-h.budget.Held() >= need {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
 }
 
 // end closes the chunked body (the client sees a clean end, not a reset).

@@ -24,7 +24,7 @@ func newMetrics(reg prometheus.Registerer, b *budget) *metrics {
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "attestd_stream_refused_total",
 			Help: "Streams refused by a cap: per_ip (429), node (503)."}, []string{"cap"}),
 		ended: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "attestd_stream_ended_total",
-			Help: "Streams ended, by why: client (went away), lifetime, drain, slow, budget (the node's stream buffer budget was full: a STREAM_BUFFER_FULL error event), error (another error event)."}, []string{"why"}),
+			Help: "Streams ended, by why: client (went away), lifetime, drain, slow, budget (the node's stream buffer budget was full: blocked on a client that took nothing, or a STREAM_BUFFER_FULL error event), error (another error event)."}, []string{"why"}),
 	}
 	metric.Register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "attestd_stream_buffered_bytes",
 		Help: "Bytes this node's live streams hold for their clients: write buffers and catch-up rows (at most ATTESTD_STREAM_BUFFER_TOTAL_MB)."},
