@@ -110,7 +110,7 @@ func BenchmarkServe(b *testing.B) {
 	for _, p := range hotPaths(b) {
 		b.Run(p.name, func(b *testing.B) {
 			b.ReportAllocs()
-			serve(b, p, b.N)
+			reportCPU(b, func() { serve(b, p, b.N) })
 		})
 	}
 }

@@ -4,10 +4,10 @@
 // client reading its data line), the node's resident memory with them
 // open, and a hot list's requests/s with them open as a share of without.
 //
-//	go run ./bench/stream [-clients 5000] [-rounds 20] [-duration 5s]
+//	go run ./bench/stream [-clients 5000] [-rounds 20] [-duration 5s] [-bin bin/attestd]
 //
 // Run from the repository root after `make build` (it runs bin/attestd
-// serve, as production would). It uses ATTESTD_TEST_POSTGRES_URL and
+// serve, as production would; -bin runs another build). It uses ATTESTD_TEST_POSTGRES_URL and
 // ATTESTD_TEST_REDIS_URL when set (`attestd stores` sets them) and
 // otherwise starts its own throwaway servers. The clients are raw TCP
 // connections in this process (one goroutine each), so on a small machine
@@ -52,14 +52,15 @@ func main() {
 	clients := flag.Int("clients", 5000, "concurrent stream clients")
 	rounds := flag.Int("rounds", 20, "attestations written, one at a time, each awaited by every client")
 	dur := flag.Duration("duration", 5*time.Second, "length of each wrk run of the hot list")
+	bin := flag.String("bin", "bin/attestd", "the attestd binary measured")
 	flag.Parse()
-	if err := run(context.Background(), *clients, *rounds, *dur); err != nil {
+	if err := run(context.Background(), *clients, *rounds, *dur, *bin); err != nil {
 		fmt.Fprintln(os.Stderr, "stream-bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, clients, rounds int, dur time.Duration) error {
+func run(ctx context.Context, clients, rounds int, dur time.Duration, bin string) error {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil {
 		lim.Cur = lim.Max
@@ -68,8 +69,8 @@ func run(ctx context.Context, clients, rounds int, dur time.Duration) error {
 	if need := uint64(2*clients + 512); lim.Cur < need {
 		return fmt.Errorf("open-file limit %d, need %d (raise ulimit -n)", lim.Cur, need)
 	}
-	if _, err := os.Stat("bin/attestd"); err != nil {
-		return fmt.Errorf("bin/attestd: run make build first")
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("%s: run make build first", bin)
 	}
 	if _, err := exec.LookPath("wrk"); err != nil {
 		return fmt.Errorf("wrk not found (make bench installs it)")
@@ -114,7 +115,7 @@ func run(ctx context.Context, clients, rounds int, dur time.Duration) error {
 	env := append(os.Environ(), "DATABASE_URL="+bs.DatabaseURL, "REDIS_URL="+bs.RedisURL, "ATTESTD_REDIS_PREFIX="+prefix,
 		"ATTESTD_LOG_LEVEL=warn", "ATTESTD_RATE_LIMIT=0", "ATTESTD_METRICS_ADDR=", "ATTESTD_MAX_CONNS_PER_IP=0",
 		"ATTESTD_STREAM_MAX_PER_IP="+strconv.Itoa(clients+10), "ATTESTD_HTTP_ADDR="+addr)
-	node, stop, err := benchkit.Start(ctx, env, 15*time.Second, "bin/attestd", "http://"+addr+"/api/v1/health", "serve")
+	node, stop, err := benchkit.Start(ctx, env, 15*time.Second, bin, "http://"+addr+"/api/v1/health", "serve")
 	if err != nil {
 		return err
 	}
