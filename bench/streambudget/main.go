@@ -203,7 +203,7 @@ func scenario(ctx context.Context, bs *benchkit.Stores, bin, name, cursor string
 	var (
 		mu    sync.Mutex
 		conns []net.Conn
-		peak  = r.idle
+		peak        = r.idle
 		most  int64 = -1
 		done        = make(chan struct{})
 		wg    sync.WaitGroup
