@@ -108,6 +108,9 @@ func FuzzFramingOnTheWire(f *testing.F) {
 	}
 	env := apptest.NewEnv(f, apptest.Options{})
 	node := env.StartNode(f, apptest.NodeOptions{})
+	// The node's listener built the routes under Fiber's lock; taking it
+	// here orders that before ServeConn's reads of them.
+	node.Fiber().Handler()
 	refusals := []string{"Content-Length header", "Transfer-Encoding", "Host header", "NUL byte", "does not end its line", "line folding"}
 	f.Fuzz(func(t *testing.T, head, body string) {
 		raw := "POST /api/v1/stats HTTP/1.1\r\n" + head + "\r\n" + body + "GET /api/v1/health HTTP/1.1\r\nHost: x\r\n\r\n"
