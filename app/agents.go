@@ -25,7 +25,7 @@ type agentListBody struct {
 	Pagination Pagination        `json:"pagination"`
 }
 
-var agentListParams = []string{"limit", "offset", "cursor"}
+var agentListParams = []string{"limit", "offset", "cursor", "operator"}
 
 // EncodeAgentCursor makes the opaque nextCursor of an agents page.
 func EncodeAgentCursor(c *store.AgentCursor) string {
@@ -69,13 +69,19 @@ func parseAgentListQuery(c *fiber.Ctx) (agentListQuery, error) {
 	if err != nil {
 		return q, err
 	}
-	q.filter.Limit, q.filter.Offset, q.cursor, q.filter.After, err = parsePage(p, DecodeAgentCursor)
+	if q.filter.Limit, q.filter.Offset, q.cursor, q.filter.After, err = parsePage(p, DecodeAgentCursor); err != nil {
+		return q, err
+	}
+	if v, ok := p.get(3); ok {
+		q.filter.Operator, err = ParseAddress("operator", string(v))
+	}
 	return q, err
 }
 
-// cacheKey is an injective encoding of the normalised query.
+// cacheKey is an injective encoding of the normalised query ("": no
+// operator; an address is never empty).
 func (q agentListQuery) cacheKey() cache.Key {
-	return cache.NewKey("agents").Int(int64(q.filter.Limit)).Int(int64(q.filter.Offset)).String(q.cursor)
+	return cache.NewKey("agents").Int(int64(q.filter.Limit)).Int(int64(q.filter.Offset)).String(q.cursor).String(q.filter.Operator)
 }
 
 func (a *API) listAgents(c *fiber.Ctx) error {

@@ -82,6 +82,9 @@ type API struct {
 	// and every answer closes its connection.
 	draining atomic.Bool
 	stream   atomic.Pointer[fiber.Handler] // GET /attestations/stream (SetStream)
+	// logStatus reads the transparency log's checkpoint for the overview
+	// (SetLogStatus).
+	logStatus atomic.Pointer[LogStatusFunc]
 }
 
 // New builds the Fiber application with every route.
@@ -103,13 +106,16 @@ func New(d Deps) *API {
 	if err != nil {
 		a.docErr = err
 	} else {
-		a.doc = cache.MakeValue(b, true)
+		a.doc = cache.MakeValue(append(b[:len(b):len(b)], '\n'), true) // a JSON answer ends with a newline
 	}
 	a.fiber = fiber.New(fiber.Config{
 		// Requests of other methods are answered by this app too (see
 		// below), so that limits, request ids and the envelope apply.
-		RequestMethods:        append(fiber.DefaultMethods[:len(fiber.DefaultMethods):len(fiber.DefaultMethods)], unknownMethod),
-		AppName:               "attestd " + buildinfo.Version,
+		RequestMethods: append(fiber.DefaultMethods[:len(fiber.DefaultMethods):len(fiber.DefaultMethods)], unknownMethod),
+		AppName:        "attestd " + buildinfo.Version,
+		// c.JSON, everywhere on this app (errors included), ends its
+		// answer with a newline, as every JSON answer does (Marshal).
+		JSONEncoder:           Marshal,
 		DisableStartupMessage: true,
 		ErrorHandler:          a.handleError,
 		ReadTimeout:           d.Timeouts.Read,
@@ -181,6 +187,7 @@ func (a *API) routes() {
 	r.Get("/health", a.health)
 	r.Get("/stats", a.stats)
 	r.Get("/stats/activity", a.globalActivity)
+	r.Get("/stats/overview", a.overview)
 	r.Get("/agents", a.listAgents)
 	r.Get("/agents/:agentId/activity", a.agentActivity)
 	r.Get("/samples", a.listSamples)

@@ -42,10 +42,14 @@ const compressFrom = 8 << 10
 // compressed once, when cached, at the default level).
 var fastGzip = sync.Pool{New: func() any { w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed); return w }}
 
-// SendJSON writes JSON bytes made for this request as the answer,
+// SendJSON writes JSON bytes made for this request as the answer (with
+// a final newline, added when they lack one),
 // gzip-compressed (fastest level) when they are large and the client
 // accepts gzip. Cached bytes go through SendValue instead.
 func SendJSON(c *fiber.Ctx, b []byte) error {
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		b = append(b, '\n')
+	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 	if len(b) < compressFrom {
 		return c.Send(b)
@@ -196,11 +200,22 @@ func parseQValue(v []byte) int {
 }
 
 func marshal(v any) ([]byte, error) {
-	b, err := json.Marshal(v)
+	b, err := Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode response: %w", err)
 	}
 	return b, nil
+}
+
+// Marshal is v as the API answers JSON: encoding/json's bytes and a final
+// newline (so a terminal shows the prompt on its own line after curl).
+// Every JSON answer is made with it, cached or not.
+func Marshal(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
 }
 
 // cached answers a public read from the cache with the caching headers of

@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
+	"github.com/mr-tron/base58"
 )
 
 // Paging limits of GET /attestations.
@@ -203,7 +205,7 @@ func parsePage[C any](p queryArgs, decode func(string) (*C, error)) (limit, offs
 
 // listParams are the query parameters of GET /attestations, in the order
 // parseListQuery reads them.
-var listParams = []string{"limit", "offset", "cursor", "agentPda", "actionType", "from", "to"}
+var listParams = []string{"limit", "offset", "cursor", "agentPda", "actionType", "from", "to", "actionHash", "txSignature"}
 
 // parseListQuery validates GET /attestations parameters. The common ones
 // (limit, offset) are read from the request's bytes without copying.
@@ -233,7 +235,53 @@ func parseListQuery(c *fiber.Ctx) (listQuery, error) {
 	if q.filter.Range, err = parseRange(string(from), hasFrom, string(to), hasTo); err != nil {
 		return q, err
 	}
+	if v, ok := p.get(7); ok {
+		h, err := ParseActionHash(v)
+		if err != nil {
+			return q, err
+		}
+		q.filter.ActionHash = h[:]
+	}
+	if v, ok := p.get(8); ok {
+		if q.filter.TxSignature, err = ParseTxSignature(v); err != nil {
+			return q, err
+		}
+	}
 	return q, nil
+}
+
+// ParseActionHash parses an actionHash parameter: a SHA-256 as 64
+// hexadecimal characters (either case; the lists write lowercase). v may
+// be the request's bytes: it is not kept.
+func ParseActionHash[V ~string | ~[]byte](v V) ([32]byte, error) {
+	var h [32]byte
+	if len(v) != 64 {
+		return h, apierror.Invalid("actionHash must be a SHA-256 in 64 hexadecimal characters, got %d characters", len(v))
+	}
+	if _, err := hex.Decode(h[:], []byte(v)); err != nil {
+		return h, apierror.Invalid("actionHash must be a SHA-256 in 64 hexadecimal characters (0-9, a-f)")
+	}
+	return h, nil
+}
+
+// Lengths of the base58 text of a transaction signature (64 bytes).
+const (
+	minSignatureLen = 64
+	maxSignatureLen = 88
+)
+
+// ParseTxSignature parses a txSignature parameter: a transaction
+// signature in base58 (64 bytes). Base58 spells each byte string one
+// way, so the text returned (a copy) is the canonical form.
+func ParseTxSignature[V ~string | ~[]byte](v V) (string, error) {
+	if len(v) < minSignatureLen || len(v) > maxSignatureLen {
+		return "", apierror.Invalid("txSignature must be a transaction signature: 64 to 88 base58 characters, got %d", len(v))
+	}
+	b, err := base58.Decode(string(v))
+	if err != nil || len(b) != 64 {
+		return "", apierror.Invalid("txSignature must be a transaction signature: base58 of 64 bytes")
+	}
+	return string(v), nil
 }
 
 // cacheKey is an injective encoding of the normalised query, added to k
@@ -242,7 +290,18 @@ func (q listQuery) cacheKey(k cache.Key) cache.Key {
 	f := q.filter
 	k = k.String(f.AgentPDA).Range(f.Range).Int(int64(f.Limit)).Int(int64(f.Offset)).String(q.cursor)
 	if f.ActionType != nil {
-		return k.Int(int64(*f.ActionType))
+		k = k.Int(int64(*f.ActionType))
+	} else {
+		k = k.Absent()
 	}
-	return k.Absent()
+	// Lookups: the hash's 32 bytes in lowercase hex ("" absent: a hash is
+	// never empty), the signature as its canonical base58 ("" absent).
+	if f.ActionHash != nil {
+		var buf [64]byte
+		hex.Encode(buf[:], f.ActionHash)
+		k = k.String(string(buf[:]))
+	} else {
+		k = k.String("")
+	}
+	return k.String(f.TxSignature)
 }

@@ -66,6 +66,12 @@ type ListParams struct {
 	From time.Time
 	// To is the exclusive upper bound of the timestamp.
 	To time.Time
+	// ActionHash keeps the attestations of one payload: its SHA-256 in 64
+	// hexadecimal characters (see HashPayload). Who attested this payload?
+	ActionHash string
+	// TxSignature keeps the attestations one transaction recorded (its
+	// base58 signature).
+	TxSignature string
 }
 
 // Values encodes p as the route's query parameters.
@@ -91,6 +97,12 @@ func (p ListParams) Values() url.Values {
 	}
 	if !p.To.IsZero() {
 		q.Set("to", p.To.UTC().Format(time.RFC3339Nano))
+	}
+	if p.ActionHash != "" {
+		q.Set("actionHash", p.ActionHash)
+	}
+	if p.TxSignature != "" {
+		q.Set("txSignature", p.TxSignature)
 	}
 	return q
 }

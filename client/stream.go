@@ -19,6 +19,10 @@ import (
 type StreamParams struct {
 	AgentPDA   string // only this agent's attestations
 	ActionType string // only this action type
+	// ActionHash (64 hex characters) and TxSignature (base58) keep the
+	// events of one payload hash or one transaction, as ListParams.
+	ActionHash  string
+	TxSignature string
 	// After resumes after this cursor: an attestation event's id, or a
 	// list's pagination.nextCursor. Empty: live from now.
 	After string
@@ -153,6 +157,12 @@ func (s *streamRun) run(ctx context.Context) error {
 	q := url.Values{}
 	if s.p.AgentPDA != "" {
 		q.Set("agentPda", s.p.AgentPDA)
+	}
+	if s.p.ActionHash != "" {
+		q.Set("actionHash", s.p.ActionHash)
+	}
+	if s.p.TxSignature != "" {
+		q.Set("txSignature", s.p.TxSignature)
 	}
 	if s.p.ActionType != "" {
 		q.Set("actionType", s.p.ActionType)

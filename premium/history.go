@@ -2,7 +2,6 @@ package premium
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -77,7 +76,7 @@ func (h *Handler) fullHistory(c *fiber.Ctx) error {
 		if err != nil {
 			return nil, false, app.LoadError(err)
 		}
-		b, err := json.Marshal(body)
+		b, err := app.Marshal(body)
 		if err != nil {
 			return nil, false, fmt.Errorf("encode full history: %w", err)
 		}

@@ -158,7 +158,7 @@ func (h *Handler) forensicReport(c *fiber.Ctx) error {
 		}
 		h.log.Debug("forensic report built", "agent", id, "attestations", rep.Summary.Totals.Attestations,
 			"duration_ms", time.Since(start).Milliseconds())
-		b, err := json.Marshal(struct {
+		b, err := app.Marshal(struct {
 			Data *Report `json:"data"`
 		}{rep})
 		if err != nil {

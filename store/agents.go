@@ -22,9 +22,12 @@ type AgentCursor struct {
 
 // AgentFilter pages the agents list.
 type AgentFilter struct {
-	Limit  int
-	Offset int
-	After  *AgentCursor
+	// Operator keeps the agent of one operator (its pda is derived from
+	// the operator's address: at most one); "": every agent.
+	Operator string
+	Limit    int
+	Offset   int
+	After    *AgentCursor
 }
 
 // AgentItem is one row of the agents list: what the agent detail says of
@@ -55,14 +58,30 @@ type AgentPage struct {
 // per agent on the page).
 func listAgentsSQL(f AgentFilter) (string, []any) {
 	var a args
-	where := ""
+	where := f.where(&a)
 	if f.After != nil {
-		where = " WHERE (activity_at, pda) < (" + a.add(f.After.ActivityAt.UTC()) + ", " + a.add(f.After.PDA) + ")"
+		where += and(where) + "(activity_at, pda) < (" + a.add(f.After.ActivityAt.UTC()) + ", " + a.add(f.After.PDA) + ")"
 	}
 	return `SELECT pda, operator, agent_id, policy_root, registered_at, revoked, revoked_at, updated_at,
 			COALESCE((SELECT sum(n) FROM attestation_counts c WHERE c.agent_pda = agents.pda), 0)::bigint,
 			last_attestation_at, activity_at
 		FROM agents` + where + ` ORDER BY activity_at DESC, pda DESC LIMIT ` + a.add(f.Limit) + ` OFFSET ` + a.add(f.Offset), a
+}
+
+// where is the WHERE clause of f's filters (not its cursor), "" when none.
+func (f AgentFilter) where(a *args) string {
+	if f.Operator == "" {
+		return ""
+	}
+	return " WHERE operator = " + a.add(f.Operator)
+}
+
+// and joins another condition to where.
+func and(where string) string {
+	if where == "" {
+		return " WHERE "
+	}
+	return " AND "
 }
 
 // ListAgents returns one page of agents, the most recently active first
@@ -72,8 +91,8 @@ func (s *Store) ListAgents(ctx context.Context, f AgentFilter) (AgentPage, error
 	return onReader(ctx, s, func(db *pgxpool.Pool) (AgentPage, error) {
 		ctx, cancel := s.ctx(ctx)
 		defer cancel()
-		q, args := listAgentsSQL(f)
-		rows, err := db.Query(ctx, q, args...)
+		q, qargs := listAgentsSQL(f)
+		rows, err := db.Query(ctx, q, qargs...)
 		if err != nil {
 			return AgentPage{}, fmt.Errorf("list agents: %w", err)
 		}
@@ -95,7 +114,8 @@ func (s *Store) ListAgents(ctx context.Context, f AgentFilter) (AgentPage, error
 			return AgentPage{}, fmt.Errorf("list agents: %w", err)
 		}
 		p := AgentPage{Items: items}
-		if err := db.QueryRow(ctx, `SELECT count(*) FROM agents`).Scan(&p.Total); err != nil {
+		var ca args
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM agents`+f.where(&ca), ca...).Scan(&p.Total); err != nil {
 			return AgentPage{}, fmt.Errorf("count agents: %w", err)
 		}
 		if f.Limit > 0 && len(items) == f.Limit {

@@ -25,10 +25,16 @@ type Cursor struct {
 type Filter struct {
 	AgentPDA   string
 	ActionType *attestation.ActionType
-	Range      Range
-	Limit      int
-	Offset     int
-	After      *Cursor // keyset: rows strictly after this position
+	// ActionHash keeps the attestations of one payload hash (32 bytes;
+	// nil: any), TxSignature those of one transaction ("": any): the
+	// lookups "who attested this payload" and "what did this transaction
+	// record". Both read their own index; totals are counted on it.
+	ActionHash  []byte
+	TxSignature string
+	Range       Range
+	Limit       int
+	Offset      int
+	After       *Cursor // keyset: rows strictly after this position
 }
 
 // Range is a half-open time range, From <= ts < To; a nil bound is open.
@@ -134,6 +140,12 @@ func (f Filter) where(withCursor bool) (string, []any) {
 	if f.ActionType != nil {
 		conds = append(conds, "action_type = "+arg(int16(*f.ActionType)))
 	}
+	if f.ActionHash != nil {
+		conds = append(conds, "action_hash = "+arg(f.ActionHash))
+	}
+	if f.TxSignature != "" {
+		conds = append(conds, "tx_signature = "+arg(f.TxSignature))
+	}
 	if f.Range.From != nil {
 		conds = append(conds, "ts >= "+arg(f.Range.From.UTC()))
 	}
@@ -191,9 +203,19 @@ func (s *Store) listAttestations(ctx context.Context, db *pgxpool.Pool, f Filter
 // counters, and counts on the index only the partial hours at the edges
 // of a time range (see countExpr).
 func countSQL(f Filter) (string, []any) {
+	if f.lookup() {
+		// One payload's or one transaction's rows: counted on the lookup's
+		// own index (no counter keeps them).
+		f.After = nil
+		where, args := f.where(false)
+		return `SELECT count(*) FROM attestations` + where, args
+	}
 	var a args
 	return `SELECT ` + countExpr(f.AgentPDA, f.ActionType, f.Range, &a), a
 }
+
+// lookup reports whether f names a payload hash or a transaction.
+func (f Filter) lookup() bool { return f.ActionHash != nil || f.TxSignature != "" }
 
 // count returns how many attestations match f (ignoring paging).
 func count(ctx context.Context, db *pgxpool.Pool, f Filter) (int64, error) {

@@ -253,6 +253,7 @@ func TestEveryReadIsAnIndexScan(t *testing.T) {
 	inHour := day.Add(10 * time.Minute)
 	longAgo := day.Add(-90 * 24 * time.Hour)
 	cursor := &Cursor{Timestamp: now.Add(-30 * 24 * time.Hour), Slot: 999_000_000, PDA: "pda5"}
+	hash77 := sha256.Sum256([]byte("77"))
 	type stmt struct {
 		name string
 		sql  string
@@ -260,22 +261,27 @@ func TestEveryReadIsAnIndexScan(t *testing.T) {
 	}
 	var stmts []stmt
 	filters := map[string]Filter{
-		"all":               {Limit: 20},
-		"offset":            {Limit: 100, Offset: 100_000},
-		"cursor":            {Limit: 100, After: cursor},
-		"agent":             {AgentPDA: "agent7", Limit: 20},
-		"type":              {ActionType: &typ, Limit: 20},
-		"agent+type":        {AgentPDA: "agent7", ActionType: &typ, Limit: 20},
-		"range":             {Range: Range{From: &day, To: &now}, Limit: 20},
-		"agent+range":       {AgentPDA: "agent7", Range: Range{From: &day}, Limit: 20},
-		"type+range":        {ActionType: &typ, Range: Range{From: &day, To: &now}, Limit: 20},
-		"agent+type+range":  {AgentPDA: "agent7", ActionType: &typ, Range: Range{To: &day}, Limit: 20},
-		"agent+cursor":      {AgentPDA: "agent7", After: cursor, Limit: 20},
-		"type+range+cursor": {ActionType: &typ, Range: Range{From: &longAgo}, After: cursor, Limit: 20},
-		"to":                {Range: Range{To: &day}, Limit: 20},
-		"type+to":           {ActionType: &typ, Range: Range{To: &day}, Limit: 20},
-		"long range":        {Range: Range{From: &longAgo, To: &day}, Limit: 20},
-		"within an hour":    {Range: Range{From: &day, To: &inHour}, Limit: 20},
+		"all":                          {Limit: 20},
+		"offset":                       {Limit: 100, Offset: 100_000},
+		"cursor":                       {Limit: 100, After: cursor},
+		"agent":                        {AgentPDA: "agent7", Limit: 20},
+		"type":                         {ActionType: &typ, Limit: 20},
+		"agent+type":                   {AgentPDA: "agent7", ActionType: &typ, Limit: 20},
+		"range":                        {Range: Range{From: &day, To: &now}, Limit: 20},
+		"agent+range":                  {AgentPDA: "agent7", Range: Range{From: &day}, Limit: 20},
+		"type+range":                   {ActionType: &typ, Range: Range{From: &day, To: &now}, Limit: 20},
+		"agent+type+range":             {AgentPDA: "agent7", ActionType: &typ, Range: Range{To: &day}, Limit: 20},
+		"agent+cursor":                 {AgentPDA: "agent7", After: cursor, Limit: 20},
+		"type+range+cursor":            {ActionType: &typ, Range: Range{From: &longAgo}, After: cursor, Limit: 20},
+		"to":                           {Range: Range{To: &day}, Limit: 20},
+		"type+to":                      {ActionType: &typ, Range: Range{To: &day}, Limit: 20},
+		"long range":                   {Range: Range{From: &longAgo, To: &day}, Limit: 20},
+		"within an hour":               {Range: Range{From: &day, To: &inHour}, Limit: 20},
+		"action hash":                  {ActionHash: hash77[:], Limit: 20},
+		"action hash+cursor":           {ActionHash: hash77[:], After: cursor, Limit: 20},
+		"action hash+agent+type+range": {ActionHash: hash77[:], AgentPDA: "agent7", ActionType: &typ, Range: Range{From: &longAgo, To: &day}, Limit: 20},
+		"transaction":                  {TxSignature: "tx77", Limit: 20},
+		"transaction+cursor":           {TxSignature: "tx77", After: cursor, Limit: 100},
 	}
 	for name, f := range filters {
 		q, args := listSQL(f)
@@ -293,6 +299,11 @@ func TestEveryReadIsAnIndexScan(t *testing.T) {
 		stmt{"known transactions", knownTransactionsSQL, []any{[]string{"tx5", "tx19999", "nope"}}},
 		stmt{"first activity", firstActivitySQL, []any{""}},
 	)
+	overviewQ, overviewArgs := overviewSQL(now)
+	topQ, topArgs := topAgentsSQL(now)
+	operatorQ, operatorArgs := listAgentsSQL(AgentFilter{Operator: "op7", Limit: 20})
+	stmts = append(stmts, stmt{"overview", overviewQ, overviewArgs}, stmt{"top agents", topQ, topArgs},
+		stmt{"agents of an operator", operatorQ, operatorArgs})
 	agentsQ, agentsArgs := listAgentsSQL(AgentFilter{Limit: 100})
 	agentsCurQ, agentsCurArgs := listAgentsSQL(AgentFilter{Limit: 100, After: &AgentCursor{ActivityAt: day, PDA: "agent5"}})
 	actQ, actArgs := activitySQL("", day.Add(-7*24*time.Hour), now, BucketHour)

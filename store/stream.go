@@ -30,9 +30,13 @@ type StreamEvent struct {
 	PDA        string
 	AgentPDA   string
 	ActionType attestation.ActionType
-	Timestamp  time.Time
-	Slot       uint64
-	Data       []byte // JSON: the list item (attestation, commitment), or RemovedData
+	// ActionHash and TxSignature are the attestation's, for the lookup
+	// filters (nil and "" on rows written before migration 0021).
+	ActionHash  []byte
+	TxSignature string
+	Timestamp   time.Time
+	Slot        uint64
+	Data        []byte // JSON: the list item (attestation, commitment), or RemovedData
 }
 
 // Cursor is the list cursor of the attestation the row is about.
@@ -63,7 +67,8 @@ func appendStream(ctx context.Context, tx pgx.Tx, evs []StreamEvent) error {
 		kind, typ  []int16
 		pda, agent []string
 		ts         []time.Time
-		data       [][]byte
+		data, hash [][]byte
+		tx         []string
 	}{}
 	for i := range evs {
 		e := &evs[i]
@@ -76,10 +81,13 @@ func appendStream(ctx context.Context, tx pgx.Tx, evs []StreamEvent) error {
 		cols.ts = append(cols.ts, e.Timestamp.UTC())
 		cols.slot = append(cols.slot, int64(e.Slot))
 		cols.data = append(cols.data, e.Data)
+		cols.hash = append(cols.hash, e.ActionHash)
+		cols.tx = append(cols.tx, e.TxSignature)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO stream_events (seq, kind, pda, agent_pda, action_type, ts, slot, data)
-		SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::text[], $4::text[], $5::smallint[], $6::timestamptz[], $7::bigint[], $8::bytea[])`,
-		cols.seq, cols.kind, cols.pda, cols.agent, cols.typ, cols.ts, cols.slot, cols.data); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO stream_events (seq, kind, pda, agent_pda, action_type, ts, slot, data, action_hash, tx_signature)
+		SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::text[], $4::text[], $5::smallint[], $6::timestamptz[], $7::bigint[], $8::bytea[],
+			$9::bytea[], $10::text[])`,
+		cols.seq, cols.kind, cols.pda, cols.agent, cols.typ, cols.ts, cols.slot, cols.data, cols.hash, cols.tx); err != nil {
 		return fmt.Errorf("insert stream events: %w", err)
 	}
 	return nil
@@ -96,6 +104,9 @@ func sortStream(evs []StreamEvent) {
 type StreamFilter struct {
 	AgentPDA   string
 	ActionType *attestation.ActionType
+	// ActionHash (32 bytes) and TxSignature: the list's lookups.
+	ActionHash  []byte
+	TxSignature string
 }
 
 // StreamEvents reads the log rows with after < seq <= upTo that match f,
@@ -108,7 +119,8 @@ type StreamFilter struct {
 func (s *Store) StreamEvents(ctx context.Context, after, upTo uint64, f StreamFilter, limit int) (evs []StreamEvent, next uint64, full bool, err error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	q := `SELECT seq, kind, pda, agent_pda, action_type, ts, slot, data FROM stream_events WHERE seq > $1 AND seq <= $2`
+	q := `SELECT seq, kind, pda, agent_pda, action_type, ts, slot, data, action_hash, COALESCE(tx_signature, '') FROM stream_events
+		WHERE seq > $1 AND seq <= $2`
 	args := []any{int64(after), int64(min(upTo, 1<<62))}
 	if f.AgentPDA != "" {
 		args = append(args, f.AgentPDA)
@@ -117,6 +129,14 @@ func (s *Store) StreamEvents(ctx context.Context, after, upTo uint64, f StreamFi
 	if f.ActionType != nil {
 		args = append(args, int16(*f.ActionType))
 		q += fmt.Sprintf(" AND action_type = $%d", len(args))
+	}
+	if f.ActionHash != nil {
+		args = append(args, f.ActionHash)
+		q += fmt.Sprintf(" AND action_hash = $%d", len(args))
+	}
+	if f.TxSignature != "" {
+		args = append(args, f.TxSignature)
+		q += fmt.Sprintf(" AND tx_signature = $%d", len(args))
 	}
 	args = append(args, limit)
 	q += fmt.Sprintf(" ORDER BY seq LIMIT $%d", len(args))
@@ -128,7 +148,7 @@ func (s *Store) StreamEvents(ctx context.Context, after, upTo uint64, f StreamFi
 		var e StreamEvent
 		var seq, slot int64
 		var kind, typ int16
-		err := r.Scan(&seq, &kind, &e.PDA, &e.AgentPDA, &typ, &e.Timestamp, &slot, &e.Data)
+		err := r.Scan(&seq, &kind, &e.PDA, &e.AgentPDA, &typ, &e.Timestamp, &slot, &e.Data, &e.ActionHash, &e.TxSignature)
 		e.Seq, e.Slot, e.Kind, e.ActionType = uint64(seq), uint64(slot), StreamKind(kind), attestation.ActionType(typ)
 		return e, err
 	})

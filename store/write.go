@@ -284,7 +284,7 @@ func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord)
 		types = append(types, EventAttestationCreated)
 		payloads = append(payloads, b)
 		evs = append(evs, StreamEvent{Kind: StreamAttestation, PDA: r.PDA, AgentPDA: r.AgentPDA, ActionType: r.ActionType,
-			Timestamp: r.Timestamp, Slot: r.Slot})
+			ActionHash: r.ActionHash[:], TxSignature: r.TxSignature, Timestamp: r.Timestamp, Slot: r.Slot})
 	}
 	if err := addCounts(ctx, tx, counts); err != nil {
 		return 0, err
@@ -340,10 +340,10 @@ const repeatsLock = 0x61747465 // "atte"
 // recordRepeatsSQL records the (agent, hash) pairs of rows about to be
 // written ($1 pdas, $2 agents, $3 hashes) that a stored attestation has
 // too. It runs before the rows are inserted, so a new hash is one probe of
-// the hash index that finds nothing (after the insert, every probe would
-// find the row itself and read it from the table). OFFSET 0 keeps the
+// the action hash's index that finds nothing (after the insert, every probe
+// would find the row itself and read it from the table). OFFSET 0 keeps the
 // agent condition out of the scan: the planner may otherwise combine the
-// hash index with the agent's index and read all of the agent's rows for
+// action hash's index with the agent's index and read all of the agent's rows for
 // every new row (it did, on a table not analyzed yet: 6 s for a batch of
 // 5,000 rows of one agent at 40,000).
 const recordRepeatsSQL = `INSERT INTO attestation_repeats (agent_pda, action_hash)
@@ -473,7 +473,7 @@ func (s *Store) Finalize(ctx context.Context, txSignatures []string) (int, error
 	var total int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `UPDATE attestations SET finalized = true WHERE tx_signature = ANY($1) AND NOT finalized
-			RETURNING pda, agent_pda, action_type, ts, slot`, txSignatures)
+			RETURNING pda, agent_pda, action_type, ts, slot, action_hash, tx_signature`, txSignatures)
 		if err != nil {
 			return fmt.Errorf("finalize attestations: %w", err)
 		}
@@ -481,7 +481,7 @@ func (s *Store) Finalize(ctx context.Context, txSignatures []string) (int, error
 			e := StreamEvent{Kind: StreamCommitment}
 			var typ int16
 			var slot int64
-			err := r.Scan(&e.PDA, &e.AgentPDA, &typ, &e.Timestamp, &slot)
+			err := r.Scan(&e.PDA, &e.AgentPDA, &typ, &e.Timestamp, &slot, &e.ActionHash, &e.TxSignature)
 			e.ActionType, e.Slot = attestation.ActionType(typ), uint64(slot)
 			return e, err
 		})
@@ -523,7 +523,7 @@ func (s *Store) RemoveTransactions(ctx context.Context, txSignatures []string) (
 	var total int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `DELETE FROM attestations WHERE tx_signature = ANY($1) AND NOT finalized
-			RETURNING agent_pda, action_type, ts, privacy_mode, pda, tx_signature, slot`, txSignatures)
+			RETURNING agent_pda, action_type, ts, privacy_mode, pda, tx_signature, slot, action_hash`, txSignatures)
 		if err != nil {
 			return fmt.Errorf("remove attestations: %w", err)
 		}
@@ -535,7 +535,8 @@ func (s *Store) RemoveTransactions(ctx context.Context, txSignatures []string) (
 			var ts time.Time
 			var privacy bool
 			var slot int64
-			if err := rows.Scan(&agent, &typ, &ts, &privacy, &pda, &sig, &slot); err != nil {
+			var hash []byte
+			if err := rows.Scan(&agent, &typ, &ts, &privacy, &pda, &sig, &slot, &hash); err != nil {
 				rows.Close()
 				return fmt.Errorf("remove attestations: %w", err)
 			}
@@ -547,7 +548,7 @@ func (s *Store) RemoveTransactions(ctx context.Context, txSignatures []string) (
 				return fmt.Errorf("encode stream event: %w", err)
 			}
 			evs = append(evs, StreamEvent{Kind: StreamRemoved, PDA: pda, AgentPDA: agent, ActionType: attestation.ActionType(typ),
-				Timestamp: ts, Slot: uint64(slot), Data: data})
+				ActionHash: hash, TxSignature: sig, Timestamp: ts, Slot: uint64(slot), Data: data})
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {

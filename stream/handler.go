@@ -122,7 +122,7 @@ type request struct {
 }
 
 // streamParams are the route's query parameters.
-var streamParams = []string{"agentPda", "actionType", "after"}
+var streamParams = []string{"agentPda", "actionType", "after", "actionHash", "txSignature"}
 
 // parse validates the query (the list's rules for agentPda and actionType)
 // and the cursor: Last-Event-ID when sent (a reconnecting EventSource
@@ -144,6 +144,18 @@ func parse(c *fiber.Ctx) (request, error) {
 			return r, err
 		}
 		r.filter.ActionType = &t
+	}
+	if v, ok := q["actionHash"]; ok {
+		h, err := app.ParseActionHash(v)
+		if err != nil {
+			return r, err
+		}
+		r.filter.ActionHash = h[:]
+	}
+	if v, ok := q["txSignature"]; ok {
+		if r.filter.TxSignature, err = app.ParseTxSignature(v); err != nil {
+			return r, err
+		}
 	}
 	cur, name := q["after"], "after"
 	if lines := c.Request().Header.PeekAll("Last-Event-ID"); len(lines) > 1 {

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"math/rand/v2"
@@ -29,12 +30,16 @@ type Event struct {
 	Kind       store.StreamKind
 	AgentPDA   string
 	ActionType attestation.ActionType
-	Frame      []byte // "event: ...\n[id: ...\n]data: ...\n\n"
+	// ActionHash and TxSignature: the lookup filters' fields.
+	ActionHash  []byte
+	TxSignature string
+	Frame       []byte // "event: ...\n[id: ...\n]data: ...\n\n"
 }
 
 // matches reports whether the event passes f.
 func (e *Event) matches(f store.StreamFilter) bool {
-	return (f.AgentPDA == "" || e.AgentPDA == f.AgentPDA) && (f.ActionType == nil || *f.ActionType == e.ActionType)
+	return (f.AgentPDA == "" || e.AgentPDA == f.AgentPDA) && (f.ActionType == nil || *f.ActionType == e.ActionType) &&
+		(f.ActionHash == nil || bytes.Equal(e.ActionHash, f.ActionHash)) && (f.TxSignature == "" || e.TxSignature == f.TxSignature)
 }
 
 var kindNames = [...]string{store.StreamAttestation: "attestation", store.StreamCommitment: "commitment", store.StreamRemoved: "removed"}
@@ -43,7 +48,7 @@ var kindNames = [...]string{store.StreamAttestation: "attestation", store.Stream
 // id (the row's list cursor): a client's last id stays the last
 // attestation it saw.
 func newEvent(r *store.StreamEvent) *Event {
-	e := &Event{Seq: r.Seq, Kind: r.Kind, AgentPDA: r.AgentPDA, ActionType: r.ActionType}
+	e := &Event{Seq: r.Seq, Kind: r.Kind, AgentPDA: r.AgentPDA, ActionType: r.ActionType, ActionHash: r.ActionHash, TxSignature: r.TxSignature}
 	name := "message"
 	if int(r.Kind) < len(kindNames) {
 		name = kindNames[r.Kind]

@@ -133,6 +133,7 @@ func runServe(ctx context.Context, args []string) error {
 	//    and consistency proofs (503 until ATTESTD_LOG_KEY is set; the
 	//    appender runs with attestd index).
 	logSrv.Routes(api)
+	api.SetLogStatus(logSrv.Status) // the overview's log size and checkpoint age
 	// 10. The live stream (GET /attestations/stream): one subscription per
 	//     node, streams capped per client IP as the rate limiter resolves
 	//     it; they end as soon as the node starts draining.
