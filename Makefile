@@ -10,7 +10,7 @@ RACE_PKGS := ./app/... ./cache/... ./store/... ./internal/pubsub/... ./internal/
              ./apikey/... ./premium/... ./mcp/... ./client/... ./x402/... ./webhook/... ./web/... ./openapi/... ./translog/... ./stream/... ./internal/pglock/...
 TEST_TIMEOUT ?= 8m
 
-.PHONY: build run reset test test-race test-plain bench fuzz vet fmt clean image cluster answers
+.PHONY: build run reset test test-race test-plain bench fuzz vet fmt clean image cluster answers screenshot
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/attestd
@@ -62,6 +62,11 @@ answers: build
 	rm -rf $(ANSWERS)
 	./$(BIN) stores -- $(GO) test -count=1 -run '^TestDriveEveryOperation$$' ./openapi -args -record -answers=$(ANSWERS)
 	ATTESTD_OPENAPI_RECORD=$(ANSWERS) ./$(BIN) stores -- $(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) $(ANSWER_PKGS)
+
+## screenshot: the README's picture of the home page (docs/img/explorer.png), taken in headless Chromium from a
+## seeded node and stamped with the version of the look it shows (docs' TestREADMEScreenshotIsCurrent checks it)
+screenshot: build
+	ATTESTD_README_SCREENSHOT=docs/img/explorer.png ./$(BIN) stores -- $(GO) test -count=1 -run '^TestBrowserREADMEScreenshot$$' ./cmd/attestd
 
 ## bench: bounded load runs on loopback (docs/performance.md)
 bench: build

@@ -34,7 +34,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// Registerer receives the HTTP metrics (nil: not registered).
 	Registerer prometheus.Registerer
-	// Middleware run before every route (rate limiting, ...), in order.
+	// Middleware run before every route (rate limiting, ...), in order,
+	// except the static ones (API.Static: the web application's page and
+	// files, which are not API calls).
 	Middleware []fiber.Handler
 	// Unlimited are routes outside the API prefix that Middleware does not
 	// see (the transparency log's tiles, served at the log's origin and
@@ -85,6 +87,9 @@ type API struct {
 	// logStatus reads the transparency log's checkpoint for the overview
 	// (SetLogStatus).
 	logStatus atomic.Pointer[LogStatusFunc]
+	// statics are the patterns of the static routes (Static), set while
+	// the node is wired, before it serves.
+	statics []string
 }
 
 // New builds the Fiber application with every route.
@@ -152,7 +157,12 @@ func New(d Deps) *API {
 		a.fiber.Add(r.Method, r.Path, r.Handlers...)
 	}
 	for _, mw := range d.Middleware {
-		a.fiber.Use(mw)
+		a.fiber.Use(func(c *fiber.Ctx) error {
+			if a.isStatic(c.Path()) {
+				return c.Next()
+			}
+			return mw(c)
+		})
 	}
 	a.routes()
 	return a
@@ -217,10 +227,42 @@ func (a *API) Route(method, path string, handlers ...fiber.Handler) {
 	a.fiber.Add(method, Prefix+path, handlers...)
 }
 
-// Page adds a route outside the API prefix (the web application's pages
-// and assets): the same middleware (request ids, limits, metrics) applies.
+// Page adds a route outside the API prefix (discovery documents at the
+// origin's root): the same middleware (request ids, limits, metrics)
+// applies.
 func (a *API) Page(method, path string, handlers ...fiber.Handler) {
 	a.fiber.Add(method, path, handlers...)
+}
+
+// Static adds a route outside the API prefix that is not an API call: the
+// web application's page and its files, which a browser loads with every
+// visit. Request ids, metrics and the per-IP connection cap apply; the
+// per-IP request limit and the rest of Deps.Middleware do not, so a
+// visitor who spent the API's limit still gets the page (and the page
+// says why its data is missing). Paths under /api/ cannot be static: the
+// limit on the API stays exact. Call it before the node serves.
+func (a *API) Static(method, path string, handlers ...fiber.Handler) {
+	if strings.HasPrefix(path, "/api/") {
+		panic("app: a static route under /api/: " + path)
+	}
+	if !slices.Contains(a.statics, path) {
+		a.statics = append(a.statics, path)
+	}
+	a.fiber.Add(method, path, handlers...)
+}
+
+// isStatic reports whether path is a static route's (as the router
+// matches it). A path under /api/ never is, at the cost of one comparison.
+func (a *API) isStatic(path string) bool {
+	if strings.HasPrefix(path, "/api/") {
+		return false
+	}
+	for _, p := range a.statics {
+		if routeMatches(p, path) {
+			return true
+		}
+	}
+	return false
 }
 
 // handleError turns every error into the envelope. Internal errors are

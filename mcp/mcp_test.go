@@ -192,6 +192,13 @@ func TestVerifyActionHash(t *testing.T) {
 			mcp.Verified, mcp.FormCanonical, nil, "RFC 8785"},
 		{"expected hash mismatch shows both", map[string]any{"payload": "x", "expectedHash": sha("y")},
 			mcp.Mismatch, "", nil, sha("x")},
+		// No reference: the index is searched for the payload.
+		{"search finds the text payload's attestation", map[string]any{"payload": textPayload},
+			mcp.Verified, mcp.FormRaw, nil, f.textPDA},
+		{"search finds a JSON payload by its canonical form", map[string]any{"payload": jsonPayload},
+			mcp.Verified, mcp.FormCanonical, nil, f.jsonPDA},
+		{"search of an unknown payload", map[string]any{"payload": "never attested"},
+			mcp.NotAttested, "", nil, "NOT_ATTESTED"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := call(t, cs, mcp.ToolVerifyActionHash, tc.args)
@@ -205,6 +212,15 @@ func TestVerifyActionHash(t *testing.T) {
 			}
 			if (tc.signature == nil) != (out.Attestation == nil) || tc.signature != nil && out.Attestation.SignatureValid != *tc.signature {
 				t.Errorf("attestation signature: %+v, want %v", out.Attestation, tc.signature)
+			}
+			if _, searched := tc.args["expectedHash"]; !searched && tc.args["attestationPda"] == nil {
+				want := map[string]string{mcp.Verified: tc.text}[tc.result]
+				if want != "" && (out.Matched != 1 || len(out.Matches) != 1 || out.Matches[0].PDA != want || !out.Matches[0].SignatureValid) {
+					t.Errorf("search matches %d %+v, want %s with a valid signature", out.Matched, out.Matches, want)
+				}
+				if want == "" && (out.Matched != 0 || len(out.Matches) != 0) {
+					t.Errorf("search of an unknown payload matched %+v", out.Matches)
+				}
 			}
 		})
 	}
@@ -240,7 +256,6 @@ func TestToolErrors(t *testing.T) {
 		{"malformed pda", cs, mcp.ToolGetAttestation, map[string]any{"pda": "not-an-address!"}, []string{"pda"}},
 		{"missing pda", cs, mcp.ToolGetAttestation, map[string]any{}, []string{"pda"}},
 		{"unknown argument", cs, mcp.ToolGetAgent, map[string]any{"agentPda": f.agent, "extra": 1}, []string{"extra"}},
-		{"verify needs a reference", cs, mcp.ToolVerifyActionHash, map[string]any{"payload": "x"}, []string{"exactly one of expectedHash"}},
 		{"verify takes one reference", cs, mcp.ToolVerifyActionHash, map[string]any{"payload": "x", "expectedHash": sha("x"), "attestationPda": f.textPDA},
 			[]string{"exactly one of expectedHash"}},
 		{"verify malformed hash", cs, mcp.ToolVerifyActionHash, map[string]any{"payload": "x", "expectedHash": "abc"}, []string{"expectedHash"}},

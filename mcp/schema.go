@@ -13,6 +13,9 @@ import (
 const (
 	addressPattern = `^[1-9A-HJ-NP-Za-km-z]{32,44}$`
 	hashPattern    = `^(0[xX])?[0-9a-fA-F]{64}$`
+	// apiHashPattern is the list's actionHash: no 0x.
+	apiHashPattern   = `^[0-9a-fA-F]{64}$`
+	signaturePattern = `^[1-9A-HJ-NP-Za-km-z]{64,88}$`
 )
 
 // typeSchemas are the JSON shapes of domain types whose Go kind differs

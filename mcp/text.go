@@ -105,6 +105,33 @@ func agentStatsText(s *client.AgentStats) string {
 
 func verifyText(o *VerifyOutput) string {
 	var b strings.Builder
+	switch {
+	case o.Result == NotAttested:
+		fmt.Fprintf(&b, "NOT_ATTESTED: no indexed attestation has this payload's hash (SHA-256 of its bytes %s", o.PayloadHash)
+		if o.CanonicalHash != "" && o.CanonicalHash != o.PayloadHash {
+			fmt.Fprintf(&b, ", of its RFC 8785 canonical JSON %s", o.CanonicalHash)
+		}
+		b.WriteString(").")
+		return b.String()
+	case o.ExpectedFrom == "search":
+		form := "the payload's UTF-8 bytes"
+		if o.MatchedForm == FormCanonical {
+			form = "the payload's RFC 8785 canonical JSON"
+		}
+		fmt.Fprintf(&b, "VERIFIED: %d indexed attestation(s) commit to %s (SHA-256 %s)", o.Matched, form, o.ExpectedHash)
+		if int64(len(o.Matches)) < o.Matched {
+			fmt.Fprintf(&b, "; the newest %d", len(o.Matches))
+		}
+		b.WriteString(":")
+		for _, a := range o.Matches {
+			sig := "agent signature valid"
+			if !a.SignatureValid {
+				sig = "WARNING: agent signature does NOT verify"
+			}
+			fmt.Fprintf(&b, "\n- %s by agent %s at %s (%s, %s; transaction %s; %s)", a.PDA, a.AgentPDA, a.Timestamp, a.ActionType, a.Commitment, a.TxSignature, sig)
+		}
+		return b.String()
+	}
 	if o.Result == Verified {
 		form := "the payload's UTF-8 bytes"
 		if o.MatchedForm == FormCanonical {

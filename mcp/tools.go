@@ -48,6 +48,8 @@ type ListAttestationsInput struct {
 	Limit      int    `json:"limit,omitempty" jsonschema:"page size, 1 to 100 (default 20)"`
 	Offset     int    `json:"offset,omitempty" jsonschema:"records to skip, 0 to 100000 (default 0); page deeper with cursor"`
 	Cursor     string `json:"cursor,omitempty" jsonschema:"pagination.nextCursor of the previous page, passed unchanged, for the next page; not combinable with offset"`
+	ActionHash string `json:"actionHash,omitempty" jsonschema:"only attestations of this payload hash: the SHA-256 of the action payload, 64 hexadecimal characters (who attested this payload, and when?)"`
+	TxSig      string `json:"txSignature,omitempty" jsonschema:"only attestations recorded by this transaction: its base58 signature (64 bytes)"`
 }
 
 // AttestationInput names one attestation.
@@ -137,11 +139,14 @@ func (s *Server) addTools() error {
 			Description: "Global counts of the index: agents, attestations (total, by action type, last 24 hours), the last indexed slot, " +
 				"and the service's health (version, indexer sync)."}, nil, s.getStats),
 		addTool(s, &mcpsdk.Tool{Name: ToolListAttestations, Annotations: readOnly("List attestations"),
-			Description: "List attestations, newest first, filtered by agent, action type and time range (from inclusive, to exclusive). " +
+			Description: "List attestations, newest first, filtered by agent, action type and time range (from inclusive, to exclusive), " +
+				"by payload hash (actionHash: who attested this payload?) or by transaction (txSignature). " +
 				"Pages of 1-100 (default 20); for the next page pass pagination.nextCursor as cursor."},
 			func(p map[string]*jsonschema.Schema) {
 				address(p["agentPda"])
 				enumActionType(p["actionType"])
+				p["actionHash"].Pattern = apiHashPattern
+				p["txSignature"].Pattern = signaturePattern
 				intRange(p["limit"], 1, 100)
 				intRange(p["offset"], 0, 100000)
 			}, s.listAttestations),
@@ -161,7 +166,8 @@ func (s *Server) addTools() error {
 			func(p map[string]*jsonschema.Schema) { address(p["agentPda"]) }, s.getAgentStats),
 		addTool(s, &mcpsdk.Tool{Name: ToolVerifyActionHash, Annotations: readOnly("Verify an action payload"),
 			Description: "Recompute the SHA-256 of an action payload (its UTF-8 bytes, and its RFC 8785 canonical form when it is JSON) " +
-				"and compare it with expectedHash or with the actionHash of the attestation attestationPda (give one of them). " +
+				"and compare it with expectedHash or with the actionHash of the attestation attestationPda; give neither to search the index " +
+				"for the attestations that commit to the payload (who attested it, and when: VERIFIED with the matches, or NOT_ATTESTED). " +
 				"Answers VERIFIED or MISMATCH with both hashes; with an attestation it also checks the agent's Ed25519 signature over the hash."},
 			func(p map[string]*jsonschema.Schema) {
 				p["expectedHash"].Pattern = hashPattern
@@ -210,7 +216,8 @@ func (s *Server) getStats(ctx context.Context, _ StatsInput) (StatsOutput, strin
 }
 
 func (s *Server) listAttestations(ctx context.Context, in ListAttestationsInput) (client.AttestationPage, string, error) {
-	p := client.ListParams{Limit: in.Limit, Offset: in.Offset, Cursor: in.Cursor, AgentPDA: in.AgentPDA, ActionType: in.ActionType}
+	p := client.ListParams{Limit: in.Limit, Offset: in.Offset, Cursor: in.Cursor, AgentPDA: in.AgentPDA, ActionType: in.ActionType,
+		ActionHash: in.ActionHash, TxSignature: in.TxSig}
 	var err error
 	if p.From, err = parseTime("from", in.From); err != nil {
 		return client.AttestationPage{}, "", err

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/client"
 	"github.com/gagliardetto/solana-go"
 	"github.com/gowebpki/jcs"
 )
@@ -17,15 +18,22 @@ import (
 // VerifyInput is verify_action_hash's input.
 type VerifyInput struct {
 	Payload        string `json:"payload" jsonschema:"the action payload exactly as issued (text); when it is JSON its RFC 8785 canonical form is hashed too"`
-	ExpectedHash   string `json:"expectedHash,omitempty" jsonschema:"the SHA-256 to compare with: 64 hexadecimal characters, either case, optional 0x prefix; give this or attestationPda"`
-	AttestationPDA string `json:"attestationPda,omitempty" jsonschema:"compare with the actionHash of this attestation (fetched) and check its agent signature: a base58 pda; give this or expectedHash"`
+	ExpectedHash   string `json:"expectedHash,omitempty" jsonschema:"the SHA-256 to compare with: 64 hexadecimal characters, either case, optional 0x prefix; give this, or attestationPda, or neither to search the index"`
+	AttestationPDA string `json:"attestationPda,omitempty" jsonschema:"compare with the actionHash of this attestation (fetched) and check its agent signature: a base58 pda; give this, or expectedHash, or neither to search the index"`
 }
 
 // Verdicts of verify_action_hash.
 const (
 	Verified = "VERIFIED"
 	Mismatch = "MISMATCH"
+	// NotAttested: searched (no expectedHash, no attestationPda), and no
+	// indexed attestation commits to either form of the payload.
+	NotAttested = "NOT_ATTESTED"
 )
+
+// MaxMatches is how many attestations a search lists (the newest first);
+// Matched says how many there are in all.
+const MaxMatches = 20
 
 // Forms of the payload that may match.
 const (
@@ -35,7 +43,7 @@ const (
 
 // VerifyOutput is verify_action_hash's answer.
 type VerifyOutput struct {
-	Result string `json:"result" jsonschema:"VERIFIED or MISMATCH"`
+	Result string `json:"result" jsonschema:"VERIFIED or MISMATCH; NOT_ATTESTED when the index was searched and no attestation has the payload's hash"`
 	// ExpectedHash is the hash compared with (lowercase, no 0x).
 	ExpectedHash string `json:"expectedHash"`
 	// ExpectedFrom says where it came from: expectedHash or attestation.
@@ -48,6 +56,11 @@ type VerifyOutput struct {
 	// MatchedForm is raw or canonical when VERIFIED.
 	MatchedForm string                `json:"matchedForm,omitempty"`
 	Attestation *AttestationSignature `json:"attestation,omitempty"`
+	// Matches are the attestations that commit to the payload, newest
+	// first (at most MaxMatches), when the index was searched; Matched is
+	// how many there are in all.
+	Matches []AttestationSignature `json:"matches,omitempty"`
+	Matched int64                  `json:"matched,omitempty"`
 }
 
 // AttestationSignature is the attestation compared with and the check of
@@ -84,11 +97,14 @@ func HashPayload(payload string) (raw, canonical string, isJSON bool) {
 
 func (s *Server) verifyActionHash(ctx context.Context, in VerifyInput) (VerifyOutput, string, error) {
 	hasHash, hasAtt := strings.TrimSpace(in.ExpectedHash) != "", strings.TrimSpace(in.AttestationPDA) != ""
-	if hasHash == hasAtt {
-		return VerifyOutput{}, "", errors.New("give exactly one of expectedHash (a SHA-256 in hex) or attestationPda (an attestation to fetch)")
+	if hasHash && hasAtt {
+		return VerifyOutput{}, "", errors.New("give exactly one of expectedHash (a SHA-256 in hex) or attestationPda (an attestation to fetch), or neither to search the index for the payload")
 	}
 	out := VerifyOutput{}
 	out.PayloadHash, out.CanonicalHash, out.PayloadIsJSON = HashPayload(in.Payload)
+	if !hasHash && !hasAtt {
+		return s.searchPayload(ctx, out)
+	}
 	var expected [32]byte
 	if hasHash {
 		h, err := attestation.ParseHash(strings.TrimSpace(in.ExpectedHash))
@@ -133,4 +149,35 @@ func signatureValid(agentID string, hash [32]byte, sig string) bool {
 		return false
 	}
 	return attestation.VerifySignature([32]byte(pk), hash, [64]byte(sg))
+}
+
+// searchPayload asks the index which attestations commit to the payload:
+// to its bytes first, then to its RFC 8785 form (a JSON payload written
+// with other spacing or key order). The first form with attestations is
+// the verdict; each listed attestation's agent signature is checked.
+func (s *Server) searchPayload(ctx context.Context, out VerifyOutput) (VerifyOutput, string, error) {
+	out.ExpectedFrom = "search"
+	forms := [][2]string{{FormRaw, out.PayloadHash}}
+	if out.CanonicalHash != "" && out.CanonicalHash != out.PayloadHash {
+		forms = append(forms, [2]string{FormCanonical, out.CanonicalHash})
+	}
+	for _, f := range forms {
+		page, err := s.api.ListAttestations(ctx, client.ListParams{ActionHash: f[1], Limit: MaxMatches})
+		if err != nil {
+			return VerifyOutput{}, "", s.apiError(err)
+		}
+		if len(page.Data) == 0 {
+			continue
+		}
+		out.Result, out.MatchedForm, out.ExpectedHash, out.Matched = Verified, f[0], f[1], page.Pagination.Total
+		h, _ := attestation.ParseHash(f[1])
+		for _, a := range page.Data {
+			out.Matches = append(out.Matches, AttestationSignature{PDA: a.PDA, AgentPDA: a.AgentPDA, AgentID: a.AgentID, ActionType: a.ActionType,
+				Timestamp: a.Timestamp, TxSignature: a.TxSignature, Commitment: string(a.Commitment),
+				SignatureValid: signatureValid(a.AgentID, h, a.AgentSignature)})
+		}
+		return out, verifyText(&out), nil
+	}
+	out.Result, out.ExpectedHash = NotAttested, out.PayloadHash
+	return out, verifyText(&out), nil
 }

@@ -56,6 +56,9 @@ type harnessOpt struct {
 	newAccounts int
 	// resolver finds the client IP (nil: the socket peer).
 	resolver *ratelimit.IPResolver
+	// limit, when set, puts the per-IP request limit in front of the
+	// node as attestd serve does (limit requests a minute).
+	limit int
 }
 
 func newHarness(t testing.TB, o harnessOpt) *harness {
@@ -90,7 +93,15 @@ func newHarness(t testing.TB, o harnessOpt) *harness {
 	testenv.Must(t, err, "origin")
 	var deps app.Deps
 	h.node = h.env.StartNode(t, apptest.NodeOptions{
-		Configure: func(d *app.Deps) { deps = *d },
+		Configure: func(d *app.Deps) {
+			if o.limit > 0 {
+				l, err := ratelimit.New(rdb, ratelimit.Config{Limit: o.limit, Window: time.Minute, KeyPrefix: h.env.Prefix + "rl:"}, nil, apptest.Logger())
+				testenv.Must(t, err, "rate limiter")
+				t.Cleanup(l.Close)
+				d.Middleware = append(d.Middleware, l.Middleware())
+			}
+			deps = *d
+		},
 		Routes: func(api *app.API) {
 			h.web, err = web.New(web.Options{Store: deps.Store, Redis: rdb, Prefix: h.env.Prefix + "web:",
 				Config: cfg, Resolver: o.resolver, Logger: apptest.Logger(), Now: func() time.Time { return h.now() }})

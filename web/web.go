@@ -47,7 +47,7 @@ type Options struct {
 // authenticates sessions for the account routes (apikey.Sessions).
 type Web struct {
 	opt    Options
-	assets map[string]*asset
+	assets *assets
 	log    *slog.Logger
 }
 
@@ -79,15 +79,16 @@ func New(opt Options) (*Web, error) {
 	return &Web{opt: opt, assets: a, log: opt.Logger}, nil
 }
 
-// Routes adds the pages (/ and /assets/*) and the sign-in routes
+// Routes adds the page (/) and its files (/assets/*), static routes
+// outside the API's per-IP limit (app.API.Static), and the sign-in routes
 // (/api/v1/auth/...). Without an origin (Config.Origin) they all answer
 // 503 naming ATTESTD_PUBLIC_URL.
 func (w *Web) Routes(api *app.API) {
 	on := w.requireOrigin
-	api.Page(http.MethodGet, "/", w.securityHeaders, on, w.index)
-	api.Page(http.MethodHead, "/", w.securityHeaders, on, w.index)
-	api.Page(http.MethodGet, "/assets/:name", w.securityHeaders, on, w.asset)
-	api.Page(http.MethodHead, "/assets/:name", w.securityHeaders, on, w.asset)
+	api.Static(http.MethodGet, "/", w.securityHeaders, on, w.index)
+	api.Static(http.MethodHead, "/", w.securityHeaders, on, w.index)
+	api.Static(http.MethodGet, "/assets/:name", w.securityHeaders, on, w.asset)
+	api.Static(http.MethodHead, "/assets/:name", w.securityHeaders, on, w.asset)
 	api.Route(http.MethodGet, "/auth/nonce", on, w.nonce)
 	api.Route(http.MethodPost, "/auth/signin", on, w.signIn)
 	api.Route(http.MethodGet, "/auth/session", on, w.session)
@@ -129,13 +130,13 @@ func (w *Web) index(c *fiber.Ctx) error {
 	if len(c.Request().URI().QueryString()) > 2048 {
 		return apierror.Invalid("the query string must be at most 2048 bytes")
 	}
-	return w.assets["index.html"].send(c)
+	return w.assets.index.send(c)
 }
 
 func (w *Web) asset(c *fiber.Ctx) error {
 	name := c.Params("name")
-	a, ok := w.assets[name]
-	if !ok || name == "index.html" {
+	a, ok := w.assets.lookup(name)
+	if !ok {
 		return apierror.NotFound(apierror.CodeNotFound, "no asset %q", clip(name, 64))
 	}
 	return a.send(c)

@@ -198,14 +198,26 @@ type webNode struct {
 	hookURL  string
 }
 
-func startWebNode(t *testing.T) *webNode {
+func startWebNode(t *testing.T) *webNode { return startWebNodeOf(t, 3, 300) }
+
+// startWebNodeWith is startWebNode with more of the node's environment
+// (a later setting wins).
+func startWebNodeWith(t *testing.T, more ...string) *webNode { return startWebNodeEnv(t, 3, 300, more) }
+
+// startWebNodeOf is startWebNode over agents agents and attestations.
+func startWebNodeOf(t *testing.T, agents, attestations int) *webNode {
+	return startWebNodeEnv(t, agents, attestations, nil)
+}
+
+func startWebNodeEnv(t *testing.T, agents, attestations int, more []string) *webNode {
 	t.Helper()
 	bin := testenv.BuildAttestd(t)
-	e := apptest.NewEnv(t, apptest.Options{Agents: 3, Attestations: 300})
+	e := apptest.NewEnv(t, apptest.Options{Agents: agents, Attestations: attestations})
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(),
 		"DATABASE_URL=" + e.DatabaseURL, "REDIS_URL=" + e.RedisURL, "ATTESTD_REDIS_PREFIX=" + e.Prefix,
 		"ATTESTD_METRICS_ADDR=", "ATTESTD_WORKER_METRICS_ADDR=", "ATTESTD_LOG_LEVEL=warn", "ATTESTD_RATE_LIMIT=100000",
 		"ATTESTD_WEBHOOK_SECRET_KEYS=" + webhookKeys(t), "ATTESTD_WEBHOOK_ALLOW_LOOPBACK=1", "ATTESTD_WEBHOOK_POLL_INTERVAL=50ms"}
+	env = append(env, more...)
 	base, _ := serveProcess(t, bin, env)
 	startDaemon(t, bin, env, "worker")
 	n := &webNode{env: e, api: base, root: strings.TrimSuffix(base, "/api/v1"), received: make(chan string, 16)}
@@ -258,8 +270,8 @@ func TestBrowserExplorer(t *testing.T) {
 	b := startBrowser(t)
 	n := startWebNode(t)
 
-	// First page: bytes and time to a rendered list.
-	b.do(t, "open the explorer", chromedp.Navigate(n.root+"/"))
+	// The list page: bytes and time to a rendered list.
+	b.do(t, "open the explorer", chromedp.Navigate(n.root+"/#/attestations"))
 	b.waitFor(t, "the list renders", `document.querySelectorAll("#att-rows tr[data-pda]").length > 0`, 20*time.Second)
 	rendered := eval[float64](t, b, `performance.getEntriesByName("attestd:list-rendered")[0].startTime`)
 	bytes := eval[float64](t, b, `performance.getEntriesByType("navigation").concat(performance.getEntriesByType("resource")).reduce((s, e) => s + e.transferSize, 0)`)
@@ -305,7 +317,7 @@ func TestBrowserExplorer(t *testing.T) {
 
 	// Filters live in the URL: a shared link opens the same filtered list.
 	b.do(t, "filter by type", chromedp.SetValue(chromedp.ID("f-type"), "ToolCall"), chromedp.Click(chromedp.CSS(`form.filters button[type=submit]`)))
-	b.waitFor(t, "the filtered list", `location.hash === "#/?type=ToolCall" && [...document.querySelectorAll("#att-rows tr[data-pda] td:nth-child(3)")].every((td) => td.innerText === "ToolCall")`, 10*time.Second)
+	b.waitFor(t, "the filtered list", `location.hash === "#/attestations?type=ToolCall" && [...document.querySelectorAll("#att-rows tr[data-pda] td:nth-child(3)")].every((td) => td.innerText === "ToolCall")`, 10*time.Second)
 	var filtered struct{ Data []apiAttestation }
 	n.apiGet(t, "/attestations?limit=25&actionType=ToolCall", "", &filtered)
 	b.do(t, "open the shared link", chromedp.Navigate(n.root+"/#/?type=ToolCall&agent="+agent.PDA.String()))

@@ -120,20 +120,24 @@ func (b *browser) shootWidth(t *testing.T, what string, width int64) {
 // explorerPage is a page of the explorer and what says it has rendered.
 type explorerPage struct{ name, hash, ready string }
 
-func explorerPages(n *webNode, pda, agent string) []explorerPage {
+func explorerPages(n *webNode, pda, agent, tx string) []explorerPage {
 	return []explorerPage{
-		{"list", "#/", `document.querySelector("#att-rows tr[data-pda]")`},
+		{"home", "#/", `document.querySelector("#att-rows tr[data-pda]") && document.querySelector("#overview [data-stat]") && document.querySelector("#activity svg") && document.querySelector("#top-rows tr")`},
+		{"list", "#/attestations", `document.querySelector("#att-rows tr[data-pda]")`},
 		{"attestation", "#/attestation/" + pda, `document.querySelector("[data-field=commitment]") && document.getElementById("log-proof")`},
 		{"agent", "#/agent/" + agent, `document.querySelector("#activity svg") && document.getElementById("activity-note").textContent.length > 0`},
 		{"agents", "#/agents", `document.querySelector("#agent-rows tr[data-agent]")`},
 		{"stats", "#/stats", `document.querySelector("#activity svg") && document.getElementById("activity-note").textContent.length > 0`},
+		{"search", "#/search?q=" + tx, `document.querySelector("#search-rows tr[data-pda]")`},
+		{"api", "#/api", `document.querySelector(".op[data-operation=listAttestations] table")`},
 		{"console", "#/console", `document.getElementById("sign-in")`},
 	}
 }
 
-// TestBrowserEveryPageFitsAndPassesAxe opens every page of the explorer
-// at 360, 390, 768 and 1440 px: none is wider than the screen, and
-// axe-core finds no serious or critical violation on any.
+// TestBrowserEveryPageFitsAndPassesAxe opens every page of the web
+// application at 360, 390, 768 and 1440 px: none is wider than the
+// screen, no word in any table is broken inside, and axe-core finds no
+// serious or critical violation on any.
 func TestBrowserEveryPageFitsAndPassesAxe(t *testing.T) {
 	src := axeSource(t)
 	b := startBrowser(t)
@@ -141,22 +145,27 @@ func TestBrowserEveryPageFitsAndPassesAxe(t *testing.T) {
 	var page struct{ Data []apiAttestation }
 	n.apiGet(t, "/attestations?limit=1", "", &page)
 	pda, agent := page.Data[0]["pda"].(string), page.Data[0]["agentPda"].(string)
+	var tx string
+	testenv.Must(t, n.env.Store.Pool().QueryRow(context.Background(),
+		`SELECT tx_signature FROM attestations GROUP BY tx_signature HAVING count(*) > 1 LIMIT 1`).Scan(&tx), "a transaction of several attestations")
 	b.do(t, "open the explorer", chromedp.Navigate(n.root+"/"))
 	totals := map[string]int{}
+	pages := explorerPages(n, pda, agent, tx)
 	for _, w := range widths {
 		b.do(t, "viewport", chromedp.EmulateViewport(w, 900))
-		for _, p := range explorerPages(n, pda, agent) {
+		for _, p := range pages {
 			what := fmt.Sprintf("%s at %d px", p.name, w)
 			b.do(t, "open "+what, chromedp.Navigate(n.root+"/"+p.hash))
-			b.waitFor(t, what, p.ready, 20*time.Second)
+			b.waitFor(t, what, rendered(p.hash)+" && "+p.ready, 20*time.Second)
 			b.fits(t, what)
+			b.wordsWhole(t, what)
 			for k, v := range b.axe(t, src, what) {
 				totals[k] += v
 			}
 			b.shootWidth(t, p.name, w)
 		}
 	}
-	t.Logf("axe-core over %d page views: violations by impact %v (serious and critical fail the test)", len(widths)*6, totals)
+	t.Logf("axe-core over %d page views: violations by impact %v (serious and critical fail the test)", len(widths)*len(pages), totals)
 }
 
 // TestBrowserVerifyBox: the payload check hashes the bytes and the RFC
@@ -256,7 +265,7 @@ func TestBrowserPaging(t *testing.T) {
 	first := func(pda any) string {
 		return fmt.Sprintf(`document.querySelector("#att-rows tr[data-pda]") && document.querySelector("#att-rows tr[data-pda]").dataset.pda === %q`, pda)
 	}
-	b.do(t, "open the explorer", chromedp.Navigate(n.root+"/"))
+	b.do(t, "open the explorer", chromedp.Navigate(n.root+"/#/attestations"))
 	b.waitFor(t, "page 1", first(p1.Data[0]["pda"]), 20*time.Second)
 	same("page 1", p1.Data)
 	if eval[bool](t, b, `!!document.getElementById("page-newer")`) {
@@ -320,9 +329,17 @@ func TestBrowserConsoleWithoutWallet(t *testing.T) {
 	if !eval[bool](t, b, `document.getElementById("sign-in").disabled`) {
 		t.Error("the sign-in button is enabled without a wallet")
 	}
+	// A disabled button looks disabled: not the enabled button's colours.
+	if look := eval[[]string](t, b, `(() => { const s = getComputedStyle(document.getElementById("sign-in")); return [s.backgroundColor, s.cursor, s.borderStyle]; })()`); look[0] == "rgb(11, 87, 208)" || look[1] != "not-allowed" || look[2] != "dashed" {
+		t.Errorf("the disabled sign-in button looks enabled: background %s, cursor %s, border %s", look[0], look[1], look[2])
+	}
 	b.checkPage(t, "console without a wallet")
 	b.do(t, "use a test wallet", chromedp.Click(chromedp.ID("use-test-wallet")))
 	b.waitFor(t, "the test wallet", `document.getElementById("test-wallet-address") && !document.getElementById("sign-in").disabled`, 10*time.Second)
+	if eval[bool](t, b, `!!document.getElementById("no-wallet")`) {
+		t.Error(`"No Solana wallet in this browser" stays on the page once the test wallet is ready`)
+	}
+	b.checkPage(t, "console with the test wallet ready")
 	b.do(t, "sign in", chromedp.Click(chromedp.ID("sign-in")))
 	b.waitFor(t, "signed in", `document.getElementById("account-name")`, 15*time.Second)
 	addr := eval[string](t, b, `window.solana.publicKey.toBase58()`)

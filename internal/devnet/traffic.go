@@ -256,7 +256,9 @@ func (c *Chain) Generate(ctx context.Context, agents, attestations, batch int) (
 	return g, nil
 }
 
-// rateLoop produces rate attestations per second in batches.
+// rateLoop produces rate attestations per second, each tick's in one
+// transaction of one agent drawn as real traffic spreads (weighted: a few
+// busy agents, many quiet ones; see pickAgentLocked).
 func (c *Chain) rateLoop(ctx context.Context, rate float64) {
 	const tick = 100 * time.Millisecond
 	t := time.NewTicker(tick)
@@ -275,10 +277,68 @@ func (c *Chain) rateLoop(ctx context.Context, rate float64) {
 			continue
 		}
 		owed -= float64(n)
-		if _, err := c.Generate(ctx, agents, n, c.cfg.Batch); err != nil && ctx.Err() == nil {
+		if err := c.generateWeighted(ctx, agents, n); err != nil && ctx.Err() == nil {
 			c.log.Warn("devnet traffic", "err", err)
 		}
 	}
+}
+
+// generateWeighted records n attestations of one agent among the first
+// agents (registering them when needed), drawn by pickAgentLocked.
+func (c *Chain) generateWeighted(ctx context.Context, agents, n int) error {
+	if _, err := c.Generate(ctx, agents, 0, 0); err != nil { // registrations only
+		return err
+	}
+	c.genMu.Lock()
+	defer c.genMu.Unlock()
+	a := c.pickAgentLocked(agents)
+	if a == nil {
+		return errors.New("devnet: every agent is revoked")
+	}
+	for n > 0 {
+		k := min(n, prova.MaxAttestationsPerTx)
+		atts := c.attestationsLocked(a, k)
+		tx, err := c.recordTx(a, atts, atts)
+		if err != nil {
+			return err
+		}
+		if _, err := c.Submit(tx, true); err != nil {
+			return fmt.Errorf("devnet: record attestations: %w", err)
+		}
+		n -= k
+	}
+	return nil
+}
+
+// pickAgentLocked draws one of the first count agents that is not
+// revoked, agent i with weight 1/(i+1): the first few carry most of the
+// traffic, the rest a little each. The caller holds genMu.
+func (c *Chain) pickAgentLocked(count int) *Agent {
+	count = min(count, len(c.agents))
+	total := 0.0
+	for i := 0; i < count; i++ {
+		if !c.agents[i].Revoked {
+			total += 1 / float64(i+1)
+		}
+	}
+	if total == 0 {
+		return nil
+	}
+	r := c.rng.Float64() * total
+	for i := 0; i < count; i++ {
+		if c.agents[i].Revoked {
+			continue
+		}
+		if r -= 1 / float64(i+1); r < 0 {
+			return c.agents[i]
+		}
+	}
+	for i := count - 1; i >= 0; i-- { // rounding: the last one standing
+		if !c.agents[i].Revoked {
+			return c.agents[i]
+		}
+	}
+	return nil
 }
 
 // agentLocked returns agent i; the caller holds genMu.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sort"
@@ -169,6 +170,10 @@ type generator struct {
 	rng  *rand.Rand
 	slot uint64
 	done int // attestations generated so far
+	txs  int // transactions generated so far
+	// weights of the agents (pickAgent), and their sum.
+	weights     []float64
+	totalWeight float64
 	// samples: the last SampleCount attestations of the run, with their
 	// payloads.
 	samples []Sample
@@ -239,8 +244,57 @@ func (g *generator) agentChanges(agents []Agent) *store.Batch {
 
 var payloadKinds = [attestation.NumActionTypes]string{"transfer", "decide", "infer", "tool", "read", "policy", "custom"}
 
-// attestations makes n records in transactions of 1..100 events, timestamps
-// increasing with the slot. Signing and pda derivation run on every core.
+// txSize draws how many events a transaction records, as agents batch
+// them: mostly one, sometimes a few, rarely many (at most 100).
+func (g *generator) txSize() int {
+	switch r := g.rng.IntN(100); {
+	case r < 70:
+		return 1
+	case r < 90:
+		return 2 + g.rng.IntN(9) // 2..10
+	case r < 99:
+		return 11 + g.rng.IntN(20) // 11..30
+	default:
+		return 31 + g.rng.IntN(70) // 31..100
+	}
+}
+
+// pickAgent draws a transaction's agent as real traffic spreads: agent i
+// with weight 1/(i+1)^1.1, so a few agents are busy and most are quiet.
+// The first transactions go to each agent in turn, so every agent has
+// attestations.
+func (g *generator) pickAgent(agents []Agent) *Agent {
+	if g.txs < len(agents) {
+		g.txs++
+		return &agents[g.txs-1]
+	}
+	g.txs++
+	if len(g.weights) != len(agents) {
+		g.weights, g.totalWeight = make([]float64, len(agents)), 0
+		for i := range agents {
+			g.weights[i] = math.Pow(float64(i+1), -1.1)
+			g.totalWeight += g.weights[i]
+		}
+	}
+	r := g.rng.Float64() * g.totalWeight
+	for i, w := range g.weights {
+		if r -= w; r < 0 {
+			return &agents[i]
+		}
+	}
+	return &agents[len(agents)-1]
+}
+
+// timeAt is where a run's fraction f of attestations falls in its span
+// (0: the start, 1: now): traffic grows through the span, three times as
+// dense at its end as at its start (density 1+2u, so f = (u+u²)/2).
+func timeAt(f float64) float64 {
+	return (math.Sqrt(1+8*f) - 1) / 2
+}
+
+// attestations makes n records in transactions of 1..100 events (txSize),
+// of agents drawn by pickAgent, timestamps increasing with the slot.
+// Signing and pda derivation run on every core.
 func (g *generator) attestations(agents []Agent, n int) []store.AttestationRecord {
 	recs := make([]store.AttestationRecord, n)
 	type job struct {
@@ -254,16 +308,13 @@ func (g *generator) attestations(agents []Agent, n int) []store.AttestationRecor
 	payloads := make([]string, n)
 	span := g.opt.Span.Seconds()
 	for i := 0; i < n; {
-		size := min(1+g.rng.IntN(100), n-i)
-		if g.rng.IntN(4) == 0 {
-			size = 1
-		}
-		agent := &agents[g.rng.IntN(len(agents))]
+		size := min(g.txSize(), n-i)
+		agent := g.pickAgent(agents)
 		tx := g.txSignature()
 		g.slot += 1 + uint64(g.rng.IntN(3))
 		// Time grows with progress through the whole run.
 		frac := float64(g.done+i) / float64(max(g.opt.Attestations, 1))
-		ts := g.opt.Now.Add(-time.Duration(span*(1-frac)) * time.Second).Truncate(time.Second)
+		ts := g.opt.Now.Add(-time.Duration(span*(1-timeAt(frac))) * time.Second).Truncate(time.Second)
 		for e := 0; e < size; e++ {
 			typ := attestation.ActionType(g.rng.IntN(attestation.NumActionTypes))
 			recs[i+e] = store.AttestationRecord{
@@ -332,4 +383,18 @@ func NewAttestations(agents []Agent, n int, at time.Time, afterSlot uint64, seed
 		recs[i].Timestamp = at.UTC().Truncate(time.Second)
 	}
 	return recs
+}
+
+// NewAgent makes a new agent (random keys from seed) and the batch that
+// registers it at at, in a slot after afterSlot. Tests use it for an agent
+// that appears later than the seeded ones.
+func NewAgent(at time.Time, afterSlot uint64, seed uint64) (Agent, *store.Batch) {
+	g := &generator{
+		opt: Options{Agents: 1, Span: time.Second, Now: at, ProgramID: solana.MustPublicKeyFromBase58(attestation.DefaultProgramID)},
+		rng: rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d)),
+	}
+	g.slot = afterSlot
+	agents, b := g.agents()
+	b.Registrations[0].At = at.UTC().Truncate(time.Second)
+	return agents[0], b
 }

@@ -31,9 +31,10 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // TestSeededDataIsRealistic checks what the demo data promises: real
 // Ed25519 keys and signatures over the stored hashes, every action type,
-// 90 days of history, some revoked agents, some privacyMode records,
-// everything finalized, pdas derived from (transaction, event index), and
-// transactions of one and of many events. Seeding again with the same seed
+// 90 days of history growing in pace, some revoked agents, some
+// privacyMode records, everything finalized, pdas derived from
+// (transaction, event index), transactions of one and of many events,
+// agents a few busy and many quiet. Seeding again with the same seed
 // writes nothing new.
 func TestSeededDataIsRealistic(t *testing.T) {
 	t.Parallel()
@@ -73,6 +74,25 @@ func TestSeededDataIsRealistic(t *testing.T) {
 	if singles == 0 || multis == 0 {
 		t.Errorf("%d single-event and %d multi-event transactions, want both", singles, multis)
 	}
+	// Spread as real traffic: every agent attests, a few carry most of it,
+	// the newest rows come from several agents, and the pace grows.
+	var agentsWithRows, top3, bottomHalf, newestMax, firstThird, lastThird int
+	err = pool.QueryRow(ctx, `WITH per AS (SELECT agent_pda, count(*) AS n, row_number() OVER (ORDER BY count(*) DESC) AS r
+			FROM attestations GROUP BY agent_pda)
+		SELECT count(*), COALESCE(sum(n) FILTER (WHERE r <= 3), 0), COALESCE(sum(n) FILTER (WHERE r > 10), 0) FROM per`).Scan(&agentsWithRows, &top3, &bottomHalf)
+	testenv.Must(t, err, "agent shares")
+	err = pool.QueryRow(ctx, `SELECT max(n) FROM (SELECT count(*) AS n FROM
+			(SELECT agent_pda FROM attestations ORDER BY ts DESC, slot DESC, pda DESC LIMIT 100) x GROUP BY agent_pda) y`).Scan(&newestMax)
+	testenv.Must(t, err, "newest rows")
+	err = pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE ts < $1), count(*) FILTER (WHERE ts >= $2) FROM attestations`,
+		now.Add(-60*24*time.Hour), now.Add(-30*24*time.Hour)).Scan(&firstThird, &lastThird)
+	testenv.Must(t, err, "pace")
+	if agentsWithRows != 20 || top3 < n*2/5 || bottomHalf > n*35/100 || newestMax > 50 || lastThird < firstThird*3/2 {
+		t.Errorf("spread: %d agents attest (want 20), top 3 hold %d of %d (want 40%%+), bottom 10 hold %d (want under 35%%), "+
+			"one agent has %d of the newest 100 rows (want at most 50), %d in the first 30 days and %d in the last (want 1.5x)",
+			agentsWithRows, top3, n, bottomHalf, newestMax, firstThird, lastThird)
+	}
+
 	var revoked, withHistory int
 	err = pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE revoked AND revoked_at IS NOT NULL),
 		count(*) FILTER (WHERE policy_root <> initial_policy_root) FROM agents`).Scan(&revoked, &withHistory)

@@ -1,10 +1,18 @@
-// The single page: a hash router over the explorer and the console. Every
-// view reads the public API at /api/v1; nothing is loaded from elsewhere.
-import { listView, attestationView, agentView, agentsView, statsView } from "./explorer.js";
+// The single page: a hash router over the home, the explorer, the search,
+// the console and the API reference. Every view reads the public API at
+// /api/v1; nothing is loaded from elsewhere. When the API's per-IP limit
+// refuses a call, a notice says so and when the page tries again, and the
+// view is drawn again then.
+import { homeView } from "./home.js";
+import { listView, attestationView, agentView, agentsView, statsView, listParams } from "./explorer.js";
+import { searchView, attachSearch } from "./search.js";
 import { consoleView } from "./console.js";
-import { el } from "./util.js";
+import { apiRefView } from "./apiref.js";
+import { el, secondsLeft, failure } from "./util.js";
 
 const main = document.getElementById("main");
+const notice = el("div", { id: "limit-notice", class: "notice", role: "status", hidden: true });
+main.before(notice);
 let stop = null; // the current view's cleanup (closes the live stream)
 
 // route parses location.hash: "#/path?query".
@@ -13,42 +21,81 @@ export function route() {
   const q = raw.indexOf("?");
   const path = q < 0 ? raw : raw.slice(0, q);
   const params = new URLSearchParams(q < 0 ? "" : raw.slice(q + 1));
-  return { path, params, parts: path.split("/").filter(Boolean).map(decodeURIComponent) };
+  let parts;
+  try { parts = path.split("/").filter(Boolean).map(decodeURIComponent); } catch { parts = ["?"]; }
+  return { path, params, parts };
 }
 
 let generation = 0; // which render is current: a slower earlier one draws into a detached view
 
+// navOf is the navigation entry a route belongs to.
+function navOf(r) {
+  const p = r.parts[0] || "";
+  if (p === "" && [...r.params.keys()].some((k) => listParams.includes(k))) return "#/attestations";
+  return { "": "#/", attestation: "#/attestations", attestations: "#/attestations", agent: "#/agents", agents: "#/agents",
+    stats: "#/stats", console: "#/console", api: "#/api" }[p] || "";
+}
+
 async function render() {
   if (stop) { stop(); stop = null; }
   const mine = ++generation;
+  const shown = location.hash || "#/";
   const r = route();
+  const current = navOf(r);
   for (const a of document.querySelectorAll("nav a")) {
-    const target = a.getAttribute("href");
-    const current = target === "#/" + (r.parts[0] || "") || (target === "#/" && r.parts[0] === "attestation") ||
-      (target === "#/agents" && r.parts[0] === "agent");
-    if (current) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+    if (a.getAttribute("href") === current && !a.classList.contains("brand")) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
   }
   const view = el("div", { class: "view" });
   main.replaceChildren(view);
   let cleanup = null;
   try {
     switch (r.parts[0] || "") {
-      case "": cleanup = await listView(view, r.params); break;
+      case "":
+        // Links of the former list page (#/?agent=...) still open the list.
+        cleanup = await ([...r.params.keys()].some((k) => listParams.includes(k)) ? listView(view, r.params) : homeView(view));
+        break;
+      case "attestations": cleanup = await listView(view, r.params); break;
       case "attestation": cleanup = await attestationView(view, r.parts[1] || ""); break;
       case "agent": cleanup = await agentView(view, r.parts[1] || ""); break;
       case "agents": cleanup = await agentsView(view, r.params); break;
       case "stats": cleanup = await statsView(view); break;
+      case "search": cleanup = await searchView(view, r.params); break;
       case "console": cleanup = await consoleView(view); break;
-      default: view.append(el("h1", {}, "Not found"), el("p", {}, "No page here. ", el("a", { href: "#/" }, "Back to the explorer")));
+      case "api": cleanup = await apiRefView(view, r.parts[1] || ""); break;
+      default: view.append(el("h1", {}, "Not found"), el("p", {}, "No page here. ", el("a", { href: "#/" }, "Back to the home page")));
     }
   } catch (e) {
-    view.append(el("p", { class: "error", role: "alert" }, "Could not load this page: " + e.message));
+    view.append(failure(e, "this page"));
   }
   // A render overtaken by a newer one stops what it started (a stream).
-  if (mine !== generation) { if (cleanup) cleanup(); } else stop = cleanup;
+  if (mine !== generation) { if (cleanup) cleanup(); return; }
+  stop = cleanup;
+  main.dataset.view = shown; // which route is on screen (tests wait for it)
+  performance.mark("attestd:view-rendered");
 }
+
+// The rate limit: one notice with a countdown, then the view again.
+let retryTimer = null;
+function limited() {
+  const tick = () => {
+    const s = secondsLeft();
+    if (s <= 0) {
+      notice.hidden = true;
+      retryTimer = null;
+      render();
+      return;
+    }
+    notice.hidden = false;
+    notice.textContent = `The API is refusing requests from your address for now: it allows 100 a minute per address, and this ` +
+      `browser (or others behind the same address) used them. The page is fine; its data loads again in ${s} s.`;
+    retryTimer = setTimeout(tick, 1000);
+  };
+  if (!retryTimer) tick();
+}
+window.addEventListener("attestd:limited", limited);
 
 window.addEventListener("hashchange", () => { render(); main.focus(); });
 // The skip link moves focus to the content without touching the route.
 document.querySelector(".skip").addEventListener("click", (e) => { e.preventDefault(); main.focus(); });
+attachSearch(document.getElementById("search"));
 render();

@@ -2,16 +2,21 @@
 // manage the account's API keys and webhooks through the API's own routes,
 // with the session as an admin of the account. Every call that changes
 // something carries the session's CSRF token.
-import { el, api, APIError } from "./util.js";
+import { el, api, APIError, when, copyButton, short, cardsTable, cell, failure } from "./util.js";
 import { webhookTools, eventCatalog } from "./webhooks.js";
+import { installTestWallet } from "./devwallet.js";
 
 let session = null; // {account, wallet, csrfToken, expiresAt}
 
 export async function consoleView(main) {
+  main.classList.add("console");
   try {
     session = (await api("/auth/session")).data;
   } catch (e) {
-    if (!(e instanceof APIError && e.status === 401)) throw e;
+    if (!(e instanceof APIError && e.status === 401)) {
+      main.append(el("h1", {}, "Console"), failure(e, "your session"));
+      return null;
+    }
     session = null;
   }
   if (!session) return signInView(main);
@@ -24,8 +29,9 @@ export async function consoleView(main) {
     signInView(main);
   });
   main.append(el("h1", {}, "Console"),
-    el("p", {}, "Signed in as ", el("code", { id: "account-name" }, session.account), " with wallet ", el("code", {}, session.wallet),
-      " until " + session.expiresAt.replace("T", " ").replace("Z", " UTC") + ". ", signOut),
+    el("p", {}, "Signed in as ", el("code", { id: "account-name", class: "break" }, session.account), " with wallet ",
+      el("code", { class: "break" }, short(session.wallet, 12)), " ", copyButton(session.wallet, "wallet address"),
+      "; the session ends ", when(session.expiresAt), ". ", signOut),
     status);
   const say = (msg, bad) => { status.textContent = msg; status.classList.toggle("error", !!bad); };
   const keys = el("section", { "aria-labelledby": "keys-h" });
@@ -55,7 +61,7 @@ function signInView(main) {
     el("p", {}, "Your account is your Solana wallet. Sign in to create and revoke API keys and manage webhooks. ",
       "Your wallet shows the message it signs: check that it names this site."),
     el("p", {}, button), status);
-  if (!hasWallet()) noWallet(main, button);
+  if (!hasWallet()) noWallet(main, button, status);
   return null;
 }
 
@@ -63,8 +69,9 @@ function hasWallet() { return !!(window.solana && typeof window.solana.signMessa
 
 // noWallet explains how to get a wallet; on a node served from this
 // machine (make run) it offers a local test wallet instead.
-function noWallet(main, button) {
+function noWallet(main, button, status) {
   button.disabled = true;
+  button.title = "No Solana wallet in this browser: see below";
   button.setAttribute("aria-describedby", "no-wallet-h");
   const local = ["127.0.0.1", "localhost", "[::1]"].includes(location.hostname);
   const sec = el("section", { id: "no-wallet", "aria-labelledby": "no-wallet-h" },
@@ -79,11 +86,16 @@ function noWallet(main, button) {
   if (local) {
     const use = el("button", { type: "button", class: "secondary", id: "use-test-wallet" }, "Use a local test wallet");
     use.addEventListener("click", async () => {
-      const { installTestWallet } = await import("./devwallet.js");
       const address = await installTestWallet();
       button.disabled = false;
+      button.removeAttribute("title");
       button.removeAttribute("aria-describedby");
-      use.replaceWith(el("span", { id: "test-wallet-address" }, "Test wallet ", el("code", {}, address), " ready: press Sign in with Solana."));
+      // The wallet is here now: the "no wallet" help gives way to what is.
+      sec.replaceWith(el("section", { id: "test-wallet", "aria-labelledby": "test-wallet-h" },
+        el("h2", { id: "test-wallet-h" }, "A local test wallet is ready"),
+        el("p", { id: "test-wallet-address" }, "Test wallet ", el("code", { class: "break" }, address), " (kept in this browser's local storage): ",
+          "press Sign in with Solana above. It signs the sign-in message and nothing else.")));
+      status.textContent = "Test wallet ready.";
       button.focus();
     });
     sec.append(el("h3", {}, "Trying attestd on this machine?"),
@@ -118,49 +130,51 @@ function csrf() { return session ? session.csrfToken : ""; }
 
 async function keysSection(sec, say) {
   const tbody = el("tbody", { id: "key-rows" });
-  const label = el("input", { id: "key-label", maxlength: 100 });
+  const label = el("input", { id: "key-label", maxlength: 100, placeholder: "laptop, CI, auditor…" });
   const secret = el("div", { id: "new-key", "aria-live": "polite" });
   const form = el("form", { id: "key-form" }, el("label", { for: "key-label" }, "Label of a new key"), label, " ",
     el("button", { type: "submit" }, "Create key"));
+  const headers = [["Key"], ["Label"], ["Role"], ["Created"], ["Last used"], ["State"], [""]];
+  const table = cardsTable({ id: "key-table", bodyId: "key-rows" }, headers, []);
   async function load() {
     const page = await api("/keys?limit=100");
-    tbody.replaceChildren(...page.data.map((k) => {
+    const body = table.tBodies[0];
+    body.replaceChildren(...page.data.map((k) => {
       const revoke = el("button", { type: "button", class: "danger", "data-revoke": k.prefix, "aria-label": "Revoke key " + k.prefix }, "Revoke");
       revoke.addEventListener("click", async () => {
         if (!confirm(`Revoke key atst_${k.prefix}…? Calls made with it will be refused.`)) return;
         try { await api("/keys/" + k.prefix, { method: "DELETE", csrf: csrf() }); say(`Key ${k.prefix} revoked.`); await load(); }
         catch (e) { say("Could not revoke: " + e.message, true); }
       });
-      return el("tr", { "data-key": k.prefix }, el("td", { class: "mono" }, "atst_" + k.prefix + "…"), el("td", {}, k.label),
-        el("td", {}, k.role), el("td", {}, k.createdAt), el("td", {}, k.lastUsedAt || "never"),
-        el("td", { "data-state": k.revoked ? "revoked" : "active" }, k.revoked ? "revoked " + k.revokedAt : "active"),
-        el("td", {}, k.revoked ? "" : revoke));
+      return el("tr", { "data-key": k.prefix }, cell("Key", {}, el("code", {}, "atst_" + k.prefix + "…"), " ", copyButton("atst_" + k.prefix, "key prefix " + k.prefix)),
+        cell("Label", {}, k.label || el("span", { class: "muted" }, "none")),
+        cell("Role", {}, k.role), cell("Created", {}, when(k.createdAt)), cell("Last used", {}, when(k.lastUsedAt)),
+        cell("State", { "data-state": k.revoked ? "revoked" : "active" }, k.revoked ? el("span", {}, "revoked ", when(k.revokedAt)) : "active"),
+        cell("", {}, k.revoked ? "" : revoke));
     }));
-    if (!page.data.length) tbody.append(el("tr", {}, el("td", { colspan: 7 }, "No keys yet.")));
+    if (!page.data.length) {
+      body.append(el("tr", {}, el("td", { colspan: headers.length, class: "empty", "data-label": "" },
+        "No keys yet. Give a new key a label above and press Create key: its secret is shown once, to copy then. ",
+        "A key opens the premium routes (x-api-key header) and manages this account's webhooks.")));
+    }
   }
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     try {
       const k = (await api("/keys", { method: "POST", csrf: csrf(), body: { label: label.value, role: "admin" } })).data;
-      const copy = el("button", { type: "button", class: "secondary", id: "copy-key" }, "Copy");
-      copy.addEventListener("click", async () => {
-        try { await navigator.clipboard.writeText(k.key); copy.textContent = "Copied"; } catch { copy.textContent = "Select and copy by hand"; }
-      });
       secret.replaceChildren(el("div", { class: "secret" },
         el("p", {}, el("strong", {}, "Your new key, shown this once. "), "Store it now: it cannot be shown again."),
-        el("p", {}, el("code", { id: "new-key-secret" }, k.key), " ", copy)));
+        el("p", {}, el("code", { id: "new-key-secret" }, k.key), " ", copyButton(k.key, "the new key", { id: "copy-key" }))));
       label.value = "";
       say(`Key ${k.prefix} created.`);
       await load();
     } catch (err) { say("Could not create the key: " + err.message, true); }
   });
-  sec.append(el("h2", { id: "keys-h" }, "API keys"), form, secret,
-    el("table", {}, el("thead", {}, el("tr", {}, ["Key", "Label", "Role", "Created", "Last used", "State", ""].map((h) => el("th", { scope: "col" }, h)))), tbody));
+  sec.append(el("h2", { id: "keys-h" }, "API keys"), form, secret, table);
   await load();
 }
 
 async function webhooksSection(sec, say) {
-  const tbody = el("tbody", { id: "hook-rows" });
   const url = el("input", { id: "hook-url", type: "url", size: 50, required: true, placeholder: "https://example.com/hooks/attestd" });
   const desc = el("input", { id: "hook-desc", maxlength: 200 });
   const created = el("div", { id: "new-hook", "aria-live": "polite" });
@@ -170,6 +184,9 @@ async function webhooksSection(sec, say) {
     el("div", {}, el("label", { for: "hook-url" }, "URL of a new webhook (receives attestation.created)"), url),
     el("div", {}, el("label", { for: "hook-desc" }, "Description"), desc),
     el("p", {}, el("button", { type: "submit" }, "Create webhook")));
+  const headers = [["Id"], ["URL"], ["Description"], ["State"], ["Actions"]];
+  const table = cardsTable({ id: "hook-table", bodyId: "hook-rows" }, headers, []);
+  const tbody = table.tBodies[0];
   async function act(fn, ok) {
     // The message comes once the table shows the change.
     try { await fn(); await load(); if (ok) say(ok); } catch (e) { say(e.message, true); }
@@ -180,54 +197,59 @@ async function webhooksSection(sec, say) {
       const retry = el("button", { type: "button", class: "secondary", "data-retry": d.deliveryId }, "Retry");
       retry.addEventListener("click", () => act(() => api(`/webhooks/${id}/deliveries/${d.deliveryId}/retry`, { method: "POST", csrf: csrf() })
         .then(() => showLog(id)), "Retry queued."));
-      return el("tr", { "data-delivery": d.deliveryId }, el("td", {}, d.attemptedAt), el("td", {}, d.eventType), el("td", {}, String(d.attempt) + (d.manual ? " (manual)" : "")),
-        el("td", { "data-outcome": d.succeeded ? "ok" : "failed" }, d.succeeded ? "delivered" : "failed"), el("td", {}, d.statusCode == null ? "no answer" : String(d.statusCode)),
-        el("td", {}, d.latencyMs + " ms"), el("td", {}, d.error || ""), el("td", {}, retry));
+      return el("tr", { "data-delivery": d.deliveryId }, cell("Attempted", {}, when(d.attemptedAt)), cell("Event", {}, d.eventType),
+        cell("Attempt", {}, String(d.attempt) + (d.manual ? " (manual)" : "")),
+        cell("Outcome", { "data-outcome": d.succeeded ? "ok" : "failed" }, d.succeeded ? "delivered" : "failed"),
+        cell("Status", {}, d.statusCode == null ? "no answer" : String(d.statusCode)),
+        cell("Latency", { class: "num" }, d.latencyMs + " ms"), cell("Error", {}, d.error || el("span", { class: "muted" }, "none")), cell("", {}, retry));
     });
-    if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 8 }, "No attempt yet.")));
     const refresh = el("button", { type: "button", class: "secondary", id: "refresh-log" }, "Refresh");
     refresh.addEventListener("click", () => showLog(id).catch((e) => say(e.message, true)));
     log.replaceChildren(el("h3", {}, "Deliveries of " + id + " "), refresh,
-      el("table", {}, el("thead", {}, el("tr", {}, ["Attempted", "Event", "Attempt", "Outcome", "Status", "Latency", "Error", ""].map((h) => el("th", { scope: "col" }, h)))),
-        el("tbody", { id: "delivery-rows" }, rows)));
+      cardsTable({ id: "delivery-table", bodyId: "delivery-rows" }, [["Attempted"], ["Event"], ["Attempt"], ["Outcome"], ["Status"], ["Latency", { num: true }], ["Error"], [""]],
+        rows, "No attempt yet. Press Send test to send this webhook a webhook.test event now, or wait for the next attestation."));
   }
   async function load() {
     const page = await api("/webhooks?limit=100");
     tbody.replaceChildren(...page.data.map((w) => {
       const b = (text, attr, fn, cls) => { const x = el("button", { type: "button", class: cls || "secondary", [attr]: w.id }, text); x.addEventListener("click", fn); return x; };
-      return el("tr", { "data-hook": w.id }, el("td", { class: "mono" }, w.id), el("td", { class: "mono" }, w.url), el("td", {}, w.description),
-        el("td", { "data-state": w.active ? "active" : "paused", "data-verification": w.verification.status },
+      return el("tr", { "data-hook": w.id }, cell("Id", {}, el("code", {}, w.id)), cell("URL", {}, el("code", { title: w.url }, w.url)),
+        cell("Description", {}, w.description || el("span", { class: "muted" }, "none")),
+        cell("State", { "data-state": w.active ? "active" : "paused", "data-verification": w.verification.status },
           (w.active ? "active" : "paused" + (w.disabledReason ? ": " + w.disabledReason : "")) +
           "; " + endpointState(w.verification) +
           tools.describe(w)),
-        el("td", {},
+        cell("Actions", { class: "actions-cell" },
           b(w.active ? "Pause" : "Resume", "data-toggle", () => act(() => api("/webhooks/" + w.id, { method: "PATCH", csrf: csrf(), body: { active: !w.active } }), w.active ? "Paused." : "Resumed.")),
-          ...(w.verification.status === "unverified" ? [" ", b("Verify again", "data-verify", () => act(() => api(`/webhooks/${w.id}/verify`, { method: "POST", csrf: csrf() }), "Verification started: the receiver gets a webhook.verify request within 10 s."))] : []),
-          " ", b("Send test", "data-test", () => act(() => api(`/webhooks/${w.id}/test`, { method: "POST", csrf: csrf() }), "Test event queued.")),
-          " ", b("Deliveries", "data-log", () => showLog(w.id).catch((e) => say(e.message, true))),
-          ...tools.buttons(w),
-          " ", b("Delete", "data-delete", () => { if (confirm("Delete webhook " + w.id + "?")) act(() => api("/webhooks/" + w.id, { method: "DELETE", csrf: csrf() }), "Deleted."); }, "danger")));
+          ...(w.verification.status === "unverified" ? [b("Verify again", "data-verify", () => act(() => api(`/webhooks/${w.id}/verify`, { method: "POST", csrf: csrf() }), "Verification started: the receiver gets a webhook.verify request within 10 s."))] : []),
+          b("Send test", "data-test", () => act(() => api(`/webhooks/${w.id}/test`, { method: "POST", csrf: csrf() }), "Test event queued.")),
+          b("Deliveries", "data-log", () => showLog(w.id).catch((e) => say(e.message, true))),
+          ...tools.buttons(w).filter((x) => typeof x !== "string"),
+          b("Delete", "data-delete", () => { if (confirm("Delete webhook " + w.id + "?")) act(() => api("/webhooks/" + w.id, { method: "DELETE", csrf: csrf() }), "Deleted."); }, "danger")));
     }));
-    if (!page.data.length) tbody.append(el("tr", {}, el("td", { colspan: 5 }, "No webhooks yet.")));
+    if (!page.data.length) {
+      tbody.append(el("tr", {}, el("td", { colspan: headers.length, class: "empty", "data-label": "" },
+        "No webhooks yet. Enter the URL of a receiver above and press Create webhook: every new attestation is POSTed to it, signed with a secret shown once.")));
+    }
   }
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     try {
       const w = (await api("/webhooks", { method: "POST", csrf: csrf(), body: { url: url.value, events: ["attestation.created"], description: desc.value } })).data;
-      created.replaceChildren(el("div", { class: "secret" }, el("p", {}, el("strong", {}, "Signing secret of " + w.id + ", shown this once: ")),
-        el("p", {}, el("code", { id: "new-hook-secret" }, w.secret))));
+      created.replaceChildren(el("div", { class: "secret" }, el("p", {}, el("strong", {}, "Signing secret of " + w.id + ", shown this once: "),
+        "store it where your receiver checks signatures."),
+        el("p", {}, el("code", { id: "new-hook-secret" }, w.secret), " ", copyButton(w.secret, "the signing secret", { id: "copy-hook-secret" }))));
       url.value = ""; desc.value = "";
       say(`Webhook ${w.id} created.`);
       await load();
     } catch (err) { say("Could not create the webhook: " + err.message, true); }
   });
-  sec.append(el("h2", { id: "hooks-h" }, "Webhooks"), form, created,
-    el("table", {}, el("thead", {}, el("tr", {}, ["Id", "URL", "Description", "State", "Actions"].map((h) => el("th", { scope: "col" }, h)))), tbody), tools.panel, log);
+  sec.append(el("h2", { id: "hooks-h" }, "Webhooks"), form, created, table, tools.panel, log);
   const catalog = el("section", { "aria-labelledby": "catalog-h" });
   sec.append(catalog);
   eventCatalog(catalog).catch((e) => say(e.message, true));
   try { await load(); } catch (e) {
-    if (e instanceof APIError && e.status === 503) tbody.replaceChildren(el("tr", {}, el("td", { colspan: 5 }, e.message))); else throw e;
+    if (e instanceof APIError && e.status === 503) tbody.replaceChildren(el("tr", {}, el("td", { colspan: headers.length, class: "empty", "data-label": "" }, e.message))); else throw e;
   }
 }
 
@@ -247,12 +269,12 @@ const usdc = new Set(["EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", "4zMMC9srt
 
 async function paymentsSection(sec) {
   const page = await api("/auth/payments?limit=50");
-  const rows = page.data.map((p) => el("tr", {}, el("td", {}, p.createdAt), el("td", {}, p.route),
-    el("td", { "data-amount": p.amount }, usdc.has(p.asset) ? (Number(p.amount) / 1e6).toFixed(6).replace(/0+$/, "").replace(/\.$/, "") + " USDC" : p.amount + " of " + p.asset),
-    el("td", {}, p.status), el("td", { class: "mono" }, p.txSignature || "")));
-  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 5 }, "No payment from this wallet.")));
+  const rows = page.data.map((p) => el("tr", {}, cell("Time", {}, when(p.createdAt)), cell("Route", {}, el("code", {}, p.route)),
+    cell("Amount", { "data-amount": p.amount, class: "num" }, usdc.has(p.asset) ? (Number(p.amount) / 1e6).toFixed(6).replace(/0+$/, "").replace(/\.$/, "") + " USDC" : p.amount + " of " + short(p.asset, 8)),
+    cell("Status", {}, p.status),
+    cell("Transaction", {}, p.txSignature ? [el("code", { title: p.txSignature }, short(p.txSignature, 12)), " ", copyButton(p.txSignature, "transaction signature")] : el("span", { class: "muted" }, "none"))));
   sec.append(el("h2", { id: "pays-h" }, "Pay-per-request payments from this wallet"),
     el("p", { class: "muted" }, "Premium calls paid with x402 from this wallet; calls made with keys show as each key's last use above."),
-    el("table", {}, el("thead", {}, el("tr", {}, ["Time", "Route", "Amount", "Status", "Transaction"].map((h) => el("th", { scope: "col" }, h)))),
-      el("tbody", { id: "payment-rows" }, rows)));
+    cardsTable({ id: "payment-table", bodyId: "payment-rows" }, [["Time"], ["Route"], ["Amount", { num: true }], ["Status"], ["Transaction"]], rows,
+      "No payment from this wallet yet. A premium route called without a key answers 402 with a price; an x402 client pays it from this wallet, and each payment shows here."));
 }

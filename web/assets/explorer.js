@@ -1,14 +1,19 @@
 // The public explorer: the live list (server-sent events, no polling) with
 // filters and cursor paging in the URL, attestation, agent and agents
 // pages, the payload check, global stats with activity over time.
-import { el, api, APIError, actionTypes, typeColors, short, num, when, badge, idWithCopy, copyButton, sha256hex, canonicalJSON, exact } from "./util.js";
-import { barChart, stackedTimeline, legend } from "./chart.js";
+import { el, api, APIError, actionTypes, typeColors, short, num, when, badge, idWithCopy, copyButton, sha256hex, canonicalJSON, exact, failure, cardsTable, cell } from "./util.js";
+import { barChart, timeline, legend, stepMs } from "./chart.js";
 import { liveStream } from "./live.js";
 import { renderLogProof } from "./logproof.js";
 
 const PAGE = 25;
 
-const filterNames = [["agent", "agentPda"], ["type", "actionType"], ["from", "from"], ["to", "to"]];
+// The list's URL parameters and the API's names for them. hash and tx are
+// the lookups (an action hash, a transaction signature): shown as chips.
+const filterNames = [["agent", "agentPda"], ["type", "actionType"], ["from", "from"], ["to", "to"], ["hash", "actionHash"], ["tx", "txSignature"]];
+
+// listParams are the URL parameters that make a list page.
+export const listParams = ["agent", "type", "from", "to", "cursor", "back", "hash", "tx"];
 
 // pager is the Newer/Older navigation of a list paged by cursor: the
 // cursors of the pages before this one ride in the URL ("back").
@@ -33,7 +38,7 @@ function pager(base, params, nextCursor, label) {
   return nav;
 }
 
-function attestationRow(a, fresh) {
+export function attestationRow(a, fresh) {
   return el("tr", { "data-pda": a.pda, class: fresh ? "new" : null },
     el("td", { "data-label": "Time" }, when(a.timestamp)),
     el("td", { "data-label": "Agent" }, el("a", { href: "#/agent/" + a.agentPda, class: "mono", title: a.agentPda }, short(a.agentPda, 12))),
@@ -44,6 +49,12 @@ function attestationRow(a, fresh) {
       copyButton(a.pda, "attestation pda")));
 }
 
+// attestationsTable is the list's table with its rows (an empty list
+// says so).
+export function attestationsTable(id, bodyId, caption, rows, empty) {
+  return cardsTable({ id, bodyId, caption }, [["Time"], ["Agent"], ["Action type"], ["Action hash"], ["Finality"], ["Attestation"]], rows, empty);
+}
+
 export async function listView(main, params) {
   const status = el("p", { class: "status muted", role: "status", id: "live-status" });
   const form = el("form", { class: "filters", role: "search", "aria-label": "Filter attestations" },
@@ -52,25 +63,33 @@ export async function listView(main, params) {
       actionTypes.map((t) => el("option", { value: t, selected: params.get("type") === t }, t)))),
     field("From", el("input", { id: "f-from", name: "from", placeholder: "2026-11-01", value: params.get("from") || "" })),
     field("To (exclusive)", el("input", { id: "f-to", name: "to", placeholder: "2026-11-21T10:00:00Z", value: params.get("to") || "" })),
-    el("div", { class: "actions" }, el("button", { type: "submit" }, "Apply"), " ", el("a", { href: "#/" }, "Clear filters")));
+    el("div", { class: "actions" }, el("button", { type: "submit" }, "Apply"), " ", el("a", { href: "#/attestations" }, "Clear filters")));
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const q = new URLSearchParams();
     for (const [name] of filterNames) {
-      const v = form.elements[name].value.trim();
+      const input = form.elements[name];
+      const v = input ? input.value.trim() : (params.get(name) || ""); // the lookups ride along
       if (v) q.set(name, v);
     }
     const s = q.toString();
-    location.hash = "#/" + (s ? "?" + s : "");
+    location.hash = "#/attestations" + (s ? "?" + s : "");
   });
+  // The lookups (from the search): a chip each, with a way out.
+  const chips = el("div", { class: "chips" });
+  for (const [name, label] of [["hash", "Action hash"], ["tx", "Transaction"]]) {
+    const v = params.get(name);
+    if (!v) continue;
+    const rest = new URLSearchParams(params);
+    rest.delete(name); rest.delete("cursor"); rest.delete("back");
+    chips.append(el("span", { class: "chip", "data-chip": name }, label + " ", el("span", { class: "mono", title: v }, short(v, 16)), " ",
+      el("a", { href: "#/attestations" + (rest.toString() ? "?" + rest : ""), "aria-label": "Remove the " + label.toLowerCase() + " filter" }, "×")));
+  }
   const cursor = params.get("cursor");
   const live = !cursor && !params.get("to");
-  const tbody = el("tbody", { id: "att-rows" });
-  const table = el("table", { id: "att-table", class: "cards-narrow" },
-    el("caption", { class: "muted" }, live ? "Newest first; new attestations appear by themselves." : "Newest first."),
-    el("thead", {}, el("tr", {}, ["Time", "Agent", "Action type", "Action hash", "Finality", "Attestation"].map((h) => el("th", { scope: "col" }, h)))),
-    tbody);
-  main.append(el("h1", {}, cursor ? "Attestations" : "Newest attestations"), form, status, table);
+  const table = attestationsTable("att-table", "att-rows", live ? "Newest first; new attestations appear by themselves." : "Newest first.", []);
+  const tbody = table.tBodies[0];
+  main.append(el("h1", {}, cursor ? "Attestations" : "Newest attestations"), form, chips, status, table);
 
   const query = new URLSearchParams({ limit: String(PAGE) });
   for (const [name, apiName] of filterNames) if (params.get(name)) query.set(apiName, params.get(name));
@@ -79,24 +98,26 @@ export async function listView(main, params) {
   try {
     page = await api("/attestations?" + query.toString());
   } catch (e) {
-    status.textContent = e instanceof APIError && e.status === 400 ? "The filters are not valid: " + e.message
-      : e instanceof APIError && e.status === 429 ? "Too many requests from your address; try again within a minute." : "Cannot reach the API: " + e.message;
-    status.classList.add("error");
+    if (e instanceof APIError && e.status === 400) {
+      status.textContent = "The filters are not valid: " + e.message;
+      status.classList.add("error");
+    } else {
+      status.replaceWith(failure(e, "the attestations"));
+    }
     return null;
   }
   tbody.replaceChildren(...page.data.map((a) => attestationRow(a, false)));
-  if (!page.data.length) tbody.append(el("tr", {}, el("td", { colspan: 6 }, "No attestation matches these filters.")));
+  if (!page.data.length) tbody.append(el("tr", {}, el("td", { colspan: 6, class: "empty", "data-label": "" }, "No attestation matches these filters.")));
   performance.mark("attestd:list-rendered"); // time to a rendered list, for measurements
   let total = page.pagination.total;
   const say = (extra) => { status.textContent = `${num(total)} attestations` + (extra ? "; " + extra : ""); };
   say("");
-  main.append(pager("#/", params, page.pagination.nextCursor, "Attestation"));
+  main.append(pager("#/attestations", params, page.pagination.nextCursor, "Attestation"));
   if (!live) return null;
 
   // Live: the stream's events keep the first page exact.
   const filters = new URLSearchParams();
-  if (params.get("agent")) filters.set("agentPda", params.get("agent"));
-  if (params.get("type")) filters.set("actionType", params.get("type"));
+  for (const [name, apiName] of filterNames) if (name !== "from" && name !== "to" && params.get(name)) filters.set(apiName, params.get(name));
   const from = params.get("from");
   return liveStream(filters, {
     attestation(a) {
@@ -123,7 +144,7 @@ export async function listView(main, params) {
 
 // cursorOf is an attestation's list cursor (what the API's nextCursor and
 // the stream's event ids are): base64url of "unix.slot.pda".
-function cursorOf(a) {
+export function cursorOf(a) {
   return btoa(`${Math.floor(Date.parse(a.timestamp) / 1000)}.${a.slot}.${a.pda}`).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
@@ -136,7 +157,8 @@ function notFound(main, what, e) {
     main.append(el("h1", {}, what + " not found"), el("p", {}, e.message));
     return true;
   }
-  throw e;
+  main.append(el("h1", {}, what), failure(e, "this " + what.toLowerCase()));
+  return false;
 }
 
 export async function attestationView(main, id) {
@@ -170,7 +192,10 @@ export async function attestationView(main, id) {
     result.replaceChildren(...await verify(payload.value, a.actionHash));
   });
   const logProof = el("section", { id: "log-proof", "aria-live": "polite" });
-  main.append(el("h1", {}, "Attestation"), dl, logProof, el("h2", {}, "Verify a payload"), form);
+  // The lookups: the same payload attested elsewhere, the rest of its transaction.
+  const related = el("p", { id: "related" }, el("a", { href: "#/attestations?hash=" + a.actionHash }, "Every attestation of this payload hash"), " · ",
+    el("a", { href: "#/attestations?tx=" + encodeURIComponent(a.txSignature) }, "Every attestation of this transaction"));
+  main.append(el("h1", {}, "Attestation"), dl, related, logProof, el("h2", {}, "Verify a payload"), form);
   // The displayed attestation itself is what the proof's leaf must match.
   renderLogProof(logProof, a.pda, a);
   // A published sample payload (demo data): offer it.
@@ -199,40 +224,69 @@ async function verify(text, want) {
   return [el("span", { class: "result-mismatch", "data-result": "mismatch" }, "Mismatch: neither form hashes to " + short(want, 16) + "."), details];
 }
 
-// ranges of the activity charts.
-const ranges = [["24h", "24 h"], ["7d", "7 days"], ["30d", "30 days"], ["all", "All"]];
+// The activity charts' ranges: "life" fits the data (from the first
+// attestation to now, by hour when that is at most 3 days, else by day),
+// the others are fixed windows.
+const ranges = [["life", "Whole life"], ["24h", "24 h"], ["7d", "7 days"], ["30d", "30 days"]];
 
-function rangeQuery(key) {
-  return key === "24h" ? "bucket=hour" : key === "7d" ? "bucket=hour&from=" + ago(7) : key === "30d" ? "bucket=day&from=" + ago(30) : "bucket=day";
+function hourFloor(ms) { return new Date(Math.floor(ms / 3600e3) * 3600e3).toISOString().replace(".000Z", "Z"); }
+
+// lifeQuery is the query of the whole-life range given the first
+// attestation's time (null: none yet).
+export function lifeQuery(first, now = Date.now()) {
+  if (!first) return "bucket=hour";
+  const span = now - Date.parse(first);
+  if (span <= 3 * 86400e3) return "bucket=hour&from=" + hourFloor(Date.parse(first));
+  return "bucket=day&from=" + first.slice(0, 10);
+}
+
+function rangeQuery(key, first) {
+  const now = Date.now();
+  switch (key) {
+    case "24h": return "bucket=hour";
+    case "7d": return "bucket=hour&from=" + hourFloor(now - 7 * 86400e3 + 3600e3);
+    case "30d": return "bucket=day&from=" + new Date(now - 29 * 86400e3).toISOString().slice(0, 10);
+  }
+  return lifeQuery(first, now);
 }
 
 // chartWidth is the width a chart is drawn at: the content's, 300 to 960.
 function chartWidth(main) { return Math.max(300, Math.min(960, main.clientWidth - 10)); }
 
-function ago(days) { return new Date(Date.now() - days * 86400e3).toISOString().slice(0, 13) + ":00:00Z"; }
-
 // activityChart draws the series of path (an activity route) with a range
-// picker; range is the selected one's key.
-function activityChart(main, path, title) {
+// picker. first is the first attestation's time, for the whole life; when
+// it is not known, the life range asks the API by day first (it starts at
+// the first day with an attestation) and by hour when that is 3 days or
+// less.
+export function activityChart(main, path, title, first) {
   const box = el("div", { class: "chart", id: "activity" });
   const picker = el("div", { class: "ranges", role: "group", "aria-label": "Range of the chart" });
   const note = el("p", { class: "muted", id: "activity-note", role: "status" });
   async function show(key) {
     for (const b of picker.children) b.setAttribute("aria-pressed", String(b.dataset.range === key));
     const r = ranges.find((x) => x[0] === key);
-    const q = rangeQuery(key);
     try {
-      const s = (await api(path + "?" + q)).data;
-      const day = s.bucket === "day";
-      const rows = s.series.map((p) => ({ label: day ? p.at.slice(0, 10) : p.at.slice(5, 13).replace("T", " ") + "h", counts: p.byType, total: p.total }));
+      let s;
+      if (key === "life" && first === undefined) {
+        s = (await api(path + "?bucket=day")).data;
+        if (s.series.length <= 3) s = (await api(path + "?bucket=hour&from=" + s.from)).data;
+      } else {
+        s = (await api(path + "?" + rangeQuery(key, first))).data;
+      }
+      const now = Date.now();
+      const step = stepMs(s.bucket);
+      const done = s.series.filter((p) => Date.parse(p.at) + step <= now);
       const sum = s.series.reduce((n, p) => n + p.total, 0);
-      const peak = s.series.reduce((m, p) => (p.total > m.total ? p : m), { total: -1 });
-      box.replaceChildren(stackedTimeline(`${title}, ${r[1]}, per ${s.bucket}`, rows, chartWidth(main)));
+      const peak = done.reduce((m, p) => (p.total > m.total ? p : m), { total: -1 });
+      const day = s.bucket === "day";
+      box.replaceChildren(timeline(`${title}, ${r[1].toLowerCase()}, per ${s.bucket}`, s, chartWidth(main), now));
       note.textContent = `${num(sum)} attestations from ${exact(s.from)} to ${exact(s.to)}, per ${s.bucket}` +
-        (peak.total > 0 ? `; busiest ${s.bucket}: ${day ? peak.at.slice(0, 10) : exact(peak.at)} with ${num(peak.total)}.` : ".");
+        (peak.total > 0 ? `; busiest complete ${s.bucket}: ${day ? peak.at.slice(0, 10) : exact(peak.at)} with ${num(peak.total)}` : "") +
+        (s.series.length > done.length ? `; the last ${s.bucket} is in progress (pale).` : ".") + " Hover or focus the chart for exact counts.";
       box.dataset.total = String(sum);
+      box.dataset.bucket = s.bucket;
     } catch (e) {
-      note.textContent = "Could not load the chart: " + e.message;
+      note.replaceChildren(failure(e, "the chart"));
     }
   }
   for (const [key, label] of ranges) {
@@ -258,15 +312,15 @@ export async function agentView(main, id) {
   add("Policy root", idWithCopy(a.policyRoot, "policy root", { field: "policyRoot" }));
   add("Registered", el("span", { "data-field": "registeredAt", class: "mono" }, a.registeredAt), " (", when(a.registeredAt), ")");
   add("Status", el("span", { "data-field": "revoked", class: a.revoked ? "status-revoked" : "status-active" }, a.revoked ? "revoked " + exact(a.revokedAt) : "active"));
-  const chart = activityChart(main, "/agents/" + enc + "/activity", "Attestations of this agent over time by action type");
+  const chart = activityChart(main, "/agents/" + enc + "/activity", "Attestations of this agent over time by action type", s.firstAttestationAt || null);
   main.append(el("h1", {}, "Agent"), dl,
     el("div", { class: "cards" }, card("Attestations", s.totalAttestations, "totalAttestations"), card("Last 24 h", s.last24h, "last24h"), card("Last 7 days", s.last7d, "last7d")),
     el("p", { class: "muted" }, "First attestation ", when(s.firstAttestationAt), ", last ", when(s.lastAttestationAt), "."),
     el("h2", {}, "Activity over time"), ...chart.nodes,
     el("h2", {}, "All attestations by action type"),
     barChart("Attestations by action type", actionTypes.map((t, i) => ({ label: t, value: s.byType[t], color: typeColors[i] })), chartWidth(main)),
-    el("p", {}, el("a", { href: "#/?agent=" + enc }, "Browse this agent's attestations")));
-  await chart.show("all");
+    el("p", {}, el("a", { href: "#/attestations?agent=" + enc }, "Browse this agent's attestations")));
+  await chart.show("life");
   return null;
 }
 
@@ -278,25 +332,25 @@ export async function agentsView(main, params) {
   const q = new URLSearchParams({ limit: String(PAGE) });
   if (params.get("cursor")) q.set("cursor", params.get("cursor"));
   let page;
-  try { page = await api("/agents?" + q.toString()); } catch (e) { notFound(main, "Agents page", e); return null; }
-  const tbody = el("tbody", { id: "agent-rows" }, page.data.map((a) => el("tr", { "data-agent": a.pda },
-    el("td", { "data-label": "Agent" }, el("a", { href: "#/agent/" + a.pda, class: "mono", title: a.pda }, short(a.pda, 14)), " ", copyButton(a.pda, "agent pda")),
-    el("td", { "data-label": "Attestations", "data-count": a.attestationCount, class: "num" }, num(a.attestationCount)),
-    el("td", { "data-label": "Last activity" }, when(a.lastActivityAt)),
-    el("td", { "data-label": "Last attestation" }, when(a.lastAttestationAt)),
-    el("td", { "data-label": "Registered" }, when(a.registeredAt)),
-    el("td", { "data-label": "Status", "data-state": a.revoked ? "revoked" : "active" }, a.revoked ? "revoked" : "active"))));
-  if (!page.data.length) tbody.append(el("tr", {}, el("td", { colspan: 6 }, "No agent registered yet.")));
+  try { page = await api("/agents?" + q.toString()); } catch (e) { notFound(main, "Agents", e); return null; }
+  const rows = page.data.map((a) => el("tr", { "data-agent": a.pda },
+    cell("Agent", {}, el("a", { href: "#/agent/" + a.pda, class: "mono", title: a.pda }, short(a.pda, 14)), " ", copyButton(a.pda, "agent pda")),
+    cell("Attestations", { "data-count": a.attestationCount, class: "num" }, num(a.attestationCount)),
+    cell("Last activity", {}, when(a.lastActivityAt)),
+    cell("Last attestation", {}, when(a.lastAttestationAt)),
+    cell("Registered", {}, when(a.registeredAt)),
+    cell("Status", { "data-state": a.revoked ? "revoked" : "active" }, a.revoked ? "revoked" : "active")));
   main.append(el("h1", {}, "Agents"),
     el("p", { class: "muted", id: "agents-total" }, `${num(page.pagination.total)} agents, the most recently active first.`),
-    el("table", { id: "agents-table", class: "cards-narrow" },
-      el("thead", {}, el("tr", {}, ["Agent", "Attestations", "Last activity", "Last attestation", "Registered", "Status"].map((h) => el("th", { scope: "col" }, h)))), tbody),
+    cardsTable({ id: "agents-table", bodyId: "agent-rows" }, [["Agent"], ["Attestations", { num: true }], ["Last activity"], ["Last attestation"], ["Registered"], ["Status"]],
+      rows, "No agent is registered yet: agents appear here once their registration is indexed."),
     pager("#/agents", params, page.pagination.nextCursor, "Agent"));
   return null;
 }
 
 export async function statsView(main) {
-  const s = await api("/stats"); // /stats answers the object itself (SPEC.md)
+  let s;
+  try { s = await api("/stats"); } catch (e) { notFound(main, "Global statistics", e); return null; } // /stats answers the object itself (SPEC.md)
   const chart = activityChart(main, "/stats/activity", "Attestations over time by action type");
   main.append(el("h1", {}, "Global statistics"),
     el("div", { class: "cards" }, card("Agents", s.agents, "agents"), card("Attestations", s.attestations, "attestations"),
@@ -304,6 +358,6 @@ export async function statsView(main) {
     el("h2", {}, "Activity over time"), ...chart.nodes,
     el("h2", {}, "Attestations by action type"),
     barChart("Attestations by action type", actionTypes.map((t, i) => ({ label: t, value: s.byType[t], color: typeColors[i] })), chartWidth(main)));
-  await chart.show("7d");
+  await chart.show("life");
   return null;
 }

@@ -1,10 +1,11 @@
-// Helpers shared by the views: element building, API calls, formatting,
-// copy buttons, hashing.
+// Helpers shared by the views: element building, API calls (and what a
+// refusal of the rate limit does to the page), formatting, copy buttons,
+// hashing, base58.
 
 // el builds an element: attributes, then children (strings become text,
 // never HTML).
 export function el(tag, attrs, ...children) {
-  const svg = ["svg", "rect", "text", "g", "line", "title", "path"].includes(tag);
+  const svg = ["svg", "rect", "text", "g", "line", "title", "path", "pattern", "defs"].includes(tag);
   const e = svg ? document.createElementNS("http://www.w3.org/2000/svg", tag) : document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === false || v == null) continue;
@@ -14,28 +15,71 @@ export function el(tag, attrs, ...children) {
   return e;
 }
 
-// APIError carries the envelope's code and message.
+// APIError carries the envelope's code and message; retryAfter (seconds)
+// when the API asked to wait (429, 503).
 export class APIError extends Error {
-  constructor(status, code, message) { super(message); this.status = status; this.code = code; }
+  constructor(status, code, message, retryAfter = 0) { super(message); this.status = status; this.code = code; this.retryAfter = retryAfter; }
 }
 
-// api calls the API; opts.csrf adds the session's CSRF token.
+// The API's per-IP limit: when it refuses a call, every view says so and
+// the page tries again once the time the API gave has passed.
+export const limits = { until: 0 };
+
+// api calls the API; opts.csrf adds the session's CSRF token. A 429 sets
+// limits.until and dispatches "attestd:limited" (the router shows when the
+// page will try again); its error says so in words, never the raw body.
 export async function api(path, opts = {}) {
   const headers = {};
   if (opts.body !== undefined) headers["Content-Type"] = "application/json";
   if (opts.csrf) headers["X-CSRF-Token"] = opts.csrf;
-  const res = await fetch("/api/v1" + path, {
-    method: opts.method || "GET", headers, credentials: "same-origin", cache: opts.cache || "no-cache",
-    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
-  });
+  let res;
+  try {
+    res = await fetch("/api/v1" + path, {
+      method: opts.method || "GET", headers, credentials: "same-origin", cache: opts.cache || "no-cache",
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    });
+  } catch (e) {
+    throw new APIError(0, "NETWORK", "the API cannot be reached (" + e.message + ")");
+  }
   if (res.status === 204) return null;
   let body = null;
   try { body = await res.json(); } catch { /* not JSON */ }
   if (!res.ok) {
     const err = (body && body.error) || {};
-    throw new APIError(res.status, err.code || "HTTP_" + res.status, err.message || res.statusText);
+    const retry = Math.max(1, Math.min(3600, parseInt(res.headers.get("Retry-After") || "0", 10) || 0));
+    if (res.status === 429) {
+      limits.until = Math.max(limits.until, Date.now() + retry * 1000);
+      window.dispatchEvent(new CustomEvent("attestd:limited", { detail: { until: limits.until } }));
+      throw new APIError(429, err.code || "RATE_LIMITED",
+        "too many requests from your address (the API allows " + (res.headers.get("RateLimit-Limit") || "100") + " a minute)", retry);
+    }
+    throw new APIError(res.status, err.code || "HTTP_" + res.status, err.message || res.statusText || "HTTP " + res.status,
+      res.status === 503 ? retry : 0);
   }
   return body;
+}
+
+// secondsLeft is how long the page still waits for the rate limit.
+export function secondsLeft() { return Math.max(0, Math.ceil((limits.until - Date.now()) / 1000)); }
+
+// failure is what a part of a page shows when its data could not be
+// loaded: why, in words, and for a rate limit when the page tries again
+// (a countdown). what names the missing part ("the newest attestations").
+export function failure(e, what) {
+  const p = el("p", { class: "error", role: "status", "data-failure": e instanceof APIError ? e.code : "ERROR" });
+  if (e instanceof APIError && e.status === 429) {
+    let shown = false; // once on the page, the countdown stops when it leaves it
+    const tick = () => {
+      if (p.isConnected) shown = true; else if (shown) return;
+      const s = secondsLeft();
+      p.textContent = `Could not load ${what}: ${e.message}. ` + (s > 0 ? `This page tries again in ${s} s.` : "Trying again…");
+      if (s > 0) setTimeout(tick, 1000);
+    };
+    tick();
+  } else {
+    p.textContent = `Could not load ${what}: ${e.message}.`;
+  }
+  return p;
 }
 
 export const actionTypes = ["Transaction", "Decision", "ModelInvocation", "ToolCall", "ResourceAccess", "PolicyCheck", "Custom"];
@@ -61,14 +105,20 @@ export function relative(iso, now = Date.now()) {
   return s >= 0 ? `${n} ${unit} ago` : `in ${n} ${unit}`;
 }
 
+// duration writes seconds as "42 s", "5 min", "3 h", "2 d".
+export function duration(s) {
+  s = Math.max(0, Math.round(s));
+  return s < 90 ? s + " s" : s < 5400 ? Math.round(s / 60) + " min" : s < 172800 ? Math.round(s / 3600) + " h" : Math.round(s / 86400) + " d";
+}
+
 // when is a <time> showing the relative time, the exact one on hover and
 // to assistive technology (title).
-export function when(iso) {
-  if (!iso) return el("span", { class: "muted" }, "never");
+export function when(iso, never = "never") {
+  if (!iso) return el("span", { class: "muted" }, never);
   return el("time", { datetime: iso, title: exact(iso), "data-rel": "" }, relative(iso));
 }
 
-// refreshTimes rewrites every relative time on the page (once a minute).
+// refreshTimes rewrites every relative time on the page.
 export function refreshTimes() {
   for (const t of document.querySelectorAll("time[data-rel]")) t.textContent = relative(t.getAttribute("datetime"));
 }
@@ -77,7 +127,7 @@ setInterval(refreshTimes, 30_000);
 // badge is an action type's coloured label.
 export function badge(type) {
   const i = actionTypes.indexOf(type);
-  return el("span", { class: "badge", style: null, "data-type": type, "data-color": i }, type);
+  return el("span", { class: "badge", "data-type": type, "data-color": i }, type);
 }
 
 // announce says msg through the page's polite live region.
@@ -90,8 +140,8 @@ export function announce(msg) {
 
 // copyButton copies text; what names it for assistive technology
 // ("Copy attestation pda"). It says "copied" through the live region.
-export function copyButton(text, what) {
-  const b = el("button", { type: "button", class: "copy", "aria-label": "Copy " + what, title: "Copy " + what, "data-copy": text }, "Copy");
+export function copyButton(text, what, attrs = {}) {
+  const b = el("button", { type: "button", class: "copy", "aria-label": "Copy " + what, title: "Copy " + what, "data-copy": text, ...attrs }, "Copy");
   b.addEventListener("click", async () => {
     let ok = true;
     try { await navigator.clipboard.writeText(text); } catch { ok = copyFallback(text); }
@@ -141,4 +191,51 @@ export function canonicalJSON(v) {
   if (Array.isArray(v)) return "[" + v.map(canonicalJSON).join(",") + "]";
   const keys = Object.keys(v).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   return "{" + keys.map((k) => JSON.stringify(k) + ":" + canonicalJSON(v[k])).join(",") + "}";
+}
+
+// payloadHashes hashes a payload's bytes and, when they are JSON, its
+// RFC 8785 form: {raw, canonical (null when not JSON), why}.
+export async function payloadHashes(bytes) {
+  const raw = await sha256hex(bytes);
+  let canonical = null, why = "not JSON";
+  try {
+    const text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    canonical = await sha256hex(new TextEncoder().encode(canonicalJSON(JSON.parse(text))));
+  } catch (e) { why = e instanceof SyntaxError || e instanceof TypeError ? "not JSON" : e.message; }
+  return { raw, canonical, why };
+}
+
+const B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+
+// base58decode decodes base58 (Bitcoin alphabet) to bytes; null when the
+// text is not base58.
+export function base58decode(s) {
+  if (!s || s.length > 128) return null;
+  let n = 0n;
+  for (const c of s) {
+    const d = B58.indexOf(c);
+    if (d < 0) return null;
+    n = n * 58n + BigInt(d);
+  }
+  const out = [];
+  while (n > 0n) { out.unshift(Number(n % 256n)); n /= 256n; }
+  for (const c of s) { if (c !== "1") break; out.unshift(0); }
+  return new Uint8Array(out);
+}
+
+// cardsTable is a table that turns into one card per row on a narrow
+// screen: headers [[label, opts]], each row's cells labelled with them.
+export function cardsTable(attrs, headers, rows, empty) {
+  const tbody = el("tbody", { id: attrs.bodyId });
+  tbody.append(...rows);
+  if (!rows.length && empty) tbody.append(el("tr", {}, el("td", { colspan: headers.length, class: "empty", "data-label": "" }, empty)));
+  const { bodyId, caption, ...rest } = attrs;
+  return el("table", { ...rest, class: "cards-narrow" + (rest.class ? " " + rest.class : "") },
+    caption ? el("caption", { class: "muted" }, caption) : null,
+    el("thead", {}, el("tr", {}, headers.map((h) => el("th", { scope: "col", class: h[1] && h[1].num ? "num" : null }, h[0])))), tbody);
+}
+
+// cell is a table cell labelled for the card layout.
+export function cell(label, attrs, ...children) {
+  return el("td", { "data-label": label, ...attrs }, ...children);
 }

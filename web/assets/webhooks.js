@@ -3,7 +3,7 @@
 // new one shown once), and the event catalog with each type's schema and
 // example. console.js calls webhookTools for each row's buttons and its
 // panel, and eventCatalog for the catalog section.
-import { el, api } from "./util.js";
+import { el, api, copyButton, when } from "./util.js";
 
 // isoOf turns a datetime-local value (the browser's time zone) into RFC 3339.
 function isoOf(v) { return v ? new Date(v).toISOString() : null; }
@@ -63,8 +63,8 @@ export function webhookTools({ say, csrf, reload }) {
         const r = (await api(`/webhooks/${w.id}/rotate-secret`, { method: "POST", csrf: csrf(), body: { overlapSeconds: Math.round(Number(hours.value) * 3600) } })).data;
         shown.replaceChildren(el("div", { class: "secret" },
           el("p", {}, el("strong", {}, "New signing secret of " + w.id + ", shown this once: ")),
-          el("p", {}, el("code", { id: "rotated-secret" }, r.secret)),
-          el("p", {}, r.previousSecretExpiresAt ? "The old secret keeps signing until " + r.previousSecretExpiresAt.replace("T", " ").replace("Z", " UTC") + "." : "The old secret no longer signs.")));
+          el("p", {}, el("code", { id: "rotated-secret" }, r.secret), " ", copyButton(r.secret, "the new signing secret", { id: "copy-rotated-secret" })),
+          el("p", {}, r.previousSecretExpiresAt ? ["The old secret keeps signing until ", when(r.previousSecretExpiresAt), "."] : "The old secret no longer signs.")));
         say(`Secret of ${w.id} rotated.`);
         await reload();
       } catch (err) { say("Could not rotate: " + err.message, true); }
