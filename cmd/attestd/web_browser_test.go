@@ -429,4 +429,3 @@ func TestBrowserREADMEScreenshot(t *testing.T) {
 	testenv.Must(t, os.WriteFile(out, png, 0o644), "write %s", out)
 	t.Logf("wrote %s (%d bytes)", out, len(png))
 }
-
