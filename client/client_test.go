@@ -113,6 +113,21 @@ func TestPublicRoutes(t *testing.T) {
 				}
 			}
 		}},
+		{"lookups by payload hash and by transaction", func(t *testing.T) {
+			byHash, err := c.ListAttestations(ctx(t), client.ListParams{ActionHash: newest.ActionHash})
+			if err != nil || len(byHash.Data) == 0 || byHash.Data[0].ActionHash != newest.ActionHash {
+				t.Fatalf("by hash: %v %+v", err, byHash)
+			}
+			byTx, err := c.ListAttestations(ctx(t), client.ListParams{TxSignature: newest.TxSignature, Limit: 100})
+			if err != nil || len(byTx.Data) == 0 {
+				t.Fatalf("by transaction: %v %+v", err, byTx)
+			}
+			for _, a := range byTx.Data {
+				if a.TxSignature != newest.TxSignature {
+					t.Errorf("by transaction: a row of %s", a.TxSignature)
+				}
+			}
+		}},
 		{"walk every page by cursor", func(t *testing.T) {
 			st, err := c.GetAgentStats(ctx(t), agent)
 			if err != nil {

@@ -97,7 +97,7 @@ func TestTryItAgainstLocal(t *testing.T) {
 	}
 
 	script := strings.ReplaceAll(block, "localhost:8080", fmt.Sprintf("localhost:%d", port)) +
-		"\n" + `for v in PDA AGENT CURSOR KEY; do eval "test -n \"\$$v\"" || { echo "$v is empty" >&2; exit 1; }; done` + "\n"
+		"\n" + `for v in PDA AGENT CURSOR KEY HASH; do eval "test -n \"\$$v\"" || { echo "$v is empty" >&2; exit 1; }; done` + "\n"
 	cmd := exec.Command("bash", "-e", "-o", "pipefail")
 	cmd.Dir = dir
 	cmd.Env = base // no stores: the second terminal has none
@@ -113,10 +113,15 @@ func TestTryItAgainstLocal(t *testing.T) {
 	if strings.Contains(got, `"error":`) {
 		t.Errorf("a call of the Try it block answered an error:\n%s", clip(got))
 	}
-	for _, want := range []string{`"status":`, `"byType":`, `"pagination":`, `"totalAttestations":`, `"reportHash":`, `"summary":`} {
+	for _, want := range []string{`"status":`, `"byType":`, `"pagination":`, `"totalAttestations":`, `"reportHash":`, `"summary":`,
+		`"valid":true`, `"actionHash":`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the Try it block's output lacks %s:\n%s", want, clip(got))
 		}
+	}
+	// A demo a person reads in a terminal: no page of a thousand records.
+	if len(got) > 64<<10 {
+		t.Errorf("the Try it block prints %d KB; keep it readable (under 64 KB)", len(got)>>10)
 	}
 }
 

@@ -157,11 +157,12 @@ func driveNewOperations(t *testing.T, node *apptest.Node, adminKey, readKey, age
 
 	// Explorer: agents, activity, samples.
 	for _, p := range []string{"/agents?limit=2", "/stats/activity", "/stats/activity?bucket=day", "/agents/" + agent + "/activity",
-		"/samples"} {
+		"/samples", "/stats/overview"} {
 		etag(p, nil)
 	}
 	for _, p := range []string{"/agents?limit=0", "/stats/activity?bucket=week", "/agents/" + agent + "/activity?from=x",
-		"/agents/not-an-id/activity", "/samples?limit=0"} {
+		"/agents/not-an-id/activity", "/samples?limit=0", "/stats/overview?x=1", "/agents?operator=x",
+		"/attestations?actionHash=xyz", "/attestations?txSignature=abc"} {
 		send(http.MethodGet, p, nil, nil, http.StatusBadRequest)
 	}
 	send(http.MethodGet, "/agents/"+unknown+"/activity", nil, nil, http.StatusNotFound)

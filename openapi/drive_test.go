@@ -220,6 +220,7 @@ func TestDriveEveryOperation(t *testing.T) {
 		{http.MethodPost, delivery}, {http.MethodPost, wh + "/verify"}, {http.MethodPost, wh + "/test"},
 		{http.MethodGet, "/agents"}, {http.MethodGet, "/agents/" + agent + "/activity"}, {http.MethodGet, "/stats/activity"},
 		{http.MethodGet, "/samples"}, {http.MethodGet, "/attestations/stream"}, {http.MethodGet, "/attestations/x/proof"},
+		{http.MethodGet, "/stats/overview"},
 		{http.MethodGet, "/log/consistency?from=1&to=1"}, {http.MethodGet, "/log/key"}, {http.MethodGet, "/webhooks/event-types"},
 		{http.MethodPost, wh + "/recover"}, {http.MethodGet, wh + "/recoveries/rcv_" + strings.Repeat("0", 24)},
 		{http.MethodPost, wh + "/rotate-secret"},

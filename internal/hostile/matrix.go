@@ -52,7 +52,9 @@ func routes(t Target) []route {
 		{method: "GET", path: "/auth/payments", query: []string{"limit"}, private: true, session: true},
 		{method: "GET", path: "/health"},
 		{method: "GET", path: "/stats", cacheable: true},
-		{method: "GET", path: "/attestations", query: []string{"limit", "offset", "cursor", "agentPda", "actionType", "from", "to"}, cacheable: true},
+		{method: "GET", path: "/attestations", query: []string{"limit", "offset", "cursor", "agentPda", "actionType", "from", "to", "actionHash", "txSignature"}, cacheable: true},
+		{method: "GET", path: "/agents", query: []string{"limit", "offset", "cursor", "operator"}, cacheable: true},
+		{method: "GET", path: "/stats/overview", cacheable: true},
 		{method: "GET", path: "/attestations/{pda}", cacheable: true},
 		{method: "GET", path: "/agents/{agent}", cacheable: true},
 		{method: "GET", path: "/agents/{agent}/stats", cacheable: true},
@@ -77,6 +79,11 @@ var hostileValues = []string{
 	"2026-11-21T10:00:00.1234567891234Z", "2026-11-21t10:00:00z", "11111111111111111111111111111111",
 	"0OIl0OIl0OIl0OIl0OIl0OIl0OIl0OIl", "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz", "Decision", "decision",
 	"TRANSACTION", "Custom ", "7", "LjEu", "MTcwMDAwMDAwMC4xLjExMTExMTExMTExMTExMTExMTExMTExMTExMTExMTExMQ",
+	// The lookups: hashes of the wrong length or alphabet, and base58 of
+	// other lengths than a signature's 64 bytes.
+	strings.Repeat("ab", 32), strings.Repeat("AB", 32), "0x" + strings.Repeat("ab", 32), strings.Repeat("ab", 31) + "a",
+	strings.Repeat("ab", 32) + "0", strings.Repeat("g", 64), strings.Repeat("ab", 31) + "a\x00", strings.Repeat("1", 64),
+	strings.Repeat("z", 88), strings.Repeat("z", 89), strings.Repeat("2", 87) + "\u00e9",
 }
 
 // Matrix is every case, for the target's agent, attestation and key.

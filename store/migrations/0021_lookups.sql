@@ -2,11 +2,15 @@
 -- this payload" and "what did this transaction record", paged in the
 -- list's order.
 --
--- A payload's attestations in list order on their own index, so a hash
--- attested many times pages by cursor without sorting them. It replaces the
--- hash index of migration 0009: the write path's probe for repeated hashes
--- (an equality on action_hash) reads this one as well.
-CREATE INDEX attestations_hash_order ON attestations (action_hash, ts DESC, slot DESC, pda DESC);
+-- A payload's attestations in time order on their own index, so a hash
+-- attested many times pages by cursor without sorting them all (rows of
+-- the same second are put in slot and pda order as they are read: an
+-- incremental sort). Keyed on the hash and the time only: 68 bytes a row
+-- against 131 with slot and pda too (measured on 200,000 rows). It
+-- replaces the hash index of migration 0009 (34 bytes a row): the write
+-- path's probe for repeated hashes (an equality on action_hash) reads this
+-- one as well.
+CREATE INDEX attestations_hash_order ON attestations (action_hash, ts DESC);
 DROP INDEX attestations_action_hash;
 
 -- A transaction's attestations are found on the (tx_signature,

@@ -11,23 +11,37 @@ const methods = ["get", "post", "put", "patch", "delete"];
 function prose(md) {
   if (!md) return [];
   const out = [];
-  for (const block of String(md).trim().split(/\n\s*\n/)) {
-    const lines = block.split("\n");
-    if (lines.every((l) => /^\s*- /.test(l) || /^\s{2,}\S/.test(l))) {
-      const items = [];
-      for (const l of lines) {
-        if (/^\s*- /.test(l)) items.push(l.replace(/^\s*- /, "")); else items[items.length - 1] += " " + l.trim();
-      }
-      out.push(el("ul", {}, items.map((i) => el("li", {}, inline(i)))));
+  let para = [], items = null;
+  const flush = () => {
+    if (para.length) out.push(el("p", {}, inline(para.join(" "))));
+    if (items) out.push(el("ul", {}, items.map((i) => el("li", {}, inline(i)))));
+    para = []; items = null;
+  };
+  for (const line of String(md).trim().split("\n")) {
+    if (!line.trim()) { flush(); continue; }
+    const item = line.match(/^\s*[-*] (.*)$/);
+    if (item) {
+      if (para.length) { out.push(el("p", {}, inline(para.join(" ")))); para = []; }
+      (items = items || []).push(item[1]);
+    } else if (items && /^\s{2,}\S/.test(line)) {
+      items[items.length - 1] += " " + line.trim();
     } else {
-      out.push(el("p", {}, inline(lines.join(" "))));
+      if (items) flush();
+      para.push(line.trim());
     }
   }
+  flush();
   return out;
 }
 
 function inline(s) {
-  return s.split(/(`[^`]+`)/).map((part) => (part.startsWith("`") && part.endsWith("`") && part.length > 1 ? el("code", {}, part.slice(1, -1)) : part));
+  return s.split(/(`[^`]+`)/).map((part) => (part.startsWith("`") && part.endsWith("`") && part.length > 1 ? el("code", {}, part.slice(1, -1)) : whole(part)));
+}
+
+// whole keeps hyphenated words on one line (a table cell would break
+// "comma-separated" after its hyphen).
+function whole(text) {
+  return text.split(/(\S*\w-\w\S*)/).map((w, i) => (i % 2 ? el("span", { class: "nw" }, w) : w));
 }
 
 // refName is a $ref's last segment.
@@ -47,7 +61,7 @@ function typeOf(s) {
   if (s.format) t += " (" + s.format + ")";
   if (s.enum) t += ": " + s.enum.map((v) => JSON.stringify(v)).join(", ");
   if (s.nullable) t += ", or null";
-  return t;
+  return whole(t);
 }
 
 function constraints(s) {

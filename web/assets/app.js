@@ -45,6 +45,9 @@ async function render() {
   for (const a of document.querySelectorAll("nav a")) {
     if (a.getAttribute("href") === current && !a.classList.contains("brand")) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
   }
+  // The search box keeps its text on the search page only.
+  const box = document.getElementById("q");
+  if (box && r.parts[0] !== "search") box.value = "";
   const view = el("div", { class: "view" });
   main.replaceChildren(view);
   let cleanup = null;

@@ -61,7 +61,7 @@ export function stepMs(bucket) { return bucket === "day" ? 86400e3 : 3600e3; }
 // count). The y axis has round ticks; x labels never leave the chart;
 // hovering or focusing a bucket shows its exact counts.
 export function timeline(title, s, w = 640, now = Date.now()) {
-  const h = 260, top = 18, bottom = 30, right = 10;
+  const h = 268, top = 18, bottom = 40, right = 10;
   const pts = s.series;
   const step = stepMs(s.bucket);
   const partial = pts.map((p) => Date.parse(p.at) + step > now);
@@ -110,15 +110,19 @@ export function timeline(title, s, w = 640, now = Date.now()) {
     svg.append(hit);
     hits.push(hit);
   });
-  // x labels: as many as fit, none cut at either edge.
-  const labelW = s.bucket === "day" ? 52 : 46;
+  // x labels: as many as fit at a regular step, none cut at either edge,
+  // none over another.
+  const labelW = s.bucket === "day" ? 58 : 50;
   const every = Math.max(1, Math.ceil((pts.length * labelW) / Math.max(plotW, 1)));
+  let lastRight = -Infinity;
   pts.forEach((p, i) => {
     if (i % every !== 0) return;
     const text = bucketLabel(p.at, s.bucket);
-    const cx = left + i * bw + bw / 2, half = (text.length * 7) / 2;
-    let x = cx, anchor = "middle";
-    if (cx - half < left - 4) { x = left; anchor = "start"; } else if (cx + half > w - 2) { x = w - 2; anchor = "end"; }
+    const cx = left + i * bw + bw / 2, tw = text.length * 7;
+    let x = cx, anchor = "middle", from = cx - tw / 2;
+    if (from < left - 4) { x = left; anchor = "start"; from = left; } else if (cx + tw / 2 > w - 2) { x = w - 2; anchor = "end"; from = w - 2 - tw; }
+    if (from < lastRight + 8) return;
+    lastRight = from + tw;
     svg.append(el("text", { x, y: h - bottom + 16, "text-anchor": anchor, class: "axis", "data-xlabel": i }, text));
   });
   if (partial.some(Boolean)) {
@@ -154,7 +158,7 @@ export function timeline(title, s, w = 640, now = Date.now()) {
     if (i >= 0 && i < pts.length) show(i); else hide();
   });
   svg.addEventListener("pointerleave", hide);
-  svg.addEventListener("focus", () => show(current >= 0 ? current : pts.length - 1));
+  svg.addEventListener("focus", () => show(pts.length - 1)); // the newest first; arrows move
   svg.addEventListener("blur", hide);
   svg.addEventListener("keydown", (e) => {
     if (e.key === "ArrowLeft") { show(Math.max(0, current - 1)); e.preventDefault(); }

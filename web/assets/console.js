@@ -134,7 +134,7 @@ async function keysSection(sec, say) {
   const secret = el("div", { id: "new-key", "aria-live": "polite" });
   const form = el("form", { id: "key-form" }, el("label", { for: "key-label" }, "Label of a new key"), label, " ",
     el("button", { type: "submit" }, "Create key"));
-  const headers = [["Key"], ["Label"], ["Role"], ["Created"], ["Last used"], ["State"], [""]];
+  const headers = [["Key"], ["Label"], ["Role"], ["Created"], ["Last used"], ["State"], ["Action", { hidden: true }]];
   const table = cardsTable({ id: "key-table", bodyId: "key-rows" }, headers, []);
   async function load() {
     const page = await api("/keys?limit=100");
@@ -185,7 +185,7 @@ async function webhooksSection(sec, say) {
     el("div", {}, el("label", { for: "hook-desc" }, "Description"), desc),
     el("p", {}, el("button", { type: "submit" }, "Create webhook")));
   const headers = [["Id"], ["URL"], ["Description"], ["State"], ["Actions"]];
-  const table = cardsTable({ id: "hook-table", bodyId: "hook-rows" }, headers, []);
+  const table = cardsTable({ id: "hook-table", bodyId: "hook-rows", class: "cards-wide" }, headers, []);
   const tbody = table.tBodies[0];
   async function act(fn, ok) {
     // The message comes once the table shows the change.
@@ -206,14 +206,14 @@ async function webhooksSection(sec, say) {
     const refresh = el("button", { type: "button", class: "secondary", id: "refresh-log" }, "Refresh");
     refresh.addEventListener("click", () => showLog(id).catch((e) => say(e.message, true)));
     log.replaceChildren(el("h3", {}, "Deliveries of " + id + " "), refresh,
-      cardsTable({ id: "delivery-table", bodyId: "delivery-rows" }, [["Attempted"], ["Event"], ["Attempt"], ["Outcome"], ["Status"], ["Latency", { num: true }], ["Error"], [""]],
+      cardsTable({ id: "delivery-table", bodyId: "delivery-rows", class: "cards-wide" }, [["Attempted"], ["Event"], ["Attempt"], ["Outcome"], ["Status"], ["Latency", { num: true }], ["Error"], ["Action", { hidden: true }]],
         rows, "No attempt yet. Press Send test to send this webhook a webhook.test event now, or wait for the next attestation."));
   }
   async function load() {
     const page = await api("/webhooks?limit=100");
     tbody.replaceChildren(...page.data.map((w) => {
       const b = (text, attr, fn, cls) => { const x = el("button", { type: "button", class: cls || "secondary", [attr]: w.id }, text); x.addEventListener("click", fn); return x; };
-      return el("tr", { "data-hook": w.id }, cell("Id", {}, el("code", {}, w.id)), cell("URL", {}, el("code", { title: w.url }, w.url)),
+      return el("tr", { "data-hook": w.id }, cell("Id", {}, el("code", {}, w.id)), cell("URL", {}, el("code", { title: w.url }, short(w.url, 40)), " ", copyButton(w.url, "webhook URL")),
         cell("Description", {}, w.description || el("span", { class: "muted" }, "none")),
         cell("State", { "data-state": w.active ? "active" : "paused", "data-verification": w.verification.status },
           (w.active ? "active" : "paused" + (w.disabledReason ? ": " + w.disabledReason : "")) +

@@ -22,8 +22,8 @@ function figures(o) {
     stat("Attestations", "attestations", o.attestations, num(o.attestations), `${num(o.agents)} agents registered`),
     stat("Per minute now", "perMinuteNow", o.rate.perMinuteNow, num(o.rate.perMinuteNow),
       `${num(o.rate.lastWindow)} in the last ${o.rate.windowSeconds / 60} min`),
-    stat("Per minute, last 24 h", "perMinute24h", o.rate.perMinute24h, num(o.rate.perMinute24h), `${num(o.rate.last24h)} in 24 h`),
-    stat("Active agents, 24 h", "activeAgents24h", o.activeAgents24h, num(o.activeAgents24h), "with an attestation in the last 24 h"),
+    stat("Per minute, day", "perMinute24h", o.rate.perMinute24h, num(o.rate.perMinute24h), `${num(o.rate.last24h)} in the last 24 h`),
+    stat("Active agents", "activeAgents24h", o.activeAgents24h, num(o.activeAgents24h), "with an attestation in the last 24 h"),
   ];
   const ix = o.indexer;
   if (ix) {
@@ -37,10 +37,10 @@ function figures(o) {
   cards.push(stat("Awaiting finality", "unfinalized", f.unfinalized, num(f.unfinalized),
     f.oldestUnfinalizedAt ? "the oldest confirmed " + duration((Date.parse(o.at) - Date.parse(f.oldestUnfinalizedAt)) / 1000) + " before these figures" : "every attestation is finalized"));
   if (o.log) {
-    cards.push(stat("Transparency log", "logSize", o.log.size, num(o.log.size) + " entries",
+    cards.push(stat("Log entries", "logSize", o.log.size, num(o.log.size),
       el("span", { "data-log-age": "" }, "checkpoint signed ", when(o.log.checkpointAt))));
   } else {
-    cards.push(stat("Transparency log", "logSize", "", "off", "this node serves no signed log"));
+    cards.push(stat("Log entries", "logSize", "", "off", "this node serves no signed log"));
   }
   return cards;
 }

@@ -17,9 +17,10 @@ export function classify(text) {
   const bytes = base58decode(q);
   if (bytes && bytes.length === 32) return { kind: "address", value: q };
   if (bytes && bytes.length === 64) return { kind: "signature", value: q };
-  const why = bytes ? `it is base58 of ${bytes.length} bytes (an address has 32, a transaction signature 64)`
-    : /^[0-9a-fA-F]+$/.test(q) ? `it is ${q.length} hexadecimal characters (an action hash has 64)`
-      : "it is neither base58 (an address, a transaction signature) nor hexadecimal (an action hash)";
+  const hex = /^(0x)?[0-9a-fA-F]+$/.test(q) ? `${q.replace(/^0x/, "").length} hexadecimal characters (an action hash has 64)` : "";
+  const b58 = bytes ? `base58 of ${bytes.length} bytes (an address has 32, a transaction signature 64)` : "";
+  const why = hex && b58 ? `it is ${hex}, or ${b58}` : hex || b58 ? "it is " + (hex || b58)
+    : "it is neither base58 (an address, a transaction signature) nor hexadecimal (an action hash)";
   return { kind: "unknown", value: q, why };
 }
 

@@ -11,7 +11,7 @@ export function el(tag, attrs, ...children) {
     if (v === false || v == null) continue;
     if (k.startsWith("on")) e.addEventListener(k.slice(2), v); else e.setAttribute(k, v === true ? "" : String(v));
   }
-  for (const c of children.flat()) if (c != null) e.append(c instanceof Node ? c : String(c));
+  for (const c of children.flat(Infinity)) if (c != null && c !== false) e.append(c instanceof Node ? c : String(c));
   return e;
 }
 
@@ -232,7 +232,8 @@ export function cardsTable(attrs, headers, rows, empty) {
   const { bodyId, caption, ...rest } = attrs;
   return el("table", { ...rest, class: "cards-narrow" + (rest.class ? " " + rest.class : "") },
     caption ? el("caption", { class: "muted" }, caption) : null,
-    el("thead", {}, el("tr", {}, headers.map((h) => el("th", { scope: "col", class: h[1] && h[1].num ? "num" : null }, h[0])))), tbody);
+    el("thead", {}, el("tr", {}, headers.map((h) => el("th", { scope: "col", class: h[1] && h[1].num ? "num" : null },
+      h[1] && h[1].hidden ? el("span", { class: "offscreen" }, h[0]) : h[0])))), tbody);
 }
 
 // cell is a table cell labelled for the card layout.
