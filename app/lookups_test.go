@@ -73,7 +73,11 @@ func TestLookupByActionHashAndTransaction(t *testing.T) {
 	cursor := ""
 	for pages := 0; pages < 10; pages++ {
 		var p listResp
-		node.Get(t, "/attestations?limit=7&actionHash="+hexHash+"&cursor="+cursor).JSON(t, &p)
+		path := "/attestations?limit=7&actionHash=" + hexHash
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		node.Get(t, path).JSON(t, &p)
 		for _, a := range p.Data {
 			if seen[a.PDA] {
 				t.Fatalf("cursor walk: %s twice", a.PDA)
@@ -151,7 +155,7 @@ func TestLookupHostileValues(t *testing.T) {
 			strings.Repeat("ab", 4096), "%", hex64 + "&actionHash=" + hex64, hex64[:63] + " ", "-" + hex64[:63], strings.Repeat("０", 64)},
 		"txSignature": {"", "1", strings.Repeat("1", 63), strings.Repeat("z", 89), strings.Repeat("z", 86) + "0", strings.Repeat("z", 86) + "O",
 			strings.Repeat("z", 86) + "l", strings.Repeat("z", 86) + "I", strings.Repeat("z", 86) + "\x00", strings.Repeat("2", 64),
-			strings.Repeat("z", 100000), sig + "&txSignature=" + sig, strings.Repeat("z", 86) + "é"},
+			strings.Repeat("z", 8000), sig + "&txSignature=" + sig, strings.Repeat("z", 86) + "é"},
 		"operator": {"", "x", strings.Repeat("1", 45), strings.Repeat("z", 44), "0OIl0OIl0OIl0OIl0OIl0OIl0OIl0OIl", "\x00"},
 	}
 	cases := 0
@@ -234,12 +238,13 @@ func TestOverview(t *testing.T) {
 	var maxSlot int64
 	testenv.Must(t, env.Store.Pool().QueryRow(ctx, "SELECT max(slot) FROM attestations").Scan(&maxSlot), "max slot")
 	now := time.Now()
-	// Now: 12 of agent 1 (confirmed), 5 of agent 0; 3 hours ago: 4 of agent 2.
+	// Now: 120 of agent 1 (confirmed: more than any seeded agent attests in
+	// a day), 5 of agent 0; 3 hours ago: 4 of agent 2.
 	batches := []struct {
 		agent, n int
 		at       time.Time
 		final    bool
-	}{{1, 12, now, false}, {0, 5, now, true}, {2, 4, now.Add(-3 * time.Hour), true}}
+	}{{1, 120, now, false}, {0, 5, now, true}, {2, 4, now.Add(-3 * time.Hour), true}}
 	for i, b := range batches {
 		recs := seed.NewAttestations([]seed.Agent{env.Seeded.Agents[b.agent]}, b.n, b.at, uint64(maxSlot)+uint64(100*(i+1)), uint64(700+i))
 		if !b.final {
@@ -284,8 +289,8 @@ func TestOverview(t *testing.T) {
 	if want := q(""); d.Attestations != want {
 		t.Errorf("attestations %d, want %d", d.Attestations, want)
 	}
-	if want := q("WHERE ts >= $1 AND ts < $2", at.Add(-5*time.Minute), at.Add(time.Second)); d.Rate.LastWindow != want || want < 17 {
-		t.Errorf("last 5 min %d, want %d (at least the 17 new)", d.Rate.LastWindow, want)
+	if want := q("WHERE ts >= $1 AND ts < $2", at.Add(-5*time.Minute), at.Add(time.Second)); d.Rate.LastWindow != want || want < 125 {
+		t.Errorf("last 5 min %d, want %d (at least the 125 new)", d.Rate.LastWindow, want)
 	}
 	if want := q("WHERE ts >= $1 AND ts < $2", at.Add(-24*time.Hour), at.Add(time.Second)); d.Rate.Last24h != want {
 		t.Errorf("last 24 h %d, want %d", d.Rate.Last24h, want)
@@ -316,10 +321,10 @@ func TestOverview(t *testing.T) {
 			t.Errorf("top agent %d: %s %d, want %s", i, a.AgentPDA, a.Attestations, top[i])
 		}
 	}
-	if top[0] != env.Seeded.Agents[1].PDA.String()+" 12" {
-		t.Errorf("busiest %s, want agent 1 with 12", top[0])
+	if !strings.HasPrefix(top[0], env.Seeded.Agents[1].PDA.String()+" ") {
+		t.Errorf("busiest %s, want agent 1 with its 120 new", top[0])
 	}
-	if want := q("WHERE NOT finalized"); d.Finality.Unfinalized != want || want != 12 || d.Finality.OldestUnfinalizedAt == nil {
+	if want := q("WHERE NOT finalized"); d.Finality.Unfinalized != want || want != 120 || d.Finality.OldestUnfinalizedAt == nil {
 		t.Errorf("unfinalized %d (oldest %v), want %d", d.Finality.Unfinalized, d.Finality.OldestUnfinalizedAt, want)
 	}
 	if d.Log != nil {

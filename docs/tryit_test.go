@@ -121,7 +121,7 @@ func TestTryItAgainstLocal(t *testing.T) {
 	}
 	// A demo a person reads in a terminal: no page of a thousand records.
 	if len(got) > 64<<10 {
-		t.Errorf("the Try it block prints %d KB; keep it readable (under 64 KB)", len(got)>>10)
+		t.Errorf("the Try it block prints %d KB; keep it readable (under 64 KB):\n%s", len(got)>>10, clip(got))
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/attestd/attestd/internal/seed"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/store"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/gagliardetto/solana-go"
 )
@@ -219,6 +220,12 @@ func TestBrowserHomeAndCharts(t *testing.T) {
 	if tip != strconv.FormatInt(act.Data.Series[3].Total, 10) {
 		t.Errorf("hovering bucket 3 shows %q, the API %d", tip, act.Data.Series[3].Total)
 	}
+	// The window has focus, as a person's does (headless Chromium's has
+	// not, and fires no focus events without it).
+	b.do(t, "a focused window", func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := chromedp.Call(ctx, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true})
+		return chromedp.Void{}, err
+	})
 	b.do(t, "focus the chart", chromedp.Focus(chromedp.CSS("#activity svg")))
 	tip = eval[string](t, b, `(() => { const t = document.querySelector("#activity .tip"); return t.hidden ? "" : t.innerText; })()`)
 	if !strings.Contains(tip, commas(last.Total)+" attestations so far (in progress)") {
