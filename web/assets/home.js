@@ -26,7 +26,10 @@ function figures(o) {
     stat("Active agents", "activeAgents24h", o.activeAgents24h, num(o.activeAgents24h), "with an attestation in the last 24 h"),
   ];
   const ix = o.indexer;
-  if (ix) {
+  if (ix && !ix.lastIndexedAt) {
+    // No indexer has written here yet: a lag of 0 would say "current".
+    cards.push(stat("Indexer lag", "lagSlots", ix.lagSlots, "none yet", "no indexer has run against this database", true));
+  } else if (ix) {
     cards.push(stat("Indexer lag", "lagSlots", ix.lagSlots, num(ix.lagSlots) + " slots",
       (ix.synced ? "synced" : "not synced") + ", last indexed " + (ix.lastIndexedAt ? duration((Date.parse(o.at) - Date.parse(ix.lastIndexedAt)) / 1000) + " before these figures" : "never"),
       !ix.synced));
