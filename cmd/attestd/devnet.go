@@ -111,7 +111,7 @@ func startLocalDevnet(ctx context.Context, dir string, log *slog.Logger) error {
 	if os.Getenv("ATTESTD_SOLANA_RPC_URL") != "" {
 		return nil
 	}
-	cfg := devnet.Config{Addr: "127.0.0.1:8899", Agents: 10, Attestations: 2000, Batch: 8, Rate: 0.2, LogLimit: 10_000, Logger: log,
+	cfg := devnet.Config{Addr: "127.0.0.1:8899", Agents: 10, Attestations: 2000, Batch: 8, Rate: 2, LogLimit: 10_000, Logger: log,
 		StateDir: filepath.Join(dir, "chain")}
 	chain, err := devnet.Start(ctx, cfg)
 	if err != nil {
