@@ -141,13 +141,18 @@ func TestPaymentErrorsHostile(t *testing.T) {
 		}
 	}
 	q := required[mcp.ToolGetFullHistory].Accepts[0]
-	build := func(q x402.Requirements, payer solana.PrivateKey) string {
+	buildFor := func(res x402.ResourceInfo, q x402.Requirements, payer solana.PrivateKey) string {
 		wire, err := x402.BuildExact(q, x402.Payment{Payer: payer, Blockhash: w.chain.LatestBlockhash(), Decimals: 6})
 		testenv.Must(t, err, "build payment")
-		b, err := json.Marshal(x402.NewPaymentPayload(required[mcp.ToolGetFullHistory].Resource, q, wire))
+		b, err := json.Marshal(x402.NewPaymentPayload(res, q, wire))
 		testenv.Must(t, err, "payment JSON")
 		return string(b)
 	}
+	build := func(q x402.Requirements, payer solana.PrivateKey) string {
+		return buildFor(required[mcp.ToolGetFullHistory].Resource, q, payer)
+	}
+	unknownRes := required[mcp.ToolGetFullHistory].Resource
+	unknownRes.URL = strings.Replace(unknownRes.URL, f.agent, unknownPDA, 1)
 	genuine := build(q, w.payer)
 	cheaper := q
 	cheaper.Amount = "1"
@@ -180,8 +185,9 @@ func TestPaymentErrorsHostile(t *testing.T) {
 		{name: "deep nesting", meta: strings.Repeat(`{"a":`, 3000) + `1` + strings.Repeat(`}`, 3000), sdk: true},
 		{name: "amount lowered", meta: build(cheaper, w.payer), want: []string{"payment"}},
 		{name: "payer without USDC", meta: build(q, broke), want: []string{"simulation"}},
-		{name: "on another tool", tool: mcp.ToolBulkVerify, args: `{"ids":["` + f.jsonPDA + `"]}`, meta: genuine, want: []string{"invalid_payment_requirements"}},
-		{name: "on an unknown agent", args: `{"agentPda":"` + unknownPDA + `"}`, meta: genuine, plain: true},
+		{name: "on another tool", tool: mcp.ToolBulkVerify, args: `{"ids":["` + f.jsonPDA + `"]}`, meta: genuine, want: []string{"invalid_payment_resource"}},
+		{name: "on an unknown agent", args: `{"agentPda":"` + unknownPDA + `"}`, meta: genuine, want: []string{"invalid_payment_resource"}},
+		{name: "for an unknown agent", args: `{"agentPda":"` + unknownPDA + `"}`, meta: buildFor(unknownRes, q, w.payer), plain: true},
 		{name: "to a tool that is not premium", tool: mcp.ToolGetAgent, args: hist, meta: genuine, plain: true},
 	}
 	for _, c := range cases {

@@ -100,6 +100,23 @@ type Checked struct {
 	MessageHash  [32]byte // SHA-256 of the message: the replay key
 }
 
+// Signed checks what any payment is, whatever it pays: a transaction with
+// exactly two signers whose second (the payer) signed its message. It
+// returns the payer and the SHA-256 of the message, the key a payment is
+// known by (a payment presented again is the same message). It reads no
+// requirements: a payment seen before is judged by what it bought, not by
+// today's price or fee payer.
+func Signed(tx *Transaction) (payer solana.PublicKey, messageHash [32]byte, err *Error) {
+	if tx.Header.NumRequiredSignatures != 2 || len(tx.Signatures) != 2 || len(tx.Keys) < 2 {
+		return payer, messageHash, fail(ReasonSigners, "the transaction needs %d signatures; a payment has exactly two: the fee payer's and the payer's",
+			tx.Header.NumRequiredSignatures)
+	}
+	if !ed25519.Verify(tx.Keys[1][:], tx.Message, tx.Signatures[1][:]) {
+		return payer, messageHash, fail(ReasonSignature, "the payer's signature does not verify over the message")
+	}
+	return tx.Keys[1], sha256Sum(tx.Message), nil
+}
+
 // CheckExact enforces every MUST of the SVM `exact` scheme that needs no
 // chain state, plus the signature of the payer:
 //

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/attestd/attestd/internal/apierror"
@@ -247,6 +248,11 @@ func (v *Verifier) keptAnswer(ctx context.Context, row store.Payment, p *Payment
 			Challenge: true, Message: msg}}
 	}
 	p.ledgerID, p.txSig, p.receipt, p.answer = row.ID, row.TxSignature, row.Receipt, a.Digest
+	// What it paid, as the ledger holds it: the price, payTo or fee payer
+	// may have changed since (another node's configuration, a rotation).
+	p.Amount = row.Amount
+	p.Requirements = x402.Requirements{Scheme: x402.SchemeExact, Network: row.Network, Amount: strconv.FormatUint(row.Amount, 10),
+		Asset: row.Asset, PayTo: row.PayTo}
 	k := &Kept{Status: a.Status, Headers: a.Headers, ResponseHeader: a.ResponseHeader, PaymentResponse: a.PaymentResponse,
 		Digest: a.Digest, body: a.Body, gzip: a.Encoding == "gzip", plain: a.PlainSize}
 	if k.PaymentResponse == "" {

@@ -41,6 +41,9 @@ const (
 	// ReasonAnswerExpired: a settled payment presented again after the
 	// retention of the answer it bought.
 	ReasonAnswerExpired = "payment_answer_expired"
+	// ReasonOtherResource: the payment names another resource than the
+	// request's (its payload's resource.url).
+	ReasonOtherResource = "invalid_payment_resource"
 )
 
 func challenge(reason, msg string) *Refusal {

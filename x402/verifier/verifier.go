@@ -462,44 +462,71 @@ type outcome struct {
 }
 
 func (v *Verifier) begin(ctx context.Context, req Request) outcome {
-	rt, q, res, ref := v.offer(req.Path, req.ResourceURL)
-	if ref != nil {
-		return outcome{ref: ref}
+	rt, ok := v.routes[req.Path]
+	if !ok {
+		return outcome{ref: unavailable(ReasonNotReady, "this route is not payable")}
 	}
 	if req.PaymentV2 == "" && req.PaymentV1 == "" {
+		if _, _, _, ref := v.offer(req.Path, req.ResourceURL); ref != nil {
+			return outcome{ref: ref}
+		}
 		return outcome{ref: rt.missingRef}
 	}
 	start := time.Now()
-	p := &Payment{Path: req.Path, Requirements: q, Resource: res, Amount: rt.amount, fingerprint: req.Fingerprint}
+	p := &Payment{Path: req.Path, Amount: rt.amount, fingerprint: req.Fingerprint, Resource: x402.ResourceInfo{URL: req.ResourceURL}}
 	var raw []byte
+	var payload *x402.PaymentPayload
+	var network string // a v1 payload's
 	if req.PaymentV2 != "" {
-		payload, tx, err := x402.DecodePaymentV2(req.PaymentV2)
+		pl, tx, err := x402.DecodePaymentV2(req.PaymentV2)
 		if err != nil {
 			return outcome{ref: fromCheck(err)}
 		}
-		if !q.Match(payload.Accepted) {
-			return outcome{ref: challenge(x402.ReasonRequirementsMismatch, "payment refused: its accepted requirements (scheme, network, amount, asset, payTo, feePayer) are not this route's; pay what the PAYMENT-REQUIRED header asks")}
-		}
-		id, err := x402.PaymentIdentifier(payload)
+		id, err := x402.PaymentIdentifier(pl)
 		if err != nil {
 			return outcome{ref: fromCheck(err)}
 		}
-		p.paymentID = id
-		raw = tx
+		payload, p.paymentID, raw = pl, id, tx
 	} else {
 		p.V1 = true
-		payload, tx, err := x402.DecodePaymentV1(req.PaymentV1)
+		pl, tx, err := x402.DecodePaymentV1(req.PaymentV1)
 		if err != nil {
 			return outcome{ref: fromCheck(err)}
 		}
-		if payload.Network != v.cfg.Network.Name {
-			return outcome{ref: challenge(x402.ReasonInvalidNetwork, fmt.Sprintf("payment refused: network %q is not %q", clip(payload.Network, 40), v.cfg.Network.Name))}
-		}
-		raw = tx
+		network, raw = pl.Network, tx
 	}
 	tx, err := x402.DecodeTransaction(raw)
 	if err != nil {
 		return outcome{ref: fromCheck(err)}
+	}
+	payer, hash, serr := x402.Signed(tx)
+	if serr != nil {
+		return outcome{ref: fromCheck(serr)}
+	}
+	p.Tx, p.Checked = tx, &x402.Checked{Payer: payer, MessageHash: hash}
+	// A payment presented before is judged by what it bought, before
+	// anything of today is asked of it: settled, it gets its answer for
+	// the request it bought (whatever the price, fee payer or blockhash
+	// hint now); pending or failed, the chain says.
+	out, done, released := v.presentedBefore(ctx, req, p)
+	if done {
+		return out
+	}
+	// A payment never seen (or released, never charged): today's terms.
+	_, q, res, ref := v.offer(req.Path, req.ResourceURL)
+	if ref != nil {
+		return outcome{ref: ref}
+	}
+	p.Requirements, p.Resource = q, res
+	if payload != nil {
+		if ref := otherResource(payload.Resource, req.ResourceURL); ref != nil {
+			return outcome{ref: ref}
+		}
+		if !q.Match(payload.Accepted) {
+			return outcome{ref: challenge(x402.ReasonRequirementsMismatch, "payment refused: its accepted requirements (scheme, network, amount, asset, payTo, feePayer) are not this route's; pay what the PAYMENT-REQUIRED header asks")}
+		}
+	} else if network != v.cfg.Network.Name {
+		return outcome{ref: challenge(x402.ReasonInvalidNetwork, fmt.Sprintf("payment refused: network %q is not %q", clip(network, 40), v.cfg.Network.Name))}
 	}
 	terms := rt.terms
 	terms.FeePayer, _ = solana.PublicKeyFromBase58(q.Extra.FeePayer)
@@ -508,13 +535,7 @@ func (v *Verifier) begin(ctx context.Context, req Request) outcome {
 	if cerr != nil {
 		return outcome{ref: fromCheck(cerr)}
 	}
-	p.Tx, p.Checked = tx, checked
-	// A payment presented before: its answer again if it settled (for the
-	// request it bought), or what the chain says of it now.
-	out, done, released := v.presentedBefore(ctx, req, p)
-	if done {
-		return out
-	}
+	p.Checked = checked
 	// One payment, one answer: claim the message in Redis (fast, shared by
 	// the fleet), check it against the chain, then in the ledger (durable).
 	// A released row is claimed again in the ledger alone (its Redis claim
@@ -551,6 +572,26 @@ func (v *Verifier) begin(ctx context.Context, req Request) outcome {
 	p.ledgerID = id
 	return outcome{p: p}
 }
+
+// otherResource refuses (400, before anything is claimed) a payment whose
+// payload names a resource other than this request's: a payment is bound
+// to the resource it names. Its url must be this request's resource URL
+// byte for byte, as the node's configured public origin and the request's
+// path make it and as the 402 gave it (clients echo the 402's resource
+// object): no normalization, so no other spelling of a path, host, case,
+// slash or escape is taken for this one. A payload that names none (no
+// resource, or one without a url: v1, and clients that leave it out) is
+// not refused.
+func otherResource(named *x402.ResourceInfo, resource string) *Refusal {
+	if named == nil || named.URL == "" || named.URL == resource {
+		return nil
+	}
+	return malformed(ReasonOtherResource, fmt.Sprintf("invalid payment: it was made for the resource %q, not for this request's %q; a payment pays only for the resource it names, so nothing was charged: pay what this request's PAYMENT-REQUIRED header asks",
+		clip(named.URL, maxResourceQuoted), clip(resource, maxResourceQuoted)))
+}
+
+// maxResourceQuoted bounds a resource URL quoted in a refusal.
+const maxResourceQuoted = 200
 
 func (v *Verifier) assetName() string {
 	if v.cfg.Asset == v.cfg.Network.USDC {

@@ -19,6 +19,7 @@ import (
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/x402"
 	"github.com/attestd/attestd/x402/verifier"
+	"github.com/gagliardetto/solana-go"
 )
 
 // index writes n new attestations of the fixture's agent, as the indexer
@@ -332,7 +333,7 @@ func TestHostilePresentations(t *testing.T) {
 		{"same payment, other query", path + "?limit=2", func() string { return owner }, 409, false},
 		{"same payment, a query added", path + "?limit=5&offset=0", func() string { return owner }, 409, false},
 		{"same payment, other agent", "/premium/full-history/" + f.chain.NewKeypair().PublicKey().String(), func() string { return owner }, 409, false},
-		{"same payment, other route", "/premium/forensic-report/" + f.agent, func() string { return owner }, 402, false},
+		{"same payment, other route", "/premium/forensic-report/" + f.agent, func() string { return owner }, 409, false},
 		{"owner's id, another payment", path, func() string { return withExt(`{"info":{"id":"owner_0123456789abcdef"}}`) }, 409, false},
 		{"owner's id with a NUL", path, func() string { return withExt(`{"info":{"id":"owner_0123456789abcde\u0000"}}`) }, 400, false},
 		{"owner's id in unicode", path, func() string { return withExt(`{"info":{"id":"owner_0123456789abcdé"}}`) }, 400, false},
@@ -358,5 +359,92 @@ func TestHostilePresentations(t *testing.T) {
 	}
 	if s := ledger(t, n.Store, store.PaymentSettled); len(s) != 2 {
 		t.Fatalf("settled rows %d, want 2 (the owner's and the echoed declaration's)", len(s))
+	}
+}
+
+// One payment, one answer when the terms move: a fleet mid-rollout (three
+// nodes on one PostgreSQL and Redis: the old terms, a raised price, a
+// rotated fee payer) gives a settled payment presented again the bytes it
+// bought on every node (with a payment-identifier and without), never the
+// data indexed since and never a second charge, and still refuses it for
+// another request; a new payment built for the old terms is refused where
+// they no longer hold (nothing charged, no ledger row), and one built for
+// the new terms buys the new data.
+func TestPresentedAgainAfterTheTermsMove(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	raised := f.config()
+	raised.Prices = map[string]uint64{historyPath: 3 * price, reportPath: 5 * price, bulkPath: 2 * price}
+	rotated := f.config()
+	rotated.FeePayer = f.chain.NewKeypair()
+	f.chain.Fund(rotated.FeePayer.PublicKey(), solana.LAMPORTS_PER_SOL)
+	old, up, rot := f.node(t, f.config(), nil), f.node(t, raised, nil), f.node(t, rotated, nil)
+	path := "/premium/full-history/" + f.agent
+	pr := old.challenge(t, http.MethodGet, path, nil)
+	withID := func() string {
+		wire, err := x402.BuildExact(pr.Accepts[0], x402.Payment{Payer: f.payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
+		testenv.Must(t, err, "build payment")
+		p := x402.NewPaymentPayload(pr.Resource, pr.Accepts[0], wire)
+		p.Extensions = map[string]json.RawMessage{x402.ExtensionPaymentIdentifier: json.RawMessage(`{"info":{"required":false,"id":"terms_move_0123456789"}}`)}
+		return header(t, p)
+	}
+	payments := map[string]string{"with a payment-identifier": withID(), "without": f.wallet(t, pr)}
+	type bought struct {
+		hdr  http.Header
+		body []byte
+	}
+	first := map[string]bought{}
+	for name, payment := range payments {
+		st, h, body := raw(t, old.URL, http.MethodGet, path, nil, map[string]string{x402.HeaderPaymentSignature: payment, "Accept-Encoding": "gzip"})
+		if st != http.StatusOK {
+			t.Fatalf("%s: paid on the old terms: %d %s", name, st, body)
+		}
+		first[name] = bought{h, body}
+	}
+	charged, had := f.balance(t), total(t, first["without"].hdr, first["without"].body)
+	f.index(t, 5, 3)
+	for name, payment := range payments {
+		for _, n := range []*paidNode{up, rot, old, rot, up} {
+			st, h, body := raw(t, n.URL, http.MethodGet, path, nil, map[string]string{x402.HeaderPaymentSignature: payment, "Accept-Encoding": "gzip"})
+			if st != http.StatusOK || !bytes.Equal(body, first[name].body) {
+				t.Fatalf("%s: presented again to a node whose terms moved: %d, the same bytes %v: %.300s", name, st, bytes.Equal(body, first[name].body), body)
+			}
+			if h.Get(x402.HeaderPaymentResponse) != first[name].hdr.Get(x402.HeaderPaymentResponse) {
+				t.Errorf("%s: PAYMENT-RESPONSE %q, first %q", name, h.Get(x402.HeaderPaymentResponse), first[name].hdr.Get(x402.HeaderPaymentResponse))
+			}
+		}
+		// Never for another request, whatever the node.
+		for _, n := range []*paidNode{up, rot} {
+			if r := n.pay(t, http.MethodGet, path+"?limit=1", nil, payment); r.Status != http.StatusConflict || r.ErrorCode() != "PAYMENT_REPLAYED" {
+				t.Errorf("%s: for another request: %d %s", name, r.Status, r.Body)
+			}
+		}
+	}
+	if got := f.balance(t); got != charged {
+		t.Fatalf("presenting again charged: %d -> %d", charged, got)
+	}
+	// A new payment for the old terms: refused where they moved.
+	for _, n := range []*paidNode{up, rot} {
+		fresh := f.wallet(t, old.challenge(t, http.MethodGet, path, nil))
+		if r := n.pay(t, http.MethodGet, path, nil, fresh); r.Status != http.StatusPaymentRequired || reason(t, r) != x402.ReasonRequirementsMismatch {
+			t.Errorf("a new payment for the old terms: %d %s", r.Status, r.Body)
+		}
+	}
+	if got, rows := f.balance(t), ledger(t, old.Store, ""); got != charged || len(rows) != 2 {
+		t.Fatalf("refused payments: balance %d -> %d, %d ledger rows (want 2)", charged, got, len(rows))
+	}
+	// For the new terms: the new data, at the new price.
+	for _, n := range []*paidNode{up, rot} {
+		fresh := f.wallet(t, n.challenge(t, http.MethodGet, path, nil))
+		st, h, body := raw(t, n.URL, http.MethodGet, path, nil, map[string]string{x402.HeaderPaymentSignature: fresh, "Accept-Encoding": "gzip"})
+		if st != http.StatusOK || total(t, h, body) != had+5 {
+			t.Fatalf("a new payment for the new terms: %d, total %d (want %d)", st, total(t, h, body), had+5)
+		}
+	}
+	if got := f.balance(t); got != charged+3*price+price {
+		t.Fatalf("new payments charged %d, want %d", got-charged, 3*price+price)
+	}
+	if got := counter(t, up.reg, "attestd_x402_replays_total") + counter(t, rot.reg, "attestd_x402_replays_total"); got != 8 {
+		t.Errorf("replays counted on the moved nodes %v, want 8", got)
 	}
 }

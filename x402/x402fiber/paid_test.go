@@ -1,6 +1,7 @@
 package x402fiber_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -105,17 +106,23 @@ func TestChallengeShape(t *testing.T) {
 	}
 }
 
-// The handler answers an error: nothing is settled, the payment is given
-// back, and the same payment then buys a successful answer.
+// The handler answers an error: nothing is settled and the payment is
+// given back. Given back, it is still bound to the resource it names
+// (another one is 400, nothing charged); a payment that names none (v1,
+// and v2 clients that leave resource out) then buys a successful answer.
 func TestHandlerErrorIsNotSettled(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	n := f.node(t, f.config(), nil)
 	unknown := "/premium/full-history/" + f.chain.NewKeypair().PublicKey().String()
 	pr := n.challenge(t, http.MethodGet, unknown, nil)
-	payment := f.wallet(t, pr)
+	wire, err := x402.BuildExact(pr.Accepts[0], x402.Payment{Payer: f.payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
+	testenv.Must(t, err, "build payment")
+	named := header(t, x402.NewPaymentPayload(pr.Resource, pr.Accepts[0], wire))
+	unnamed := x402.NewPaymentPayload(pr.Resource, pr.Accepts[0], wire)
+	unnamed.Resource = nil
 	before := f.balance(t)
-	r := n.pay(t, http.MethodGet, unknown, nil, payment)
+	r := n.pay(t, http.MethodGet, unknown, nil, named)
 	if r.Status != http.StatusNotFound || r.Header.Get(x402.HeaderPaymentResponse) != "" {
 		t.Fatalf("unknown agent: %d %v %s", r.Status, r.Header, r.Body)
 	}
@@ -125,12 +132,141 @@ func TestHandlerErrorIsNotSettled(t *testing.T) {
 	if rel := ledger(t, n.Store, store.PaymentReleased); len(rel) != 1 {
 		t.Fatalf("ledger released rows: %+v", rel)
 	}
-	r = n.pay(t, http.MethodGet, "/premium/full-history/"+f.agent, nil, payment)
+	r = n.pay(t, http.MethodGet, "/premium/full-history/"+f.agent, nil, named)
+	if r.Status != http.StatusBadRequest || reason(t, r) != verifier.ReasonOtherResource || f.balance(t) != before {
+		t.Fatalf("released payment for another resource than it names: %d %s", r.Status, r.Body)
+	}
+	r = n.pay(t, http.MethodGet, "/premium/full-history/"+f.agent, nil, header(t, unnamed))
 	if r.Status != http.StatusOK || f.balance(t) != before+price {
-		t.Fatalf("reused released payment: %d %s", r.Status, r.Body)
+		t.Fatalf("reused released payment that names no resource: %d %s", r.Status, r.Body)
 	}
 	if counter(t, n.reg, "attestd_x402_released_total") != 1 {
 		t.Error("released not counted")
+	}
+}
+
+// A payment is bound to the resource it names: a payload whose
+// resource.url is not this request's resource URL (the configured public
+// origin and the request's path, byte for byte as the 402 gave it) is
+// refused with 400 before anything is claimed or charged, whatever the
+// spelling; the exact URL, no resource, or a resource without a url pay.
+// The request's Host and X-Forwarded-* headers never make the resource.
+func TestPaymentIsBoundToItsResource(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	n := f.node(t, f.config(), nil)
+	path := "/premium/full-history/" + f.agent
+	other := ""
+	for _, a := range f.env.Seeded.Agents {
+		if a.PDA.String() != f.agent {
+			other = a.PDA.String()
+		}
+	}
+	pr := n.challenge(t, http.MethodGet, path, nil)
+	url := pr.Resource.URL
+	if url != testOrigin.URL("/api/v1"+path) {
+		t.Fatalf("the 402 names %q", url)
+	}
+	flip := []byte(f.agent)
+	for i, c := range flip {
+		if c >= 'a' && c <= 'z' {
+			flip[i] = c - 32
+			break
+		}
+	}
+	// build pays for pr's terms with a payload whose resource member is
+	// the JSON res ("" leaves the member out).
+	build := func(res string) string {
+		wire, err := x402.BuildExact(pr.Accepts[0], x402.Payment{Payer: f.payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
+		testenv.Must(t, err, "build payment")
+		p := x402.NewPaymentPayload(pr.Resource, pr.Accepts[0], wire)
+		p.Resource = nil
+		b, err := json.Marshal(p)
+		testenv.Must(t, err, "payload")
+		if res != "" {
+			b = append(append(append(b[:len(b)-1:len(b)-1], `,"resource":`...), res...), '}')
+		}
+		return encode(b)
+	}
+	named := func(u string) string {
+		b, err := json.Marshal(x402.ResourceInfo{URL: u, Description: pr.Resource.Description, MimeType: pr.Resource.MimeType})
+		testenv.Must(t, err, "resource")
+		return string(b)
+	}
+	cases := []struct {
+		name, resource string
+		hdr            map[string]string
+		status         int
+		reason         string
+	}{
+		{"another agent's full history", named(testOrigin.URL("/api/v1/premium/full-history/" + other)), nil, 400, verifier.ReasonOtherResource},
+		{"another route, same agent", named(testOrigin.URL("/api/v1/premium/forensic-report/" + f.agent)), nil, 400, verifier.ReasonOtherResource},
+		{"another host", named(strings.Replace(url, "attestd.test", "evil.example", 1)), nil, 400, verifier.ReasonOtherResource},
+		{"another host, named by the request's Host too", named(strings.Replace(url, "attestd.test", "evil.example", 1)),
+			map[string]string{"Host": "evil.example", "X-Forwarded-Host": "evil.example"}, 400, verifier.ReasonOtherResource},
+		{"a subdomain", named(strings.Replace(url, "attestd.test", "api.attestd.test", 1)), nil, 400, verifier.ReasonOtherResource},
+		{"the host in upper case", named(strings.Replace(url, "attestd.test", "ATTESTD.TEST", 1)), nil, 400, verifier.ReasonOtherResource},
+		{"http", named(strings.Replace(url, "https://", "http://", 1)), nil, 400, verifier.ReasonOtherResource},
+		{"an explicit :443", named(strings.Replace(url, "attestd.test", "attestd.test:443", 1)), nil, 400, verifier.ReasonOtherResource},
+		{"user info", named(strings.Replace(url, "https://", "https://attestd.test@", 1)), nil, 400, verifier.ReasonOtherResource},
+		{"a query", named(url + "?limit=5"), nil, 400, verifier.ReasonOtherResource},
+		{"an empty query", named(url + "?"), nil, 400, verifier.ReasonOtherResource},
+		{"a fragment", named(url + "#x"), nil, 400, verifier.ReasonOtherResource},
+		{"the path in another case", named(testOrigin.URL("/api/v1/premium/full-history/" + string(flip))), nil, 400, verifier.ReasonOtherResource},
+		{"the route in upper case", named(strings.Replace(url, "full-history", "FULL-HISTORY", 1)), nil, 400, verifier.ReasonOtherResource},
+		{"a trailing slash", named(url + "/"), nil, 400, verifier.ReasonOtherResource},
+		{"a doubled slash", named(strings.Replace(url, "/premium/", "/premium//", 1)), nil, 400, verifier.ReasonOtherResource},
+		{"a dot segment", named(strings.Replace(url, "/premium/", "/premium/./", 1)), nil, 400, verifier.ReasonOtherResource},
+		{"percent-encoded", named(strings.Replace(url, "full-history", "full%2Dhistory", 1)), nil, 400, verifier.ReasonOtherResource},
+		{"percent-encoded slash", named(strings.Replace(url, "full-history/", "full-history%2F", 1)), nil, 400, verifier.ReasonOtherResource},
+		{"a Cyrillic look-alike host", named(strings.Replace(url, "attestd", "аttestd", 1)), nil, 400, verifier.ReasonOtherResource},
+		{"a full-width path", named(strings.Replace(url, "premium", "ｐremium", 1)), nil, 400, verifier.ReasonOtherResource},
+		{"a NUL byte after the URL", named(url + "\x00"), nil, 400, verifier.ReasonOtherResource},
+		{"leading space", named(" " + url), nil, 400, verifier.ReasonOtherResource},
+		{"a long URL", named(url + "?" + strings.Repeat("a", 3000)), nil, 400, verifier.ReasonOtherResource},
+		{"resource is a string", `"` + url + `"`, nil, 400, x402.ReasonInvalidPayload},
+		{"url is a number", `{"url":5}`, nil, 400, x402.ReasonInvalidPayload},
+		{"url twice", `{"url":"` + url + `","url":"https://evil.example/"}`, nil, 400, x402.ReasonInvalidPayload},
+		{"the exact URL, asked with a hostile Host", named(url), map[string]string{"Host": "evil.example", "X-Forwarded-Proto": "http"}, 200, ""},
+		{"the exact URL", named(url), nil, 200, ""},
+		{"no resource", "", nil, 200, ""},
+		{"resource null", "null", nil, 200, ""},
+		{"a resource without a url", `{"description":"anything"}`, nil, 200, ""},
+	}
+	before, paid := f.balance(t), 0
+	for _, tc := range cases {
+		hdr := map[string]string{x402.HeaderPaymentSignature: build(tc.resource)}
+		for k, v := range tc.hdr {
+			hdr[k] = v
+		}
+		r := n.Do(t, http.MethodGet, path, nil, hdr)
+		if r.Status != tc.status {
+			t.Errorf("%s: %d %.300s", tc.name, r.Status, r.Body)
+			continue
+		}
+		if tc.status == http.StatusOK {
+			paid++
+			continue
+		}
+		if got := reason(t, r); got != tc.reason || r.ErrorCode() != "INVALID_PARAM" {
+			t.Errorf("%s: %s %s, want %s", tc.name, r.ErrorCode(), got, tc.reason)
+		}
+		if tc.reason == verifier.ReasonOtherResource {
+			// The refusal names this request's resource and its terms.
+			q, err := x402.DecodePaymentRequired(r.Header.Get(x402.HeaderPaymentRequired))
+			if err != nil || q.Resource.URL != url || !strings.Contains(string(r.Body), "not for this request") {
+				t.Errorf("%s: refusal %v %+v %s", tc.name, err, q, r.Body)
+			}
+		}
+	}
+	if got := f.balance(t); got != before+uint64(paid)*price {
+		t.Fatalf("charged %d, want %d for %d paid", got-before, uint64(paid)*price, paid)
+	}
+	if rows := ledger(t, n.Store, ""); len(rows) != paid {
+		t.Fatalf("%d ledger rows for %d payments: a refused one was claimed", len(rows), paid)
+	}
+	if got := counter(t, n.reg, "attestd_x402_refused_total", "reason", verifier.ReasonOtherResource); got != 24 {
+		t.Errorf("refusals counted %v, want 24", got)
 	}
 }
 
