@@ -214,7 +214,7 @@ func TestMCPHostilePayments(t *testing.T) {
 		{"huge", mcp.ToolGetFullHistory, hist, `{"x402Version":2,"pad":"` + strings.Repeat("A", 200_000) + `"}`, []string{`"isError":true`, "at most"}},
 		{"deep", mcp.ToolGetFullHistory, hist, strings.Repeat(`{"a":`, 3000) + `1` + strings.Repeat(`}`, 3000), []string{"nesting depth"}},
 		{"bad transaction", mcp.ToolGetFullHistory, hist, `{"x402Version":2,"accepted":` + mustJSON(pr.Accepts[0]) + `,"payload":{"transaction":"!!!"}}`, []string{`"isError":true`, "not standard base64", "nothing was charged"}},
-		{"replayed on another resource", mcp.ToolBulkVerify, `{"ids":["` + f.agent + `"]}`, string(genuine), []string{`"isError":true`, `\"x402Version\":2`, "invalid_payment_requirements"}},
+		{"replayed on another resource", mcp.ToolBulkVerify, `{"ids":["` + f.agent + `"]}`, string(genuine), []string{`"isError":true`, `\"x402Version\":2`, "invalid_payment_resource"}},
 	}
 	for _, c := range cases {
 		status, body := call(c.tool, c.args, c.meta)

@@ -286,8 +286,11 @@ func TestV1Payment(t *testing.T) {
 	if r.Status != http.StatusOK || r.Header.Get(x402.HeaderPaymentResponseV1) == "" || f.balance(t) != before+5*price {
 		t.Fatalf("v1 paid: %d %v %s", r.Status, r.Header, r.Body)
 	}
-	// A wrong v1 network is refused in v1 terms.
-	v1.Network = "solana"
+	// A wrong v1 network is refused in v1 terms (a new payment: the same
+	// one again is the one that bought the report, and gets it again).
+	wire, err = x402.BuildExact(pr.Accepts[0], x402.Payment{Payer: f.payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
+	testenv.Must(t, err, "build")
+	v1 = x402.PaymentPayloadV1{X402Version: 1, Scheme: "exact", Network: "solana", Payload: x402.ExactPayload{Transaction: encode(wire)}}
 	r = n.Do(t, http.MethodGet, path, nil, map[string]string{x402.HeaderPaymentV1: header(t, v1)})
 	var body struct {
 		X402Version int                   `json:"x402Version"`
