@@ -120,7 +120,7 @@ func TestHostCapQueuesTurns(t *testing.T) {
 			t.Errorf("host %q: first turn %s %v", host, w, ok)
 		}
 	}
-	if n, err := rdb.Exists(ctx, prefix+"whcap:u:a\x00b").Result(); err != nil || n != 1 {
+	if n, err := rdb.Exists(ctx, prefix+"whcap:{h:a\x00b}:u").Result(); err != nil || n != 1 {
 		t.Errorf("the NUL host's key: %d %v", n, err)
 	}
 	// No cap admits everything; a Redis that cannot be reached lets requests go.
@@ -160,4 +160,142 @@ func TestOnTurn(t *testing.T) {
 			t.Errorf("turn %s: ok %v early %v, want %v %v", fmt.Sprint(c.turn.Sub(now)), ok, early, c.ok, c.early)
 		}
 	}
+}
+
+// turnsOf asks slot n times for webhook id at host (rate: its own, cap:
+// its host's) and returns when each turn is (asked at + wait) and whether
+// it was an own turn only.
+func turnsOf(t *testing.T, rdb redis.UniversalClient, prefix string, cap *hostCap, host, id string, rate, n int) ([]time.Time, []bool) {
+	t.Helper()
+	at, own := make([]time.Time, n), make([]bool, n)
+	for i := range n {
+		start := time.Now()
+		w, o := slot(context.Background(), rdb, prefix, cap, host, id, rate, false)
+		at[i], own[i] = start.Add(w), o
+	}
+	return at, own
+}
+
+// TestOwnRateTakesTurns: a webhook's own rate is a schedule of turns, taken
+// with its host's by one script. Over its own rate a delivery takes the
+// webhook's next turn (one interval apart, in the order asked, the host's
+// turn still to take on it) and never books the host ahead: another
+// webhook at that host gets the host's turn at once. When the host binds,
+// both are taken at the host's turn. On its own turn a delivery takes its
+// host's turn, and a host turn later than its own moves the webhook's
+// schedule past it. Keys of one host share a Redis Cluster slot, whatever
+// the host's name; Redis unreachable lets deliveries go.
+func TestOwnRateTakesTurns(t *testing.T) {
+	rdb, prefix := capClient(t)
+	ctx := context.Background()
+	near := func(got time.Time, want time.Time, what string) {
+		t.Helper()
+		if d := got.Sub(want); d < -15*time.Millisecond || d > 40*time.Millisecond {
+			t.Fatalf("%s: %s off", what, d)
+		}
+	}
+	// Own rate only (no host cap): 10/s, turns 100 ms apart, each an own turn.
+	t0 := time.Now()
+	at, own := turnsOf(t, rdb, prefix, nil, "a.example", "wh_a", 10, 20)
+	for i := range at {
+		if !own[i] {
+			t.Fatalf("turn %d: not an own turn", i)
+		}
+		near(at[i], t0.Add(time.Duration(i)*100*time.Millisecond), fmt.Sprintf("own turn %d", i))
+	}
+	// On its turn without a host cap: nothing more to ask.
+	if w, o := slot(ctx, rdb, prefix, nil, "a.example", "wh_a", 10, true); w != 0 || o {
+		t.Fatalf("on its own turn without a host cap: %s %v", w, o)
+	}
+	// Another webhook at the same host, and the host's cap: the first
+	// ask takes both turns now; held by its own rate (2/s), the others
+	// take own turns only, and the host stays free for a second webhook.
+	host := newHostCap(rdb, prefix, "v", 50)
+	t0 = time.Now()
+	at, own = turnsOf(t, rdb, prefix, host, "b.example", "wh_b", 2, 6)
+	if own[0] || at[0].Sub(t0) > 15*time.Millisecond {
+		t.Fatalf("first ask: own only %v, in %s", own[0], at[0].Sub(t0))
+	}
+	for i := 1; i < len(at); i++ {
+		if !own[i] {
+			t.Fatalf("ask %d over the own rate booked the host", i)
+		}
+		near(at[i], t0.Add(time.Duration(i)*500*time.Millisecond), fmt.Sprintf("own turn %d at 2/s", i))
+	}
+	if w, _ := host.turn(ctx, "b.example", false); w != 0 {
+		t.Fatalf("the host is booked %s ahead by a webhook held by its own rate", w)
+	}
+	if w, o := slot(ctx, rdb, prefix, host, "b.example", "wh_other", 0, false); w > 30*time.Millisecond || o {
+		t.Fatalf("another webhook at the host waits %s", w)
+	}
+	// The host binds (5/s, the webhook's own rate 100/s): both at the
+	// host's turns, 200 ms apart, sent on them.
+	slow := newHostCap(rdb, prefix, "u", 5)
+	t0 = time.Now()
+	at, own = turnsOf(t, rdb, prefix, slow, "c.example", "wh_c", 100, 5)
+	for i := range at {
+		if own[i] {
+			t.Fatalf("host-bound ask %d: own only", i)
+		}
+		near(at[i], t0.Add(time.Duration(i)*200*time.Millisecond), fmt.Sprintf("host turn %d", i))
+	}
+	// On its own turn, the host over its cap (booked 2 s ahead by
+	// others): the delivery's turn is the host's, and the webhook's next
+	// turn comes after it (its schedule moved), not at its own pace.
+	for range 10 {
+		slow.turn(ctx, "d.example", true)
+	}
+	t0 = time.Now()
+	w, o := slot(ctx, rdb, prefix, slow, "d.example", "wh_d", 10, true)
+	if o || w < 1800*time.Millisecond {
+		t.Fatalf("on its own turn at a busy host: %s %v", w, o)
+	}
+	hostTurn := t0.Add(w)
+	at, own = turnsOf(t, rdb, prefix, nil, "d.example", "wh_d", 10, 1) // its own schedule alone
+	if !own[0] || at[0].Before(hostTurn.Add(90*time.Millisecond)) {
+		t.Fatalf("the next own turn is %s after the host turn, want 100 ms", at[0].Sub(hostTurn))
+	}
+	// A changed rate is a schedule of its own.
+	if w, _ := slot(ctx, rdb, prefix, nil, "b.example", "wh_b", 3, false); w != 0 {
+		t.Fatalf("a new rate waits %s behind the old one's turns", w)
+	}
+	// Every key of a host is in one Redis Cluster slot.
+	for _, h := range []string{"", "b.example", "{x}", "}", "{", "a{b}c", "a\x00b", strings.Repeat("z", 3000), "bücher.example", "{}"} {
+		for _, class := range []string{"u", "v"} {
+			want := keySlot(hostKey(prefix, class, h))
+			if got := keySlot(ownKey(prefix, h, "wh_x", 7)); got != want {
+				t.Errorf("host %q: own key in slot %d, host key (%s) in %d", h, got, class, want)
+			}
+			if got := keySlot(hostKey("{p}:", class, h)); got != keySlot(ownKey("{p}:", h, "wh_x", 7)) {
+				t.Errorf("host %q under a tagged prefix: keys in two slots", h)
+			}
+		}
+	}
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	defer dead.Close()
+	if w, o := slot(ctx, dead, prefix, newHostCap(dead, prefix, "u", 1), "x", "wh_x", 1, false); w != 0 || o {
+		t.Errorf("a Redis that cannot be reached held a delivery: %s %v", w, o)
+	}
+}
+
+// keySlot is a key's Redis Cluster slot: CRC16 (XMODEM) of its hash tag,
+// mod 16384.
+func keySlot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for k := 0; k < len(key); k++ {
+		crc ^= uint16(key[k]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % 16384
 }

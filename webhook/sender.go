@@ -33,7 +33,18 @@ type task struct {
 	checked time.Time
 	// live: counted in the worker's live work until its attempt starts.
 	live bool
+	// lane and ticket order the turns a lane's live jobs ask for: a job
+	// asks once every job that reached the lane before it asked (or went
+	// without asking), so jobs held for turns are sent in the order they
+	// arrived (nil lane: not ordered, as recovered jobs are not).
+	lane   *lane
+	ticket uint64
+	booked bool
 }
+
+// bookingWait bounds how long a job waits for the jobs ahead of it in its
+// lane to ask for their turns (a job that waits longer asks anyway).
+const bookingWait = 2 * time.Second
 
 // statusFresh is how long a batch check of a job's delivery status (as
 // it is read) stands for the check before its send; a job that waited
@@ -276,6 +287,13 @@ type lane struct {
 	inflight int
 	queue    []*task
 	latency  time.Duration // moving average of attempts
+	// tickets is the next ticket to give; turn the first ticket whose job
+	// has not asked for its turn yet (those before it all have); passed
+	// holds tickets past turn whose jobs have; wake is closed when turn
+	// moves.
+	tickets, turn uint64
+	passed        map[uint64]struct{}
+	wake          chan struct{}
 }
 
 // newDispatcher: an endpoint's backlog holds up to half the jobs a worker
@@ -296,8 +314,15 @@ func (d *dispatcher) submit(ctx context.Context, t *task) bool {
 		l = &lane{}
 		d.lanes[id] = l
 	}
+	ticket := func() {
+		if !t.msg.Job.Recovery {
+			t.lane, t.ticket = l, l.tickets
+			l.tickets++
+		}
+	}
 	switch {
 	case l.inflight < d.perEndpoint:
+		ticket()
 		l.inflight++
 		d.wg.Add(1)
 		d.mu.Unlock()
@@ -308,6 +333,7 @@ func (d *dispatcher) submit(ctx context.Context, t *task) bool {
 		go d.run(ctx, id, l, t)
 		return true
 	case len(l.queue) < d.backlog:
+		ticket()
 		l.queue = append(l.queue, t)
 		d.mu.Unlock()
 		return true
@@ -333,14 +359,17 @@ func (d *dispatcher) run(ctx context.Context, id string, l *lane, t *task) {
 		if d.stopping.Load() {
 			// Shutting down: leave queued jobs unsettled; they are taken over.
 			d.settled(t)
+			d.booked(t)
 			d.w.rec.add(outcome{part: t.msg.Part, releaseOnly: t.msg.StreamID})
 			t = d.next(id, l, 0)
 			continue
 		}
 		recovered := t.msg.Job.Recovery
+		d.awaitBooking(ctx, t)
 		if !d.acquire(ctx, recovered) {
 			// Shutting down: leave the job unsettled; it is taken over.
 			d.settled(t)
+			d.booked(t)
 			d.w.rec.add(outcome{part: t.msg.Part, releaseOnly: t.msg.StreamID})
 			t = d.next(id, l, 0)
 			continue
@@ -348,11 +377,73 @@ func (d *dispatcher) run(ctx context.Context, id string, l *lane, t *task) {
 		d.settled(t)
 		start := time.Now()
 		d.deliver(ctx, t)
+		d.booked(t) // if it went without asking for a turn
 		<-d.slots
 		if recovered {
 			<-d.recSlots
 		}
 		t = d.next(id, l, time.Since(start))
+	}
+}
+
+// awaitBooking waits until every job that reached t's lane before it has
+// asked for its turn (or went without asking), at most bookingWait.
+func (d *dispatcher) awaitBooking(ctx context.Context, t *task) {
+	if t.lane == nil {
+		return
+	}
+	timeout := time.NewTimer(bookingWait)
+	defer timeout.Stop()
+	for {
+		d.mu.Lock()
+		l := t.lane
+		if l.turn >= t.ticket {
+			d.mu.Unlock()
+			return
+		}
+		if l.wake == nil {
+			l.wake = make(chan struct{})
+		}
+		wake := l.wake
+		d.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return
+		case <-timeout.C:
+			return
+		}
+	}
+}
+
+// booked: t asked for its turn, or goes without asking; the jobs behind
+// it in its lane may ask. Once per task; later calls do nothing.
+func (d *dispatcher) booked(t *task) {
+	if t.lane == nil || t.booked {
+		return
+	}
+	t.booked = true
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := t.lane
+	if t.ticket != l.turn {
+		if l.passed == nil {
+			l.passed = map[uint64]struct{}{}
+		}
+		l.passed[t.ticket] = struct{}{}
+		return
+	}
+	l.turn++
+	for {
+		if _, ok := l.passed[l.turn]; !ok {
+			break
+		}
+		delete(l.passed, l.turn)
+		l.turn++
+	}
+	if l.wake != nil {
+		close(l.wake)
+		l.wake = nil
 	}
 }
 
@@ -490,35 +581,8 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 			return
 		}
 	}
-	onIt, early := onTurn(turnOf(job), w.now())
-	if early {
-		w.holdForTurn(m, job, turnOf(job))
+	if !w.admitted(ctx, t, h) {
 		return
-	}
-	if !onIt {
-		// Not held for a turn yet: the webhook's limits, then a turn at
-		// its host's cap (on its turn it was admitted by all of them).
-		if wait, ok := w.admit(ctx, w.thr, job.Webhook, 0); !ok {
-			w.deferJob(m, wait, "throttled")
-			return
-		}
-		if h.rate > 0 {
-			if wait, ok := w.admit(ctx, w.ownThr, job.Webhook, h.rate); !ok {
-				w.deferJob(m, wait, "throttled")
-				return
-			}
-		}
-		wait, _ := w.capOf(h).turn(ctx, h.host, true)
-		if wait > hostRetry {
-			// Over the host's cap: the job waits for its turn in the
-			// retry set, without an attempt, and is sent on it.
-			w.holdForTurn(m, job, w.now().Add(wait))
-			return
-		}
-		if wait > 0 && !sleep(ctx, wait) {
-			w.rec.add(outcome{part: m.Part, releaseOnly: m.StreamID})
-			return
-		}
 	}
 	b := w.brk.get(job.Webhook)
 	if ok, _, _ := b.allow(w.now()); !ok {
@@ -545,13 +609,87 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 	w.rec.add(w.outcomeOf(m, job, res))
 }
 
-// admit waits (briefly) for a throttle to count one more request to id
-// (rate: the limit, 0: the throttle's own); when it does not within a
-// few short waits, it reports how long to put the job off.
-func (w *Worker) admit(ctx context.Context, t *throttle, id string, rate int) (time.Duration, bool) {
+// admitted reports whether t's job may be sent now: on the turn it holds
+// (taken when it asked: admitted by every limit), or admitted now by the
+// webhook's rates and its host's cap, waiting in place for a turn at most
+// hostRetry away. Otherwise the job was put off (its outcome recorded):
+// held in the retry set until its turn, which it waits for once.
+func (w *Worker) admitted(ctx context.Context, t *task, h *hook) bool {
+	m, job := t.msg, t.msg.Job
+	defer w.disp.booked(t) // the next job of the lane may ask for its turn
+	now := w.now()
+	switch ok, early := onTurn(turnOf(job), now); {
+	case early:
+		w.holdForTurn(m, job, turnOf(job))
+		return false
+	case ok:
+		return true
+	}
+	rate := w.ownRate(h)
+	onOwn := false
+	switch ok, early := onTurn(ownTurnOf(job), now); {
+	case early && job.OwnRate == rate:
+		w.holdForOwnTurn(m, job, ownTurnOf(job), rate)
+		return false
+	case ok && job.OwnRate == rate:
+		onOwn = true // its own turn: its host's turn is taken on it
+	} // else none, missed, or taken at a rate since changed: a new one
+	if rate == 0 {
+		// No own rate: the server's per-webhook ceiling.
+		if wait, ok := w.admit(ctx, w.thr, job.Webhook); !ok {
+			w.deferJob(m, wait, "throttled")
+			return false
+		}
+	}
+	cap := w.capOf(h)
+	wait, ownOnly := slot(ctx, w.rdb, w.prefix, cap, h.host, h.id, rate, onOwn)
+	w.disp.booked(t)
+	if ownOnly {
+		if wait > hostRetry {
+			// Over its own rate: the job waits for its webhook's turn in
+			// the retry set, and takes its host's turn on it.
+			w.holdForOwnTurn(m, job, w.now().Add(wait), rate)
+			return false
+		}
+		if wait > 0 && !sleep(ctx, wait) {
+			w.rec.add(outcome{part: m.Part, releaseOnly: m.StreamID})
+			return false
+		}
+		wait, _ = slot(ctx, w.rdb, w.prefix, cap, h.host, h.id, rate, true)
+	}
+	if wait > hostRetry {
+		// Over the host's cap: the job waits for its turn in the retry
+		// set, without an attempt, and is sent on it.
+		w.holdForTurn(m, job, w.now().Add(wait))
+		return false
+	}
+	if wait > 0 && !sleep(ctx, wait) {
+		w.rec.add(outcome{part: m.Part, releaseOnly: m.StreamID})
+		return false
+	}
+	return true
+}
+
+// ownRate is the rate of h's own schedule: its rateLimitPerSecond within
+// the server's per-webhook ceiling (0: none set; the ceiling alone then
+// applies, through the throttle).
+func (w *Worker) ownRate(h *hook) int {
+	if h.rate <= 0 {
+		return 0
+	}
+	if w.cfg.EndpointRate > 0 {
+		return min(h.rate, w.cfg.EndpointRate)
+	}
+	return h.rate
+}
+
+// admit waits (briefly) for the throttle to count one more request to
+// id; when it does not within a few short waits, it reports how long to
+// put the job off.
+func (w *Worker) admit(ctx context.Context, t *throttle, id string) (time.Duration, bool) {
 	var wait time.Duration
 	for range 3 {
-		wait = t.waitRate(ctx, id, rate)
+		wait = t.wait(ctx, id)
 		if wait == 0 {
 			return 0, true
 		}
@@ -579,13 +717,33 @@ func turnOf(job *queue.Job) time.Time {
 	return time.UnixMilli(job.Turn)
 }
 
+// ownTurnOf is the turn at its webhook's own rate job holds (zero: none).
+func ownTurnOf(job *queue.Job) time.Time {
+	if job.Own == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(job.Own)
+}
+
 // holdForTurn puts a job back in the retry set, without an attempt, until
 // its turn at its host's cap, and records the turn in the job so that it
 // is sent on it without asking the cap again.
 func (w *Worker) holdForTurn(m queue.Msg, job *queue.Job, turn time.Time) {
 	held := *job
-	held.Turn = turn.UnixMilli()
+	held.Turn, held.Own, held.OwnRate = turn.UnixMilli(), 0, 0
 	w.m.deferred.WithLabelValues("host_rate").Inc()
+	w.rec.add(outcome{part: m.Part, result: "deferred",
+		settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, At: turn, Record: &held}})
+}
+
+// holdForOwnTurn puts a job back in the retry set, without an attempt,
+// until its turn at its webhook's own rate (taken at rate per second), and
+// records the turn in the job: on it, the job takes its host's turn
+// without asking its webhook's rate again.
+func (w *Worker) holdForOwnTurn(m queue.Msg, job *queue.Job, turn time.Time, rate int) {
+	held := *job
+	held.Turn, held.Own, held.OwnRate = 0, turn.UnixMilli(), rate
+	w.m.deferred.WithLabelValues("throttled").Inc()
 	w.rec.add(outcome{part: m.Part, result: "deferred",
 		settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, At: turn, Record: &held}})
 }
@@ -634,7 +792,7 @@ func (w *Worker) outcomeOf(m queue.Msg, job *queue.Job, r result) outcome {
 		next := r.at.Add(wait)
 		rec.NextAttemptAt = &next
 		retry := *job
-		retry.Attempts, retry.Turn = n, 0
+		retry.Attempts, retry.Turn, retry.Own, retry.OwnRate = n, 0, 0, 0
 		o.settle = queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, At: next, Record: &retry}
 		o.result = "retrying"
 	}

@@ -294,3 +294,64 @@ func TestAnsweringTheChallengeLiftsTheCap(t *testing.T) {
 		return len(got) == events
 	})
 }
+
+// TestOwnRateHoldsEachDeliveryOnce: a webhook limited to rate deliveries
+// a second (rateLimitPerSecond), events queued far faster than that, two
+// workers. The receiver gets every event, never sooner than the
+// webhook's schedule allows, fleet-wide: a delivery goes no earlier than
+// its turn, so over the run at most rate a second (plus the first) and in
+// any second at most what the turns allow (rate, a burst, and what is
+// sent late on its turn). A delivery over the rate waits for its
+// webhook's turn once, in the retry set: the deferrals stay about one per
+// held delivery, not a loop that puts the same jobs off again and again.
+func TestOwnRateHoldsEachDeliveryOnce(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.HostRate = 1000 // a host cap that does not bind: the turns are taken with it
+	h := newHarness(t, harnessOpt{cfg: &cfg})
+	key := h.key(t, "ownrate")
+	rc := newReceiver(t, nil)
+	r1, r2 := prometheus.NewRegistry(), prometheus.NewRegistry()
+	startWorkerReg(t, h.env, h.rdb, cfg, "w1", r1)
+	startWorkerReg(t, h.env, h.rdb, cfg, "w2", r2)
+	c := h.verifiedHook(t, key, rc)
+	const rate, events = 10, 60
+	if v := h.patch(t, key, c.ID, map[string]any{"rateLimitPerSecond": rate}); v.RateLimitPerSecond == nil || *v.RateLimitPerSecond != rate {
+		t.Fatalf("after PATCH: %+v", v)
+	}
+	insertEvents(t, h.env.Store, events, agentA, "ToolCall")
+	waitFor(t, "every event at the receiver", 60*time.Second, func() bool { return len(rc.eventIDs(t)) == events })
+	ds := rc.deliveries()
+	at := make([]time.Time, len(ds))
+	for i, d := range ds {
+		at[i] = d.At
+	}
+	sort.Slice(at, func(i, j int) bool { return at[i].Before(at[j]) })
+	span := at[len(at)-1].Sub(at[0])
+	most := mostWithin(at, time.Second)
+	deferred := counter(t, "attestd_webhook_deferrals_total", r1, r2)
+	t.Logf("%d deliveries of %d events in %s (%.2f/s after the first; the limit is %d/s), at most %d in a second; %.0f deferrals",
+		len(at), events, span.Round(time.Millisecond), float64(len(at)-1)/span.Seconds(), rate, most, deferred)
+	// The turns are 1/rate apart (a burst of one at 10/s) and none is
+	// sent before its turn: the k-th delivery arrives at least k/rate
+	// after the first turn (taken as the first delivery left, a few ms
+	// before it arrived), so in the first d seconds at most rate*d + 1.
+	for k := range at {
+		if turn := time.Duration(k) * time.Second / rate; at[k].Sub(at[0]) < turn-50*time.Millisecond {
+			t.Errorf("delivery %d arrived %s after the first; at %d/s its turn is %s after it", k, at[k].Sub(at[0]), rate, turn)
+			break
+		}
+	}
+	burst := max(1, rate/10)
+	if allowed := int(float64(rate)*(time.Second+2*time.Second+100*time.Millisecond).Seconds()) + burst; most > allowed {
+		t.Errorf("%d deliveries within one second; %d/s allows at most %d (turns sent up to 2 s late)", most, rate, allowed)
+	}
+	// Every delivery but the first few (sent at once, or after a wait of
+	// at most a quarter of a second in place) is held once.
+	if deferred > events+events/10 {
+		t.Errorf("%.0f deferrals for %d deliveries: held jobs were put off again and again (a hot loop), not once per turn", deferred, events)
+	}
+	if deferred < events/2 {
+		t.Errorf("%.0f deferrals for %d deliveries at %d/s: the held ones did not wait in the retry set", deferred, events, rate)
+	}
+}

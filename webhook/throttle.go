@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"time"
 
@@ -10,14 +9,16 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// throttle is the per-endpoint rate shared by every worker (GCRA in
-// Redis, through redis_rate): at most rate deliveries per second to one
+// throttle is the server's per-webhook ceiling (ATTESTD_WEBHOOK_ENDPOINT_RATE)
+// for webhooks without a rate of their own, shared by every worker (GCRA
+// in Redis, through redis_rate): at most rate deliveries per second to one
 // webhook, in bursts of up to rate. To spare a Redis round trip per
 // delivery, a worker takes up to a twentieth of a second's worth at once
 // and spends it within reserveFor; the limit can be exceeded by at most
-// that much per worker.
+// that much per worker. A webhook with a rate of its own (its
+// rateLimitPerSecond, within this ceiling) has a schedule of turns
+// instead (slot).
 type throttle struct {
-	key   string // before each id: "wh:" (a webhook), "whown:" (its own rate)
 	lim   *redis_rate.Limiter
 	limit redis_rate.Limit
 	take  int
@@ -40,7 +41,7 @@ func newThrottle(rdb redis.UniversalClient, prefix string, rate int) *throttle {
 	if rate <= 0 {
 		return nil
 	}
-	return &throttle{key: "wh:", lim: redis_rate.NewLimiter(prefixed{rdb, prefix}), limit: redis_rate.PerSecond(rate),
+	return &throttle{lim: redis_rate.NewLimiter(prefixed{rdb, prefix}), limit: redis_rate.PerSecond(rate),
 		take: max(1, rate/20), local: map[string]*reservation{}}
 }
 
@@ -48,34 +49,7 @@ func newThrottle(rdb redis.UniversalClient, prefix string, rate int) *throttle {
 // now, and one request is counted). A Redis failure lets the delivery
 // through: the throttle protects receivers, it must not stop deliveries.
 func (t *throttle) wait(ctx context.Context, id string) time.Duration {
-	return t.waitRate(ctx, id, 0)
-}
-
-// newOwnThrottle is the subscribers' own caps (rateLimitPerSecond): each
-// call names its rate, with bursts of a tenth of a second's worth, so in
-// any window of t seconds at most rate*t + rate/10 (and a worker's
-// reservation of at most a twentieth) leave for one webhook.
-func newOwnThrottle(rdb redis.UniversalClient, prefix string) *throttle {
-	return &throttle{key: "whown:", lim: redis_rate.NewLimiter(prefixed{rdb, prefix}), local: map[string]*reservation{}}
-}
-
-// ownLimit is the limit of a subscriber's rate and how much a worker takes
-// at once.
-func ownLimit(rate int) (redis_rate.Limit, int) {
-	burst := max(1, rate/10)
-	return redis_rate.Limit{Rate: rate, Burst: burst, Period: time.Second}, min(burst, max(1, rate/20))
-}
-
-// waitRate is wait with the limit of rate per second (0: the throttle's).
-func (t *throttle) waitRate(ctx context.Context, id string, rate int) time.Duration {
 	if t == nil {
-		return 0
-	}
-	limit, take := t.limit, t.take
-	if rate > 0 {
-		limit, take = ownLimit(rate)
-		id = strconv.Itoa(rate) + ":" + id // a changed rate starts afresh
-	} else if limit.Rate == 0 {
 		return 0
 	}
 	t.mu.Lock()
@@ -97,7 +71,7 @@ func (t *throttle) waitRate(ctx context.Context, id string, rate int) time.Durat
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	res, err := t.lim.AllowAtMost(ctx, t.key+id, limit, take)
+	res, err := t.lim.AllowAtMost(ctx, "wh:"+id, t.limit, t.take)
 	if err != nil {
 		return 0
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/attestd/attestd/webhook/queue"
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 )
 
 // Pipeline constants.
@@ -94,8 +95,10 @@ type Worker struct {
 	// host, across accounts and workers, of verified webhooks and of the
 	// others (deliveries and verification requests); nil: no cap.
 	verifiedCap, unverifiedCap *hostCap
-	// ownThr enforces subscribers' own rate limits across workers.
-	ownThr *throttle
+	// rdb and prefix hold the webhooks' own-rate schedules and the hosts'
+	// (slot), shared by every worker.
+	rdb    redis.UniversalClient
+	prefix string
 	// pauses are receivers that asked for a pause (Retry-After).
 	pauses pauses
 	// pace is the rate of this worker's recoveries, set by the live
@@ -160,7 +163,7 @@ func NewWorker(opt WorkerOptions) (*Worker, error) {
 	w.thr = newThrottle(opt.Queue.Redis(), opt.Queue.Prefix(), cfg.EndpointRate)
 	w.verifiedCap = newHostCap(opt.Queue.Redis(), opt.Queue.Prefix(), "v", cfg.HostRate)
 	w.unverifiedCap = newHostCap(opt.Queue.Redis(), opt.Queue.Prefix(), "u", cfg.UnverifiedHostRate)
-	w.ownThr = newOwnThrottle(opt.Queue.Redis(), opt.Queue.Prefix())
+	w.rdb, w.prefix = opt.Queue.Redis(), opt.Queue.Prefix()
 	if len(cfg.VerifySchedule) == 0 {
 		w.cfg.VerifySchedule = DefaultVerifySchedule
 	}

@@ -40,8 +40,14 @@ type Job struct {
 	// Turn is the job's turn at its destination host's cap (Unix ms; 0:
 	// none): a job over the cap waits in the retry set until then and is
 	// sent on it without asking the cap again.
-	Turn int64  `json:"h,omitempty"`
-	Body string `json:"b"` // the exact bytes sent
+	Turn int64 `json:"h,omitempty"`
+	// Own is the job's turn at its webhook's own rate (Unix ms; 0: none),
+	// taken at OwnRate deliveries per second: a job over that rate waits
+	// in the retry set until then, and on it takes its turn at its host's
+	// cap (Turn is then 0).
+	Own     int64  `json:"o,omitempty"`
+	OwnRate int    `json:"or,omitempty"`
+	Body    string `json:"b"` // the exact bytes sent
 }
 
 // Event is one outbox event on the event stream.
