@@ -118,11 +118,16 @@ func (c *hostCap) String() string {
 	return fmt.Sprintf("%d/s", c.rate)
 }
 
-// Turn timing: a request held for its turn (a job in the retry set, a
-// verification's next attempt) that comes back up to turnEarly before it
-// (another worker's clock) or up to turnLate after it is sent on that
-// turn; one back earlier waits again, one back later asks for a new turn.
+// Turn timing: a request held for a turn (a job in the retry set, a
+// verification's next attempt) is due turnLead before it, so that the
+// time it takes to come back (the retry set is moved every moveEvery, then
+// read) is spent before the turn, not after: back early, it waits in place
+// for the turn and goes on it. One back up to turnLead+turnEarly before
+// its turn (turnEarly: another worker's clock) or up to turnLate after it
+// is sent on that turn; one back earlier is held again, one back later
+// asks for a new turn.
 const (
+	turnLead  = 200 * time.Millisecond
 	turnEarly = 100 * time.Millisecond
 	turnLate  = 2 * time.Second
 	// turnAhead bounds a turn a request waits for when it comes back
@@ -132,18 +137,28 @@ const (
 )
 
 // onTurn reports whether a request whose turn is at turn (zero: none)
-// may go at now on it, and if not whether it is early (it waits again).
+// may go at now on it (after waiting in place until it, at most
+// turnLead+turnEarly), and if not whether it is early (it is held again).
 func onTurn(turn, now time.Time) (ok, early bool) {
 	if turn.IsZero() || turn.After(now.Add(turnAhead)) {
 		return false, false
 	}
 	switch {
-	case now.Before(turn.Add(-turnEarly)):
+	case now.Before(turn.Add(-turnLead - turnEarly)):
 		return false, true
 	case now.After(turn.Add(turnLate)):
 		return false, false
 	}
 	return true, false
+}
+
+// dueFor is when a request held for turn is due back: turnLead before it,
+// never before now.
+func dueFor(turn, now time.Time) time.Time {
+	if at := turn.Add(-turnLead); at.After(now) {
+		return at
+	}
+	return now
 }
 
 // A webhook's own rate (its rateLimitPerSecond, within the server's

@@ -148,6 +148,9 @@ func TestOnTurn(t *testing.T) {
 		{time.Time{}, false, false},
 		{now, true, false},
 		{now.Add(50 * time.Millisecond), true, false},
+		{now.Add(turnLead), true, false}, // due back turnLead before it: waits in place
+		{now.Add(turnLead + turnEarly), true, false},
+		{now.Add(turnLead + turnEarly + time.Millisecond), false, true},
 		{now.Add(time.Second), false, true},
 		{now.Add(-time.Second), true, false},
 		{now.Add(-3 * time.Second), false, false},
@@ -158,6 +161,23 @@ func TestOnTurn(t *testing.T) {
 	} {
 		if ok, early := onTurn(c.turn, now); ok != c.ok || early != c.early {
 			t.Errorf("turn %s: ok %v early %v, want %v %v", fmt.Sprint(c.turn.Sub(now)), ok, early, c.ok, c.early)
+		}
+	}
+}
+
+// TestDueFor: a request held for a turn is due back turnLead before it,
+// never before now.
+func TestDueFor(t *testing.T) {
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	for _, c := range []struct{ turn, want time.Time }{
+		{now.Add(time.Second), now.Add(time.Second - turnLead)},
+		{now.Add(turnLead), now},
+		{now.Add(turnLead / 2), now},
+		{now.Add(-time.Second), now},
+		{time.Time{}, now},
+	} {
+		if got := dueFor(c.turn, now); !got.Equal(c.want) {
+			t.Errorf("turn %s: due %s, want %s", c.turn.Sub(now), got.Sub(now), c.want.Sub(now))
 		}
 	}
 }

@@ -623,7 +623,7 @@ func (w *Worker) admitted(ctx context.Context, t *task, h *hook) bool {
 		w.holdForTurn(m, job, turnOf(job))
 		return false
 	case ok:
-		return true
+		return w.waitForTurn(ctx, m, turnOf(job))
 	}
 	rate := w.ownRate(h)
 	onOwn := false
@@ -632,7 +632,11 @@ func (w *Worker) admitted(ctx context.Context, t *task, h *hook) bool {
 		w.holdForOwnTurn(m, job, ownTurnOf(job), rate)
 		return false
 	case ok && job.OwnRate == rate:
-		onOwn = true // its own turn: its host's turn is taken on it
+		// Its own turn: its host's turn is taken on it.
+		if !w.waitForTurn(ctx, m, ownTurnOf(job)) {
+			return false
+		}
+		onOwn = true
 	} // else none, missed, or taken at a rate since changed: a new one
 	if rate == 0 {
 		// No own rate: the server's per-webhook ceiling.
@@ -664,6 +668,17 @@ func (w *Worker) admitted(ctx context.Context, t *task, h *hook) bool {
 		return false
 	}
 	if wait > 0 && !sleep(ctx, wait) {
+		w.rec.add(outcome{part: m.Part, releaseOnly: m.StreamID})
+		return false
+	}
+	return true
+}
+
+// waitForTurn waits in place for a turn a job came back for (due
+// turnLead before it): false when the worker stopped meanwhile (the job
+// is released, taken over later).
+func (w *Worker) waitForTurn(ctx context.Context, m queue.Msg, turn time.Time) bool {
+	if wait := turn.Sub(w.now()); wait > 0 && !sleep(ctx, wait) {
 		w.rec.add(outcome{part: m.Part, releaseOnly: m.StreamID})
 		return false
 	}
@@ -726,18 +741,19 @@ func ownTurnOf(job *queue.Job) time.Time {
 }
 
 // holdForTurn puts a job back in the retry set, without an attempt, until
-// its turn at its host's cap, and records the turn in the job so that it
-// is sent on it without asking the cap again.
+// its turn at its host's cap (due turnLead before it), and records the
+// turn in the job so that it is sent on it without asking the cap again.
 func (w *Worker) holdForTurn(m queue.Msg, job *queue.Job, turn time.Time) {
 	held := *job
 	held.Turn, held.Own, held.OwnRate = turn.UnixMilli(), 0, 0
 	w.m.deferred.WithLabelValues("host_rate").Inc()
 	w.rec.add(outcome{part: m.Part, result: "deferred",
-		settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, At: turn, Record: &held}})
+		settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, At: dueFor(turn, w.now()), Record: &held}})
 }
 
 // holdForOwnTurn puts a job back in the retry set, without an attempt,
-// until its turn at its webhook's own rate (taken at rate per second), and
+// until its turn at its webhook's own rate (taken at rate per second; due
+// turnLead before it), and
 // records the turn in the job: on it, the job takes its host's turn
 // without asking its webhook's rate again.
 func (w *Worker) holdForOwnTurn(m queue.Msg, job *queue.Job, turn time.Time, rate int) {
@@ -745,7 +761,7 @@ func (w *Worker) holdForOwnTurn(m queue.Msg, job *queue.Job, turn time.Time, rat
 	held.Turn, held.Own, held.OwnRate = 0, turn.UnixMilli(), rate
 	w.m.deferred.WithLabelValues("throttled").Inc()
 	w.rec.add(outcome{part: m.Part, result: "deferred",
-		settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, At: turn, Record: &held}})
+		settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, At: dueFor(turn, w.now()), Record: &held}})
 }
 
 // result is what one attempt got.

@@ -136,12 +136,13 @@ func (w *Worker) verifyOne(ctx context.Context, j store.VerifyJob) {
 	result := ""
 	host := hostOf(j.URL)
 	wait := time.Duration(0)
-	if ok, early := onTurn(derefTime(j.Turn), w.now()); early {
-		wait = j.Turn.Sub(w.now())
-	} else if !ok {
+	onIt, early := onTurn(derefTime(j.Turn), w.now())
+	if onIt || early {
+		wait = max(j.Turn.Sub(w.now()), 0) // back before its turn: wait for it
+	} else {
 		wait, _ = w.unverifiedCap.turn(ctx, host, true)
 	}
-	if wait > hostRetry {
+	if wait > hostRetry && !onIt {
 		next := w.now().Add(wait)
 		o.Postpone, o.Next, result = true, &next, "postponed"
 	} else if wait > 0 && !sleep(ctx, wait) {
