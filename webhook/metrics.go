@@ -47,7 +47,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "deliveries_total", Help: "Job outcomes by result: succeeded, retrying (failed, retry scheduled), failed (no retry left), deferred (put off without an attempt), dropped (webhook deleted or deactivated, delivery settled elsewhere)."},
 			[]string{"result"})),
 		deferred: metric.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
-			Name: "deferrals_total", Help: "Jobs put off without an attempt, by reason: circuit_open (parked until the receiver answers again), throttled (the webhook's rate), host_rate (held in the retry set until its turn at the destination host's cap, once per turn), busy (the endpoint's backlog in this worker is full), error."},
+			Name: "deferrals_total", Help: "Jobs put off without an attempt, by reason: circuit_open (parked until the receiver answers again), throttled (held until its turn at the webhook's own rate, once per turn; or over the server's per-webhook rate), host_rate (held in the retry set until its turn at the destination host's cap, once per turn), busy (the endpoint's backlog in this worker is full), error."},
 			[]string{"reason"})),
 		verifications: metric.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "verifications_total", Help: "Endpoint verification attempts by result: verified, unverified (answered without the challenge, or no attempt left), retrying (no answer), postponed (to its turn at the host's cap; no request sent)."},

@@ -627,13 +627,13 @@ func (w *Worker) admitted(ctx context.Context, t *task, h *hook) bool {
 	}
 	rate := w.ownRate(h)
 	onOwn := false
-	switch ok, early := onTurn(ownTurnOf(job), now); {
-	case early && job.OwnRate == rate:
-		w.holdForOwnTurn(m, job, ownTurnOf(job), rate)
+	switch turn, ok, early := heldOwnTurn(job, rate, now); {
+	case early:
+		w.holdForOwnTurn(m, job, turn, rate)
 		return false
-	case ok && job.OwnRate == rate:
+	case ok:
 		// Its own turn: its host's turn is taken on it.
-		if !w.waitForTurn(ctx, m, ownTurnOf(job)) {
+		if !w.waitForTurn(ctx, m, turn) {
 			return false
 		}
 		onOwn = true
@@ -738,6 +738,20 @@ func ownTurnOf(job *queue.Job) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(job.Own)
+}
+
+// heldOwnTurn is the turn at its webhook's own rate job holds, when it
+// was taken at rate (> 0): whether job may go on it at now (after waiting
+// in place for it) or is early (held again). Neither: it holds none, or
+// one taken at another rate (the webhook's rate changed since), missed,
+// or not one this service took; it asks for a new turn.
+func heldOwnTurn(job *queue.Job, rate int, now time.Time) (turn time.Time, ok, early bool) {
+	if rate <= 0 || job.OwnRate != rate {
+		return time.Time{}, false, false
+	}
+	turn = ownTurnOf(job)
+	ok, early = onTurn(turn, now)
+	return turn, ok, early
 }
 
 // holdForTurn puts a job back in the retry set, without an attempt, until
