@@ -16,6 +16,7 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/webhook/egress"
 	"github.com/attestd/attestd/webhook/queue"
@@ -52,6 +53,9 @@ type APIOptions struct {
 	Queue  *queue.Queue // required: manual retries are queued at once
 	Config Config       // Config.Keys nil: every route answers 503
 	Logger *slog.Logger // default slog.Default()
+	// Origin is the public origin: deliveries' links are absolute on it
+	// (zero: paths). The same as the workers'.
+	Origin config.Origin
 	// Resolver checks the host of a URL at creation (nil: the system's).
 	Resolver egress.Resolver
 	Now      func() time.Time
@@ -538,7 +542,7 @@ func (a *API) retry(c *fiber.Ctx) error {
 	now := a.opt.Now()
 	job := queue.Job{ID: d.ID + ":m" + hex.EncodeToString(suffix[:]), Delivery: d.ID, Webhook: d.WebhookID, Event: d.Event.ID,
 		Type: d.Event.Type, Created: d.Event.CreatedAt.UnixMilli(), Queued: now.UnixMilli(), Attempts: d.Attempts, Manual: true,
-		Body: Body(d.Event)}
+		Body: Body(d.Event, a.opt.Origin)}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 	defer cancel()
 	if err := a.opt.Queue.Enqueue(ctx, []queue.Job{job}); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/store"
 )
 
@@ -79,6 +80,9 @@ type EventType struct {
 	Example json.RawMessage `json:"example"`
 }
 
+// exampleOrigin is the public origin of the examples.
+var exampleOrigin = config.Origin{Scheme: "https", Host: "attestd.example.com"}
+
 var exampleAt = attestation.At(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
 
 // catalogSource lists the event types with their data types and examples.
@@ -90,7 +94,7 @@ var catalogSource = []struct {
 	{store.EventAttestationCreated, "AttestationCreatedEvent", "An attestation was indexed (data: the attestation, as GET /attestations/{id} shows it).", true,
 		attestation.Attestation{PDA: "7Np41oeYqPefeNQEHSv1UDhYrehxin3NStELsSKCT4K2", AgentPDA: "9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin",
 			AgentID: "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", ActionType: attestation.ActionType(0), ActionHash: strings.Repeat("ab", 32),
-			TxSignature: exampleSig, Slot: 312456789, Timestamp: exampleAt, AgentSignature: exampleSig, Commitment: attestation.Confirmed}},
+			TxSignature: exampleSig, Slot: 312456789, Timestamp: exampleAt, AgentSignature: exampleSig, Commitment: attestation.Finalized}},
 	{store.EventAgentRegistered, "AgentRegisteredEvent", "An agent was registered.", true,
 		AgentRegisteredData{PDA: "9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin", Operator: "4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T",
 			AgentID: "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", PolicyRoot: strings.Repeat("cd", 32), RegisteredAt: exampleAt,
@@ -140,7 +144,7 @@ func buildCatalog() []EventType {
 		if err != nil {
 			panic(err)
 		}
-		ex, err := json.Marshal(map[string]any{"id": "evt_1234", "type": c.name, "createdAt": exampleAt, "data": json.RawMessage(data)})
+		ex, err := json.Marshal(json.RawMessage(Body(store.OutboxEvent{ID: 1234, Type: c.name, CreatedAt: exampleAt.Time, Payload: data}, exampleOrigin)))
 		if err != nil {
 			panic(err)
 		}
@@ -157,17 +161,26 @@ func EventSchema(name string) map[string]any {
 		if c.name != name {
 			continue
 		}
+		props := map[string]any{
+			"id":        map[string]any{"type": "string", "pattern": "^evt_[0-9]+$", "description": "The event's id, the same for every webhook that receives it."},
+			"type":      map[string]any{"type": "string", "enum": []string{c.name}},
+			"createdAt": timeSchema(),
+			"data":      schemaOf(reflect.TypeOf(c.data)),
+		}
+		required := []string{"id", "type", "createdAt", "data"}
+		if name == store.EventAttestationCreated {
+			l := schemaOf(reflect.TypeOf(LogLink{}))
+			l["description"] = "Where the attestation's offline proof (a C2SP tlog-proof) is served, and its state in the log when the event was written. A field added to the SPEC's delivery shape: receivers that do not know it ignore it."
+			l["properties"].(map[string]any)["state"].(map[string]any)["enum"] = []string{LogAwaitingAppend, LogAwaitingFinalization}
+			props["log"] = l
+			required = append(required, "log")
+		}
 		return map[string]any{
 			"type":                 "object",
 			"description":          c.description,
-			"required":             []string{"id", "type", "createdAt", "data"},
+			"required":             required,
 			"additionalProperties": false,
-			"properties": map[string]any{
-				"id":        map[string]any{"type": "string", "pattern": "^evt_[0-9]+$", "description": "The event's id, the same for every webhook that receives it."},
-				"type":      map[string]any{"type": "string", "enum": []string{c.name}},
-				"createdAt": timeSchema(),
-				"data":      schemaOf(reflect.TypeOf(c.data)),
-			},
+			"properties":           props,
 		}
 	}
 	return nil

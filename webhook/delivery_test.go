@@ -67,8 +67,19 @@ func TestDeliversSignedEventsToMatchingWebhooks(t *testing.T) {
 			checkSignatures(t, secret, d)
 			var body map[string]json.RawMessage
 			testenv.Must(t, json.Unmarshal(d.Body, &body), "body")
-			if len(body) != 4 || body["id"] == nil || body["type"] == nil || body["createdAt"] == nil || body["data"] == nil {
-				t.Errorf("body %s: want exactly id, type, createdAt, data", d.Body)
+			// SPEC's four members, and for attestation.created the link
+			// to its proof (log), nothing else.
+			members := 4
+			if id, typ := d.event(t); typ == "attestation.created" {
+				members = 5
+				var l webhook.LogLink
+				if err := json.Unmarshal(body["log"], &l); err != nil || l.State == "" ||
+					!strings.HasSuffix(l.Proof, "/proof?format=tlog-proof") {
+					t.Errorf("event %s: log member %s", id, body["log"])
+				}
+			}
+			if len(body) != members || body["id"] == nil || body["type"] == nil || body["createdAt"] == nil || body["data"] == nil {
+				t.Errorf("body %s: want exactly id, type, createdAt, data (and log for attestation.created)", d.Body)
 			}
 			if ct := d.Header.Get("Content-Type"); ct != "application/json" {
 				t.Errorf("content type %q", ct)

@@ -452,8 +452,8 @@ func checkSignatures(t testing.TB, secret string, d delivery) {
 func insertEvents(t testing.TB, st *store.Store, n int, agent, typ string) []int64 {
 	t.Helper()
 	rows, err := st.Pool().Query(context.Background(), `INSERT INTO outbox (event_type, payload)
-		SELECT 'attestation.created', jsonb_build_object('pda', 'pda' || i || '-' || $2, 'agentPda', $2::text,
-			'actionType', $3::text, 'slot', i)
+		SELECT 'attestation.created', jsonb_build_object('pda', left($2, 38) || translate(lpad(i::text, 6, '1'), '0', 'z'), 'agentPda', $2::text,
+			'actionType', $3::text, 'slot', i, 'commitment', 'finalized')
 		FROM generate_series(1, $1) i RETURNING id`, n, agent, typ)
 	testenv.Must(t, err, "insert events")
 	var ids []int64

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/webhook/queue"
@@ -18,19 +19,100 @@ import (
 )
 
 func TestBodyIsStableAndShaped(t *testing.T) {
-	e := store.OutboxEvent{ID: 42, Type: "attestation.created", CreatedAt: time.Date(2026, 11, 21, 10, 0, 0, 700e6, time.UTC),
-		Payload: []byte(`{"pda": "x", "slot": 7, "agentPda": "y"}`)}
-	b := Body(e)
-	if b != `{"id":"evt_42","type":"attestation.created","createdAt":"2026-11-21T10:00:00Z","data":{"pda":"x","slot":7,"agentPda":"y"}}` {
+	e := store.OutboxEvent{ID: 42, Type: "agent.revoked", CreatedAt: time.Date(2026, 11, 21, 10, 0, 0, 700e6, time.UTC),
+		Payload: []byte(`{"pda": "x", "slot": 7}`)}
+	b := Body(e, config.Origin{})
+	if b != `{"id":"evt_42","type":"agent.revoked","createdAt":"2026-11-21T10:00:00Z","data":{"pda":"x","slot":7}}` {
 		t.Fatalf("body %s", b)
 	}
-	if Body(e) != b {
+	if Body(e, config.Origin{}) != b {
 		t.Fatal("two bodies of one event differ")
 	}
 	e.Payload = []byte("not json")
 	var v map[string]any
-	if err := json.Unmarshal([]byte(Body(e)), &v); err != nil || v["data"] != nil {
+	if err := json.Unmarshal([]byte(Body(e, config.Origin{})), &v); err != nil || v["data"] != nil {
 		t.Fatalf("a bad payload must give valid JSON with null data: %v %v", err, v)
+	}
+}
+
+// TestAttestationCreatedLinksItsProof: an attestation.created delivery
+// adds a log member (the SPEC's four members unchanged): the link to the
+// attestation's tlog-proof, absolute on the public origin, and its state
+// when the event was written; hostile payloads give no link (never a
+// link built from a value that is not an address) and valid JSON.
+func TestAttestationCreatedLinksItsProof(t *testing.T) {
+	const pda = "7Np41oeYqPefeNQEHSv1UDhYrehxin3NStELsSKCT4K2"
+	origin := config.Origin{Scheme: "https", Host: "attestd.example.com"}
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	ev := func(typ, payload string) store.OutboxEvent {
+		return store.OutboxEvent{ID: 7, Type: typ, CreatedAt: at, Payload: []byte(payload)}
+	}
+	want := `{"id":"evt_7","type":"attestation.created","createdAt":"2026-11-21T10:00:00Z","data":{"pda":"` + pda + `","commitment":"finalized"},` +
+		`"log":{"state":"awaiting_append","proof":"https://attestd.example.com/api/v1/attestations/` + pda + `/proof?format=tlog-proof"}}`
+	if b := Body(ev("attestation.created", `{"pda":"`+pda+`","commitment":"finalized"}`), origin); b != want {
+		t.Fatalf("body\n%s\nwant\n%s", b, want)
+	}
+	long := strings.Repeat("1", 45)
+	for _, c := range []struct {
+		name, typ, payload string
+		origin             config.Origin
+		state, proof       string // "" state: no log member
+	}{
+		{"finalized", "attestation.created", `{"pda":"` + pda + `","commitment":"finalized"}`, origin, LogAwaitingAppend, "https://attestd.example.com/api/v1/attestations/" + pda + "/proof?format=tlog-proof"},
+		{"confirmed", "attestation.created", `{"pda":"` + pda + `","commitment":"confirmed"}`, origin, LogAwaitingFinalization, "https://attestd.example.com/api/v1/attestations/" + pda + "/proof?format=tlog-proof"},
+		{"no origin: a path", "attestation.created", `{"pda":"` + pda + `","commitment":"finalized"}`, config.Origin{}, LogAwaitingAppend, "/api/v1/attestations/" + pda + "/proof?format=tlog-proof"},
+		{"origin with a port", "attestation.created", `{"pda":"` + pda + `","commitment":"finalized"}`, config.Origin{Scheme: "http", Host: "127.0.0.1:8080"}, LogAwaitingAppend, "http://127.0.0.1:8080/api/v1/attestations/" + pda + "/proof?format=tlog-proof"},
+		{"another event type", "agent.revoked", `{"pda":"` + pda + `","commitment":"finalized"}`, origin, "", ""},
+		{"webhook.test", "webhook.test", `{"webhookId":"wh_1"}`, origin, "", ""},
+		{"not json", "attestation.created", `not json`, origin, "", ""},
+		{"null", "attestation.created", `null`, origin, "", ""},
+		{"array", "attestation.created", `[1,2]`, origin, "", ""},
+		{"no pda", "attestation.created", `{"commitment":"finalized"}`, origin, "", ""},
+		{"empty pda", "attestation.created", `{"pda":"","commitment":"finalized"}`, origin, "", ""},
+		{"pda a number", "attestation.created", `{"pda":12,"commitment":"finalized"}`, origin, "", ""},
+		{"path traversal", "attestation.created", `{"pda":"../../admin/keys?x=1111111111111111111","commitment":"finalized"}`, origin, "", ""},
+		{"another host", "attestation.created", `{"pda":"https://evil.example/","commitment":"finalized"}`, origin, "", ""},
+		{"query in pda", "attestation.created", `{"pda":"` + pda[:30] + `?a=b#c","commitment":"finalized"}`, origin, "", ""},
+		{"NUL in pda", "attestation.created", `{"pda":"` + pda[:32] + `\u0000","commitment":"finalized"}`, origin, "", ""},
+		{"unicode pda", "attestation.created", `{"pda":"` + pda[:31] + `é","commitment":"finalized"}`, origin, "", ""},
+		{"base58 excluded 0", "attestation.created", `{"pda":"0` + pda[1:] + `","commitment":"finalized"}`, origin, "", ""},
+		{"base58 excluded l", "attestation.created", `{"pda":"l` + pda[1:] + `","commitment":"finalized"}`, origin, "", ""},
+		{"too short", "attestation.created", `{"pda":"` + pda[:31] + `","commitment":"finalized"}`, origin, "", ""},
+		{"too long", "attestation.created", `{"pda":"` + long + `","commitment":"finalized"}`, origin, "", ""},
+		{"oversized", "attestation.created", `{"pda":"` + strings.Repeat("A", 1<<20) + `","commitment":"finalized"}`, origin, "", ""},
+		{"unknown commitment", "attestation.created", `{"pda":"` + pda + `","commitment":"processed"}`, origin, "", ""},
+		{"no commitment", "attestation.created", `{"pda":"` + pda + `"}`, origin, "", ""},
+		{"commitment case", "attestation.created", `{"pda":"` + pda + `","commitment":"Finalized"}`, origin, "", ""},
+		{"duplicate pda: the last wins, as data shows it", "attestation.created", `{"pda":"../x","pda":"` + pda + `","commitment":"finalized"}`, origin, LogAwaitingAppend, "https://attestd.example.com/api/v1/attestations/" + pda + "/proof?format=tlog-proof"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := Body(ev(c.typ, c.payload), c.origin)
+			if Body(ev(c.typ, c.payload), c.origin) != b {
+				t.Fatal("two bodies of one event differ")
+			}
+			var v struct {
+				ID, Type, CreatedAt string
+				Data                json.RawMessage
+				Log                 *LogLink
+			}
+			if err := json.Unmarshal([]byte(b), &v); err != nil {
+				t.Fatalf("not JSON: %v: %.200s", err, b)
+			}
+			var all map[string]json.RawMessage
+			_ = json.Unmarshal([]byte(b), &all)
+			if v.ID != "evt_7" || v.Type != c.typ || v.CreatedAt != "2026-11-21T10:00:00Z" || all["data"] == nil {
+				t.Fatalf("the SPEC's members changed: %.200s", b)
+			}
+			if c.state == "" {
+				if v.Log != nil || len(all) != 4 {
+					t.Fatalf("want no log member: %.300s", b)
+				}
+				return
+			}
+			if v.Log == nil || v.Log.State != c.state || v.Log.Proof != c.proof || len(all) != 5 {
+				t.Fatalf("log %+v, want %s %s", v.Log, c.state, c.proof)
+			}
+		})
 	}
 }
 

@@ -130,7 +130,7 @@ func (w *Worker) restore(ctx context.Context, ids []string) (int, error) {
 			continue
 		}
 		j := queue.Job{ID: d.ID, Delivery: d.ID, Webhook: d.WebhookID, Event: d.Event.ID, Type: d.Event.Type,
-			Created: d.Event.CreatedAt.UnixMilli(), Queued: now.UnixMilli(), Attempts: d.Attempts, Base: d.AttemptsBase, Body: Body(d.Event)}
+			Created: d.Event.CreatedAt.UnixMilli(), Queued: now.UnixMilli(), Attempts: d.Attempts, Base: d.AttemptsBase, Body: Body(d.Event, w.opt.Origin)}
 		if d.NextAttemptAt != nil && d.NextAttemptAt.After(now) {
 			later, at = append(later, j), append(at, *d.NextAttemptAt)
 		} else {

@@ -130,7 +130,7 @@ func (w *Worker) runRecovery(ctx context.Context, r store.Recovery) {
 			jobs := make([]queue.Job, len(djs))
 			for i, d := range djs {
 				jobs[i] = queue.Job{ID: d.ID, Delivery: d.ID, Webhook: d.WebhookID, Event: d.Event.ID, Type: d.Event.Type,
-					Created: d.Event.CreatedAt.UnixMilli(), Queued: now, Attempts: d.Attempts, Base: d.AttemptsBase, Recovery: true, Body: Body(d.Event)}
+					Created: d.Event.CreatedAt.UnixMilli(), Queued: now, Attempts: d.Attempts, Base: d.AttemptsBase, Recovery: true, Body: Body(d.Event, w.opt.Origin)}
 			}
 			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := w.q.Enqueue(qctx, jobs)

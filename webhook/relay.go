@@ -57,7 +57,7 @@ func (w *Worker) publish(ctx context.Context) (int, error) {
 	return w.st.PublishOutbox(ctx, relayBatch, republishAfter, func(evs []store.OutboxEvent) error {
 		msgs := make([]queue.Event, len(evs))
 		for i, e := range evs {
-			msgs[i] = queue.Event{ID: e.ID, Type: e.Type, Created: e.CreatedAt.UnixMilli(), Body: Body(e)}
+			msgs[i] = queue.Event{ID: e.ID, Type: e.Type, Created: e.CreatedAt.UnixMilli(), Body: Body(e, w.opt.Origin)}
 		}
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/webhook/egress"
 	"github.com/attestd/attestd/webhook/queue"
@@ -62,6 +63,9 @@ type WorkerOptions struct {
 	Config     Config       // Config.Keys is required
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
+	// Origin is the public origin (ATTESTD_PUBLIC_URL): deliveries'
+	// links are absolute on it (zero: paths). The same as the API nodes'.
+	Origin config.Origin
 	// Name names this worker's consumers (default host-pid-random).
 	Name string
 	// ReconcileEvery is how often pending deliveries are checked against

@@ -374,7 +374,7 @@ func (n *node) webhooks(api *app.API, keys *apikey.Service) error {
 		return err
 	}
 	h, err := webhook.NewAPI(webhook.APIOptions{Store: n.store, Queue: queue.New(n.redis, n.cfg.RedisPrefix, wcfg.Partitions),
-		Config: wcfg, Logger: n.log})
+		Config: wcfg, Logger: n.log, Origin: deliveryOrigin(n.cfg)})
 	if err != nil {
 		return err
 	}

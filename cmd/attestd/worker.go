@@ -69,7 +69,7 @@ func startWorkerWith(ctx context.Context, cfg config.Config, wcfg webhook.Config
 	}
 	defer rdb.Close()
 	w, err := webhook.NewWorker(webhook.WorkerOptions{Store: st, Queue: queue.New(rdb, cfg.RedisPrefix, wcfg.Partitions),
-		Config: wcfg, Logger: log, Registerer: reg})
+		Config: wcfg, Logger: log, Registerer: reg, Origin: deliveryOrigin(cfg)})
 	if err != nil {
 		return err
 	}
@@ -92,4 +92,15 @@ func resealSecrets(ctx context.Context, cfg config.Config, wcfg webhook.Config, 
 	}
 	log.Info("re-sealed webhook secrets", "n", n, "key", wcfg.Keys.Primary())
 	return nil
+}
+
+// deliveryOrigin is the origin of the links in webhook deliveries: the
+// public origin (ATTESTD_PUBLIC_URL, or the loopback listener's), zero
+// (paths) when there is none, as on a worker with no public URL set.
+func deliveryOrigin(cfg config.Config) config.Origin {
+	o, err := cfg.PublicOrigin()
+	if err != nil {
+		return config.Origin{}
+	}
+	return o
 }
