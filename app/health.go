@@ -73,7 +73,10 @@ type LogHealth struct {
 
 // WitnessHealth is where one witness stands.
 type WitnessHealth struct {
-	Name  string `json:"name"`
+	Name string `json:"name"`
+	// Key is its verifier key (name+keyid+base64, C2SP tlog-cosignature),
+	// as configured: what the explorer checks cosignatures with.
+	Key   string `json:"key"`
 	Size  int64  `json:"size"`            // the size it last cosigned
 	Error string `json:"error,omitempty"` // its last failure, while it fails
 }

@@ -141,3 +141,97 @@ func TestGetAttestationLogProof(t *testing.T) {
 		t.Fatalf("malformed %s: %v", mcp.EnvLogKey, err)
 	}
 }
+
+// TestGetAttestationWitnessPolicy: with ATTESTD_MCP_LOG_WITNESSES,
+// get_attestation verifies only a checkpoint that quorum of those
+// witnesses cosigned (each cosignature checked with its key), names them
+// ("witnessed by k of n"), and fails naming the policy otherwise, with the
+// pinned key or the service's.
+func TestGetAttestationWitnessPolicy(t *testing.T) {
+	t.Parallel()
+	env := apptest.NewEnv(t, apptest.Options{Agents: 2, Attestations: 12})
+	lg := logfixture.NewServed(t, env, "attestd.test/log")
+	keys := lg.AddWitnesses(t, "w1.test/w", "w2.test/w")
+	lg.AppendAll(t)
+	node := env.StartNode(t, lg.NodeOptions(t, nil))
+	stranger := logfixture.NewServed(t, env, "attestd.test/log").AddWitnesses(t, "w3.test/w")[0] // cosigned nothing
+	impostor := logfixture.NewServed(t, env, "attestd.test/log").AddWitnesses(t, "w1.test/w")[0] // w1's name, another key
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	api, err := client.New(node.Root)
+	testenv.Must(t, err, "client")
+	var pda string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		page, err := api.ListAttestations(ctx, client.ListParams{Limit: 1})
+		testenv.Must(t, err, "list")
+		pda = page.Data[0].PDA
+		if _, err := api.LogProof(ctx, pda); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no proof served within 10 s: %v", err)
+		}
+	}
+	type policy struct {
+		keys   []string
+		quorum int
+	}
+	for _, c := range []struct {
+		name    string
+		pinned  bool
+		p       policy
+		status  string
+		by      []string
+		text    string // in the tool's text
+		failing string // in the reason
+	}{
+		{"both of both", true, policy{keys, 2}, "verified", []string{"w1.test/w", "w2.test/w"}, "witnessed by 2 of 2 (w1.test/w, w2.test/w), 2 required", ""},
+		{"quorum 0 means all", true, policy{keys, 0}, "verified", []string{"w1.test/w", "w2.test/w"}, "witnessed by 2 of 2", ""},
+		{"service key, both", false, policy{keys, 2}, "verified", []string{"w1.test/w", "w2.test/w"}, "witnessed by 2 of 2", ""},
+		{"one of a stranger and w2", true, policy{[]string{stranger, keys[1]}, 1}, "verified", []string{"w2.test/w"}, "witnessed by 1 of 2 (w2.test/w), 1 required", ""},
+		{"two of a stranger and w2", true, policy{[]string{stranger, keys[1]}, 2}, "failed", nil, "VERIFICATION FAILED", "cosigned by 1 of the 2 trusted witnesses"},
+		{"stranger alone", false, policy{[]string{stranger}, 1}, "failed", nil, "VERIFICATION FAILED", "checkpoint not witnessed"},
+		{"w1's name with another key", true, policy{[]string{impostor}, 1}, "failed", nil, "VERIFICATION FAILED", "checkpoint not witnessed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := mcp.Config{APIURL: node.Root, LogWitnesses: c.p.keys, LogQuorum: c.p.quorum}
+			if c.pinned {
+				cfg.LogKey = lg.VerifierKey
+			}
+			cs := connect(t, cfg)
+			res := call(t, cs, mcp.ToolGetAttestation, map[string]any{"pda": pda})
+			var out struct {
+				Log struct {
+					Status, Reason      string
+					Witnesses, Quorum   int
+					WitnessedBy         []string
+					LeafIndex, TreeSize *int64
+				}
+			}
+			structured(t, res, &out)
+			if out.Log.Status != c.status || strings.Join(out.Log.WitnessedBy, ",") != strings.Join(c.by, ",") ||
+				out.Log.Witnesses != len(c.p.keys) || !strings.Contains(text(res), c.text) || !strings.Contains(out.Log.Reason, c.failing) {
+				t.Fatalf("%+v\n%s", out.Log, text(res))
+			}
+		})
+	}
+	// Policies refused at start, naming the variable.
+	for name, vars := range map[string]map[string]string{
+		"malformed key":       {mcp.EnvWitnesses: "nonsense"},
+		"a log key":           {mcp.EnvWitnesses: lg.VerifierKey + "x"},
+		"quorum 0":            {mcp.EnvWitnesses: keys[0], mcp.EnvQuorum: "0"},
+		"quorum over n":       {mcp.EnvWitnesses: keys[0] + "," + keys[1], mcp.EnvQuorum: "3"},
+		"quorum not a number": {mcp.EnvWitnesses: keys[0], mcp.EnvQuorum: "all"},
+		"quorum alone":        {mcp.EnvQuorum: "1"},
+		"duplicate":           {mcp.EnvWitnesses: keys[0] + "," + keys[0], mcp.EnvLogKey: lg.VerifierKey},
+		"NUL in a key":        {mcp.EnvWitnesses: keys[0][:10] + "\x00" + keys[0][10:], mcp.EnvLogKey: lg.VerifierKey},
+		"oversized":           {mcp.EnvWitnesses: strings.Repeat(keys[0]+"x,", 2000), mcp.EnvLogKey: lg.VerifierKey},
+	} {
+		cfg, err := mcp.ConfigFromEnv(func(k string) string { return vars[k] })
+		if err == nil {
+			_, err = mcp.New(cfg)
+		}
+		if err == nil || (!strings.Contains(err.Error(), mcp.EnvWitnesses) && !strings.Contains(err.Error(), mcp.EnvQuorum)) {
+			t.Errorf("%s: %v, want a refusal naming the variable", name, err)
+		}
+	}
+}

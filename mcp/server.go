@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,8 @@ const (
 	EnvMaxPrice   = "ATTESTD_MCP_MAX_PRICE"
 	EnvPayerRPC   = "ATTESTD_MCP_SOLANA_RPC_URL"
 	EnvLogKey     = "ATTESTD_MCP_LOG_KEY"
+	EnvWitnesses  = "ATTESTD_MCP_LOG_WITNESSES"
+	EnvQuorum     = "ATTESTD_MCP_LOG_WITNESS_QUORUM"
 )
 
 // Config configures a Server.
@@ -53,6 +56,11 @@ type Config struct {
 	// LogKey is the transparency log's verifier key (name+hash+base64) as
 	// the operator published it; empty: the service's own GET /log/key.
 	LogKey string
+	// LogWitnesses are the verifier keys (name+keyid+base64) of the
+	// witnesses whose cosignatures get_attestation requires, LogQuorum of
+	// them (0: all); none: the checkpoint's signature alone.
+	LogWitnesses []string
+	LogQuorum    int
 	// Logger receives the server's logs; it must not write to stdout when
 	// serving stdio. Nil discards them.
 	Logger *slog.Logger
@@ -68,6 +76,8 @@ var Vars = []config.Var{
 	{Name: EnvMaxPrice, Default: "0.1", Help: "(MCP tool server) most USDC paid for one call"},
 	{Name: EnvPayerRPC, Default: "(none)", Help: "(MCP tool server) Solana RPC for blockhashes when the service gives none"},
 	{Name: EnvLogKey, Default: "(none)", Help: "(MCP tool server) the transparency log's verifier key (name+hash+base64) get_attestation checks proofs with; unset: the service's own GET /log/key (reported as keySource service)"},
+	{Name: EnvWitnesses, Default: "(none)", Help: "(MCP tool server) comma-separated verifier keys (name+keyid+base64) of the witnesses whose cosignatures get_attestation requires on the checkpoint (C2SP tlog-cosignature); unset: the log's signature alone"},
+	{Name: EnvQuorum, Default: "(all of them)", Help: "(MCP tool server) how many of ATTESTD_MCP_LOG_WITNESSES must have cosigned the checkpoint"},
 }
 
 // ConfigFromEnv reads Vars with getenv.
@@ -90,6 +100,23 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.LogKey != "" {
 		if _, err := client.NewLogVerifier(c.LogKey); err != nil {
 			e.Fail(EnvLogKey, "not a verifier key (name+hash+base64)")
+		}
+	}
+	for _, k := range strings.Split(e.String(EnvWitnesses, ""), ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			c.LogWitnesses = append(c.LogWitnesses, k)
+		}
+	}
+	if len(c.LogWitnesses) > 0 {
+		c.LogQuorum = e.Int(EnvQuorum, len(c.LogWitnesses), 1, len(c.LogWitnesses))
+	} else if e.String(EnvQuorum, "") != "" {
+		e.Fail(EnvQuorum, "set without %s", EnvWitnesses)
+	}
+	if c.LogKey != "" && len(c.LogWitnesses) > 0 {
+		if v, err := client.NewLogVerifier(c.LogKey); err == nil {
+			if _, err := v.WithWitnesses(c.LogQuorum, c.LogWitnesses...); err != nil {
+				e.Fail(EnvWitnesses, "%v", err)
+			}
 		}
 	}
 	if f := e.String(EnvPayer, ""); f != "" {
@@ -143,9 +170,25 @@ func New(cfg Config) (*Server, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s := &Server{api: api, log: log, budget: b}
+	if len(cfg.LogWitnesses) > 0 {
+		q := cfg.LogQuorum
+		if q == 0 {
+			q = len(cfg.LogWitnesses)
+		}
+		s.logKey.quorum, s.logKey.witnesses = q, cfg.LogWitnesses
+		// Checked here, whatever the log key: a bad witness key is a
+		// mistake at start, not a failed proof later.
+		if _, err := witnessPolicy(q, cfg.LogWitnesses); err != nil {
+			return nil, fmt.Errorf("mcp: %s: %w", EnvWitnesses, err)
+		}
+	}
 	if cfg.LogKey != "" {
-		if s.logKey.pinned, err = client.NewLogVerifier(cfg.LogKey); err != nil {
+		v, err := client.NewLogVerifier(cfg.LogKey)
+		if err != nil {
 			return nil, fmt.Errorf("mcp: %s: %w", EnvLogKey, err)
+		}
+		if s.logKey.pinned, err = s.logKey.policy(v); err != nil {
+			return nil, fmt.Errorf("mcp: %s: %w", EnvWitnesses, err)
 		}
 	}
 	s.mcp = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "attestd", Title: "attestd attestation index",

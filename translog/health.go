@@ -46,7 +46,7 @@ func (s *Server) Health(ctx context.Context) (*app.LogHealth, string) {
 		byKey[st.Witness] = i
 	}
 	for _, w := range cfg.Witnesses {
-		wh := app.WitnessHealth{Name: w.Name}
+		wh := app.WitnessHealth{Name: w.Name, Key: w.VerifierKey}
 		if i, ok := byKey[w.VerifierKey]; ok {
 			wh.Size, wh.Error = states[i].Size, states[i].Error
 			if wh.Error != "" && states[i].FailingSince != nil && time.Since(*states[i].FailingSince) > witnessLagAlarm {

@@ -2,7 +2,9 @@ package logfixture
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/translog"
+	"github.com/attestd/attestd/translog/logformat"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -23,6 +26,44 @@ type Served struct {
 	VerifierKey string
 	Config      translog.Config
 	appender    *translog.Appender
+	// witnesses cosign each checkpoint AppendAll signs (AddWitnesses).
+	witnesses []*logformat.CosignatureSigner
+}
+
+// AddWitnesses makes witnesses of these names (Ed25519 keys, cosigning
+// as C2SP tlog-cosignature, as litewitness does) that cosign every
+// checkpoint AppendAll signs from now on; the nodes of NodeOptions then
+// serve only checkpoints all of them cosigned (the service's quorum: all).
+// It returns their verifier keys, what clients pin.
+func (s *Served) AddWitnesses(t testing.TB, names ...string) []string {
+	t.Helper()
+	var keys, items []string
+	for _, name := range names {
+		_, priv, err := ed25519.GenerateKey(rand.Reader)
+		testenv.Must(t, err, "witness key")
+		s.witnesses = append(s.witnesses, logformat.NewCosignatureSigner(name, priv))
+		k := logformat.NewCosignatureKey(name, priv.Public().(ed25519.PublicKey))
+		keys = append(keys, k)
+		items = append(items, k+" http://127.0.0.1:9/add-checkpoint") // never called: AppendAll cosigns
+	}
+	ws, err := translog.ParseWitnesses(strings.Join(items, ","))
+	testenv.Must(t, err, "witness config")
+	s.Config.Witnesses = append(s.Config.Witnesses, ws...)
+	s.Config.Quorum = len(s.Config.Witnesses)
+	return keys
+}
+
+// cosign stores each witness's cosignature of c, as the appender stores
+// what witnesses answer.
+func (s *Served) cosign(t testing.TB, ctx context.Context, c store.LogCheckpoint) {
+	t.Helper()
+	text, _, _ := strings.Cut(c.Note, "\n\n")
+	for i, w := range s.witnesses {
+		signed, err := note.Sign(&note.Note{Text: text + "\n"}, w)
+		testenv.Must(t, err, "cosign")
+		_, line, _ := strings.Cut(string(signed), "\n\n")
+		testenv.Must(t, s.Env.Store.LogCosign(ctx, c.Origin, c.Size, s.Config.Witnesses[i].VerifierKey, line), "store cosignature")
+	}
 }
 
 // NewServed makes a log key named origin and an appender over env's
@@ -54,6 +95,7 @@ func (s *Served) AppendAll(t testing.TB) store.LogCheckpoint {
 	}
 	c, _, err := s.appender.SignCheckpoint(ctx)
 	testenv.Must(t, err, "sign checkpoint")
+	s.cosign(t, ctx, c)
 	return c
 }
 
