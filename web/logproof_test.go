@@ -3,6 +3,8 @@ package web_test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	crand "crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -19,6 +21,8 @@ import (
 	"github.com/attestd/attestd/client"
 	"github.com/attestd/attestd/internal/logfixture"
 	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/translog/logformat"
+	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -28,6 +32,10 @@ type logVector struct {
 	Attestation attestation.Attestation `json:"attestation"`
 	Proof       client.LogProof         `json:"proof"`
 	Key         string                  `json:"key"`
+	// Witnesses and Quorum are the witness policy (none: the log's
+	// signature alone).
+	Witnesses []string `json:"witnesses,omitempty"`
+	Quorum    int      `json:"quorum"`
 	// Want is "ok" or the step that fails (logproof.js LogError.step).
 	Want  string `json:"-"`
 	Index int64  `json:"-"`
@@ -155,11 +163,18 @@ func logVectors(t *testing.T) []logVector {
 		tc.edit(&a, &p, &key)
 		out = append(out, logVector{Name: tc.name, Attestation: a, Proof: p, Key: key, Want: tc.want, Index: -1})
 	}
+	out = append(out, witnessVectors(t, l, as)...)
 	// The Go client is the reference: same verdict, ok or not.
 	for _, v := range out {
 		lv, err := client.NewLogVerifier(v.Key)
+		if err == nil && len(v.Witnesses) > 0 {
+			lv, err = lv.WithWitnesses(v.Quorum, v.Witnesses...)
+		}
 		if err == nil {
 			_, err = client.VerifyInclusion(lv, &v.Attestation, &v.Proof)
+		}
+		if v.Want == "witness" && !errors.Is(err, client.ErrCheckpointWitnesses) && err != nil && !strings.Contains(err.Error(), "witness") {
+			t.Fatalf("vector %q: the Go client says %v", v.Name, err)
 		}
 		if (err == nil) != (v.Want == "ok") {
 			t.Fatalf("vector %q: the Go client says %v, want %s", v.Name, err, v.Want)
@@ -223,4 +238,77 @@ func countOK(vs []logVector) int {
 		}
 	}
 	return n
+}
+
+// witnessVectors are proofs whose checkpoint carries witnesses'
+// cosignatures (C2SP tlog-cosignature, made with the signer the tests
+// check against torchwood's), checked under witness policies.
+func witnessVectors(t *testing.T, l *logfixture.Log, as []attestation.Attestation) []logVector {
+	t.Helper()
+	signer := func(name string) (*logformat.CosignatureSigner, string) {
+		_, priv, err := ed25519.GenerateKey(crand.Reader)
+		testenv.Must(t, err, "witness key")
+		return logformat.NewCosignatureSigner(name, priv), logformat.NewCosignatureKey(name, priv.Public().(ed25519.PublicKey))
+	}
+	w1, k1 := signer("w1.test/w")
+	w2, k2 := signer("w2.test/w")
+	_, k3 := signer("w3.test/w")       // trusted, never cosigns
+	impostor, _ := signer("w1.test/w") // w1's name, another key
+	body, err := l.CheckpointBody(int64(len(as)))
+	testenv.Must(t, err, "body")
+	cosigned := func(ws ...note.Signer) string {
+		signers := append([]note.Signer{l.Signer()}, ws...)
+		n, err := note.Sign(&note.Note{Text: body}, signers...)
+		testenv.Must(t, err, "cosign")
+		return string(n)
+	}
+	both := cosigned(w1, w2)
+	// w1's and w2's cosignature lines of the tree one leaf smaller.
+	body20, err := l.CheckpointBody(int64(len(as) - 1))
+	testenv.Must(t, err, "body")
+	n20, err := note.Sign(&note.Note{Text: body20}, w1, w2)
+	testenv.Must(t, err, "cosign")
+	otherCosigs := strings.SplitN(string(n20), "\n\n", 2)[1]
+	flip := func(cp, name string, at int) string {
+		lines := strings.Split(cp, "\n")
+		for i, line := range lines {
+			if strings.HasPrefix(line, "— "+name+" ") {
+				j := strings.LastIndex(line, " ")
+				raw, _ := base64.StdEncoding.DecodeString(line[j+1:])
+				raw[at] ^= 1
+				lines[i] = line[:j+1] + base64.StdEncoding.EncodeToString(raw)
+			}
+		}
+		return strings.Join(lines, "\n")
+	}
+	cases := []struct {
+		name, checkpoint string
+		witnesses        []string
+		quorum           int
+		want             string
+	}{
+		{"2 of 2 witnesses", both, []string{k1, k2}, 2, "ok"},
+		{"1 of a silent and w2", both, []string{k3, k2}, 1, "ok"},
+		{"no policy, cosignatures ignored", both, nil, 0, "ok"},
+		{"quorum 0 with witnesses", cosigned(), []string{k1}, 0, "ok"},
+		{"2 of a silent and w2", both, []string{k3, k2}, 2, "witness"},
+		{"no cosignature, 1 required", cosigned(), []string{k1}, 1, "witness"},
+		{"w1 cosignature signature flipped", flip(both, "w1.test/w", 40), []string{k1, k2}, 2, "witness"},
+		{"w1 cosignature time changed", flip(both, "w1.test/w", 11), []string{k1, k2}, 2, "witness"},
+		{"w1 key ID changed: not w1's", flip(both, "w1.test/w", 0), []string{k1, k2}, 2, "witness"},
+		{"impostor of w1's name", cosigned(impostor, w2), []string{k1, k2}, 2, "witness"},
+		{"impostor ignored, 1 of 2", cosigned(impostor, w2), []string{k1, k2}, 1, "ok"},
+		{"cosignatures of another checkpoint", cosigned() + otherCosigs, []string{k1, k2}, 2, "witness"},
+		{"witness key not a key", both, []string{"nonsense"}, 1, "witness"},
+		{"witness key is a log key", both, []string{l.VerifierKey}, 1, "witness"},
+	}
+	var out []logVector
+	for _, c := range cases {
+		p, err := l.Proof(13, int64(len(as)), &as[13])
+		testenv.Must(t, err, "proof")
+		p.Checkpoint = c.checkpoint
+		out = append(out, logVector{Name: "witnesses: " + c.name, Attestation: as[13], Proof: *p, Key: l.VerifierKey,
+			Witnesses: c.witnesses, Quorum: c.quorum, Want: c.want, Index: 13})
+	}
+	return out
 }

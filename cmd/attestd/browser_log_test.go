@@ -114,3 +114,99 @@ func TestBrowserLogProof(t *testing.T) {
 		t.Errorf("confirmed attestation: %s\n%s", result, text)
 	}
 }
+
+// TestBrowserLogProofWitnessed: with two witnesses configured (quorum 2),
+// the attestation page checks both cosignatures of the checkpoint in the
+// browser against the witnesses' keys the node states (/health), says
+// "Witnessed by 2 of 2", and offers "Download proof": the tlog-proof,
+// which verifies offline; a checkpoint stripped of a cosignature, or with
+// one tampered, is not verified, and the page says why.
+func TestBrowserLogProofWitnessed(t *testing.T) {
+	b := startBrowser(t)
+	bin := testenv.BuildAttestd(t)
+	e := apptest.NewEnv(t, apptest.Options{Agents: 2, Attestations: 20})
+	lg := logfixture.NewServed(t, e, "attestd.test/log")
+	keys := lg.AddWitnesses(t, "w1.test/w", "w2.test/w")
+	lg.AppendAll(t)
+	env := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
+		"DATABASE_URL=" + e.DatabaseURL, "REDIS_URL=" + e.RedisURL, "ATTESTD_REDIS_PREFIX=" + e.Prefix,
+		"ATTESTD_METRICS_ADDR=", "ATTESTD_LOG_LEVEL=warn", "ATTESTD_RATE_LIMIT=100000",
+		"ATTESTD_LOG_WITNESSES=" + keys[0] + " http://127.0.0.1:9/add-checkpoint," + keys[1] + " http://127.0.0.1:9/add-checkpoint",
+		"ATTESTD_LOG_WITNESS_QUORUM=2"}, lg.ProcessEnv()...)
+	api, _ := serveProcess(t, bin, env)
+	root := strings.TrimSuffix(api, "/api/v1")
+	var list struct{ Data []attestation.Attestation }
+	get(t, api+"/attestations?limit=10", "198.18.202.1", "", &list)
+	a := list.Data[2]
+	var proof struct{ Data struct{ LeafIndex int64 } }
+	for deadline := time.Now().Add(15 * time.Second); get(t, api+"/attestations/"+a.PDA+"/proof", "198.18.202.2", "", &proof) != 200; {
+		if time.Now().After(deadline) {
+			t.Fatal("no proof within 15 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	open := func(base, what string) (result, text string) {
+		t.Helper()
+		b.do(t, "open "+what, chromedp.Navigate(base+"/#/attestation/"+a.PDA))
+		b.waitFor(t, what+": the verdict", `(() => { const s = document.getElementById("log-proof");
+			return s && ["verified", "failed", "pending", "off", "error"].includes(s.dataset.result); })()`, 20*time.Second)
+		return eval[string](t, b, `document.getElementById("log-proof").dataset.result`),
+			eval[string](t, b, `document.getElementById("log-proof").innerText`)
+	}
+	result, text := open(root, "a witnessed attestation")
+	if result != "verified" || !strings.Contains(text, fmt.Sprintf("In the log at index %d, verified", proof.Data.LeafIndex)) ||
+		!strings.Contains(text, "Witnessed by 2 of 2 (w1.test/w, w2.test/w; 2 required)") || !strings.Contains(text, keys[0]) {
+		t.Fatalf("witnessed attestation: %s\n%s", result, text)
+	}
+	if w := eval[string](t, b, `document.getElementById("log-proof").dataset.witnessed`); w != "2/2" {
+		t.Errorf("data-witnessed %q", w)
+	}
+	// Download proof: the link's file is the tlog-proof.
+	href := eval[string](t, b, `document.querySelector("#log-proof a.log-proof-download").getAttribute("href")`)
+	name := eval[string](t, b, `document.querySelector("#log-proof a.log-proof-download").download`)
+	if href != "/api/v1/attestations/"+a.PDA+"/proof?format=tlog-proof" || name != a.PDA+".tlog-proof" {
+		t.Fatalf("Download proof: href %q, file %q", href, name)
+	}
+	file, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`fetch(document.querySelector("#log-proof a.log-proof-download").href).then((r) => r.text())`,
+		chromedp.EvalAwaitPromise))
+	testenv.Must(t, err, "fetch the downloaded proof")
+	if !strings.HasPrefix(file, "c2sp.org/tlog-proof@v1\nextra ") || strings.Count(file, "\n— w") != 2 {
+		t.Fatalf("the downloaded file is not a cosigned tlog-proof:\n%s", file)
+	}
+	pf := t.TempDir() + "/" + name
+	testenv.Must(t, os.WriteFile(pf, []byte(file), 0o600), "save the proof")
+	if out, errOut, code := runCLI(t, bin, "", nil, "verify", "--proof", pf, "--log-key", lg.VerifierKey, "--witness", keys[0], "--witness", keys[1]); code != 0 ||
+		!strings.Contains(out, "witnessed by 2 of 2") {
+		t.Fatalf("attestd verify --proof on the downloaded file: exit %d\n%s%s", code, out, errOut)
+	}
+	b.checkPage(t, "attestation log proof witnessed")
+
+	for _, tc := range []struct {
+		name, want string
+		edit       func(cp string) string
+	}{
+		{"a cosignature stripped", "Not verified: witnessed by 1 of 2 trusted witnesses (w1.test/w), 2 required", func(cp string) string {
+			i := strings.Index(cp, "\n— w2.test/w ")
+			j := strings.Index(cp[i+1:], "\n")
+			return cp[:i+1] + cp[i+1+j+1:]
+		}},
+		{"a cosignature tampered", "Not verified: the cosignature by witness w1.test/w does not verify", func(cp string) string {
+			i := strings.Index(cp, "\n— w1.test/w ")
+			j := i + len("\n— w1.test/w ")
+			k := j + strings.Index(cp[j:], "\n")
+			raw, _ := base64.StdEncoding.DecodeString(cp[j:k])
+			raw[30] ^= 1
+			return cp[:j] + base64.StdEncoding.EncodeToString(raw) + cp[k:]
+		}},
+	} {
+		proxy := tamperProxy(t, root, func(path string, body []byte) []byte {
+			if !strings.HasSuffix(path, "/proof") {
+				return body
+			}
+			return editData(t, body, func(d map[string]any) { d["checkpoint"] = tc.edit(d["checkpoint"].(string)) })
+		})
+		if result, text := open(proxy, tc.name); result != "failed" || !strings.Contains(text, tc.want) {
+			t.Errorf("%s: %s\n%s", tc.name, result, text)
+		}
+	}
+}

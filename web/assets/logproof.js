@@ -13,7 +13,9 @@
 const enc = new TextEncoder();
 
 // LogError is a verification failure; step names what failed: key,
-// checkpoint, signature, origin, leaf, proof.
+// checkpoint, signature, origin, leaf, proof, witness (the witness policy:
+// a trusted witness's key, a cosignature that does not verify, or fewer
+// cosignatures than the quorum).
 export class LogError extends Error {
   constructor(step, message) { super(message); this.step = step; }
 }
@@ -66,6 +68,57 @@ export async function parseVerifierKey(vkey) {
   const hash = (await sha256(concat(enc.encode(parts[0] + "\n"), raw))).slice(0, 4);
   if (toHex(hash) !== parts[1]) throw new LogError("key", "the verifier key's hash does not match its name and key");
   return { name: parts[0], keyHash: hash, pub: raw.slice(1), text };
+}
+
+// parseWitnessKey reads a witness's verifier key (C2SP tlog-cosignature):
+// <name>+<hex key ID>+<base64(0x04 || Ed25519 public key)>, the key ID
+// being the first 4 bytes of SHA-256(name "\n" 0x04 pub).
+export async function parseWitnessKey(vkey) {
+  const text = String(vkey).trim();
+  const i = text.indexOf("+"), j = text.indexOf("+", i + 1);
+  const parts = i < 0 || j < 0 ? [] : [text.slice(0, i), text.slice(i + 1, j), text.slice(j + 1)];
+  if (text.length > 512 || parts.length !== 3 || !parts[0] || /[\s\u0000-\u001f+]/.test(parts[0]) || !/^[0-9a-f]{8}$/.test(parts[1])) {
+    throw new LogError("witness", "not a witness verifier key (name+keyid+base64)");
+  }
+  let raw;
+  try { raw = b64(parts[2], "the witness key"); } catch { throw new LogError("witness", "the witness key is not base64"); }
+  if (raw.length !== 33 || raw[0] !== 4) throw new LogError("witness", "not an Ed25519 cosignature key (type 0x04)");
+  const hash = (await sha256(concat(enc.encode(parts[0] + "\n"), raw))).slice(0, 4);
+  if (toHex(hash) !== parts[1]) throw new LogError("witness", "the witness key's ID does not match its name and key");
+  return { name: parts[0], keyHash: hash, pub: raw.slice(1), text };
+}
+
+// checkCosignatures checks a signed checkpoint note's cosignatures by the
+// trusted witnesses (from parseWitnessKey): a line by a trusted witness's
+// name and key ID must verify (cosignature/v1: "cosignature/v1\ntime T\n"
+// then the note's text, signed with Ed25519; T the big-endian 8-byte time
+// before the signature); lines of other names or keys are ignored. It
+// resolves to the names that cosigned, or throws when fewer than quorum.
+export async function checkCosignatures(note, witnesses, quorum) {
+  const split = note.lastIndexOf("\n\n");
+  const body = note.slice(0, split + 1);
+  const by = [];
+  for (const line of note.slice(split + 2, -1).split("\n")) {
+    const m = /^\u2014 (\S+) ([A-Za-z0-9+/=]+)$/.exec(line);
+    if (!m) continue; // openCheckpoint refused malformed lines already
+    const raw = b64(m[2], "a cosignature");
+    const w = witnesses.find((k) => k.name === m[1] && raw.length >= 4 && equal(raw.slice(0, 4), k.keyHash));
+    if (!w || by.includes(w.name)) continue;
+    if (raw.length !== 4 + 8 + 64) throw new LogError("witness", "the cosignature by witness " + w.name + " is not 72 bytes");
+    const t = new DataView(raw.buffer, raw.byteOffset + 4, 8).getBigUint64(0);
+    if (t === 0n || t >= 1n << 63n) throw new LogError("witness", "the cosignature by witness " + w.name + " has no valid time");
+    const msg = concat(enc.encode("cosignature/v1\ntime " + t.toString() + "\n"), enc.encode(body));
+    const pub = await crypto.subtle.importKey("raw", w.pub, { name: "Ed25519" }, false, ["verify"]);
+    if (!(await crypto.subtle.verify({ name: "Ed25519" }, pub, raw.slice(12), msg))) {
+      throw new LogError("witness", "the cosignature by witness " + w.name + " does not verify");
+    }
+    by.push(w.name);
+  }
+  if (by.length < quorum) {
+    throw new LogError("witness", `witnessed by ${by.length} of ${witnesses.length} trusted witnesses` +
+      (by.length ? ` (${by.join(", ")})` : "") + `, ${quorum} required`);
+  }
+  return by;
 }
 
 function toHex(bytes) { return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join(""); }
@@ -138,11 +191,20 @@ export async function rootFromInclusion(index, size, leafHash, proof) {
 // verifyProof checks a proof answer (the data of GET /attestations/:id/proof)
 // against the attestation as served (a) and the verifier key text: the
 // checkpoint's signature and origin, the leaf recomputed from a, the
-// inclusion proof. It resolves to {leafIndex, treeSize, keyName, root} or
+// inclusion proof; with policy {witnesses: [verifier keys], quorum}, also
+// that quorum of those witnesses cosigned the checkpoint. It resolves to
+// {leafIndex, treeSize, keyName, root, witnessedBy, witnesses, quorum} or
 // throws a LogError.
-export async function verifyProof(a, p, vkey) {
+export async function verifyProof(a, p, vkey, policy) {
   const key = await parseVerifierKey(vkey);
   const cp = await openCheckpoint(p.checkpoint, key);
+  let witnessedBy = [], witnesses = [], quorum = 0;
+  if (policy && policy.witnesses && policy.witnesses.length) {
+    witnesses = await Promise.all(policy.witnesses.map(parseWitnessKey));
+    quorum = policy.quorum === undefined ? witnesses.length : policy.quorum;
+    if (!Number.isSafeInteger(quorum) || quorum < 0 || quorum > witnesses.length) throw new LogError("witness", "the quorum is not between 0 and the number of witnesses");
+    witnessedBy = await checkCosignatures(p.checkpoint, witnesses, quorum);
+  }
   const leaf = leafBytes(a);
   if (!equal(leaf, b64(p.leaf, "the leaf"))) {
     throw new LogError("leaf", "the proof's leaf is not the canonical JSON of the attestation this page shows");
@@ -161,7 +223,8 @@ export async function verifyProof(a, p, vkey) {
   });
   const root = await rootFromInclusion(index, size, await sha256(concat([0], leaf)), hashes);
   if (!equal(root, cp.root)) throw new LogError("proof", "the inclusion proof does not lead to the checkpoint's root hash");
-  return { leafIndex: p.leafIndex, treeSize: p.treeSize, keyName: key.name, root: toB64(cp.root) };
+  return { leafIndex: p.leafIndex, treeSize: p.treeSize, keyName: key.name, root: toB64(cp.root),
+    witnessedBy, witnesses: witnesses.length, quorum };
 }
 
 // get fetches a same-origin API path: {status, json, text}.
@@ -206,11 +269,12 @@ function small(doc, text) {
 export async function renderLogProof(section, pda, shown) {
   const doc = section.ownerDocument;
   say(section, "checking", "Checking the log proof in your browser…");
-  let key, att, proof;
+  let key, att, proof, health;
+  const id = encodeURIComponent(pda);
   try {
-    const id = encodeURIComponent(pda);
-    [key, att, proof] = await Promise.all([get("/log/key", true),
-      shown ? { status: 200, json: { data: shown } } : get("/attestations/" + id), get("/attestations/" + id + "/proof")]);
+    [key, att, proof, health] = await Promise.all([get("/log/key", true),
+      shown ? { status: 200, json: { data: shown } } : get("/attestations/" + id), get("/attestations/" + id + "/proof"),
+      get("/health").catch(() => ({ status: 0, json: null }))]);
   } catch (e) {
     say(section, "error", "Cannot reach the API to check the log proof: " + e.message);
     return;
@@ -229,14 +293,46 @@ export async function renderLogProof(section, pda, shown) {
   }
   try {
     if (att.json.data.pda !== pda) throw new LogError("leaf", "the attestation served is not " + pda);
-    const v = await verifyProof(att.json.data, proof.json.data, key.text);
+    const policy = witnessPolicy(health);
+    const v = await verifyProof(att.json.data, proof.json.data, key.text, policy);
     const p = say(section, "verified", `In the log at index ${v.leafIndex}, verified`,
       small(doc, ` (tree of ${v.treeSize} leaves, root ${v.root}; checkpoint signed by ${v.keyName}).`));
+    if (v.witnesses) {
+      const w = doc.createElement("span");
+      w.className = "log-proof-witnessed";
+      w.textContent = ` Witnessed by ${v.witnessedBy.length} of ${v.witnesses}`;
+      p.append(w, small(doc, ` (${v.witnessedBy.join(", ")}; ${v.quorum} required).`));
+      section.dataset.witnessed = `${v.witnessedBy.length}/${v.witnesses}`;
+    }
     p.append(doc.createElement("br"), small(doc,
-      `Checked here with WebCrypto against the key this service publishes (${key.text.trim()}): compare it with the key the operator published. ` +
+      `Checked here with WebCrypto against the key this service publishes (${key.text.trim()})` +
+      (v.witnesses ? ` and its witnesses' keys (${policy.witnesses.join(", ")})` : "") + `: compare them with the keys the operators published. ` +
       `The log proves what this service served, not that the chain holds it: transaction ${proof.json.data.txSignature} at slot ${proof.json.data.slot} can be checked with any Solana RPC.`));
+    p.append(doc.createElement("br"), downloadLink(doc, pda, id));
   } catch (e) {
     const why = e instanceof LogError ? e.message : "verification error: " + e.message;
     say(section, "failed", "Not verified: " + why + ".").dataset.step = e instanceof LogError ? e.step : "error";
   }
+}
+
+// witnessPolicy is the node's witness policy as /health states it (each
+// witness's verifier key and the quorum), or undefined without witnesses.
+function witnessPolicy(health) {
+  const log = health && health.json && health.json.log;
+  if (!log || !Array.isArray(log.witnesses) || !log.witnesses.length) return undefined;
+  const keys = log.witnesses.map((w) => w && w.key).filter((k) => typeof k === "string" && k);
+  if (keys.length !== log.witnesses.length) return undefined;
+  return { witnesses: keys, quorum: Number.isSafeInteger(log.quorum) ? Math.min(log.quorum, keys.length) : keys.length };
+}
+
+// downloadLink is the "Download proof" link: the attestation's C2SP
+// tlog-proof, to keep and check offline (attestd verify --proof).
+function downloadLink(doc, pda, id) {
+  const a = doc.createElement("a");
+  a.className = "log-proof-download";
+  a.href = "/api/v1/attestations/" + id + "/proof?format=tlog-proof";
+  a.download = pda.replace(/[^1-9A-HJ-NP-Za-km-z]/g, "") + ".tlog-proof";
+  a.textContent = "Download proof";
+  a.title = "A C2SP tlog-proof: check it offline with attestd verify --proof FILE --log-key KEY";
+  return a;
 }

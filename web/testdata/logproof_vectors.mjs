@@ -8,7 +8,8 @@ const vectors = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const out = [];
 for (const v of vectors) {
   try {
-    const r = await verifyProof(v.attestation, v.proof, v.key);
+    const policy = v.witnesses ? { witnesses: v.witnesses, quorum: v.quorum } : undefined;
+    const r = await verifyProof(v.attestation, v.proof, v.key, policy);
     out.push({ name: v.name, result: "ok", index: r.leafIndex });
   } catch (e) {
     out.push({ name: v.name, result: e instanceof LogError ? e.step : "exception: " + e.message, index: -1 });
