@@ -37,6 +37,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,6 +48,7 @@ import (
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/benchkit"
 	"github.com/attestd/attestd/internal/devstack"
+	"github.com/attestd/attestd/internal/litewitness"
 	"github.com/attestd/attestd/internal/seed"
 	"github.com/attestd/attestd/internal/wrk"
 	"github.com/attestd/attestd/store"
@@ -58,7 +60,7 @@ import (
 )
 
 func main() {
-	parts := flag.String("parts", "append,proof,scale", "which parts to run")
+	parts := flag.String("parts", "append,proof,scale", "which parts to run (also: witness)")
 	rate := flag.Int("rate", 5000, "append: finalized attestations stored per second")
 	feed := flag.Duration("feed", 20*time.Second, "append: how long attestations are stored at -rate")
 	backlog := flag.Int("backlog", 100_000, "append: queued attestations the appender drains for its rate")
@@ -81,6 +83,8 @@ func main() {
 			err = b.appendPart(ctx, *rate, *feed, *backlog)
 		case "proof":
 			err = b.proofPart(ctx, *dur, *rounds)
+		case "witness":
+			err = b.witnessPart(ctx, *rate, *feed)
 		case "scale":
 			err = b.scalePart(ctx, *big, *samples)
 		default:
@@ -103,6 +107,7 @@ type bench struct {
 	stores   *devstack.Scratch
 	quiet    *slog.Logger
 	skey     string
+	vkey     string
 	key      translog.Key
 	cleanups []func()
 }
@@ -117,7 +122,7 @@ func newBench(ctx context.Context) (*bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	skey, _, err := note.GenerateKey(rand.Reader, "bench.attestd.test/log")
+	skey, vkey, err := note.GenerateKey(rand.Reader, "bench.attestd.test/log")
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +130,7 @@ func newBench(ctx context.Context) (*bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &bench{tmp: tmp, stores: stores, quiet: slog.New(slog.NewTextHandler(io.Discard, nil)), skey: skey, key: key}, nil
+	return &bench{tmp: tmp, stores: stores, quiet: slog.New(slog.NewTextHandler(io.Discard, nil)), skey: skey, vkey: vkey, key: key}, nil
 }
 
 func (b *bench) stop() {
@@ -238,70 +243,13 @@ func (b *bench) appendPart(ctx context.Context, rate int, feed time.Duration, ba
 	for !a.IsLeader() {
 		time.Sleep(10 * time.Millisecond)
 	}
+	fr, err := feedFinalized(ctx, st, rng, agents, &slot, rate, feed)
+	if err != nil {
+		return err
+	}
+	stored, fed, behind, p50, p99 := fr.stored, fr.fed, fr.behind, fr.p50, fr.p99
 	var maxLag atomic.Int64
-	var lags []time.Duration
-	var lagMu sync.Mutex
-	sctx, stopSampling := context.WithCancel(ctx)
-	defer stopSampling()
-	var sg sync.WaitGroup
-	sg.Add(1)
-	go func() {
-		defer sg.Done()
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-sctx.Done():
-				return
-			case <-t.C:
-			}
-			bl, err := st.LogBacklog(sctx)
-			if err != nil {
-				continue
-			}
-			lagMu.Lock()
-			lags = append(lags, bl.Oldest)
-			lagMu.Unlock()
-			if int64(bl.Oldest) > maxLag.Load() {
-				maxLag.Store(int64(bl.Oldest))
-			}
-		}
-	}()
-	const tick = 100 * time.Millisecond
-	per := rate / int(time.Second/tick)
-	fmt.Fprintf(os.Stderr, "append: storing %d finalized/s for %s with the appender running...\n", rate, feed)
-	stored := 0
-	fstart := time.Now()
-	behind := time.Duration(0)
-	for next := fstart; time.Since(fstart) < feed; next = next.Add(tick) {
-		if d := time.Until(next); d > 0 {
-			time.Sleep(d)
-		} else {
-			behind = max(behind, -d)
-		}
-		if _, err := st.Apply(ctx, &store.Batch{Attestations: records(rng, agents, per, &slot)}); err != nil {
-			return err
-		}
-		stored += per
-	}
-	fed := time.Since(fstart)
-	// Until the log holds everything.
-	for {
-		bl, err := st.LogBacklog(ctx)
-		if err != nil {
-			return err
-		}
-		if bl.Queued == 0 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	stopSampling()
-	sg.Wait()
-	lagMu.Lock()
-	slices.Sort(lags)
-	p50, p99 := lags[len(lags)/2], lags[len(lags)*99/100]
-	lagMu.Unlock()
+	maxLag.Store(int64(fr.max))
 	fmt.Printf("Finality at %d attestations/s for %s (%d stored in %s, %.0f/s achieved; the feeder fell behind its schedule by %s at most), the appender running with the defaults (appends of %d, poll %s, a checkpoint at most every %s). The log's lag behind finality, sampled every 50 ms (the age of the oldest finalized attestation without a leaf): p50 %s, p99 %s, max %s (target: at most 2 s).\n\n",
 		rate, feed, stored, fed.Round(time.Millisecond), float64(stored)/fed.Seconds(), behind.Round(time.Millisecond), cfg.Batch, cfg.Poll, cfg.CheckpointInterval,
 		p50.Round(time.Millisecond), p99.Round(time.Millisecond), time.Duration(maxLag.Load()).Round(time.Millisecond))
@@ -563,4 +511,195 @@ func freePort() int {
 func nproc() int {
 	b, _ := os.ReadFile("/proc/cpuinfo")
 	return max(1, strings.Count(string(b), "processor\t:"))
+}
+
+// feedResult is what feedFinalized measured.
+type feedResult struct {
+	stored        int
+	fed, behind   time.Duration
+	p50, p99, max time.Duration
+}
+
+// feedFinalized stores finalized attestations at rate/s for feed while
+// the appender runs, sampling the log's lag behind finality every 50 ms,
+// and waits until the log holds them all.
+func feedFinalized(ctx context.Context, st *store.Store, rng *mrand.Rand, agents []seed.Agent, slot *uint64, rate int, feed time.Duration) (feedResult, error) {
+	var r feedResult
+	var maxLag atomic.Int64
+	var lags []time.Duration
+	var lagMu sync.Mutex
+	sctx, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+	var sg sync.WaitGroup
+	sg.Add(1)
+	go func() {
+		defer sg.Done()
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-sctx.Done():
+				return
+			case <-t.C:
+			}
+			bl, err := st.LogBacklog(sctx)
+			if err != nil {
+				continue
+			}
+			lagMu.Lock()
+			lags = append(lags, bl.Oldest)
+			lagMu.Unlock()
+			if int64(bl.Oldest) > maxLag.Load() {
+				maxLag.Store(int64(bl.Oldest))
+			}
+		}
+	}()
+	const tick = 100 * time.Millisecond
+	per := rate / int(time.Second/tick)
+	fmt.Fprintf(os.Stderr, "feed: storing %d finalized/s for %s with the appender running...\n", rate, feed)
+	stored := 0
+	fstart := time.Now()
+	behind := time.Duration(0)
+	for next := fstart; time.Since(fstart) < feed; next = next.Add(tick) {
+		if d := time.Until(next); d > 0 {
+			time.Sleep(d)
+		} else {
+			behind = max(behind, -d)
+		}
+		if _, err := st.Apply(ctx, &store.Batch{Attestations: records(rng, agents, per, slot)}); err != nil {
+			return r, err
+		}
+		stored += per
+	}
+	fed := time.Since(fstart)
+	// Until the log holds everything.
+	for {
+		bl, err := st.LogBacklog(ctx)
+		if err != nil {
+			return r, err
+		}
+		if bl.Queued == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stopSampling()
+	sg.Wait()
+	lagMu.Lock()
+	slices.Sort(lags)
+	p50, p99 := lags[len(lags)/2], lags[len(lags)*99/100]
+	lagMu.Unlock()
+	r.stored, r.fed, r.behind, r.p50, r.p99, r.max = stored, fed, behind, p50, p99, time.Duration(maxLag.Load())
+	return r, nil
+}
+
+// witnessPart: finalized attestations at rate/s for feed with the
+// appender sending every checkpoint to two local litewitness processes
+// (torchwood's, unmodified; quorum 2): how long after its signature each
+// checkpoint had both cosignatures, how many were superseded before a
+// witness was sent them, and the log's lag behind finality meanwhile.
+func (b *bench) witnessPart(ctx context.Context, rate int, feed time.Duration) error {
+	st, _, agents, done, err := b.database(ctx, "log_witness", 50)
+	if err != nil {
+		return err
+	}
+	defer done()
+	bin, err := litewitness.Binary(ctx, ".")
+	if err != nil {
+		return err
+	}
+	var ws []translog.Witness
+	var items []string
+	for i := range 2 {
+		dir := filepath.Join(b.tmp, fmt.Sprintf("witness%d", i+1))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		w, err := litewitness.Start(ctx, litewitness.Options{Binary: bin, Dir: dir, Name: fmt.Sprintf("witness%d.bench.test/w", i+1)})
+		if err != nil {
+			return err
+		}
+		b.cleanups = append(b.cleanups, w.Stop)
+		if err := w.AddLog(ctx, b.key.Name, b.vkey); err != nil {
+			return err
+		}
+		items = append(items, w.Config())
+	}
+	if ws, err = translog.ParseWitnesses(strings.Join(items, ",")); err != nil {
+		return err
+	}
+	cfg := translog.Config{Key: b.key, CheckpointInterval: 2 * time.Second, Batch: 5000, Poll: 200 * time.Millisecond, Witnesses: ws, Quorum: 2}
+	a, err := translog.NewAppender(translog.AppenderOptions{Store: st, Config: cfg, Logger: b.quiet})
+	if err != nil {
+		return err
+	}
+	actx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = a.Run(actx) }()
+	defer func() { cancel(); wg.Wait() }()
+	for !a.IsLeader() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	rng := mrand.New(mrand.NewPCG(3, 4))
+	var slot uint64 = 1000
+	fmt.Fprintf(os.Stderr, "witness: storing %d finalized/s for %s, two litewitnesses cosigning...\n", rate, feed)
+	fr, err := feedFinalized(ctx, st, rng, agents, &slot, rate, feed)
+	if err != nil {
+		return err
+	}
+	// The last checkpoint's cosignatures (the newest is sent to both).
+	var newest int64
+	if err := st.Pool().QueryRow(ctx, `SELECT coalesce(max(size), 0) FROM log_checkpoints`).Scan(&newest); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var n int
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM log_cosignatures WHERE size = $1`, newest).Scan(&n); err != nil {
+			return err
+		}
+		if n == 2 {
+			break
+		}
+	}
+	rows, err := st.Pool().Query(ctx, `SELECT c.size, extract(epoch FROM max(s.cosigned_at) - c.signed_at)::float8, count(s.witness)
+		FROM log_checkpoints c LEFT JOIN log_cosignatures s USING (origin, size) WHERE c.size > 0 GROUP BY c.origin, c.size, c.signed_at ORDER BY c.size`)
+	if err != nil {
+		return err
+	}
+	var both []time.Duration
+	var total, one, none int
+	for rows.Next() {
+		var size int64
+		var secs *float64
+		var n int
+		if err := rows.Scan(&size, &secs, &n); err != nil {
+			rows.Close()
+			return err
+		}
+		total++
+		switch {
+		case n == 2 && secs != nil:
+			both = append(both, time.Duration(*secs*float64(time.Second)))
+		case n == 1:
+			one++
+		default:
+			none++
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(both) == 0 {
+		return fmt.Errorf("no checkpoint got both cosignatures (%d signed)", total)
+	}
+	slices.Sort(both)
+	fmt.Printf("### Witnesses\n\nFinality at %d attestations/s for %s (%d stored in %s, %.0f/s achieved; the feeder fell behind its schedule by %s at most), the appender sending each checkpoint to two local litewitness processes (torchwood v0.6.1, unmodified, keys in ssh-agents; quorum 2), checkpoints at most every %s.\n\n",
+		rate, feed, fr.stored, fr.fed.Round(time.Millisecond), float64(fr.stored)/fr.fed.Seconds(), fr.behind.Round(time.Millisecond), cfg.CheckpointInterval)
+	fmt.Printf("| checkpoints signed | cosigned by both | by one (superseded for the other) | by none | signed to both cosignatures p50 | p99 | max |\n|---:|---:|---:|---:|---:|---:|---:|\n| %d | %d | %d | %d | %s | %s | %s |\n\n",
+		total, len(both), one, none, both[len(both)/2].Round(time.Millisecond), both[len(both)*99/100].Round(time.Millisecond), both[len(both)-1].Round(time.Millisecond))
+	fmt.Printf("The log's lag behind finality meanwhile (appending never waits for witnesses): p50 %s, p99 %s, max %s (target: at most 2 s).\n\n",
+		fr.p50.Round(time.Millisecond), fr.p99.Round(time.Millisecond), fr.max.Round(time.Millisecond))
+	return nil
 }
