@@ -91,6 +91,7 @@ func main() {
 			err = fmt.Errorf("unknown part %q", p)
 		}
 		if err != nil {
+			b.stop() // fail exits: stop the stores and witnesses first
 			fail(fmt.Errorf("%s: %w", p, err))
 		}
 	}
