@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/webhook"
+	"github.com/gagliardetto/solana-go"
 )
 
 // noEcho answers a verification request as a receiver that never asked
@@ -119,8 +121,12 @@ func TestWrongAnswersStayUnverified(t *testing.T) {
 				}
 				return c.answer(b)
 			})
-			w := h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
-			insertEvents(t, h.env.Store, 1, agentA, "ToolCall")
+			// Each case's webhook follows an agent of its own: the cases run
+			// side by side, and every webhook gets every event it matches.
+			agent := solana.PublicKeyFromBytes(func() []byte { s := sha256.Sum256([]byte(name)); return s[:] }()).String()
+			w := h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"},
+				"filter": map[string]any{"agents": []string{agent}}})
+			insertEvents(t, h.env.Store, 1, agent, "ToolCall")
 			v := h.waitVerification(t, key, w.ID, "unverified")
 			attempts := 1
 			if c.retried {
@@ -148,7 +154,7 @@ func TestWrongAnswersStayUnverified(t *testing.T) {
 				t.Fatalf("after POST verify: %+v", v)
 			}
 			h.waitVerification(t, key, w.ID, "verified")
-			insertEvents(t, h.env.Store, 1, agentA, "ToolCall")
+			insertEvents(t, h.env.Store, 1, agent, "ToolCall")
 			waitFor(t, "an event after the new round", 30*time.Second, func() bool { return len(rc.deliveries()) >= 2 })
 		})
 	}
