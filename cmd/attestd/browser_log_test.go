@@ -25,6 +25,7 @@ import (
 // the checkpoint or the attestation it says why it is not verified; a
 // confirmed attestation is "not in the log yet".
 func TestBrowserLogProof(t *testing.T) {
+	t.Parallel()
 	b := startBrowser(t)
 	bin := testenv.BuildAttestd(t)
 	e := apptest.NewEnv(t, apptest.Options{Agents: 2, Attestations: 50})
@@ -122,6 +123,7 @@ func TestBrowserLogProof(t *testing.T) {
 // which verifies offline; a checkpoint stripped of a cosignature, or with
 // one tampered, is not verified, and the page says why.
 func TestBrowserLogProofWitnessed(t *testing.T) {
+	t.Parallel()
 	b := startBrowser(t)
 	bin := testenv.BuildAttestd(t)
 	e := apptest.NewEnv(t, apptest.Options{Agents: 2, Attestations: 20})

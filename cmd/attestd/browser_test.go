@@ -91,6 +91,9 @@ func chromium(t *testing.T) string {
 	return chromiumPath
 }
 
+// startBrowser starts a headless Chromium of t's own. The browser tests
+// run in parallel (each has its own Chromium, node, database and Redis
+// prefix, and they wait on pages far more than they compute).
 func startBrowser(t *testing.T) *browser {
 	t.Helper()
 	path := chromium(t)
@@ -267,6 +270,7 @@ type apiAttestation map[string]any
 // stats pages show the API's figures. It logs the first page's bytes and
 // time to a rendered list.
 func TestBrowserExplorer(t *testing.T) {
+	t.Parallel()
 	b := startBrowser(t)
 	n := startWebNode(t)
 
@@ -398,6 +402,7 @@ func TestBrowserExplorer(t *testing.T) {
 // sees the 401; creates a webhook, sends it a test event and sees the
 // delivery in its log; signs out.
 func TestBrowserConsole(t *testing.T) {
+	t.Parallel()
 	b := startBrowser(t)
 	n := startWebNode(t)
 

@@ -13,6 +13,7 @@ import (
 // rotate a secret (the new one shown once), recover a window, and the
 // event catalog with each type's schema and example.
 func TestBrowserConsoleWebhookTools(t *testing.T) {
+	t.Parallel()
 	b := startBrowser(t)
 	n := startWebNode(t)
 	b.do(t, "open the console", chromedp.Navigate(n.root+"/#/console"))

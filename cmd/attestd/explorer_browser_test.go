@@ -139,6 +139,7 @@ func explorerPages(n *webNode, pda, agent, tx string) []explorerPage {
 // screen, no word in any table is broken inside, and axe-core finds no
 // serious or critical violation on any.
 func TestBrowserEveryPageFitsAndPassesAxe(t *testing.T) {
+	t.Parallel()
 	src := axeSource(t)
 	b := startBrowser(t)
 	n := startWebNode(t)
@@ -172,6 +173,7 @@ func TestBrowserEveryPageFitsAndPassesAxe(t *testing.T) {
 // 8785 form, says which matched, refuses an empty box, and offers a
 // published sample payload that matches.
 func TestBrowserVerifyBox(t *testing.T) {
+	t.Parallel()
 	b := startBrowser(t)
 	n := startWebNode(t)
 	agent := n.env.Seeded.Agents[0]
@@ -238,6 +240,7 @@ func TestBrowserVerifyBox(t *testing.T) {
 // TestBrowserPaging: the list pages by cursor (Older, Newer, Newest), each
 // page the API's, the cursor in the URL; the agents page lists every agent.
 func TestBrowserPaging(t *testing.T) {
+	t.Parallel()
 	b := startBrowser(t)
 	n := startWebNode(t)
 	var p1, p2, p3 struct {
@@ -314,6 +317,7 @@ func TestBrowserPaging(t *testing.T) {
 // to get one (links) and, on a node served from this machine, offers a
 // local test wallet that signs in.
 func TestBrowserConsoleWithoutWallet(t *testing.T) {
+	t.Parallel()
 	b := startBrowser(t)
 	n := startWebNode(t)
 	b.do(t, "open the stats", chromedp.Navigate(n.root+"/#/stats"))
@@ -356,6 +360,7 @@ func TestBrowserConsoleWithoutWallet(t *testing.T) {
 // another branch): until the lead merges it, this test fails at its first
 // check, which says the endpoint answers 404.
 func TestBrowserLiveStream(t *testing.T) {
+	t.Parallel()
 	n := startWebNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -85,6 +85,7 @@ func (b *browser) wordsWhole(t *testing.T, what string) {
 // table breaks (as the console's tables once did: "Lab el", "Re vo ke"),
 // so it cannot pass by accident.
 func TestBrowserWordsWholeCheckFails(t *testing.T) {
+	t.Parallel()
 	b := startBrowser(t)
 	b.do(t, "a squeezed table", chromedp.Navigate("data:text/html,"+strings.ReplaceAll(
 		`<table style="width:60px;overflow-wrap:anywhere"><tr><th>Label</th><td>Revoke now</td></tr></table>`, " ", "%20")))
@@ -123,6 +124,7 @@ type overview struct {
 // ticks, keep every x label inside the chart, and show a bucket's exact
 // count on hover and on keyboard focus.
 func TestBrowserHomeAndCharts(t *testing.T) {
+	t.Parallel()
 	b := startBrowser(t)
 	n := startWebNode(t)
 	// A quiet complete hour (20 attestations, two hours ago), then a busy
@@ -245,6 +247,7 @@ func TestBrowserHomeAndCharts(t *testing.T) {
 // TestBrowserYoungAgentChart: an agent whose whole life is a few hours
 // gets an hourly chart of those hours (not one full-width day).
 func TestBrowserYoungAgentChart(t *testing.T) {
+	t.Parallel()
 	b := startBrowser(t)
 	n := startWebNode(t)
 	// A fresh agent: registered now, 40 attestations over the last 5 hours.
@@ -289,6 +292,7 @@ func newAgent(t *testing.T, n *webNode) seed.Agent {
 // browser (its bytes, and a JSON file by its RFC 8785 form); unknown input
 // says what it tried.
 func TestBrowserSearch(t *testing.T) {
+	t.Parallel()
 	b := startBrowser(t)
 	n := startWebNode(t)
 	ctx := context.Background()
@@ -390,6 +394,7 @@ func solanaAddress(pub ed25519.PublicKey) string { return solana.PublicKeyFromBy
 // never a stuck "Loading"), and once the window has passed the page loads
 // its data by itself.
 func TestBrowserRateLimited(t *testing.T) {
+	t.Parallel()
 	b := startBrowser(t)
 	n := startWebNodeWith(t, "ATTESTD_RATE_LIMIT=100", "ATTESTD_RATE_WINDOW=20s")
 	// Spend what is left of the 100 (the test's start spent a few on /health).

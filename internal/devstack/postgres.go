@@ -68,7 +68,7 @@ func StartPostgres(ctx context.Context, dir string) (*Postgres, error) {
 	cmd := exec.Command(bins.Postgres, "-D", dir, "-p", strconv.Itoa(port),
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=300", "-c", "shared_buffers=128MB", "-c", "log_min_messages=warning")
+		"-c", "max_connections=600", "-c", "shared_buffers=128MB", "-c", "log_min_messages=warning")
 	p, err := startProcess("postgres", cmd, cred, filepath.Join(dir, "server.log"))
 	if err != nil {
 		return nil, err
