@@ -232,18 +232,11 @@ func (b *bench) appendPart(ctx context.Context, rate int, feed time.Duration, ba
 		batches[len(batches)/2].Round(time.Millisecond), batches[len(batches)-1].Round(time.Millisecond))
 
 	// 2. Finality at rate/s while the appender runs as attestd index runs it.
-	a, err := translog.NewAppender(translog.AppenderOptions{Store: st, Config: cfg, Logger: b.quiet})
+	stopAppender, err := b.startAppender(ctx, st, cfg)
 	if err != nil {
 		return err
 	}
-	actx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = a.Run(actx) }()
-	defer func() { cancel(); wg.Wait() }()
-	for !a.IsLeader() {
-		time.Sleep(10 * time.Millisecond)
-	}
+	defer stopAppender()
 	fr, err := feedFinalized(ctx, st, rng, agents, &slot, rate, feed)
 	if err != nil {
 		return err
@@ -495,6 +488,23 @@ func bulkLoad(ctx context.Context, st *store.Store, n int64) error {
 	return err
 }
 
+// startAppender runs an appender over st as attestd index runs it, once
+// it leads; stop ends it and waits for it.
+func (b *bench) startAppender(ctx context.Context, st *store.Store, cfg translog.Config) (func(), error) {
+	a, err := translog.NewAppender(translog.AppenderOptions{Store: st, Config: cfg, Logger: b.quiet})
+	if err != nil {
+		return nil, fmt.Errorf("appender: %w", err)
+	}
+	actx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = a.Run(actx) }()
+	for !a.IsLeader() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return func() { cancel(); wg.Wait() }, nil
+}
+
 func pdaOf(i int64) string { return fmt.Sprintf("bench%039d", i) }
 
 func leafOf(i int64) []byte {
@@ -630,18 +640,11 @@ func (b *bench) witnessPart(ctx context.Context, rate int, feed time.Duration) e
 		return err
 	}
 	cfg := translog.Config{Key: b.key, CheckpointInterval: 2 * time.Second, Batch: 5000, Poll: 200 * time.Millisecond, Witnesses: ws, Quorum: 2}
-	a, err := translog.NewAppender(translog.AppenderOptions{Store: st, Config: cfg, Logger: b.quiet})
+	stopAppender, err := b.startAppender(ctx, st, cfg)
 	if err != nil {
 		return err
 	}
-	actx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = a.Run(actx) }()
-	defer func() { cancel(); wg.Wait() }()
-	for !a.IsLeader() {
-		time.Sleep(10 * time.Millisecond)
-	}
+	defer stopAppender()
 	rng := mrand.New(mrand.NewPCG(3, 4))
 	var slot uint64 = 1000
 	fmt.Fprintf(os.Stderr, "witness: storing %d finalized/s for %s, two litewitnesses cosigning...\n", rate, feed)
