@@ -55,7 +55,9 @@ func StartReplica(ctx context.Context, primary *Postgres, dir string) (*Postgres
 	srv := exec.Command(bins.Postgres, "-D", dir, "-p", strconv.Itoa(port),
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=300", "-c", "shared_buffers=128MB", "-c", "log_min_messages=warning",
+		// A hot standby refuses to start with fewer connections than its
+		// primary allows: the same 600 as StartPostgres.
+		"-c", "max_connections=600", "-c", "shared_buffers=128MB", "-c", "log_min_messages=warning",
 		"-c", "hot_standby=on")
 	p, err := startProcess("postgres replica", srv, cred, filepath.Join(dir, "server.log"))
 	if err != nil {
