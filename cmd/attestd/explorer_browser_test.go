@@ -362,15 +362,23 @@ func TestBrowserConsoleWithoutWallet(t *testing.T) {
 func TestBrowserLiveStream(t *testing.T) {
 	t.Parallel()
 	n := startWebNode(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.api+"/attestations/stream", nil)
-	testenv.Must(t, err, "request")
-	req.Header.Set("Accept", "text/event-stream")
-	res, err := http.DefaultClient.Do(req)
-	testenv.Must(t, err, "GET /attestations/stream")
-	res.Body.Close()
-	cancel()
+	// A node just started answers 503 with Retry-After until its stream hub
+	// has read the log's head; an EventSource retries, and so does this.
+	var res *http.Response
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.api+"/attestations/stream", nil)
+		testenv.Must(t, err, "request")
+		req.Header.Set("Accept", "text/event-stream")
+		res, err = http.DefaultClient.Do(req)
+		testenv.Must(t, err, "GET /attestations/stream")
+		res.Body.Close()
+		cancel()
+		if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("GET /api/v1/attestations/stream answers %d %q, not a text/event-stream: the stream endpoint is not on this branch (without it the path falls to GET /attestations/:id, 400; it lands with the stream work of issue 23)",
 			res.StatusCode, res.Header.Get("Content-Type"))
