@@ -48,7 +48,10 @@ func NewEnv(t testing.TB, opt Options) *Env {
 func NewEnvOn(t testing.TB, databaseURL, redisURL, prefix string, opt Options) *Env {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, databaseURL, store.Options{MaxConns: 8})
+	// The environment's own store seeds and sets up: a minute per statement,
+	// not a node's 5 s (seeding thousands of rows on two cores shared with
+	// the rest of the suite under -race passed 5 s). Nodes open their own.
+	st, err := store.Open(ctx, databaseURL, store.Options{MaxConns: 8, QueryTimeout: time.Minute})
 	testenv.Must(t, err, "open store")
 	t.Cleanup(st.Close)
 	_, err = st.Migrate(ctx)
