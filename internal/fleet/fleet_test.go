@@ -197,7 +197,7 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 	}
 	waitFor(t, "initial traffic indexed", 60*time.Second, func() bool { r, _ := stored(); return r == chainAttestations(f.Chain) })
 	var s Status
-	waitFor(t, "the status line sees the whole fleet", 30*time.Second, func() bool {
+	waitFor(t, "the status line sees the whole fleet", 90*time.Second, func() bool {
 		s = f.Status(ctx)
 		return s.Edge && s.API == 3 && s.IndexerUp == 2 && s.Leader != "" && s.WorkersUp == 2 && s.Attestations == int64(chainAttestations(f.Chain))
 	})
