@@ -37,16 +37,16 @@ func startWitnesses(t *testing.T, le *logEnv, n int) []*litewitness.Witness {
 	t.Helper()
 	lwOnce.Do(func() { lwBin, lwErr = litewitness.Binary(context.Background(), ".") })
 	testenv.Must(t, lwErr, "build litewitness")
-	var out []*litewitness.Witness
+	var opts []litewitness.Options
 	for i := range n {
-		w, err := litewitness.Start(context.Background(), litewitness.Options{Binary: lwBin,
-			Dir: testenv.TempDir(t, "attestd-witness-"), Name: sprintf("witness%d.test/w", i+1)})
-		testenv.Must(t, err, "start litewitness %d", i+1)
-		t.Cleanup(w.Stop)
-		testenv.Must(t, w.AddLog(context.Background(), le.key.Name, le.key.VerifierKey), "add the log to witness %d", i+1)
-		out = append(out, w)
+		opts = append(opts, litewitness.Options{Binary: lwBin, Dir: testenv.TempDir(t, "attestd-witness-"), Name: sprintf("witness%d.test/w", i+1)})
 	}
-	return out
+	ws, _, err := litewitness.ForLog(context.Background(), le.key.Name, le.key.VerifierKey, opts...)
+	testenv.Must(t, err, "start %d litewitness processes", n)
+	for _, w := range ws {
+		t.Cleanup(w.Stop)
+	}
+	return ws
 }
 
 func witnessConfig(t *testing.T, ws []*litewitness.Witness) []translog.Witness {

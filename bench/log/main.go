@@ -619,24 +619,20 @@ func (b *bench) witnessPart(ctx context.Context, rate int, feed time.Duration) e
 	if err != nil {
 		return err
 	}
-	var ws []translog.Witness
-	var items []string
+	var opts []litewitness.Options
 	for i := range 2 {
 		dir := filepath.Join(b.tmp, fmt.Sprintf("witness%d", i+1))
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return err
-		}
-		w, err := litewitness.Start(ctx, litewitness.Options{Binary: bin, Dir: dir, Name: fmt.Sprintf("witness%d.bench.test/w", i+1)})
-		if err != nil {
-			return err
-		}
-		b.cleanups = append(b.cleanups, w.Stop)
-		if err := w.AddLog(ctx, b.key.Name, b.vkey); err != nil {
-			return err
-		}
-		items = append(items, w.Config())
+		opts = append(opts, litewitness.Options{Binary: bin, Dir: dir, Name: fmt.Sprintf("witness%d.bench.test/w", i+1)})
 	}
-	if ws, err = translog.ParseWitnesses(strings.Join(items, ",")); err != nil {
+	started, items, err := litewitness.ForLog(ctx, b.key.Name, b.vkey, opts...)
+	if err != nil {
+		return err
+	}
+	for _, w := range started {
+		b.cleanups = append(b.cleanups, w.Stop)
+	}
+	ws, err := translog.ParseWitnesses(items)
+	if err != nil {
 		return err
 	}
 	cfg := translog.Config{Key: b.key, CheckpointInterval: 2 * time.Second, Batch: 5000, Poll: 200 * time.Millisecond, Witnesses: ws, Quorum: 2}

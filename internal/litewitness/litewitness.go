@@ -20,6 +20,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -255,3 +256,51 @@ func (w *Witness) Stop() {
 // Config is the witness as ATTESTD_LOG_WITNESSES names it: its verifier
 // key, a space, its add-checkpoint URL.
 func (w *Witness) Config() string { return w.VerifierKey + " " + w.URL }
+
+// ForLog starts one witness per Options, each told of the log (its origin
+// and verifier key), and returns them with the ATTESTD_LOG_WITNESSES value
+// naming them. When one fails, those already started are stopped.
+func ForLog(ctx context.Context, origin, verifierKey string, opts ...Options) ([]*Witness, string, error) {
+	var ws []*Witness
+	var items []string
+	stop := func() {
+		for _, w := range ws {
+			w.Stop()
+		}
+	}
+	for _, opt := range opts {
+		w, err := Start(ctx, opt)
+		if err != nil {
+			stop()
+			return nil, "", fmt.Errorf("start witness %s: %w", opt.Name, err)
+		}
+		ws = append(ws, w)
+		if err := w.AddLog(ctx, origin, verifierKey); err != nil {
+			stop()
+			return nil, "", err
+		}
+		items = append(items, w.Config())
+	}
+	return ws, strings.Join(items, ","), nil
+}
+
+// Local is the witness make run and make cluster start beside their log:
+// litewitness built from the checkout (the first build compiles SQLite and
+// takes a minute or two; Go caches it), its data and key under dir (so its
+// identity and the sizes it cosigned survive a restart), told of the log.
+// It returns the witness and the ATTESTD_LOG_WITNESSES value naming it.
+func Local(ctx context.Context, checkout, dir, name, origin, verifierKey string, log *slog.Logger) (*Witness, string, error) {
+	start := time.Now()
+	log.Info("building the local witness (torchwood's litewitness, the project's tool dependency; the first build takes a minute or two)")
+	bin, err := Binary(ctx, checkout)
+	if err != nil {
+		return nil, "", fmt.Errorf("local witness: %w", err)
+	}
+	ws, cfg, err := ForLog(ctx, origin, verifierKey, Options{Binary: bin, Dir: dir, Name: name})
+	if err != nil {
+		return nil, "", fmt.Errorf("local witness: %w", err)
+	}
+	log.Info("local witness up", "name", name, "url", ws[0].URL, "verifier_key", ws[0].VerifierKey,
+		"dir", dir, "took", time.Since(start).Round(time.Millisecond))
+	return ws[0], cfg, nil
+}
