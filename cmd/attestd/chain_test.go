@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,23 +84,41 @@ func TestLocalContinuesItsChain(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	first := startDaemonIn(t, dir, bin, env, "local", "--agents", "2", "--attestations", "20")
+	// Run from the checkout, as make run does (its local witness is built
+	// from the project's tool dependency), keeping the data in dir.
+	checkout, err := os.Getwd()
+	testenv.Must(t, err, "working directory")
+	env = append(env, goToolEnv(t)...)
+	args := []string{"local", "--dir", filepath.Join(dir, ".run"), "--agents", "2", "--attestations", "20"}
+	// witnessed waits until the served checkpoint carries the local
+	// witness's cosignature.
+	witnessed := func(what string) {
+		t.Helper()
+		waitHealth(t, base+"/api/v1", what, func(h health) bool {
+			return h.Log != nil && h.Log.Quorum == 1 && slices.Contains(h.Log.WitnessedBy, "witness.attestd.local/w")
+		})
+	}
+	first := startDaemonIn(t, checkout, bin, env, args...)
 	// 20 seeded + 2,000 of the simulator's first traffic, then 2 a second.
 	seeded := waitCount(first, time.Now().Add(3*time.Minute), "first run indexes the simulator", func(n int) bool { return n >= 2020 })
 	// About 20 s of live traffic (2 a second): the chain passes slot 50.
 	before := waitCount(first, time.Now().Add(time.Minute), "live attestations in the first run", func(n int) bool { return n >= seeded+40 })
 	lastSlot := indexedSlot(base)
+	witnessed("the first run's log is witnessed")
 	first.stop()
 	chainFile := filepath.Join(dir, ".run", "chain", "chain.json")
 	firstChain, firstErr := os.ReadFile(chainFile) // checked after the second run
 
-	second := startDaemonIn(t, dir, bin, env, "local", "--agents", "2", "--attestations", "20")
+	second := startDaemonIn(t, checkout, bin, env, args...)
 	waitCount(second, time.Now().Add(3*time.Minute), "second run serves", func(int) bool { return true })
 	// New attestations, from slots past those the first run indexed (a
 	// replayed chain would be below them for as long as the first run
 	// lasted).
 	after := waitCount(second, time.Now().Add(10*time.Second), "new attestations within 10 s of the second start",
 		func(n int) bool { return n > before && indexedSlot(base) > lastSlot })
+	// The witness kept its key and the size it cosigned: it goes on
+	// cosigning the same log.
+	witnessed("the second run's log is witnessed")
 	testenv.Must(t, firstErr, "the first run keeps its chain")
 	var saved struct {
 		Seed int64
@@ -121,6 +140,22 @@ func TestLocalContinuesItsChain(t *testing.T) {
 		t.Fatalf("kept chain seed %d slot %d after the second run; the first left seed %d slot %d", now.Seed, now.Slot, saved.Seed, saved.Slot)
 	}
 	t.Logf("first run: %d attestations at slot %d; second run: %d", before, saved.Slot, after)
+}
+
+// goToolEnv is the Go settings a child process needs to run `go tool`
+// with this test's module and build caches (its HOME is a scratch one).
+func goToolEnv(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPROXY", "GOSUMDB", "GOTOOLCHAIN", "GOFLAGS").Output()
+	testenv.Must(t, err, "go env")
+	names := []string{"GOCACHE", "GOMODCACHE", "GOPROXY", "GOSUMDB", "GOTOOLCHAIN", "GOFLAGS"}
+	var env []string
+	for i, v := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		if i < len(names) {
+			env = append(env, names[i]+"="+v)
+		}
+	}
+	return env
 }
 
 // rowCounts counts indexed rows and reads the indexer's checkpoint slot.

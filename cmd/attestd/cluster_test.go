@@ -148,6 +148,10 @@ type health struct {
 	Reasons []string
 	Indexer struct{ Synced bool }
 	Chain   struct{ Reachable bool }
+	Log     *struct {
+		Quorum      int
+		WitnessedBy []string
+	}
 }
 
 // healthPolls numbers the polls of /health: each comes from its own client

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/devstack"
+	"github.com/attestd/attestd/internal/litewitness"
 	"github.com/attestd/attestd/translog"
 	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/webhook/keyring"
@@ -109,7 +111,11 @@ func runLocal(ctx context.Context, args []string) error {
 		return err
 	}
 	banner.rpc = os.Getenv("ATTESTD_SOLANA_RPC_URL")
-	if err := localLogKey(abs, log); err != nil {
+	lcfg, err := localLogKey(abs, log)
+	if err != nil {
+		return err
+	}
+	if err := startLocalWitness(ctx, abs, lcfg, log); err != nil {
 		return err
 	}
 	if err := startLocalIndexer(ctx, log); err != nil {
@@ -148,9 +154,9 @@ func setLocalPublicURL(log *slog.Logger) error {
 // first run, readable by its owner only, named after the public origin's
 // host), which both the appender beside the local indexer and the node
 // read. The verifier key is logged for attestd verify.
-func localLogKey(dir string, log *slog.Logger) error {
+func localLogKey(dir string, log *slog.Logger) (translog.Config, error) {
 	if os.Getenv("ATTESTD_LOG_KEY") != "" || os.Getenv("ATTESTD_LOG_KEY_FILE") != "" {
-		return nil
+		return translog.ConfigFromEnv(nil)
 	}
 	path := filepath.Join(dir, "log-key")
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
@@ -160,21 +166,49 @@ func localLogKey(dir string, log *slog.Logger) error {
 		}
 		skey, _, err := note.GenerateKey(rand.Reader, name)
 		if err != nil {
-			return fmt.Errorf("local log key: %w", err)
+			return translog.Config{}, fmt.Errorf("local log key: %w", err)
 		}
 		if err := os.WriteFile(path, []byte(skey+"\n"), 0o600); err != nil {
-			return fmt.Errorf("local log key: %w", err)
+			return translog.Config{}, fmt.Errorf("local log key: %w", err)
 		}
 	} else if err != nil {
-		return fmt.Errorf("local log key: %w", err)
+		return translog.Config{}, fmt.Errorf("local log key: %w", err)
 	}
 	os.Setenv("ATTESTD_LOG_KEY_FILE", path)
 	lcfg, err := translog.ConfigFromEnv(nil)
 	if err != nil {
-		return fmt.Errorf("local log key %s: %w", path, err)
+		return translog.Config{}, fmt.Errorf("local log key %s: %w", path, err)
 	}
 	log.Info("transparency log on", "key_file", path, "verifier_key", lcfg.Key.VerifierKey,
 		"try", "attestd verify <attestation pda> --log-key "+lcfg.Key.VerifierKey)
+	return lcfg, nil
+}
+
+// startLocalWitness starts a witness beside make run's log, unless the
+// environment names witnesses or has no log: torchwood's litewitness (the
+// project's tool dependency), its key held by an ssh-agent it starts, its
+// data under dir/witness, told of the log, with a quorum of 1. So the
+// explorer shows a witnessed log. Without the Go toolchain, a checkout or
+// ssh-agent the log runs unwitnessed and one line says why.
+func startLocalWitness(ctx context.Context, dir string, lcfg translog.Config, log *slog.Logger) error {
+	if lcfg.Key.Name == "" || os.Getenv("ATTESTD_LOG_WITNESSES") != "" {
+		return nil
+	}
+	if _, err := exec.LookPath("ssh-agent"); err != nil && os.Geteuid() == 0 {
+		if err := devstack.AptInstall("openssh-client"); err != nil {
+			log.Warn("the log runs unwitnessed: ssh-agent (Debian package openssh-client) holds the local witness's key", "err", err)
+			return nil
+		}
+	}
+	w, witnesses, err := litewitness.Local(ctx, ".", filepath.Join(dir, "witness"), "witness.attestd.local/w",
+		lcfg.Key.Name, lcfg.Key.VerifierKey, log)
+	if err != nil {
+		log.Warn("the log runs unwitnessed: the local witness did not start", "err", err)
+		return nil
+	}
+	context.AfterFunc(ctx, w.Stop)
+	os.Setenv("ATTESTD_LOG_WITNESSES", witnesses)
+	os.Setenv("ATTESTD_LOG_WITNESS_QUORUM", "1")
 	return nil
 }
 
