@@ -44,7 +44,7 @@ func runCluster(ctx context.Context, args []string) error {
 		return err
 	}
 	f, err := fleet.Start(ctx, fleet.Options{Bin: bin, Dir: abs, NginxConf: conf, Serve: *serve, Index: *index, Worker: *worker,
-		RedisCluster: *redisCluster, NoReplica: *noReplica, Rate: *rate, Log: log})
+		RedisCluster: *redisCluster, NoReplica: *noReplica, Rate: *rate, WitnessedLog: true, Log: log})
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,11 @@ func runCluster(ctx context.Context, args []string) error {
 	if f.Replica != nil {
 		fmt.Printf(" (replica %s)", f.Replica.URL)
 	}
-	fmt.Printf("\n  chain    %s\nCtrl-C stops everything.\n\n", f.Chain.RPCURL())
+	fmt.Printf("\n  chain    %s\n", f.Chain.RPCURL())
+	if f.Witness != nil {
+		fmt.Printf("  witness  %s (%s)\n", f.Witness.URL, f.Witness.VerifierKey)
+	}
+	fmt.Printf("Ctrl-C stops everything.\n\n")
 	t := time.NewTicker(*every)
 	defer t.Stop()
 	for {

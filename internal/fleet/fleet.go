@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +16,9 @@ import (
 
 	"github.com/attestd/attestd/internal/devnet"
 	"github.com/attestd/attestd/internal/devstack"
+	"github.com/attestd/attestd/internal/litewitness"
 	"github.com/attestd/attestd/webhook/keyring"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // Options shape a fleet. Zero values take the defaults noted.
@@ -39,6 +42,10 @@ type Options struct {
 	FinalityDepth uint64
 	// NginxWorkers is nginx's worker_processes (default 1).
 	NginxWorkers int
+	// WitnessedLog runs the transparency log (its key made for the fleet
+	// in Dir/log-key; the indexers append, the nodes serve) with one local
+	// witness cosigning it: torchwood's litewitness, quorum 1.
+	WitnessedLog bool
 	// Env is added to every attestd process's environment (last wins).
 	Env []string
 	// Log receives progress lines (default: discarded).
@@ -59,6 +66,8 @@ type Fleet struct {
 	// Env is the environment every attestd process shares (without its
 	// own listeners).
 	Env []string
+	// Witness cosigns the log (nil without WitnessedLog).
+	Witness *litewitness.Witness
 	// WebhookKeys is ATTESTD_WEBHOOK_SECRET_KEYS of every process (made
 	// for this fleet), to seal the secrets of webhooks made directly.
 	WebhookKeys string
@@ -185,6 +194,13 @@ func Start(ctx context.Context, opt Options) (_ *Fleet, err error) {
 	if f.Replica != nil {
 		f.Env = append(f.Env, "DATABASE_READ_URLS="+f.Replica.URL)
 	}
+	if opt.WitnessedLog {
+		logEnv, err := f.startWitnessedLog(ctx)
+		if err != nil {
+			return nil, err
+		}
+		f.Env = append(f.Env, logEnv...)
+	}
 	f.Env = append(f.Env, opt.Env...)
 
 	add := func(role string, n int, list *[]*Proc) error {
@@ -251,6 +267,29 @@ func Start(ctx context.Context, opt Options) (_ *Fleet, err error) {
 	f.closers = append(f.closers, n.Stop)
 	log.Info("nginx up", "url", n.URL)
 	return f, nil
+}
+
+// startWitnessedLog makes the log's key and starts a witness told of it;
+// it returns the processes' log settings.
+func (f *Fleet) startWitnessedLog(ctx context.Context) ([]string, error) {
+	const origin = "attestd.cluster/log"
+	skey, vkey, err := note.GenerateKey(rand.Reader, origin)
+	if err != nil {
+		return nil, fmt.Errorf("log key: %w", err)
+	}
+	keyFile := filepath.Join(f.opt.Dir, "log-key")
+	if err := os.WriteFile(keyFile, []byte(skey+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("log key: %w", err)
+	}
+	w, witnesses, err := litewitness.Local(ctx, ".", filepath.Join(f.opt.Dir, "witness"), "witness.attestd.cluster/w",
+		origin, vkey, f.opt.Log)
+	if err != nil {
+		return nil, err
+	}
+	f.Witness = w
+	f.closers = append(f.closers, w.Stop)
+	f.opt.Log.Info("transparency log on", "verifier_key", vkey)
+	return []string{"ATTESTD_LOG_KEY_FILE=" + keyFile, "ATTESTD_LOG_WITNESSES=" + witnesses, "ATTESTD_LOG_WITNESS_QUORUM=1"}, nil
 }
 
 // run runs `attestd args...` to completion.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -178,7 +179,7 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 	bin := testenv.BuildAttestd(t)
 	ctx := context.Background()
 	f, err := Start(ctx, Options{Bin: bin, Dir: testenv.TempDir(t, "fleet-"), NginxConf: "../../deploy/nginx.conf",
-		Agents: 5, Attestations: 300, FinalityDepth: 8, SlotInterval: 200 * time.Millisecond,
+		Agents: 5, Attestations: 300, FinalityDepth: 8, SlotInterval: 200 * time.Millisecond, WitnessedLog: true,
 		Env: []string{
 			fmt.Sprintf("ATTESTD_RATE_LIMIT=%d", rateLimit), "ATTESTD_RATE_WINDOW=60s", "ATTESTD_RATE_ALLOWLIST=" + loadIP + "/32",
 			"ATTESTD_INDEXER_POLL_INTERVAL=250ms", "ATTESTD_WEBHOOK_CLAIM_IDLE=2s", "ATTESTD_WEBHOOK_POLL_INTERVAL=20ms",
@@ -202,6 +203,33 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 		return s.Edge && s.API == 3 && s.IndexerUp == 2 && s.Leader != "" && s.WorkersUp == 2 && s.Attestations == int64(chainAttestations(f.Chain))
 	})
 	t.Logf("status: %s", s)
+
+	t.Run("the log is witnessed by the fleet's witness", func(t *testing.T) {
+		var last string
+		waitFor(t, "a served checkpoint cosigned by the local witness", 30*time.Second, func() bool {
+			req, err := http.NewRequest(http.MethodGet, "http://"+f.Serve[1].Addr+"/api/v1/health", nil)
+			testenv.Must(t, err, "request")
+			req.Header.Set("X-Forwarded-For", loadIP) // allowlisted: polling spends no limit
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return false
+			}
+			defer res.Body.Close()
+			var h struct {
+				Log *struct {
+					Size        int64
+					Quorum      int
+					WitnessedBy []string
+				}
+			}
+			if json.NewDecoder(res.Body).Decode(&h) != nil || h.Log == nil {
+				return false
+			}
+			last = fmt.Sprintf("%+v", *h.Log)
+			return h.Log.Quorum == 1 && h.Log.Size > 0 && slices.Contains(h.Log.WitnessedBy, f.Witness.Name)
+		})
+		t.Logf("log: %s", last)
+	})
 
 	t.Run("per-IP limit holds exactly through nginx across nodes", func(t *testing.T) {
 		before := served(t, f)
