@@ -74,7 +74,7 @@ func startNode(t *testing.T, env *apptest.Env, o nodeOpt) *keyNode {
 	kn.Node = env.StartNode(t, apptest.NodeOptions{
 		Configure: func(d *app.Deps) { deps = *d },
 		Routes: func(api *app.API) {
-			opt := apikey.Options{Store: deps.Store, Channel: env.Prefix + apikey.ChannelSuffix, MaxActiveKeys: o.maxActive,
+			opt := apikey.Config{Store: deps.Store, Channel: env.Prefix + apikey.ChannelSuffix, MaxActiveKeys: o.maxActive,
 				TouchInterval: o.touch, Registerer: kn.reg, Logger: deps.Logger, Now: o.now}
 			switch {
 			case o.redis != nil:

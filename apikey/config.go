@@ -20,9 +20,9 @@ var Vars = []config.Var{
 // ConfigFromEnv reads the tunables of Options (Vars) with getenv. The
 // caller sets Options.Channel from the common configuration:
 // <ATTESTD_REDIS_PREFIX> + ChannelSuffix.
-func ConfigFromEnv(getenv func(string) string) (Options, error) {
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	e := config.NewEnv(getenv)
-	o := Options{
+	o := Config{
 		CacheTTL:      e.Duration("ATTESTD_KEY_CACHE_TTL", 0, time.Millisecond, MaxCacheTTL),
 		TouchInterval: e.Duration("ATTESTD_KEY_TOUCH_INTERVAL", 0, 100*time.Millisecond, time.Hour),
 		MaxActiveKeys: e.Int("ATTESTD_KEY_MAX_ACTIVE", 0, 1, 100_000),

@@ -94,13 +94,13 @@ func TestValidateLabel(t *testing.T) {
 func TestConfigFromEnv(t *testing.T) {
 	for _, tc := range []struct {
 		env  map[string]string
-		want Options
+		want Config
 		bad  bool
 	}{
-		{env: nil, want: Options{}},
+		{env: nil, want: Config{}},
 		{env: map[string]string{"ATTESTD_KEY_CACHE_TTL": "2s", "ATTESTD_KEY_TOUCH_INTERVAL": "1s", "ATTESTD_KEY_MAX_ACTIVE": "7"},
-			want: Options{CacheTTL: 2 * time.Second, TouchInterval: time.Second, MaxActiveKeys: 7}},
-		{env: map[string]string{"ATTESTD_KEY_CACHE_TTL": "5s"}, want: Options{CacheTTL: 5 * time.Second}},
+			want: Config{CacheTTL: 2 * time.Second, TouchInterval: time.Second, MaxActiveKeys: 7}},
+		{env: map[string]string{"ATTESTD_KEY_CACHE_TTL": "5s"}, want: Config{CacheTTL: 5 * time.Second}},
 		{env: map[string]string{"ATTESTD_KEY_CACHE_TTL": "6s"}, bad: true},
 		{env: map[string]string{"ATTESTD_KEY_CACHE_TTL": "0s"}, bad: true},
 		{env: map[string]string{"ATTESTD_KEY_CACHE_TTL": "soon"}, bad: true},

@@ -33,8 +33,8 @@ const (
 	lookupTimeout        = 3 * time.Second
 )
 
-// Options configure a Service.
-type Options struct {
+// Config configures a Service.
+type Config struct {
 	Store *store.Store // required
 	// Redis carries invalidations between nodes (nil: each node relies on
 	// CacheTTL alone).
@@ -69,7 +69,7 @@ type Options struct {
 // for concurrent use; Close stops its goroutines and writes pending
 // last-used times.
 type Service struct {
-	opt      Options
+	opt      Config
 	origin   string // names this service's announcements, so it can ignore their echo
 	st       *store.Store
 	log      *slog.Logger
@@ -85,7 +85,7 @@ type Service struct {
 
 // New makes a Service. Unless opt.Passive, it subscribes to invalidations
 // (when opt.Redis is set) and starts the last-used writer.
-func New(ctx context.Context, opt Options) (*Service, error) {
+func New(ctx context.Context, opt Config) (*Service, error) {
 	if opt.Store == nil {
 		return nil, errors.New("apikey: a store is required")
 	}

@@ -61,7 +61,7 @@ type Deps struct {
 	Now func() time.Time
 	// HTTPCache is how long caches may reuse public answers (zero: the
 	// defaults).
-	HTTPCache httpcache.Policy
+	HTTPCache httpcache.Config
 	// Timeouts bound each connection's reads, writes and idle waits (zero
 	// fields: the defaults).
 	Timeouts Timeouts

@@ -242,7 +242,7 @@ func TestFinalityDecidesCacheControl(t *testing.T) {
 func TestPolicyFromDeps(t *testing.T) {
 	t.Parallel()
 	env := apptest.NewEnv(t, apptest.Options{Agents: 2, Attestations: 50})
-	pol := httpcache.Policy{MaxAge: 2 * time.Second, SMaxAge: time.Minute, StaleWhileRevalidate: 0, FinalizedMaxAge: time.Hour}
+	pol := httpcache.Config{MaxAge: 2 * time.Second, SMaxAge: time.Minute, StaleWhileRevalidate: 0, FinalizedMaxAge: time.Hour}
 	node := env.StartNode(t, apptest.NodeOptions{Configure: func(d *app.Deps) { d.HTTPCache = pol }})
 	if got := fetch(t, node, "GET", "/stats", nil).Header.Get("Cache-Control"); got != "public, max-age=2, s-maxage=60" {
 		t.Fatalf("stats: %q", got)
@@ -317,11 +317,11 @@ func keyedNode(t *testing.T, env *apptest.Env) (*apptest.Node, string) {
 		Configure: func(d *app.Deps) { deps = *d },
 		Routes: func(api *app.API) {
 			var err error
-			svc, err = apikey.New(context.Background(), apikey.Options{Store: deps.Store, Redis: apptest.NewRedis(t, env.RedisURL),
+			svc, err = apikey.New(context.Background(), apikey.Config{Store: deps.Store, Redis: apptest.NewRedis(t, env.RedisURL),
 				Channel: env.Prefix + apikey.ChannelSuffix, Logger: deps.Logger})
 			testenv.Must(t, err, "key service")
 			svc.Routes(api)
-			h, err := premium.New(premium.Options{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
+			h, err := premium.New(premium.Config{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
 			testenv.Must(t, err, "premium")
 			h.Routes(api, svc.Require(apikey.RequireOptions{}))
 		},

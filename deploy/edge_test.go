@@ -95,7 +95,7 @@ type fleet struct {
 
 // fleetOptions shape the nodes.
 type fleetOptions struct {
-	policy httpcache.Policy
+	policy httpcache.Config
 	// middleware runs on every node after the request counter.
 	middleware func(*apptest.Env) []fiber.Handler
 	// keyed adds the key and premium routes, and makes a key.
@@ -153,12 +153,12 @@ func newFleet(t *testing.T, opt fleetOptions) *fleet {
 // keyed adds the key and premium routes to a node, and makes the fleet's
 // key the first time.
 func (f *fleet) keyed(t *testing.T, api *app.API, deps app.Deps) {
-	svc, err := apikey.New(context.Background(), apikey.Options{Store: deps.Store, Redis: apptest.NewRedis(t, f.env.RedisURL),
+	svc, err := apikey.New(context.Background(), apikey.Config{Store: deps.Store, Redis: apptest.NewRedis(t, f.env.RedisURL),
 		Channel: f.env.Prefix + apikey.ChannelSuffix, Logger: deps.Logger})
 	testenv.Must(t, err, "key service")
 	t.Cleanup(svc.Close)
 	svc.Routes(api)
-	h, err := premium.New(premium.Options{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
+	h, err := premium.New(premium.Config{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
 	testenv.Must(t, err, "premium")
 	h.Routes(api, svc.Require(apikey.RequireOptions{}))
 	if f.key == "" {
@@ -233,7 +233,7 @@ func (f *fleet) warm(t *testing.T, pathQuery string, header map[string]string) a
 }
 
 // long is a policy under which nothing public expires during a test.
-var long = httpcache.Policy{MaxAge: 0, SMaxAge: 10 * time.Minute, StaleWhileRevalidate: time.Minute, FinalizedMaxAge: 24 * time.Hour}
+var long = httpcache.Config{MaxAge: 0, SMaxAge: 10 * time.Minute, StaleWhileRevalidate: time.Minute, FinalizedMaxAge: 24 * time.Hour}
 
 // TestEdgeServesRepeatedReads: a hot read is answered by the edge without
 // reaching a node, per URL (query included) and per encoding the node
@@ -350,7 +350,7 @@ func TestEdgeKeepsNothingPrivateOrFailed(t *testing.T) {
 // finalized attestation is served by the edge all along, without a node.
 func TestEdgeBoundsStaleness(t *testing.T) {
 	t.Parallel()
-	pol := httpcache.Policy{MaxAge: 0, SMaxAge: time.Second, StaleWhileRevalidate: time.Second, FinalizedMaxAge: 24 * time.Hour}
+	pol := httpcache.Config{MaxAge: 0, SMaxAge: time.Second, StaleWhileRevalidate: time.Second, FinalizedMaxAge: 24 * time.Hour}
 	f := newFleet(t, fleetOptions{policy: pol})
 	agent := f.env.Seeded.Agents[0].PDA.String()
 	var page struct{ Data []attestation.Attestation }

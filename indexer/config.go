@@ -216,7 +216,18 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if err := c.defaults(); err != nil {
-		return c, err
+		return c, fmt.Errorf("ATTESTD_SOLANA_RPC_URL: %w", err)
 	}
 	return c, nil
+}
+
+// RPCFromEnv reads only the chain's JSON-RPC endpoint
+// (ATTESTD_SOLANA_RPC_URL, default http://127.0.0.1:8899): what an API node
+// probes for /health, without the indexer's other settings.
+func RPCFromEnv(getenv func(string) string) (string, error) {
+	c := Config{RPCURL: config.NewEnv(getenv).String("ATTESTD_SOLANA_RPC_URL", "")}
+	if err := c.defaults(); err != nil {
+		return "", fmt.Errorf("ATTESTD_SOLANA_RPC_URL: %w", err)
+	}
+	return c.RPCURL, nil
 }

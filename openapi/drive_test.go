@@ -82,7 +82,7 @@ func fullNode(t *testing.T, env *apptest.Env, limit int) (*apptest.Node, *apikey
 				Config: web.Config{SessionTTL: time.Hour, Origin: origin}, Logger: apptest.Logger()})
 			testenv.Must(t, err, "web")
 			site.Routes(api)
-			keys, err = apikey.New(context.Background(), apikey.Options{Store: deps.Store, Logger: apptest.Logger(), Sessions: site,
+			keys, err = apikey.New(context.Background(), apikey.Config{Store: deps.Store, Logger: apptest.Logger(), Sessions: site,
 				MaxActiveKeys: maxKeys})
 			testenv.Must(t, err, "key service")
 			keys.Routes(api)
@@ -90,7 +90,7 @@ func fullNode(t *testing.T, env *apptest.Env, limit int) (*apptest.Node, *apikey
 				Config: wcfg, Logger: apptest.Logger()})
 			testenv.Must(t, err, "webhook api")
 			hooks.Routes(api, keys.Require(apikey.RequireOptions{AllowSession: true}))
-			prem, err := premium.New(premium.Options{Store: deps.Store, Cache: deps.Cache, Logger: apptest.Logger()})
+			prem, err := premium.New(premium.Config{Store: deps.Store, Cache: deps.Cache, Logger: apptest.Logger()})
 			testenv.Must(t, err, "premium")
 			prem.Routes(api, keys.Require(apikey.RequireOptions{}))
 			logSrv.Routes(api)

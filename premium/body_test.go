@@ -18,7 +18,7 @@ import (
 func TestCompressedBodiesAreBounded(t *testing.T) {
 	t.Parallel()
 	env := apptest.NewEnv(t, apptest.Options{Agents: 1, Attestations: 10})
-	pn := startNode(t, env, premium.Options{})
+	pn := startNode(t, env, premium.Config{})
 	double := testenv.Gzip(testenv.Gzip(make([]byte, 256<<20))) // 256 MiB of zeros in ~1.2 KB
 	single := testenv.Gzip(make([]byte, 64<<20))                // 64 MiB in ~64 KB
 	auth := func(enc string) map[string]string {

@@ -208,14 +208,14 @@ func TestVerifierRechecksChangedRecords(t *testing.T) {
 func TestConfigFromEnv(t *testing.T) {
 	for _, tc := range []struct {
 		env  map[string]string
-		want Options
+		want Config
 		bad  bool
 	}{
 		{env: nil},
 		{env: map[string]string{"ATTESTD_REPORT_BURST_PER_MINUTE": "50", "ATTESTD_REPORT_LONG_GAP": "2h",
 			"ATTESTD_REPORT_MAX_ANOMALIES": "10", "ATTESTD_REPORT_RECHECK": "20", "ATTESTD_VERIFY_MEMO_ENTRIES": "0"},
-			want: Options{Rules: Rules{BurstPerMinute: 50, LongGapSeconds: 7200, MaxAnomaliesPerKind: 10, RecheckNewest: 20}, MemoEntries: -1}},
-		{env: map[string]string{"ATTESTD_VERIFY_MEMO_ENTRIES": "5000"}, want: Options{MemoEntries: 5000}},
+			want: Config{Rules: Rules{BurstPerMinute: 50, LongGapSeconds: 7200, MaxAnomaliesPerKind: 10, RecheckNewest: 20}, MemoEntries: -1}},
+		{env: map[string]string{"ATTESTD_VERIFY_MEMO_ENTRIES": "5000"}, want: Config{MemoEntries: 5000}},
 		{env: map[string]string{"ATTESTD_REPORT_BURST_PER_MINUTE": "0"}, bad: true},
 		{env: map[string]string{"ATTESTD_REPORT_LONG_GAP": "10s"}, bad: true},
 		{env: map[string]string{"ATTESTD_REPORT_LONG_GAP": "a while"}, bad: true},
@@ -235,7 +235,7 @@ func TestConfigFromEnv(t *testing.T) {
 
 func TestNewAppliesDefaultRules(t *testing.T) {
 	h := &Handler{}
-	if _, err := New(Options{}); err == nil {
+	if _, err := New(Config{}); err == nil {
 		t.Fatal("New without store and cache")
 	}
 	_ = h

@@ -15,7 +15,7 @@ import (
 func TestRangeBoundsDoNotPoisonPremiumAnswers(t *testing.T) {
 	t.Parallel()
 	env := apptest.NewEnv(t, apptest.Options{Agents: 2, Attestations: 200})
-	pn := startNode(t, env, premium.Options{})
+	pn := startNode(t, env, premium.Config{})
 	pn.SettleEpoch(t)
 	agent := env.Seeded.Agents[0].PDA.String()
 	want := count(t, env, "WHERE agent_pda = $1", agent)

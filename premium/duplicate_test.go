@@ -14,7 +14,7 @@ import (
 func TestBulkVerifyWithAKeyTwiceIsRefused(t *testing.T) {
 	t.Parallel()
 	env := apptest.NewEnv(t, apptest.Options{Agents: 1, Attestations: 2})
-	pn := startNode(t, env, premium.Options{})
+	pn := startNode(t, env, premium.Config{})
 	all := pdas(t, env, "ORDER BY pda LIMIT 2")
 	body := `{"ids":["` + all[0] + `"],"ids":["` + all[1] + `"]}`
 	r := pn.raw(t, http.MethodPost, "/premium/bulk-verify", []byte(body), map[string]string{"Content-Type": "application/json", "x-api-key": pn.key})

@@ -20,7 +20,7 @@ import (
 func TestGzipWhenAccepted(t *testing.T) {
 	t.Parallel()
 	env := apptest.NewEnv(t, apptest.Options{Agents: 2, Attestations: 400})
-	pn := startNode(t, env, premium.Options{})
+	pn := startNode(t, env, premium.Config{})
 	agent := env.Seeded.Agents[0].PDA.String()
 	tr := &http.Transport{DisableCompression: true}
 	defer tr.CloseIdleConnections()

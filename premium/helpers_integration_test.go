@@ -38,14 +38,14 @@ type premiumNode struct {
 	key     string
 }
 
-func startNode(t *testing.T, env *apptest.Env, opt premium.Options) *premiumNode {
+func startNode(t *testing.T, env *apptest.Env, opt premium.Config) *premiumNode {
 	t.Helper()
 	var deps app.Deps
 	pn := &premiumNode{}
 	pn.Node = env.StartNode(t, apptest.NodeOptions{
 		Configure: func(d *app.Deps) { deps = *d },
 		Routes: func(api *app.API) {
-			svc, err := apikey.New(context.Background(), apikey.Options{Store: deps.Store, Redis: apptest.NewRedis(t, env.RedisURL),
+			svc, err := apikey.New(context.Background(), apikey.Config{Store: deps.Store, Redis: apptest.NewRedis(t, env.RedisURL),
 				Channel: env.Prefix + apikey.ChannelSuffix, Logger: deps.Logger})
 			testenv.Must(t, err, "key service")
 			pn.keys = svc

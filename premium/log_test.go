@@ -21,7 +21,7 @@ import (
 func TestLogPositions(t *testing.T) {
 	t.Parallel()
 	env := apptest.NewEnv(t, apptest.Options{Agents: 2, Attestations: 40})
-	pn := startNode(t, env, premium.Options{})
+	pn := startNode(t, env, premium.Config{})
 	now := time.Now().UTC().Truncate(time.Second)
 	c := craftAgent(t, env, now)
 	agent := c.agent.PDA.String()

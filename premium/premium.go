@@ -47,8 +47,8 @@ const (
 	DefaultMemoEntries  = 200_000
 )
 
-// Options configure the premium routes.
-type Options struct {
+// Config configures the premium routes.
+type Config struct {
 	Store  *store.Store // required
 	Cache  *cache.Cache // required
 	Logger *slog.Logger
@@ -71,7 +71,7 @@ type Handler struct {
 }
 
 // New makes the premium handlers.
-func New(opt Options) (*Handler, error) {
+func New(opt Config) (*Handler, error) {
 	if opt.Store == nil || opt.Cache == nil {
 		return nil, errors.New("premium: a store and a cache are required")
 	}
@@ -144,9 +144,9 @@ var Vars = []config.Var{
 
 // ConfigFromEnv reads the premium tunables (Vars) with getenv; unset ones
 // keep their zero value, which New turns into the defaults.
-func ConfigFromEnv(getenv func(string) string) (Options, error) {
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	e := config.NewEnv(getenv)
-	o := Options{Rules: Rules{
+	o := Config{Rules: Rules{
 		BurstPerMinute:      e.Int("ATTESTD_REPORT_BURST_PER_MINUTE", 0, 1, 1_000_000),
 		MaxAnomaliesPerKind: e.Int("ATTESTD_REPORT_MAX_ANOMALIES", 0, 1, 10_000),
 		RecheckNewest:       e.Int("ATTESTD_REPORT_RECHECK", 0, 1, 10_000),

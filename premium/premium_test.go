@@ -38,7 +38,7 @@ type verifyResp struct {
 func TestBulkVerifyBoundaries(t *testing.T) {
 	t.Parallel()
 	env := apptest.NewEnv(t, apptest.Options{Agents: 2, Attestations: 1500})
-	pn := startNode(t, env, premium.Options{})
+	pn := startNode(t, env, premium.Config{})
 	all := pdas(t, env, "ORDER BY pda LIMIT 1001")
 	acc, _, err := pn.keys.Store().EnsureAccount(context.Background(), "acme")
 	testenv.Must(t, err, "account")
@@ -128,7 +128,7 @@ func truncate(b []byte) string {
 func TestBulkVerifyAnswersInOrder(t *testing.T) {
 	t.Parallel()
 	env := apptest.NewEnv(t, apptest.Options{Agents: 2, Attestations: 500})
-	pn := startNode(t, env, premium.Options{})
+	pn := startNode(t, env, premium.Config{})
 	now := time.Now().UTC().Truncate(time.Second)
 	recs := seed.NewAttestations(env.Seeded.Agents[:1], 3, now, 1_000_000, 11)
 	recs[0].Commitment = attestation.Confirmed // not finalized yet
@@ -182,7 +182,7 @@ func TestBulkVerifyAnswersInOrder(t *testing.T) {
 func TestBulkVerifyCatchesTamperedRecords(t *testing.T) {
 	t.Parallel()
 	env := apptest.NewEnv(t, apptest.Options{Agents: 2, Attestations: 500})
-	pn := startNode(t, env, premium.Options{})
+	pn := startNode(t, env, premium.Config{})
 	ids := pdas(t, env, "ORDER BY pda LIMIT 3")
 	var v verifyResp
 	pn.verify(t, idsBody(ids)).JSON(t, &v) // warm every cache and the memo
@@ -227,7 +227,7 @@ type historyResp struct {
 func TestFullHistory(t *testing.T) {
 	t.Parallel()
 	env := apptest.NewEnv(t, apptest.Options{Agents: 2, Attestations: 3000})
-	pn := startNode(t, env, premium.Options{})
+	pn := startNode(t, env, premium.Config{})
 	agent := env.Seeded.Agents[0].PDA.String()
 	total := count(t, env, "WHERE agent_pda = $1", agent)
 	if total <= 1000 {
@@ -392,7 +392,7 @@ func verifyReportHash(t *testing.T, body []byte) string {
 func TestForensicReport(t *testing.T) {
 	t.Parallel()
 	env := apptest.NewEnv(t, apptest.Options{Agents: 2, Attestations: 300})
-	pn := startNode(t, env, premium.Options{})
+	pn := startNode(t, env, premium.Config{})
 	now := time.Now().UTC().Truncate(time.Second)
 	c := craftAgent(t, env, now)
 	agent := c.agent.PDA.String()

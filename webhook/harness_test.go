@@ -109,7 +109,7 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 	h.node = h.env.StartNode(t, apptest.NodeOptions{
 		Configure: func(d *app.Deps) { deps = *d },
 		Routes: func(api *app.API) {
-			svc, err := apikey.New(context.Background(), apikey.Options{Store: deps.Store, Logger: deps.Logger})
+			svc, err := apikey.New(context.Background(), apikey.Config{Store: deps.Store, Logger: deps.Logger})
 			testenv.Must(t, err, "key service")
 			h.keys = svc
 			svc.Routes(api)

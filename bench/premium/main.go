@@ -113,7 +113,7 @@ func run(ctx context.Context, n, cold, atts int, gz bool) error {
 	_, _ = rand.Read(pfx[:])
 	prefix := "bench" + hex.EncodeToString(pfx[:]) + ":"
 
-	keys, err := apikey.New(ctx, apikey.Options{Store: st, Redis: rdb, Channel: prefix + apikey.ChannelSuffix, Logger: quiet})
+	keys, err := apikey.New(ctx, apikey.Config{Store: st, Redis: rdb, Channel: prefix + apikey.ChannelSuffix, Logger: quiet})
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func run(ctx context.Context, n, cold, atts int, gz bool) error {
 			return err
 		}
 		a := app.New(app.Deps{Store: st, Cache: c, Logger: quiet, Middleware: []fiber.Handler{timing}})
-		h, err := premium.New(premium.Options{Store: st, Cache: c, Logger: quiet, MemoEntries: memo})
+		h, err := premium.New(premium.Config{Store: st, Cache: c, Logger: quiet, MemoEntries: memo})
 		if err != nil {
 			return nil, nil, err
 		}

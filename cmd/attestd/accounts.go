@@ -46,7 +46,7 @@ func accountsLinkWallet(ctx context.Context, args []string, out io.Writer) error
 	if _, err := web.PublicKey(*wallet); err != nil {
 		return fmt.Errorf("--wallet: %w", err)
 	}
-	_, _, st, err := commandStore(ctx)
+	_, _, st, err := commandStore(ctx, nil)
 	if err != nil {
 		return err
 	}

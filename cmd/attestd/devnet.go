@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/attestd/attestd/internal/settings"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -107,8 +108,8 @@ func firstNonEmpty(vs ...string) string {
 // command's own, the indexer may start over on it (ATTESTD_INDEXER_START_OVER)
 // when the database was indexed from another chain (dir/chain deleted,
 // or a database from before the chain was kept).
-func startLocalDevnet(ctx context.Context, dir string, log *slog.Logger) error {
-	if os.Getenv("ATTESTD_SOLANA_RPC_URL") != "" {
+func startLocalDevnet(ctx context.Context, env *settings.Overlay, dir string, log *slog.Logger) error {
+	if env.Getenv("ATTESTD_SOLANA_RPC_URL") != "" {
 		return nil
 	}
 	cfg := devnet.Config{Addr: "127.0.0.1:8899", Agents: 10, Attestations: 2000, Batch: 8, Rate: 2, LogLimit: 10_000, Logger: log,
@@ -122,20 +123,20 @@ func startLocalDevnet(ctx context.Context, dir string, log *slog.Logger) error {
 		}
 	}
 	go func() { <-ctx.Done(); chain.Close() }()
-	if os.Getenv("ATTESTD_INDEXER_START_OVER") == "" {
-		os.Setenv("ATTESTD_INDEXER_START_OVER", "1")
+	if env.Getenv("ATTESTD_INDEXER_START_OVER") == "" {
+		env.Set("ATTESTD_INDEXER_START_OVER", "1")
 	}
-	os.Setenv("ATTESTD_SOLANA_RPC_URL", chain.RPCURL())
-	os.Setenv("ATTESTD_SOLANA_WS_URL", chain.WSURL())
-	return localPayments(chain, filepath.Join(dir, "x402"), log)
+	env.Set("ATTESTD_SOLANA_RPC_URL", chain.RPCURL())
+	env.Set("ATTESTD_SOLANA_WS_URL", chain.WSURL())
+	return localPayments(env, chain, filepath.Join(dir, "x402"), log)
 }
 
 // localPayments turns pay per request on for make run, on the simulator:
 // a generated fee payer with SOL, a payTo wallet whose devnet USDC account
 // exists, a demo payer with SOL and 100 USDC, and the receipt key, their
 // keypairs kept under dir. Left alone when ATTESTD_X402_PAY_TO is set.
-func localPayments(chain *devnet.Chain, dir string, log *slog.Logger) error {
-	if os.Getenv("ATTESTD_X402_PAY_TO") != "" {
+func localPayments(env *settings.Overlay, chain *devnet.Chain, dir string, log *slog.Logger) error {
+	if env.Getenv("ATTESTD_X402_PAY_TO") != "" {
 		return nil
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -163,14 +164,14 @@ func localPayments(chain *devnet.Chain, dir string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	os.Setenv("ATTESTD_X402_PAY_TO", keys["pay-to"].PublicKey().String())
-	os.Setenv("ATTESTD_X402_NETWORK", "solana-devnet")
-	os.Setenv("ATTESTD_X402_FEE_PAYER_KEYPAIR", filepath.Join(dir, "fee-payer.json"))
-	os.Setenv("ATTESTD_X402_RPC_URL", chain.RPCURL())
-	if os.Getenv(receipt.EnvKey) == "" && os.Getenv(receipt.EnvKeyFile) == "" {
+	env.Set("ATTESTD_X402_PAY_TO", keys["pay-to"].PublicKey().String())
+	env.Set("ATTESTD_X402_NETWORK", "solana-devnet")
+	env.Set("ATTESTD_X402_FEE_PAYER_KEYPAIR", filepath.Join(dir, "fee-payer.json"))
+	env.Set("ATTESTD_X402_RPC_URL", chain.RPCURL())
+	if env.Getenv(receipt.EnvKey) == "" && env.Getenv(receipt.EnvKeyFile) == "" {
 		// Paid answers carry receipts signed with this key (an Ed25519
 		// keypair file, as receipt.ParseKey reads it).
-		os.Setenv(receipt.EnvKeyFile, filepath.Join(dir, "receipt.json"))
+		env.Set(receipt.EnvKeyFile, filepath.Join(dir, "receipt.json"))
 	}
 	log.Info("pay per request on the local chain", "pay_to", keys["pay-to"].PublicKey().String(),
 		"fee_payer", keys["fee-payer"].PublicKey().String(), "demo_payer_keypair", filepath.Join(dir, "payer.json"),

@@ -3,11 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/attestd/attestd/internal/settings"
 	"log/slog"
-	"os"
 
 	"github.com/attestd/attestd/indexer"
-	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/translog"
 	"github.com/attestd/attestd/x402/verifier"
@@ -21,34 +20,26 @@ func runIndex(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, log, err := loadConfig()
+	s, log, err := loadSettings(settings.Index, nil)
 	if err != nil {
 		return err
 	}
-	if err := requireSchema(ctx, cfg, log); err != nil {
+	if err := requireSchema(ctx, s.Common, log); err != nil {
 		return err
 	}
-	icfg, err := indexer.ConfigFromEnv(nil)
-	if err != nil {
-		return err
-	}
-	icfg.StartOver = icfg.StartOver || *startOver
+	s.Indexer.StartOver = s.Indexer.StartOver || *startOver
 	reg := newRegistry()
 	health := newProcHealth(ctx, "index")
-	serveInternal(ctx, icfg.MetricsAddr, reg, log, cfg.Pprof, health)
-	return startIndexerWith(ctx, cfg, icfg, log, reg, health)
+	serveInternal(ctx, s.Indexer.MetricsAddr, reg, log, s.Common.Pprof, health)
+	return startIndexer(ctx, s, log, reg, health)
 }
 
 // startIndexer opens the store (and, when Redis is configured, the cache
 // whose epoch the write path bumps so API nodes see new rows) and runs the
-// indexer until ctx ends.
-func startIndexer(ctx context.Context, cfg config.Config, icfg indexer.Config, log *slog.Logger, reg prometheus.Registerer) error {
-	return startIndexerWith(ctx, cfg, icfg, log, reg, nil)
-}
-
-// startIndexerWith is startIndexer reporting to health (nil: none) once
-// the indexer runs.
-func startIndexerWith(ctx context.Context, cfg config.Config, icfg indexer.Config, log *slog.Logger, reg prometheus.Registerer, health *procHealth) error {
+// indexer, the payments reconciler and the log's appender until ctx ends,
+// reporting to health (nil: none) once the indexer runs.
+func startIndexer(ctx context.Context, s settings.Settings, log *slog.Logger, reg prometheus.Registerer, health *procHealth) error {
+	cfg, icfg := s.Common, s.Indexer
 	icfg.Logger, icfg.Registerer = log, reg
 	st, err := openStore(ctx, cfg, false)
 	if err != nil {
@@ -64,7 +55,7 @@ func startIndexerWith(ctx context.Context, cfg config.Config, icfg indexer.Confi
 			return err
 		}
 		defer rdb.Close()
-		closeCache, err := openWriterCache(ctx, cfg, rdb, st, reg, log)
+		closeCache, err := openWriterCache(ctx, cfg, s.Purge, rdb, st, reg, log)
 		if err != nil {
 			return err
 		}
@@ -76,10 +67,10 @@ func startIndexerWith(ctx context.Context, cfg config.Config, icfg indexer.Confi
 	if err != nil {
 		return err
 	}
-	if err := startReconciler(ctx, st, icfg.RPCURL, log); err != nil {
+	if err := startReconciler(ctx, st, s, log); err != nil {
 		return err
 	}
-	if err := startLogAppender(ctx, st, log, reg); err != nil {
+	if err := startLogAppender(ctx, st, s.Log, log, reg); err != nil {
 		return err
 	}
 	log.Info("indexer starting", "rpc", icfg.RPCURL, "ws", icfg.WSURL, "program", icfg.ProgramID.String())
@@ -90,18 +81,11 @@ func startIndexerWith(ctx context.Context, cfg config.Config, icfg indexer.Confi
 // startReconciler runs the payments reconciler beside the indexer (which
 // always runs and already talks to the chain): open payments are settled
 // or released against ATTESTD_X402_RPC_URL (default: the indexer's RPC).
-func startReconciler(ctx context.Context, st *store.Store, indexerRPC string, log *slog.Logger) error {
-	interval, err := verifier.ReconcileInterval(os.Getenv)
-	if err != nil {
-		return err
-	}
+func startReconciler(ctx context.Context, st *store.Store, s settings.Settings, log *slog.Logger) error {
+	interval, rpcURL := s.ReconcileInterval, s.PaymentsRPC
 	if interval == 0 {
 		log.Info("payments reconciler off (ATTESTD_X402_RECONCILE_INTERVAL=0)")
 		return nil
-	}
-	rpcURL := os.Getenv("ATTESTD_X402_RPC_URL")
-	if rpcURL == "" {
-		rpcURL = indexerRPC
 	}
 	r, err := verifier.NewReconciler(verifier.ReconcilerOptions{Ledger: st, RPCURL: rpcURL, Interval: interval, Logger: log})
 	if err != nil {
@@ -115,11 +99,7 @@ func startReconciler(ctx context.Context, st *store.Store, indexerRPC string, lo
 // startLogAppender runs the transparency log's appender beside the
 // indexer when ATTESTD_LOG_KEY holds the log's private key: one appender
 // at a time fleet-wide, by its own advisory lock (see docs/log.md).
-func startLogAppender(ctx context.Context, st *store.Store, log *slog.Logger, reg prometheus.Registerer) error {
-	lcfg, err := translog.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		return err
-	}
+func startLogAppender(ctx context.Context, st *store.Store, lcfg translog.Config, log *slog.Logger, reg prometheus.Registerer) error {
 	if !lcfg.Enabled() {
 		log.Info("transparency log appender off (set ATTESTD_LOG_KEY to the log's private key)")
 		return nil

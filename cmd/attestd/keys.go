@@ -45,7 +45,7 @@ func runKeys(ctx context.Context, args []string) error {
 // keyService opens the store (and Redis when configured, to announce
 // changes to serving nodes) and a passive key service over them.
 func keyService(ctx context.Context) (*apikey.Service, func(), error) {
-	cfg, log, st, err := commandStore(ctx)
+	cfg, log, st, err := commandStore(ctx, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -55,7 +55,7 @@ func keyService(ctx context.Context) (*apikey.Service, func(), error) {
 		st.Close()
 		return nil, nil, err
 	}
-	opt := apikey.Options{Store: st, Passive: true, Logger: log, Channel: cfg.RedisPrefix + apikey.ChannelSuffix,
+	opt := apikey.Config{Store: st, Passive: true, Logger: log, Channel: cfg.RedisPrefix + apikey.ChannelSuffix,
 		MaxActiveKeys: kopt.MaxActiveKeys}
 	if cfg.RedisURL != "" {
 		rdb, err := openRedis(ctx, cfg)

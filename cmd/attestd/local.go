@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/attestd/attestd/internal/settings"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -12,12 +13,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/litewitness"
 	"github.com/attestd/attestd/translog"
-	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/webhook/keyring"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
@@ -43,7 +42,10 @@ func runLocal(ctx context.Context, args []string) error {
 		return resetLocal(abs, os.Stdout)
 	}
 	log := newLogger(slog.LevelInfo)
-	cfg, err := config.FromEnv(nil)
+	// What this command starts (stores, chain, keys) is handed to the roles
+	// it runs layered over the environment, which stays as it was.
+	env := settings.NewOverlay(os.Getenv)
+	cfg, err := config.FromEnv(env.Getenv)
 	if err != nil {
 		return err
 	}
@@ -67,7 +69,7 @@ func runLocal(ctx context.Context, args []string) error {
 		return err
 	}
 	banner := localBanner{addr: cfg.HTTPAddr, dir: abs}
-	if os.Getenv("DATABASE_URL") == "" {
+	if env.Getenv("DATABASE_URL") == "" {
 		want := filepath.Join(abs, "pg")
 		pg, err := devstack.StartPostgres(ctx, want)
 		if err != nil {
@@ -81,9 +83,9 @@ func runLocal(ctx context.Context, args []string) error {
 		} else {
 			log.Info("local postgres started", "data", pg.Dir)
 		}
-		os.Setenv("DATABASE_URL", pg.URL)
+		env.Set("DATABASE_URL", pg.URL)
 	}
-	if os.Getenv("REDIS_URL") == "" {
+	if env.Getenv("REDIS_URL") == "" {
 		// One server for state and cache here, bounded and never evicting
 		// (docs/operations.md, Redis memory; make cluster runs the pair).
 		log.Info("starting local redis (no persistence)")
@@ -92,58 +94,72 @@ func runLocal(ctx context.Context, args []string) error {
 			return fmt.Errorf("local redis: %w", err)
 		}
 		defer r.Stop()
-		os.Setenv("REDIS_URL", r.URL)
+		env.Set("REDIS_URL", r.URL)
 	}
-	log.Info("local stores ready", "DATABASE_URL", os.Getenv("DATABASE_URL"), "REDIS_URL", os.Getenv("REDIS_URL"))
+	log.Info("local stores ready", "DATABASE_URL", env.Getenv("DATABASE_URL"), "REDIS_URL", env.Getenv("REDIS_URL"))
 	// One-shot commands in another terminal find the stores here.
-	removeStores, err := writeStoresFile(abs, os.Getenv)
+	removeStores, err := writeStoresFile(abs, env.Getenv)
 	if err != nil {
 		return err
 	}
 	defer removeStores()
-	if err := runSeed(ctx, []string{"--if-empty", "--agents", strconv.Itoa(*agents), "--attestations", strconv.Itoa(*atts)}); err != nil {
+	if err := seedWith(ctx, env.Getenv, []string{"--if-empty", "--agents", strconv.Itoa(*agents), "--attestations", strconv.Itoa(*atts)}); err != nil {
 		return err
 	}
-	if err := setLocalPublicURL(log); err != nil {
+	if err := setLocalPublicURL(env, log); err != nil {
 		return err
 	}
-	if err := startLocalDevnet(ctx, abs, log); err != nil {
+	if err := startLocalDevnet(ctx, env, abs, log); err != nil {
 		return err
 	}
-	banner.rpc = os.Getenv("ATTESTD_SOLANA_RPC_URL")
-	lcfg, err := localLogKey(abs, log)
+	banner.rpc = env.Getenv("ATTESTD_SOLANA_RPC_URL")
+	lcfg, err := localLogKey(env, abs, log)
 	if err != nil {
 		return err
 	}
-	if err := startLocalWitness(ctx, abs, lcfg, log); err != nil {
+	if err := startLocalWitness(ctx, env, abs, lcfg, log); err != nil {
 		return err
 	}
-	if err := startLocalIndexer(ctx, log); err != nil {
+	if err := localWebhookKeys(env, abs, log); err != nil {
 		return err
 	}
-	if err := startLocalWorker(ctx, log, abs); err != nil {
+	if env.Getenv("ATTESTD_DRAIN_TIMEOUT") == "" { // no load balancer to tell: Ctrl-C stops at once
+		env.Set("ATTESTD_DRAIN_TIMEOUT", "0s")
+	}
+	// Every setting of the three roles, read once and checked together.
+	s, err := settings.Load(settings.Local, env.Getenv)
+	if err != nil {
 		return err
 	}
-	if os.Getenv("ATTESTD_DRAIN_TIMEOUT") == "" { // no load balancer to tell: Ctrl-C stops at once
-		os.Setenv("ATTESTD_DRAIN_TIMEOUT", "0s")
-	}
+	startLocal(ctx, "indexer", log, func() error { return startIndexer(ctx, s, log, prometheus.NewRegistry(), nil) })
+	startLocal(ctx, "webhook worker", log, func() error { return startWorker(ctx, s, log, prometheus.NewRegistry(), nil) })
 	go banner.printWhenReady(ctx, os.Stderr)
-	return runServe(ctx, nil)
+	return serve(ctx, s, log)
+}
+
+// startLocal runs one of make run's roles in the background, logging why
+// it stopped unless the command is ending.
+func startLocal(ctx context.Context, what string, log *slog.Logger, run func() error) {
+	go func() {
+		if err := run(); err != nil && ctx.Err() == nil {
+			log.Error("local "+what+" stopped", "err", err)
+		}
+	}()
 }
 
 // setLocalPublicURL sets ATTESTD_PUBLIC_URL, unless the environment names
 // it, to http://<ATTESTD_HTTP_ADDR> when the node listens on loopback:
 // the origin the browser on this machine uses.
-func setLocalPublicURL(log *slog.Logger) error {
-	if os.Getenv("ATTESTD_PUBLIC_URL") != "" {
+func setLocalPublicURL(env *settings.Overlay, log *slog.Logger) error {
+	if env.Getenv("ATTESTD_PUBLIC_URL") != "" {
 		return nil
 	}
-	cfg, err := config.FromEnv(nil)
+	cfg, err := config.FromEnv(env.Getenv)
 	if err != nil {
 		return err
 	}
 	if o, ok := config.LoopbackOrigin(cfg.HTTPAddr); ok {
-		os.Setenv("ATTESTD_PUBLIC_URL", o.String())
+		env.Set("ATTESTD_PUBLIC_URL", o.String())
 		log.Info("public origin", "ATTESTD_PUBLIC_URL", o.String())
 	}
 	return nil
@@ -154,14 +170,14 @@ func setLocalPublicURL(log *slog.Logger) error {
 // first run, readable by its owner only, named after the public origin's
 // host), which both the appender beside the local indexer and the node
 // read. The verifier key is logged for attestd verify.
-func localLogKey(dir string, log *slog.Logger) (translog.Config, error) {
-	if os.Getenv("ATTESTD_LOG_KEY") != "" || os.Getenv("ATTESTD_LOG_KEY_FILE") != "" {
-		return translog.ConfigFromEnv(nil)
+func localLogKey(env *settings.Overlay, dir string, log *slog.Logger) (translog.Config, error) {
+	if env.Getenv("ATTESTD_LOG_KEY") != "" || env.Getenv("ATTESTD_LOG_KEY_FILE") != "" {
+		return translog.ConfigFromEnv(env.Getenv)
 	}
 	path := filepath.Join(dir, "log-key")
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		name := "attestd.local/log"
-		if o, err := config.ParseOrigin(os.Getenv("ATTESTD_PUBLIC_URL")); err == nil {
+		if o, err := config.ParseOrigin(env.Getenv("ATTESTD_PUBLIC_URL")); err == nil {
 			name = o.Host + "/log"
 		}
 		skey, _, err := note.GenerateKey(rand.Reader, name)
@@ -174,8 +190,8 @@ func localLogKey(dir string, log *slog.Logger) (translog.Config, error) {
 	} else if err != nil {
 		return translog.Config{}, fmt.Errorf("local log key: %w", err)
 	}
-	os.Setenv("ATTESTD_LOG_KEY_FILE", path)
-	lcfg, err := translog.ConfigFromEnv(nil)
+	env.Set("ATTESTD_LOG_KEY_FILE", path)
+	lcfg, err := translog.ConfigFromEnv(env.Getenv)
 	if err != nil {
 		return translog.Config{}, fmt.Errorf("local log key %s: %w", path, err)
 	}
@@ -190,8 +206,8 @@ func localLogKey(dir string, log *slog.Logger) (translog.Config, error) {
 // data under dir/witness, told of the log, with a quorum of 1. So the
 // explorer shows a witnessed log. Without the Go toolchain, a checkout or
 // ssh-agent the log runs unwitnessed and one line says why.
-func startLocalWitness(ctx context.Context, dir string, lcfg translog.Config, log *slog.Logger) error {
-	if lcfg.Key.Name == "" || os.Getenv("ATTESTD_LOG_WITNESSES") != "" {
+func startLocalWitness(ctx context.Context, env *settings.Overlay, dir string, lcfg translog.Config, log *slog.Logger) error {
+	if lcfg.Key.Name == "" || env.Getenv("ATTESTD_LOG_WITNESSES") != "" {
 		return nil
 	}
 	if _, err := exec.LookPath("ssh-agent"); err != nil && os.Geteuid() == 0 {
@@ -207,17 +223,17 @@ func startLocalWitness(ctx context.Context, dir string, lcfg translog.Config, lo
 		return nil
 	}
 	context.AfterFunc(ctx, w.Stop)
-	os.Setenv("ATTESTD_LOG_WITNESSES", witnesses)
-	os.Setenv("ATTESTD_LOG_WITNESS_QUORUM", "1")
+	env.Set("ATTESTD_LOG_WITNESSES", witnesses)
+	env.Set("ATTESTD_LOG_WITNESS_QUORUM", "1")
 	return nil
 }
 
-// startLocalWorker runs a webhook worker in the background. Unless the
+// localWebhookKeys lets make run's webhook worker deliver: unless the
 // environment names them, the secret key comes from dir/webhook-keys
 // (made on first run, readable by its owner only) and loopback receivers
 // are allowed, so a receiver on this machine can be tried.
-func startLocalWorker(ctx context.Context, log *slog.Logger, dir string) error {
-	if os.Getenv("ATTESTD_WEBHOOK_SECRET_KEYS") == "" {
+func localWebhookKeys(env *settings.Overlay, dir string, log *slog.Logger) error {
+	if env.Getenv("ATTESTD_WEBHOOK_SECRET_KEYS") == "" {
 		path := filepath.Join(dir, "webhook-keys")
 		b, err := os.ReadFile(path)
 		if errors.Is(err, os.ErrNotExist) {
@@ -230,43 +246,11 @@ func startLocalWorker(ctx context.Context, log *slog.Logger, dir string) error {
 		if err != nil {
 			return fmt.Errorf("local webhook key %s: %w", path, err)
 		}
-		os.Setenv("ATTESTD_WEBHOOK_SECRET_KEYS", strings.TrimSpace(string(b)))
+		env.Set("ATTESTD_WEBHOOK_SECRET_KEYS", strings.TrimSpace(string(b)))
 	}
-	if os.Getenv("ATTESTD_WEBHOOK_ALLOW_LOOPBACK") == "" {
-		os.Setenv("ATTESTD_WEBHOOK_ALLOW_LOOPBACK", "1")
+	if env.Getenv("ATTESTD_WEBHOOK_ALLOW_LOOPBACK") == "" {
+		env.Set("ATTESTD_WEBHOOK_ALLOW_LOOPBACK", "1")
 		log.Info("webhooks may deliver to loopback and http:// receivers (local development)")
 	}
-	cfg, err := config.FromEnv(nil)
-	if err != nil {
-		return err
-	}
-	wcfg, err := webhook.ConfigFromEnv(nil)
-	if err != nil {
-		return err
-	}
-	go func() {
-		if err := startWorker(ctx, cfg, wcfg, log, prometheus.NewRegistry()); err != nil && ctx.Err() == nil {
-			log.Error("local webhook worker stopped", "err", err)
-		}
-	}()
-	return nil
-}
-
-// startLocalIndexer runs the indexer in the background, against the chain
-// startLocalDevnet started or ATTESTD_SOLANA_RPC_URL names.
-func startLocalIndexer(ctx context.Context, log *slog.Logger) error {
-	cfg, err := config.FromEnv(nil)
-	if err != nil {
-		return err
-	}
-	icfg, err := indexer.ConfigFromEnv(nil)
-	if err != nil {
-		return err
-	}
-	go func() {
-		if err := startIndexer(ctx, cfg, icfg, log, prometheus.NewRegistry()); err != nil && ctx.Err() == nil {
-			log.Error("local indexer stopped", "err", err)
-		}
-	}()
 	return nil
 }

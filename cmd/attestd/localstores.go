@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/attestd/attestd/app"
+	"github.com/attestd/attestd/internal/settings"
 	"io"
 	"net"
 	"os"
@@ -140,14 +141,15 @@ func exists(path string) bool {
 // takes them (and ATTESTD_REDIS_PREFIX when unset) from the stores.env of
 // an attestd local running in the current directory or the checkout's
 // root, and says so in one line on w. A stores.env no running local holds
-// is left alone. It reports the directory used ("" for none).
-func discoverLocalStores(w io.Writer) string {
+// is left alone. It returns the environment to read settings from: the
+// process's, with those stores layered over it when one was found.
+func discoverLocalStores(w io.Writer) func(string) string {
 	if os.Getenv("DATABASE_URL") != "" || os.Getenv("REDIS_URL") != "" {
-		return ""
+		return os.Getenv
 	}
 	cwd, err := os.Getwd()
 	if err != nil {
-		return ""
+		return os.Getenv
 	}
 	for _, dir := range runDirCandidates(cwd) {
 		path := filepath.Join(dir, storesFileName)
@@ -158,15 +160,16 @@ func discoverLocalStores(w io.Writer) string {
 		if err != nil || vals["DATABASE_URL"] == "" {
 			continue
 		}
+		env := settings.NewOverlay(os.Getenv)
 		for name, v := range vals {
 			if os.Getenv(name) == "" {
-				os.Setenv(name, v)
+				env.Set(name, v)
 			}
 		}
 		fmt.Fprintf(w, "attestd: DATABASE_URL not set: using the stores of the make run in %s (%s)\n", filepath.Dir(dir), path)
-		return dir
+		return env.Getenv
 	}
-	return ""
+	return os.Getenv
 }
 
 // checkListen fails, naming ATTESTD_HTTP_ADDR and how to pick another,

@@ -3,10 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/attestd/attestd/internal/settings"
 	"net"
-	"os"
 
-	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/mcp"
 )
 
@@ -21,15 +20,11 @@ func runMCP(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return usageErrorf("mcp: unexpected arguments %q", fs.Args())
 	}
-	common, err := config.FromEnv(nil)
+	s, log, err := loadSettings(settings.MCP, nil) // logs: JSON on stderr
 	if err != nil {
 		return err
 	}
-	log := newLogger(common.LogLevel) // JSON on stderr
-	cfg, err := mcp.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		return err
-	}
+	cfg := s.MCP
 	cfg.Logger = log
 	srv, err := mcp.New(cfg)
 	if err != nil {

@@ -10,7 +10,7 @@ func runMigrate(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	_, log, st, err := commandStore(ctx)
+	_, log, st, err := commandStore(ctx, nil)
 	if err != nil {
 		return err
 	}

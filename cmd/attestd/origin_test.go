@@ -11,7 +11,7 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apptest"
-	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/settings"
 	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/store"
@@ -26,8 +26,6 @@ import (
 // in process). On loopback, or with the variable, they are on, and the
 // origin is the configured one.
 func TestServeRefusesOriginlessFeaturesBeyondLoopback(t *testing.T) {
-	t.Setenv("ATTESTD_X402_PAY_TO", "11111111111111111111111111111112")
-	t.Setenv("ATTESTD_X402_FACILITATOR_URL", "http://127.0.0.1:9/facilitator")
 	redisURL, prefix := testenv.Redis(t)
 	for _, c := range []struct {
 		name, addr, public string
@@ -41,10 +39,11 @@ func TestServeRefusesOriginlessFeaturesBeyondLoopback(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			env := map[string]string{"ATTESTD_HTTP_ADDR": c.addr, "ATTESTD_PUBLIC_URL": c.public,
-				"DATABASE_URL": "postgres://127.0.0.1:9/none", "REDIS_URL": redisURL, "ATTESTD_REDIS_PREFIX": prefix}
-			cfg, err := config.FromEnv(func(k string) string { return env[k] })
-			testenv.Must(t, err, "config")
-			api := originNode(t, cfg)
+				"DATABASE_URL": "postgres://127.0.0.1:9/none", "REDIS_URL": redisURL, "ATTESTD_REDIS_PREFIX": prefix,
+				"ATTESTD_X402_PAY_TO": "11111111111111111111111111111112", "ATTESTD_X402_FACILITATOR_URL": "http://127.0.0.1:9/facilitator"}
+			s, err := settings.Load(settings.Serve, func(k string) string { return env[k] })
+			testenv.Must(t, err, "settings")
+			api := originNode(t, s)
 			for _, path := range []string{"/", "/assets/app.js", "/api/v1/auth/nonce", "/api/v1/premium/paid"} {
 				status, body := ask(t, api, path)
 				if off := status == http.StatusServiceUnavailable && strings.Contains(body, "ATTESTD_PUBLIC_URL") && strings.Contains(body, `"code"`); off != c.off {
@@ -60,8 +59,9 @@ func TestServeRefusesOriginlessFeaturesBeyondLoopback(t *testing.T) {
 
 // originNode builds the web application and the pay-per-request handler as
 // serve does, on an API without a database.
-func originNode(t *testing.T, cfg config.Config) *app.API {
+func originNode(t *testing.T, s settings.Settings) *app.API {
 	t.Helper()
+	cfg := s.Common
 	ctx := context.Background()
 	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{Lazy: true})
 	testenv.Must(t, err, "store")
@@ -70,9 +70,11 @@ func originNode(t *testing.T, cfg config.Config) *app.API {
 	c, err := cache.New(ctx, rdb, cache.Options{Prefix: cfg.RedisPrefix, Disabled: true, Logger: apptest.Logger()})
 	testenv.Must(t, err, "cache")
 	t.Cleanup(c.Close)
-	n := &node{cfg: cfg, log: apptest.Logger(), store: st, redis: rdb, cache: c, reg: prometheus.NewRegistry()}
+	resolver, err := ratelimit.NewIPResolver(s.RateLimit.TrustedProxies, s.RateLimit.ProxyHeader)
+	testenv.Must(t, err, "resolver")
+	n := &node{s: s, cfg: cfg, log: apptest.Logger(), store: st, redis: rdb, cache: c, reg: prometheus.NewRegistry(), resolver: resolver}
 	api := app.New(app.Deps{Store: st, Cache: c, Logger: n.log})
-	site, err := n.web(ratelimit.Config{})
+	site, err := n.web()
 	testenv.Must(t, err, "web")
 	site.Routes(api)
 	pay, err := n.payPerRequest(ctx, api)

@@ -50,7 +50,7 @@ func runPayments(ctx context.Context, args []string) error {
 	if *limit < 1 || *limit > 10_000 || *since < 0 || fs.NArg() > 0 {
 		return usageErrorf("payments list: --limit must be 1..10000, --since not negative, and no arguments\n%s", paymentsUsage)
 	}
-	_, _, st, err := commandStore(ctx)
+	_, _, st, err := commandStore(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func runPaymentReceipt(ctx context.Context, args []string) error {
 	if _, err := solana.SignatureFromBase58(tx); err != nil {
 		return usageErrorf("payments receipt: %q is not a base58 transaction signature", printable(tx))
 	}
-	cfg, _, st, err := commandStore(ctx)
+	cfg, _, st, err := commandStore(ctx, nil)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/attestd/attestd/internal/settings"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
@@ -33,25 +34,33 @@ func newLogger(level slog.Level) *slog.Logger {
 	return log
 }
 
-// loadConfig reads the environment and sets up logging.
-func loadConfig() (config.Config, *slog.Logger, error) {
-	cfg, err := config.FromEnv(nil)
+// loadSettings reads every setting role uses from getenv (nil: the
+// process environment), naming every bad one at once before anything
+// connects, and sets up logging.
+func loadSettings(role settings.Role, getenv func(string) string) (settings.Settings, *slog.Logger, error) {
+	s, err := settings.Load(role, getenv)
 	if err != nil {
-		return cfg, nil, err
+		return s, nil, err
 	}
-	return cfg, newLogger(cfg.LogLevel), nil
+	return s, newLogger(s.Common.LogLevel), nil
 }
 
 // commandStore loads the configuration and opens the primary, as the
 // one-shot commands (migrate, seed, keys, payments, accounts) need.
 // Without DATABASE_URL and REDIS_URL, they use the stores of a make run
 // running in this checkout (see discoverLocalStores).
-func commandStore(ctx context.Context) (config.Config, *slog.Logger, *store.Store, error) {
-	discoverLocalStores(os.Stderr)
-	cfg, log, err := loadConfig()
+//
+// getenv is where the settings come from (nil: the process environment,
+// with a running make run's stores when it names none).
+func commandStore(ctx context.Context, getenv func(string) string) (config.Config, *slog.Logger, *store.Store, error) {
+	if getenv == nil {
+		getenv = discoverLocalStores(os.Stderr)
+	}
+	cfg, err := config.FromEnv(getenv)
 	if err != nil {
 		return cfg, nil, nil, err
 	}
+	log := newLogger(cfg.LogLevel)
 	if cfg.DatabaseURL == "" {
 		return cfg, nil, nil, errors.New("DATABASE_URL not set, and no make run is running in this directory or its checkout " +
 			"(it leaves its stores in .run/" + storesFileName + "): start `make run` in another terminal, or set DATABASE_URL")
@@ -161,9 +170,16 @@ func newRedisClient(cfg config.Config) (redis.UniversalClient, error) {
 	return redis.NewClient(opt), nil
 }
 
+// cacheRole is what a process does with the cache: an API node reads
+// through it; a writer (the indexer, seed) moves its epoch, bumped (nil:
+// nobody) hearing each move.
+type cacheRole struct {
+	reads  bool
+	bumped func(uint64)
+}
+
 // openCache starts the cache over rdb, wired as the store's notifier.
-// bumped (nil: none) hears each epoch this process moves the index to.
-func openCache(ctx context.Context, cfg config.Config, rdb redis.UniversalClient, st *store.Store, reg prometheus.Registerer, log *slog.Logger, readers bool, bumped func(uint64)) (*cache.Cache, error) {
+func openCache(ctx context.Context, cfg config.Config, rdb redis.UniversalClient, st *store.Store, reg prometheus.Registerer, log *slog.Logger, role cacheRole) (*cache.Cache, error) {
 	own := false
 	if cfg.CacheRedisURL != "" {
 		// The cache's own Redis (ATTESTD_CACHE_REDIS_URL): a full cache
@@ -179,7 +195,7 @@ func openCache(ctx context.Context, cfg config.Config, rdb redis.UniversalClient
 	}
 	c, err := cache.New(ctx, rdb, cache.Options{
 		Prefix: cfg.RedisPrefix, LocalBytes: cfg.LocalBytes, Disabled: cfg.CacheDisabled,
-		Logger: log, Registerer: reg, SkipSubscriber: !readers, Bumped: bumped, CloseRedis: own,
+		Logger: log, Registerer: reg, SkipSubscriber: !role.reads, Bumped: role.bumped, CloseRedis: own,
 	})
 	if err != nil {
 		if own {
@@ -196,11 +212,7 @@ func openCache(ctx context.Context, cfg config.Config, rdb redis.UniversalClient
 // index to also purges the CDN (once per change, from this one process,
 // never from the serving nodes). close stops both, sending a purge still
 // pending.
-func openWriterCache(ctx context.Context, cfg config.Config, rdb redis.UniversalClient, st *store.Store, reg prometheus.Registerer, log *slog.Logger) (closeAll func(), err error) {
-	pcfg, err := purge.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		return nil, fmt.Errorf("purge hook: %w", err)
-	}
+func openWriterCache(ctx context.Context, cfg config.Config, pcfg purge.Config, rdb redis.UniversalClient, st *store.Store, reg prometheus.Registerer, log *slog.Logger) (closeAll func(), err error) {
 	var p *purge.Purger
 	var bumped func(uint64)
 	if pcfg.Enabled() {
@@ -211,7 +223,7 @@ func openWriterCache(ctx context.Context, cfg config.Config, rdb redis.Universal
 		bumped = p.Epoch
 		log.Info("edge purge hook on", "keys", strings.Join(httpcache.EpochKeys, " "), "timeout", pcfg.Timeout.String())
 	}
-	c, err := openCache(ctx, cfg, rdb, st, reg, log, false, bumped)
+	c, err := openCache(ctx, cfg, rdb, st, reg, log, cacheRole{bumped: bumped})
 	if err != nil {
 		if p != nil {
 			p.Close()

@@ -7,10 +7,16 @@ import (
 	"os"
 	"time"
 
+	"github.com/attestd/attestd/internal/purge"
 	"github.com/attestd/attestd/internal/seed"
 )
 
-func runSeed(ctx context.Context, args []string) error {
+func runSeed(ctx context.Context, args []string) error { return seedWith(ctx, nil, args) }
+
+// seedWith is the seed command reading its settings from getenv (nil: the
+// process environment, or a running make run's stores): make run seeds
+// with the stores it started.
+func seedWith(ctx context.Context, getenv func(string) string, args []string) error {
 	fs := newFlags("seed")
 	agents := fs.Int("agents", 50, "agents to register")
 	atts := fs.Int("attestations", 100_000, "attestations to write")
@@ -23,7 +29,7 @@ func runSeed(ctx context.Context, args []string) error {
 	if *agents < 1 || *atts < 0 || *batch < 1 || *batch > 50_000 {
 		return usageErrorf("seed: --agents must be >= 1, --attestations >= 0 and --batch from 1 to 50000")
 	}
-	cfg, log, st, err := commandStore(ctx)
+	cfg, log, st, err := commandStore(ctx, getenv)
 	if err != nil {
 		return err
 	}
@@ -47,7 +53,11 @@ func runSeed(ctx context.Context, args []string) error {
 			return err
 		}
 		defer rdb.Close()
-		closeCache, err := openWriterCache(ctx, cfg, rdb, st, nil, log)
+		pcfg, err := purge.ConfigFromEnv(getenv)
+		if err != nil {
+			return fmt.Errorf("purge hook: %w", err)
+		}
+		closeCache, err := openWriterCache(ctx, cfg, pcfg, rdb, st, nil, log)
 		if err != nil {
 			return err
 		}

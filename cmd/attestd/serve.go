@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"sort"
 	"strings"
 
@@ -15,7 +14,7 @@ import (
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/buildinfo"
 	"github.com/attestd/attestd/internal/config"
-	"github.com/attestd/attestd/internal/httpcache"
+	"github.com/attestd/attestd/internal/settings"
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/store"
@@ -33,20 +32,26 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// runServe runs one API node. Every feature a node runs is constructed
-// here, in the order a request meets it.
+// runServe runs one API node from the process environment.
 func runServe(ctx context.Context, args []string) error {
 	fs := newFlags("serve")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, log, err := loadConfig()
+	s, log, err := loadSettings(settings.Serve, nil)
 	if err != nil {
 		return err
 	}
-	if err := requireSchema(ctx, cfg, log); err != nil {
+	if err := requireSchema(ctx, s.Common, log); err != nil {
 		return err
 	}
+	return serve(ctx, s, log)
+}
+
+// serve runs one API node from its settings (read once, checked). Every
+// feature a node runs is constructed here, in the order a request meets it.
+func serve(ctx context.Context, s settings.Settings, log *slog.Logger) error {
+	cfg := s.Common
 	// The API's address is bound first, so a taken port is said before
 	// anything starts; with ATTESTD_REUSE_PORT a replacement binds it beside
 	// a node that drains.
@@ -55,20 +60,15 @@ func runServe(ctx context.Context, args []string) error {
 		return err
 	}
 	defer ln.Close()
-	n, err := openNode(ctx, cfg, log)
+	n, err := openNode(ctx, s, log)
 	if err != nil {
 		return err
 	}
 	defer n.close()
-	deps := app.Deps{Store: n.store, Cache: n.cache, Logger: log, Registerer: n.reg, AccessLogAll: cfg.AccessLogAll}
 	// What public answers say to browsers, CDNs and the edge.
-	if deps.HTTPCache, err = httpcache.ConfigFromEnv(os.Getenv); err != nil {
-		return fmt.Errorf("http caching: %w", err)
-	}
-	rcfg, err := ratelimit.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		return fmt.Errorf("rate limit: %w", err)
-	}
+	deps := app.Deps{Store: n.store, Cache: n.cache, Logger: log, Registerer: n.reg, AccessLogAll: cfg.AccessLogAll,
+		HTTPCache: s.HTTPCache}
+	rcfg := s.RateLimit
 
 	// 1. A cap on the connections one client IP holds open (trusted
 	//    proxies exempt), then the per-IP sliding-window request limit in
@@ -79,7 +79,7 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	// 1b. The transparency log's checkpoint and tiles, at the log's origin
 	//     (/log/...), outside that limit: their own per-IP guard.
-	logSrv, err := n.transparencyLog(ctx, rcfg, &deps)
+	logSrv, err := n.transparencyLog(ctx, &deps)
 	if err != nil {
 		return fmt.Errorf("transparency log: %w", err)
 	}
@@ -90,14 +90,14 @@ func runServe(ctx context.Context, args []string) error {
 	// 3. The public read API; with payments on, its OpenAPI document
 	//    prices each payable operation (x-x402) from the same catalog as
 	//    the 402s.
-	if vcfg, err := verifier.ConfigFromEnv(os.Getenv); err == nil && vcfg.Enabled() {
-		deps.OpenAPIPatch = vcfg.PatchOpenAPI
+	if s.Verifier.Enabled() {
+		deps.OpenAPIPatch = s.Verifier.PatchOpenAPI
 	}
 	api := app.New(deps)
 	// 4. The web application at / (explorer, console) and its Sign-In-With-
 	//    Solana sessions, which act as admins of their account on the
 	//    /keys and /webhooks routes.
-	site, err := n.web(rcfg)
+	site, err := n.web()
 	if err != nil {
 		return fmt.Errorf("web application: %w", err)
 	}
@@ -137,7 +137,7 @@ func runServe(ctx context.Context, args []string) error {
 	// 10. The live stream (GET /attestations/stream): one subscription per
 	//     node, streams capped per client IP as the rate limiter resolves
 	//     it; they end as soon as the node starts draining.
-	if err := n.stream(ctx, api, rcfg); err != nil {
+	if err := n.stream(ctx, api); err != nil {
 		return fmt.Errorf("live stream: %w", err)
 	}
 
@@ -152,25 +152,31 @@ func runServe(ctx context.Context, args []string) error {
 
 // node is what every feature of a serving process shares.
 type node struct {
-	cfg   config.Config
-	log   *slog.Logger
-	store *store.Store
-	redis redis.UniversalClient
-	cache *cache.Cache
-	reg   *prometheus.Registry
+	s   settings.Settings
+	cfg config.Config
+	log *slog.Logger
+	// resolver finds a request's client IP as the rate limiter does (the
+	// trusted proxies): the web app, the log's guard and the stream use it.
+	resolver *ratelimit.IPResolver
+	store    *store.Store
+	redis    redis.UniversalClient
+	cache    *cache.Cache
+	reg      *prometheus.Registry
 	// closers run at shutdown, last added first.
 	closers []func()
 }
 
 // openNode connects to Postgres (lazily: a node serves cached reads while
 // Postgres is down), Redis and the cache.
-func openNode(ctx context.Context, cfg config.Config, log *slog.Logger) (*node, error) {
-	n := &node{cfg: cfg, log: log, reg: newRegistry()}
-	// Reads that carry a cache epoch may use read replicas (see store.AtLeast).
-	replicas, err := store.ReplicasFromEnv(os.Getenv)
+func openNode(ctx context.Context, s settings.Settings, log *slog.Logger) (*node, error) {
+	cfg := s.Common
+	resolver, err := ratelimit.NewIPResolver(s.RateLimit.TrustedProxies, s.RateLimit.ProxyHeader)
 	if err != nil {
 		return nil, err
 	}
+	n := &node{s: s, cfg: cfg, log: log, reg: newRegistry(), resolver: resolver}
+	// Reads that carry a cache epoch may use read replicas (see store.AtLeast).
+	replicas := s.Replicas
 	replicas.Registerer, replicas.Logger = n.reg, log
 	st, err := openStore(ctx, cfg, true, replicas)
 	if err != nil {
@@ -189,7 +195,7 @@ func openNode(ctx context.Context, cfg config.Config, log *slog.Logger) (*node, 
 		return nil, err
 	}
 	n.closers = append(n.closers, func() { n.redis.Close() })
-	if n.cache, err = openCache(ctx, cfg, n.redis, st, n.reg, log, true, nil); err != nil {
+	if n.cache, err = openCache(ctx, cfg, n.redis, st, n.reg, log, cacheRole{reads: true}); err != nil {
 		n.close()
 		return nil, err
 	}
@@ -225,12 +231,8 @@ func (n *node) rateLimit(cfg ratelimit.Config, deps *app.Deps) error {
 // indexerHealth reads the indexer's progress from the checkpoints it
 // writes in Postgres, and probes the chain RPC.
 func (n *node) indexerHealth(deps *app.Deps) error {
-	icfg, err := indexer.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		return err
-	}
-	sr := indexer.NewStatusReader(n.store, icfg.RPCURL)
-	probe := indexer.NewChainProbe(icfg.RPCURL)
+	sr := indexer.NewStatusReader(n.store, n.s.ChainRPC)
+	probe := indexer.NewChainProbe(n.s.ChainRPC)
 	deps.Indexer = func(ctx context.Context) (app.IndexerStatus, error) {
 		s, err := sr.Read(ctx)
 		return app.IndexerStatus(s), err
@@ -244,10 +246,7 @@ func (n *node) indexerHealth(deps *app.Deps) error {
 // apiKeys starts the key service: lookups cached per node, revocations
 // heard over Redis pub/sub.
 func (n *node) apiKeys(ctx context.Context, sessions apikey.Sessions) (*apikey.Service, error) {
-	kopt, err := apikey.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		return nil, err
-	}
+	kopt := n.s.APIKeys
 	kopt.Store, kopt.Redis, kopt.Logger, kopt.Registerer = n.store, n.redis, n.log, n.reg
 	kopt.Sessions = sessions
 	kopt.Channel = n.cfg.RedisPrefix + apikey.ChannelSuffix
@@ -262,26 +261,16 @@ func (n *node) apiKeys(ctx context.Context, sessions apikey.Sessions) (*apikey.S
 // web builds the web application: embedded pages and assets, sign-in
 // nonces and sessions in Redis, for the node's public origin and network;
 // new accounts bounded per client IP as the rate limiter resolves it.
-func (n *node) web(rcfg ratelimit.Config) (*web.Web, error) {
-	cfg, err := web.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		return nil, err
-	}
+func (n *node) web() (*web.Web, error) {
+	cfg := n.s.Web
+	var err error
 	if cfg.Origin, err = n.cfg.PublicOrigin(); err != nil {
 		n.log.Warn("web console off (its routes answer 503)", "reason", err.Error())
 	}
-	vcfg, err := verifier.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		return nil, err
+	if n.s.Verifier.Enabled() {
+		cfg.ChainID = web.ChainFor(n.s.Verifier.Network)
 	}
-	if vcfg.Enabled() {
-		cfg.ChainID = web.ChainFor(vcfg.Network)
-	}
-	resolver, err := ratelimit.NewIPResolver(rcfg.TrustedProxies, rcfg.ProxyHeader)
-	if err != nil {
-		return nil, err
-	}
-	w, err := web.New(web.Options{Store: n.store, Redis: n.redis, Prefix: n.cfg.RedisPrefix + "web:", Config: cfg, Resolver: resolver, Logger: n.log})
+	w, err := web.New(web.Options{Store: n.store, Redis: n.redis, Prefix: n.cfg.RedisPrefix + "web:", Config: cfg, Resolver: n.resolver, Logger: n.log})
 	if err != nil {
 		return nil, err
 	}
@@ -296,10 +285,7 @@ func (n *node) web(rcfg ratelimit.Config) (*web.Web, error) {
 // are configured (nil otherwise): replay claims in Redis, the ledger in
 // Postgres, metrics on the node's registry.
 func (n *node) payPerRequest(ctx context.Context, api *app.API) (fiber.Handler, error) {
-	cfg, err := verifier.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		return nil, err
-	}
+	cfg := n.s.Verifier
 	if !cfg.Enabled() {
 		n.log.Info("pay per request off (set ATTESTD_X402_PAY_TO to turn it on)")
 		return nil, nil
@@ -350,10 +336,7 @@ func (n *node) payPerRequest(ctx context.Context, api *app.API) (fiber.Handler, 
 // premium adds the premium routes behind keys; payPerRequest (nil: none)
 // answers premium requests that carry no key.
 func (n *node) premium(api *app.API, keys *apikey.Service, payPerRequest fiber.Handler) error {
-	popt, err := premium.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		return err
-	}
+	popt := n.s.Premium
 	popt.Store, popt.Cache, popt.Logger = n.store, n.cache, n.log
 	h, err := premium.New(popt)
 	if err != nil {
@@ -369,10 +352,7 @@ func (n *node) premium(api *app.API, keys *apikey.Service, payPerRequest fiber.H
 
 // webhooks adds the /webhooks routes behind keys.
 func (n *node) webhooks(api *app.API, keys *apikey.Service) error {
-	wcfg, err := webhook.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		return err
-	}
+	wcfg := n.s.Webhook
 	h, err := webhook.NewAPI(webhook.APIOptions{Store: n.store, Queue: queue.New(n.redis, n.cfg.RedisPrefix, wcfg.Partitions),
 		Config: wcfg, Logger: n.log, Origin: deliveryOrigin(n.cfg)})
 	if err != nil {
@@ -391,16 +371,9 @@ func (n *node) webhooks(api *app.API, keys *apikey.Service) error {
 // transparencyLog builds the log's server (it serves what the appender
 // stored, for the key's origin) and puts its checkpoint and tiles among
 // deps' unlimited routes, guarded per client IP as the limiter resolves it.
-func (n *node) transparencyLog(ctx context.Context, rcfg ratelimit.Config, deps *app.Deps) (*translog.Server, error) {
-	lcfg, err := translog.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		return nil, err
-	}
-	resolver, err := ratelimit.NewIPResolver(rcfg.TrustedProxies, rcfg.ProxyHeader)
-	if err != nil {
-		return nil, err
-	}
-	srv := translog.NewServer(translog.ServerOptions{Store: n.store, Cache: n.cache, Config: lcfg, Logger: n.log, ClientIP: resolver.ClientIP})
+func (n *node) transparencyLog(ctx context.Context, deps *app.Deps) (*translog.Server, error) {
+	lcfg := n.s.Log
+	srv := translog.NewServer(translog.ServerOptions{Store: n.store, Cache: n.cache, Config: lcfg, Logger: n.log, ClientIP: n.resolver.ClientIP})
 	srv.Start(ctx)
 	deps.Unlimited = append(deps.Unlimited, srv.OriginRoutes()...)
 	deps.Log = srv.Health // /health: what is served, and who witnessed it
@@ -414,22 +387,15 @@ func (n *node) transparencyLog(ctx context.Context, rcfg ratelimit.Config, deps 
 }
 
 // stream starts the node's stream hub and routes the live stream to it.
-func (n *node) stream(ctx context.Context, api *app.API, rcfg ratelimit.Config) error {
-	scfg, err := stream.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		return err
-	}
-	resolver, err := ratelimit.NewIPResolver(rcfg.TrustedProxies, rcfg.ProxyHeader)
-	if err != nil {
-		return err
-	}
+func (n *node) stream(ctx context.Context, api *app.API) error {
+	scfg := n.s.Stream
 	hub := stream.NewHub(stream.HubOptions{Store: n.store, Redis: n.redis, Prefix: n.cfg.RedisPrefix, Config: scfg, Logger: n.log})
 	n.closers = append(n.closers, hub.Close)
 	go func() { // SIGTERM: streams end now (clients resume on another node), not at the drain's end
 		<-ctx.Done()
 		hub.Drain()
 	}()
-	h := stream.New(stream.Options{Hub: hub, ClientIP: resolver.ClientIP, Registerer: n.reg})
+	h := stream.New(stream.Options{Hub: hub, ClientIP: n.resolver.ClientIP, Registerer: n.reg})
 	api.SetStream(h.Serve)
 	n.log.Info("live stream", "max_per_ip", scfg.MaxPerIP, "max", scfg.MaxStreams, "heartbeat", scfg.Heartbeat.String(),
 		"lifetime", scfg.Lifetime.String(), "retention", scfg.Retention.String())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/attestd/attestd/internal/settings"
 	"log/slog"
 
 	"github.com/attestd/attestd/internal/config"
@@ -20,35 +21,27 @@ func runWorker(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, log, err := loadConfig()
+	s, log, err := loadSettings(settings.Worker, nil)
 	if err != nil {
 		return err
 	}
-	if err := requireSchema(ctx, cfg, log); err != nil {
-		return err
-	}
-	wcfg, err := webhook.ConfigFromEnv(nil)
-	if err != nil {
+	if err := requireSchema(ctx, s.Common, log); err != nil {
 		return err
 	}
 	if *reseal {
-		return resealSecrets(ctx, cfg, wcfg, log)
+		return resealSecrets(ctx, s.Common, s.Webhook, log)
 	}
 	reg := newRegistry()
 	health := newProcHealth(ctx, "worker")
-	serveInternal(ctx, wcfg.MetricsAddr, reg, log, cfg.Pprof, health)
-	return startWorkerWith(ctx, cfg, wcfg, log, reg, health)
+	serveInternal(ctx, s.Webhook.MetricsAddr, reg, log, s.Common.Pprof, health)
+	return startWorker(ctx, s, log, reg, health)
 }
 
 // startWorker opens the stores (migrating the schema, as the indexer
-// does) and runs a webhook worker until ctx ends.
-func startWorker(ctx context.Context, cfg config.Config, wcfg webhook.Config, log *slog.Logger, reg prometheus.Registerer) error {
-	return startWorkerWith(ctx, cfg, wcfg, log, reg, nil)
-}
-
-// startWorkerWith is startWorker reporting to health (nil: none) once the
-// worker runs.
-func startWorkerWith(ctx context.Context, cfg config.Config, wcfg webhook.Config, log *slog.Logger, reg prometheus.Registerer, health *procHealth) error {
+// does) and runs a webhook worker until ctx ends, reporting to health
+// (nil: none) once it runs.
+func startWorker(ctx context.Context, s settings.Settings, log *slog.Logger, reg prometheus.Registerer, health *procHealth) error {
+	cfg, wcfg := s.Common, s.Webhook
 	if err := cfg.RequireStores(); err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func TestPolicyFromEnv(t *testing.T) {
 		h.Confirmed != "public, max-age=0, s-maxage=5" || h.Finalized != "public, max-age=31536000, immutable" {
 		t.Fatalf("default headers %+v", h)
 	}
-	if (Policy{}).Headers() != h || p.StaleBound() != 10*time.Second {
+	if (Config{}).Headers() != h || p.StaleBound() != 10*time.Second {
 		t.Fatalf("zero policy must render the defaults; bound %s", p.StaleBound())
 	}
 	p, err = ConfigFromEnv(env(map[string]string{"ATTESTD_HTTP_MAX_AGE": "2s", "ATTESTD_HTTP_S_MAXAGE": "1m",

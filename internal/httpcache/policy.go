@@ -24,8 +24,8 @@ const (
 // handler that answers on its own behalf calls it too.
 func Private(c *fiber.Ctx) { c.Set(fiber.HeaderCacheControl, PrivateNoStore) }
 
-// Policy is how long caches may reuse public answers.
-type Policy struct {
+// Config is how long caches may reuse public answers.
+type Config struct {
 	// MaxAge is browsers' freshness (max-age) of answers that any new
 	// attestation can change: lists, stats, agents, and confirmed
 	// attestations. Browsers cannot be purged, so it is short.
@@ -43,8 +43,8 @@ type Policy struct {
 }
 
 // DefaultPolicy is the policy with every variable unset.
-func DefaultPolicy() Policy {
-	return Policy{MaxAge: 0, SMaxAge: 5 * time.Second, StaleWhileRevalidate: 5 * time.Second,
+func DefaultPolicy() Config {
+	return Config{MaxAge: 0, SMaxAge: 5 * time.Second, StaleWhileRevalidate: 5 * time.Second,
 		FinalizedMaxAge: 365 * 24 * time.Hour}
 }
 
@@ -58,10 +58,10 @@ var Vars = []config.Var{
 
 // ConfigFromEnv reads the policy (Vars) with getenv (the process
 // environment when nil). Durations are whole seconds.
-func ConfigFromEnv(getenv func(string) string) (Policy, error) {
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	e := config.NewEnv(getenv)
 	d := DefaultPolicy()
-	p := Policy{
+	p := Config{
 		MaxAge:               seconds(e, "ATTESTD_HTTP_MAX_AGE", d.MaxAge, 0, time.Hour),
 		SMaxAge:              seconds(e, "ATTESTD_HTTP_S_MAXAGE", d.SMaxAge, 0, 24*time.Hour),
 		StaleWhileRevalidate: seconds(e, "ATTESTD_HTTP_STALE_WHILE_REVALIDATE", d.StaleWhileRevalidate, 0, 24*time.Hour),
@@ -87,8 +87,8 @@ type Headers struct {
 }
 
 // Headers renders the policy. A zero Policy renders DefaultPolicy.
-func (p Policy) Headers() Headers {
-	if p == (Policy{}) {
+func (p Config) Headers() Headers {
+	if p == (Config{}) {
 		p = DefaultPolicy()
 	}
 	fresh := "public, max-age=" + secs(p.MaxAge) + ", s-maxage=" + secs(p.SMaxAge)
@@ -103,8 +103,8 @@ func (p Policy) Headers() Headers {
 // StaleBound is the longest a shared cache that honours the policy may
 // serve a list, stats or agent answer after the nodes moved to a new
 // epoch: its freshness plus the stale-while-revalidate window.
-func (p Policy) StaleBound() time.Duration {
-	if p == (Policy{}) {
+func (p Config) StaleBound() time.Duration {
+	if p == (Config{}) {
 		p = DefaultPolicy()
 	}
 	return p.SMaxAge + p.StaleWhileRevalidate

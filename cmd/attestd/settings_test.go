@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/attestd/attestd/internal/testenv"
+)
+
+// TestRolesNameEveryBadSettingBeforeConnecting runs serve, index and worker
+// from the built binary with one bad value in several packages each: every
+// one is named in the one error the process exits with, and the process
+// dialled none of the stores or the chain (all pointed at a listener that
+// counts connections).
+func TestRolesNameEveryBadSettingBeforeConnecting(t *testing.T) {
+	bin := testenv.BuildAttestd(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	testenv.Must(t, err, "listen")
+	t.Cleanup(func() { ln.Close() })
+	var dialled atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dialled.Add(1)
+			c.Close()
+		}
+	}()
+	addr := ln.Addr().String()
+	for role, bad := range map[string][]string{
+		"serve":  {"ATTESTD_RATE_LIMIT=-1", "ATTESTD_KEY_CACHE_TTL=forever", "ATTESTD_STREAM_MAX_PER_IP=0.5", "ATTESTD_X402_PAY_TO=not-a-key", "ATTESTD_WEBHOOK_TIMEOUT=never"},
+		"index":  {"ATTESTD_INDEXER_CONCURRENCY=0", "ATTESTD_PURGE_TIMEOUT=soon", "ATTESTD_LOG_BATCH=big", "ATTESTD_X402_RECONCILE_INTERVAL=often"},
+		"worker": {"ATTESTD_DB_MAX_CONNS=many", "ATTESTD_WEBHOOK_MAX_PER_ACCOUNT=all"},
+	} {
+		t.Run(role, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, role)
+			cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "DATABASE_URL=postgres://" + addr + "/db",
+				"REDIS_URL=redis://" + addr, "ATTESTD_SOLANA_RPC_URL=http://" + addr, "ATTESTD_METRICS_ADDR=", "ATTESTD_HTTP_ADDR=127.0.0.1:0"}, bad...)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("attestd %s started with %d bad settings:\n%s", role, len(bad), out)
+			}
+			for _, kv := range bad {
+				name := kv[:strings.IndexByte(kv, '=')]
+				if !strings.Contains(string(out), name) {
+					t.Errorf("attestd %s did not name %s:\n%s", role, name, out)
+				}
+			}
+		})
+	}
+	if n := dialled.Load(); n != 0 {
+		t.Fatalf("the processes made %d connections before refusing their settings", n)
+	}
+}

@@ -1,0 +1,152 @@
+package settings
+
+import (
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// recorder is a loopback listener that counts the connections made to it:
+// every store, chain and facilitator URL of the tests points here, so a
+// settings read that dialled anything would be seen.
+func recorder(t *testing.T) (addr string, dialled *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	dialled = new(atomic.Int64)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dialled.Add(1)
+			c.Close()
+		}
+	}()
+	return ln.Addr().String(), dialled
+}
+
+// bad is one bad value for a variable of each package a role reads.
+var bad = map[Role]map[string]string{
+	Serve: {
+		"ATTESTD_DB_MAX_CONNS":            "many",        // internal/config
+		"ATTESTD_HTTP_MAX_AGE":            "soon",        // internal/httpcache
+		"ATTESTD_RATE_LIMIT":              "-1",          // ratelimit
+		"ATTESTD_REPLICA_MAX_LAG":         "a while",     // store (replicas)
+		"ATTESTD_SOLANA_RPC_URL":          "::not a url", // the chain's RPC, for /health
+		"ATTESTD_KEY_CACHE_TTL":           "forever",     // apikey
+		"ATTESTD_WEB_SESSION_TTL":         "a day",       // web
+		"ATTESTD_REPORT_BURST_PER_MINUTE": "lots",        // premium
+		"ATTESTD_STREAM_MAX_PER_IP":       "0.5",         // stream
+		"ATTESTD_X402_PAY_TO":             "not-a-key",   // x402/verifier
+		"ATTESTD_LOG_BATCH":               "big",         // translog
+		"ATTESTD_WEBHOOK_TIMEOUT":         "never",       // webhook
+	},
+	Index: {
+		"ATTESTD_SHUTDOWN_TIMEOUT":        "later", // internal/config
+		"ATTESTD_INDEXER_CONCURRENCY":     "0",     // indexer
+		"ATTESTD_X402_RECONCILE_INTERVAL": "often", // the payments reconciler
+		"ATTESTD_PURGE_TIMEOUT":           "soon",  // internal/purge
+		"ATTESTD_LOG_CHECKPOINT_INTERVAL": "x",     // translog
+		"ATTESTD_X402_PAY_TO":             "not-a-key",
+	},
+	Worker: {
+		"ATTESTD_DB_MAX_CONNS":            "many",
+		"ATTESTD_WEBHOOK_MAX_PER_ACCOUNT": "all",
+	},
+	MCP: {
+		"ATTESTD_SHUTDOWN_TIMEOUT": "later",
+		"ATTESTD_API_TIMEOUT":      "whenever", // mcp
+	},
+}
+
+// TestLoadNamesEveryBadVariableAtOnce: with one bad value in each package a
+// role reads, Load names every one of them in one error, and dials none of
+// the stores, chain or facilitator the settings point at.
+func TestLoadNamesEveryBadVariableAtOnce(t *testing.T) {
+	addr, dialled := recorder(t)
+	local := map[string]string{}
+	for _, role := range []Role{Serve, Index, Worker} {
+		for k, v := range bad[role] {
+			local[k] = v
+		}
+	}
+	cases := map[Role]map[string]string{Serve: bad[Serve], Index: bad[Index], Worker: bad[Worker], MCP: bad[MCP], Local: local}
+	for role, vars := range cases {
+		t.Run(string(role), func(t *testing.T) {
+			env := map[string]string{
+				"DATABASE_URL": "postgres://" + addr + "/db", "REDIS_URL": "redis://" + addr,
+				"ATTESTD_X402_FACILITATOR_URL": "http://" + addr + "/facilitator", "ATTESTD_API_URL": "http://" + addr,
+			}
+			for k, v := range vars {
+				env[k] = v
+			}
+			_, err := Load(role, func(k string) string { return env[k] })
+			if err == nil {
+				t.Fatalf("%d bad values, no error", len(vars))
+			}
+			for k := range vars {
+				if !strings.Contains(err.Error(), k) {
+					t.Errorf("the error does not name %s:\n%v", k, err)
+				}
+			}
+		})
+	}
+	if n := dialled.Load(); n != 0 {
+		t.Fatalf("reading settings made %d connections", n)
+	}
+}
+
+// TestLoadReadsOnlyWhatTheRoleUses: an API node does not stop on a bad
+// indexer, reconciler or purge setting (the indexer's), and a worker not on
+// the API's.
+func TestLoadReadsOnlyWhatTheRoleUses(t *testing.T) {
+	for _, c := range []struct {
+		role Role
+		env  map[string]string
+	}{
+		{Serve, bad[Index]},
+		{Worker, bad[Serve]},
+		{MCP, bad[Serve]},
+	} {
+		env := map[string]string{}
+		for k, v := range c.env {
+			if k != "ATTESTD_SHUTDOWN_TIMEOUT" && k != "ATTESTD_DB_MAX_CONNS" && (c.role != Worker || !strings.HasPrefix(k, "ATTESTD_WEBHOOK_")) &&
+				(c.role != Serve || (k != "ATTESTD_X402_PAY_TO" && k != "ATTESTD_LOG_CHECKPOINT_INTERVAL")) {
+				env[k] = v
+			}
+		}
+		if _, err := Load(c.role, func(k string) string { return env[k] }); err != nil {
+			t.Errorf("%s stopped on another role's settings: %v", c.role, err)
+		}
+	}
+}
+
+func TestLoadGood(t *testing.T) {
+	env := map[string]string{"ATTESTD_SOLANA_RPC_URL": "http://127.0.0.1:18899", "ATTESTD_X402_RPC_URL": ""}
+	s, err := Load(Local, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ChainRPC != "http://127.0.0.1:18899" || s.Indexer.RPCURL != s.ChainRPC || s.PaymentsRPC != s.ChainRPC {
+		t.Fatalf("chain %q, indexer %q, payments %q", s.ChainRPC, s.Indexer.RPCURL, s.PaymentsRPC)
+	}
+	if _, err := Load("gateway", nil); err == nil {
+		t.Fatal("an unknown role loaded")
+	}
+}
+
+func TestOverlay(t *testing.T) {
+	base := map[string]string{"A": "base", "B": "base"}
+	o := NewOverlay(func(k string) string { return base[k] })
+	o.Set("B", "over")
+	o.Set("C", "")
+	if o.Getenv("A") != "base" || o.Getenv("B") != "over" || o.Getenv("C") != "" || o.Getenv("D") != "" {
+		t.Fatalf("A %q B %q C %q", o.Getenv("A"), o.Getenv("B"), o.Getenv("C"))
+	}
+}
