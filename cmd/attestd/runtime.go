@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/attestd/attestd/internal/tracing"
+
 	"context"
 	"errors"
 	"fmt"
@@ -84,6 +86,7 @@ func openRedis(ctx context.Context, cfg config.Config) (redis.UniversalClient, e
 	if err != nil {
 		return nil, err
 	}
+	tracing.InstrumentRedis(rdb) // a span per command, when tracing is on
 	if err := checkRedisMode(ctx, rdb, cfg.RedisCluster); err != nil {
 		rdb.Close()
 		return nil, err

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/attestd/attestd/internal/tracing"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -44,6 +46,12 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Tracing (OTLP/HTTP): on when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+	stopTracing, err := tracing.Setup(ctx, "serve", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	if err := requireSchema(ctx, cfg, log); err != nil {
 		return err
 	}
@@ -61,6 +69,7 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	defer n.close()
 	deps := app.Deps{Store: n.store, Cache: n.cache, Logger: log, Registerer: n.reg, AccessLogAll: cfg.AccessLogAll}
+	deps.Trace = tracing.Middleware() // each request's server span (nil when tracing is off)
 	// What public answers say to browsers, CDNs and the edge.
 	if deps.HTTPCache, err = httpcache.ConfigFromEnv(os.Getenv); err != nil {
 		return fmt.Errorf("http caching: %w", err)

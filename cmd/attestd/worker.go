@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/attestd/attestd/internal/tracing"
+
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +26,12 @@ func runWorker(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Tracing (OTLP/HTTP): on when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+	stopTracing, err := tracing.Setup(ctx, "worker", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	if err := requireSchema(ctx, cfg, log); err != nil {
 		return err
 	}

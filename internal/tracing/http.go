@@ -26,6 +26,8 @@ func Transport(name string, next http.RoundTripper) http.RoundTripper {
 type transport struct {
 	name string
 	next http.RoundTripper
+	// method (nil: none) names the call within the span's name.
+	method func(*http.Request) string
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -33,7 +35,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !Enabled() || !trace.SpanContextFromContext(ctx).IsValid() {
 		return t.next.RoundTrip(req)
 	}
-	ctx, span := Tracer().Start(ctx, t.name, trace.WithSpanKind(trace.SpanKindClient),
+	name := t.name
+	if t.method != nil {
+		if m := t.method(req); m != "" {
+			name += " " + m
+		}
+	}
+	ctx, span := Tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("http.request.method", req.Method),
 			attribute.String("server.address", req.URL.Hostname()), attribute.String("url.path", req.URL.Path)))
 	req = req.Clone(ctx) // a RoundTripper must not change the caller's request
