@@ -93,7 +93,16 @@ var sourceNames = [...]string{FromLocal: "local", FromRedis: "redis", FromLoader
 
 // getValueTraced is GetValue in a "cache get" span that says where the
 // value came from (its Redis reads and the load are its children).
+// A hit in this node's memory makes no span: the lookup takes less time
+// than a span costs, and its request's span already says how long it took.
 func (c *Cache) getValueTraced(ctx context.Context, key string, load Loader) (Value, Source, error) {
+	if !c.opt.Disabled {
+		if b, ok := inMemory(c, c.gen.Load(), key, monotonic()); ok {
+			c.m.hitsLocal.Inc()
+			v, err := decode(b)
+			return v, FromLocal, err
+		}
+	}
 	ctx, span := tracing.Start(ctx, "cache get", trace.SpanKindInternal)
 	v, src, err := c.getValue(ctx, key, load)
 	if src >= 0 && int(src) < len(sourceNames) {
