@@ -30,6 +30,9 @@ func Middleware() fiber.Handler {
 		c.SetUserContext(ctx)
 		err := c.Next()
 		route := c.Route().Path
+		if route == "/" && len(c.Request().URI().Path()) > 1 {
+			route = "unmatched" // only a middleware matched: no route template to name
+		}
 		span.SetName(method + " " + route)
 		status := c.Response().StatusCode()
 		if err != nil {
