@@ -34,6 +34,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// Registerer receives the HTTP metrics (nil: not registered).
 	Registerer prometheus.Registerer
+	// Trace (nil: none) runs first on every request: it makes the
+	// request's server span (tracing.Middleware).
+	Trace fiber.Handler
 	// Middleware run before every route (rate limiting, ...), in order,
 	// except the static ones (API.Static: the web application's page and
 	// files, which are not API calls).
@@ -151,6 +154,9 @@ func New(d Deps) *API {
 			// to whichever node is up by then.
 			rctx.SetConnectionClose()
 		}
+	}
+	if d.Trace != nil {
+		a.fiber.Use(d.Trace)
 	}
 	a.fiber.Use(a.front)
 	for _, r := range d.Unlimited {

@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/tracing"
+	"github.com/attestd/attestd/internal/tracing/otlptest"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -25,9 +28,12 @@ type servePath struct {
 // bare Fiber yardsticks: the JSON handler bench/edge compares with, and a
 // handler that writes the same 304 as the node without any work (the
 // floor).
-func hotPaths(tb testing.TB) []servePath {
+func hotPaths(tb testing.TB) []servePath { return hotPathsOf(tb, apptest.NodeOptions{}) }
+
+// hotPathsOf is hotPaths on a node started with opt.
+func hotPathsOf(tb testing.TB, opt apptest.NodeOptions) []servePath {
 	env := apptest.NewEnv(tb, apptest.Options{Agents: 3, Attestations: 40})
-	node := env.StartNode(tb, apptest.NodeOptions{})
+	node := env.StartNode(tb, opt)
 	bare := fiber.New(fiber.Config{DisableStartupMessage: true})
 	body := map[string]any{"status": "ok", "version": "baseline", "n": 42}
 	bare.Get("/json", func(c *fiber.Ctx) error { return c.JSON(body) })
@@ -108,6 +114,23 @@ func serve(tb testing.TB, p servePath, n int) {
 // over loopback with wrk.
 func BenchmarkServe(b *testing.B) {
 	for _, p := range hotPaths(b) {
+		b.Run(p.name, func(b *testing.B) {
+			b.ReportAllocs()
+			reportCPU(b, func() { serve(b, p, b.N) })
+		})
+	}
+}
+
+// BenchmarkServeTraced is BenchmarkServe with tracing on, every request
+// sampled, exporting over OTLP/HTTP to a receiver on loopback: the cost of
+// the server span, the cache lookup's span and their export (compare with
+// BenchmarkServe's paths of the same run).
+func BenchmarkServeTraced(b *testing.B) {
+	otlptest.Start(b).Enable(b, "serve")
+	for _, p := range hotPathsOf(b, apptest.NodeOptions{Configure: func(d *app.Deps) { d.Trace = tracing.Middleware() }}) {
+		if p.name == "baseline" || p.name == "floor-304" {
+			continue // the yardsticks: BenchmarkServe measures them
+		}
 		b.Run(p.name, func(b *testing.B) {
 			b.ReportAllocs()
 			reportCPU(b, func() { serve(b, p, b.N) })

@@ -1,6 +1,10 @@
 package cache
 
 import (
+	"github.com/attestd/attestd/internal/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"errors"
 	"fmt"
@@ -79,6 +83,40 @@ func inMemory[K string | []byte](c *Cache, g *generation, key K, now time.Durati
 // then load. Indexed values are keyed by the current epoch. The returned
 // slices must not be modified.
 func (c *Cache) GetValue(ctx context.Context, key string, load Loader) (Value, Source, error) {
+	if tracing.Enabled() {
+		return c.getValueTraced(ctx, key, load)
+	}
+	return c.getValue(ctx, key, load)
+}
+
+var sourceNames = [...]string{FromLocal: "local", FromRedis: "redis", FromLoader: "loader"}
+
+// getValueTraced is GetValue in a "cache get" span that says where the
+// value came from (its Redis reads and the load are its children).
+// A hit in this node's memory makes no span: the lookup takes less time
+// than a span costs, and its request's span already says how long it took.
+func (c *Cache) getValueTraced(ctx context.Context, key string, load Loader) (Value, Source, error) {
+	if !c.opt.Disabled {
+		if b, ok := inMemory(c, c.gen.Load(), key, monotonic()); ok {
+			c.m.hitsLocal.Inc()
+			v, err := decode(b)
+			return v, FromLocal, err
+		}
+	}
+	ctx, span := tracing.Start(ctx, "cache get", trace.SpanKindInternal)
+	v, src, err := c.getValue(ctx, key, load)
+	if src >= 0 && int(src) < len(sourceNames) {
+		span.SetAttributes(attribute.String("attestd.cache.source", sourceNames[src]))
+	}
+	if errors.Is(err, ErrNotFound) {
+		tracing.End(span, nil)
+	} else {
+		tracing.End(span, err)
+	}
+	return v, src, err
+}
+
+func (c *Cache) getValue(ctx context.Context, key string, load Loader) (Value, Source, error) {
 	if c.opt.Disabled {
 		v, imm, err := c.runLoad(ctx, load, c.gen.Load().epoch)
 		if err != nil {

@@ -1,6 +1,8 @@
 package indexer
 
 import (
+	"github.com/attestd/attestd/internal/tracing"
+
 	"context"
 	"errors"
 	"fmt"
@@ -67,7 +69,7 @@ func New(cfg Config, st *store.Store) (*Indexer, error) {
 		return nil, fmt.Errorf("indexer: %w", err)
 	}
 	ix := &Indexer{
-		cfg: cfg, st: st, rpc: rpc.New(cfg.RPCURL),
+		cfg: cfg, st: st, rpc: tracing.SolanaRPC(cfg.RPCURL),
 		log:     cfg.Logger.With("component", "indexer"),
 		m:       newMetrics(cfg.Registerer),
 		trigger: make(chan struct{}, 1),

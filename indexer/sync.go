@@ -1,6 +1,10 @@
 package indexer
 
 import (
+	"github.com/attestd/attestd/internal/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"errors"
 	"fmt"
@@ -184,6 +188,19 @@ type built struct {
 // transaction, or, while a transaction the sync listed is pending, of the
 // one just before the oldest such (from is where this listing started).
 func (ix *Indexer) process(ctx context.Context, sigs []sigEntry, from store.Checkpoint, hasFrom bool, chainSlot, finalSlot uint64, started time.Time) error {
+	if !tracing.Enabled() {
+		return ix.processBatches(ctx, sigs, from, hasFrom, chainSlot, finalSlot, started)
+	}
+	// One trace per round that found transactions: its fetches (chain
+	// RPC) and each batch applied (PostgreSQL) are children.
+	ctx, span := tracing.Start(ctx, "indexer sync", trace.SpanKindInternal,
+		attribute.Int("attestd.indexer.transactions", len(sigs)), attribute.Int64("attestd.indexer.chain_slot", int64(chainSlot)))
+	err := ix.processBatches(ctx, sigs, from, hasFrom, chainSlot, finalSlot, started)
+	tracing.End(span, err)
+	return err
+}
+
+func (ix *Indexer) processBatches(ctx context.Context, sigs []sigEntry, from store.Checkpoint, hasFrom bool, chainSlot, finalSlot uint64, started time.Time) error {
 	pred := func(i int) *store.Checkpoint {
 		if i == 0 {
 			if !hasFrom {
@@ -199,7 +216,15 @@ func (ix *Indexer) process(ctx context.Context, sigs []sigEntry, from store.Chec
 		defer close(ch)
 		for lo := 0; lo < len(sigs); lo += ix.cfg.ChunkTxs {
 			chunk := sigs[lo:min(lo+ix.cfg.ChunkTxs, len(sigs))]
-			recs, err := ix.fetchChunk(gctx, chunk, finalSlot, quickTries)
+			fctx := gctx
+			var fspan trace.Span
+			if tracing.Enabled() {
+				fctx, fspan = tracing.Start(gctx, "indexer fetch", trace.SpanKindInternal, attribute.Int("attestd.indexer.transactions", len(chunk)))
+			}
+			recs, err := ix.fetchChunk(fctx, chunk, finalSlot, quickTries)
+			if fspan != nil {
+				tracing.End(fspan, err)
+			}
 			if err != nil {
 				return err
 			}
@@ -232,7 +257,17 @@ func (ix *Indexer) process(ctx context.Context, sigs []sigEntry, from store.Chec
 				b.batch.Checkpoint = &cp
 			}
 			t0 := time.Now()
-			applied, err := ix.st.Apply(gctx, b.batch)
+			actx := gctx
+			var bspan trace.Span
+			if tracing.Enabled() {
+				actx, bspan = tracing.Start(gctx, "indexer batch", trace.SpanKindInternal,
+					attribute.Int("attestd.indexer.transactions", b.txs), attribute.Int64("attestd.indexer.last_slot", int64(b.last.slot)))
+			}
+			applied, err := ix.st.Apply(actx, b.batch)
+			if bspan != nil {
+				bspan.SetAttributes(attribute.Int("attestd.indexer.attestations", applied.Attestations))
+				tracing.End(bspan, err)
+			}
 			if err != nil {
 				return fmt.Errorf("apply batch ending at %s: %w", b.last.sig, err)
 			}

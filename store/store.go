@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/attestd/attestd/internal/tracing"
+
 	"context"
 	"errors"
 	"fmt"
@@ -78,6 +80,7 @@ type Store struct {
 // sends unknown URL parameters as session settings) keeps its own value
 // (so processes can be told apart in pg_stat_activity).
 func tune(cfg *pgx.ConnConfig) {
+	tracing.InstrumentPostgres(cfg) // a span per query, when tracing is on
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
 	}

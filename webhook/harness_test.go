@@ -1,6 +1,8 @@
 package webhook_test
 
 import (
+	"github.com/attestd/attestd/internal/tracing"
+
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -107,7 +109,10 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 	h.q = queue.New(h.rdb, h.env.Prefix, h.cfg.Partitions)
 	var deps app.Deps
 	h.node = h.env.StartNode(t, apptest.NodeOptions{
-		Configure: func(d *app.Deps) { deps = *d },
+		Configure: func(d *app.Deps) {
+			d.Trace = tracing.Middleware() // as serve: nil unless a test turned tracing on
+			deps = *d
+		},
 		Routes: func(api *app.API) {
 			svc, err := apikey.New(context.Background(), apikey.Config{Store: deps.Store, Logger: deps.Logger})
 			testenv.Must(t, err, "key service")

@@ -1,6 +1,10 @@
 package webhook
 
 import (
+	"github.com/attestd/attestd/internal/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"time"
 
@@ -127,7 +131,14 @@ func (w *Worker) fanOutAll(ctx context.Context, msgs []queue.EventMsg) time.Dura
 	return wait
 }
 
-func (w *Worker) fanOutBatch(ctx context.Context, msgs []queue.EventMsg) error {
+func (w *Worker) fanOutBatch(ctx context.Context, msgs []queue.EventMsg) (err error) {
+	if tracing.Enabled() {
+		// A trace per batch: its deliveries (queued here, carrying this
+		// span's traceparent) are its children.
+		var span trace.Span
+		ctx, span = tracing.Start(ctx, "webhook fan-out", trace.SpanKindInternal, attribute.Int("attestd.webhook.events", len(msgs)))
+		defer func() { tracing.End(span, err) }()
+	}
 	byID := make(map[int64]queue.Event, len(msgs))
 	ids := make([]int64, 0, len(msgs))
 	streamIDs := make([]string, 0, len(msgs))

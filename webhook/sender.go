@@ -1,6 +1,11 @@
 package webhook
 
 import (
+	"github.com/attestd/attestd/internal/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"errors"
 	"fmt"
@@ -888,6 +893,32 @@ var userAgent = "attestd-webhooks/" + buildinfo.Version
 // send makes the attempt: POST the body, signed, within the timeout;
 // read at most a snippet of the answer.
 func (w *Worker) send(ctx context.Context, h *hook, job *queue.Job) result {
+	if tracing.Enabled() {
+		return w.sendTraced(ctx, h, job)
+	}
+	return w.sendAttempt(ctx, h, job)
+}
+
+// sendTraced is send in a "webhook deliver" span, the child of the span
+// that queued the job when the job carries one (Job.Trace); the request
+// carries the span's traceparent to the receiver (see post).
+func (w *Worker) sendTraced(ctx context.Context, h *hook, job *queue.Job) result {
+	ctx = tracing.WithTraceparent(ctx, job.Trace)
+	ctx, span := tracing.Start(ctx, "webhook deliver", trace.SpanKindProducer,
+		attribute.String("attestd.webhook.id", job.Webhook), attribute.String("attestd.webhook.delivery", job.Delivery),
+		attribute.String("attestd.webhook.event_type", job.Type), attribute.Int("attestd.webhook.attempt", job.Attempts+1))
+	r := w.sendAttempt(ctx, h, job)
+	if r.status != 0 {
+		span.SetAttributes(attribute.Int("http.response.status_code", r.status))
+	}
+	if !r.ok() {
+		span.SetStatus(codes.Error, r.err)
+	}
+	span.End()
+	return r
+}
+
+func (w *Worker) sendAttempt(ctx context.Context, h *hook, job *queue.Job) result {
 	r := result{at: w.now()}
 	ctx, cancel := context.WithTimeout(ctx, 2*w.cfg.Timeout+time.Second) // the client bounds each try
 	defer cancel()
@@ -922,6 +953,9 @@ func (w *Worker) post(ctx context.Context, url string, s signing) (resp *http.Re
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
 	s.signer.Set(req.Header, s.id, time.Now(), s.body)
+	if tracing.Enabled() {
+		tracing.Inject(ctx, req.Header) // traceparent: the delivery's span
+	}
 	resp, err = w.client.Do(req)
 	if err != nil {
 		if resp != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/attestd/attestd/internal/settings"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/devnet"
+	"github.com/attestd/attestd/internal/settings"
 	"github.com/attestd/attestd/x402"
 	"github.com/attestd/attestd/x402/receipt"
 	"github.com/gagliardetto/solana-go"

@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/attestd/attestd/internal/settings"
 	"log/slog"
 
 	"github.com/attestd/attestd/indexer"
+	"github.com/attestd/attestd/internal/settings"
+	"github.com/attestd/attestd/internal/tracing"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/translog"
 	"github.com/attestd/attestd/x402/verifier"
@@ -24,6 +25,12 @@ func runIndex(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Tracing (OTLP/HTTP): on when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+	stopTracing, err := tracing.Setup(ctx, "index", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	if err := requireSchema(ctx, s.Common, log); err != nil {
 		return err
 	}

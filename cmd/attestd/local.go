@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/attestd/attestd/internal/settings"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/litewitness"
+	"github.com/attestd/attestd/internal/settings"
+	"github.com/attestd/attestd/internal/tracing"
 	"github.com/attestd/attestd/translog"
 	"github.com/attestd/attestd/webhook/keyring"
 	"github.com/prometheus/client_golang/prometheus"
@@ -131,6 +132,13 @@ func runLocal(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Tracing (OTLP/HTTP): on when OTEL_EXPORTER_OTLP_ENDPOINT is set; set
+	// up before the roles open their stores, so their queries are traced.
+	stopTracing, err := tracing.Setup(ctx, "local", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	startLocal(ctx, "indexer", log, func() error { return startIndexer(ctx, s, log, prometheus.NewRegistry(), nil) })
 	startLocal(ctx, "webhook worker", log, func() error { return startWorker(ctx, s, log, prometheus.NewRegistry(), nil) })
 	go banner.printWhenReady(ctx, os.Stderr)

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/attestd/attestd/internal/settings"
 	"net"
 
+	"github.com/attestd/attestd/internal/settings"
 	"github.com/attestd/attestd/mcp"
 )
 

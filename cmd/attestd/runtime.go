@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/attestd/attestd/internal/settings"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
@@ -12,12 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/attestd/attestd/internal/metric"
-
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/httpcache"
+	"github.com/attestd/attestd/internal/metric"
 	"github.com/attestd/attestd/internal/purge"
+	"github.com/attestd/attestd/internal/settings"
+	"github.com/attestd/attestd/internal/tracing"
 	"github.com/attestd/attestd/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -93,6 +93,7 @@ func openRedis(ctx context.Context, cfg config.Config) (redis.UniversalClient, e
 	if err != nil {
 		return nil, err
 	}
+	tracing.InstrumentRedis(rdb) // a span per command, when tracing is on
 	if err := checkRedisMode(ctx, rdb, cfg.RedisCluster); err != nil {
 		rdb.Close()
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/attestd/attestd/internal/buildinfo"
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/settings"
+	"github.com/attestd/attestd/internal/tracing"
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/store"
@@ -42,6 +43,12 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Tracing (OTLP/HTTP): on when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+	stopTracing, err := tracing.Setup(ctx, "serve", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	if err := requireSchema(ctx, s.Common, log); err != nil {
 		return err
 	}
@@ -68,6 +75,7 @@ func serve(ctx context.Context, s settings.Settings, log *slog.Logger) error {
 	// What public answers say to browsers, CDNs and the edge.
 	deps := app.Deps{Store: n.store, Cache: n.cache, Logger: log, Registerer: n.reg, AccessLogAll: cfg.AccessLogAll,
 		HTTPCache: s.HTTPCache}
+	deps.Trace = tracing.Middleware() // each request's server span (nil when tracing is off)
 	rcfg := s.RateLimit
 
 	// 1. A cap on the connections one client IP holds open (trusted

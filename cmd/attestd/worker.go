@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/attestd/attestd/internal/settings"
 	"log/slog"
 
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/settings"
+	"github.com/attestd/attestd/internal/tracing"
 	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/webhook/queue"
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +26,12 @@ func runWorker(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Tracing (OTLP/HTTP): on when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+	stopTracing, err := tracing.Setup(ctx, "worker", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	if err := requireSchema(ctx, s.Common, log); err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package apptest
 
 import (
+	"github.com/attestd/attestd/internal/tracing"
+
 	"context"
 	"io"
 	"log/slog"
@@ -78,6 +80,7 @@ func NewRedis(t testing.TB, url string) *redis.Client {
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
 	opt.MaxRetries = 0
 	rdb := redis.NewClient(opt)
+	tracing.InstrumentRedis(rdb) // as serve's clients, when a test turned tracing on
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
 }

@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/attestd/attestd/internal/tracing"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,6 +50,10 @@ type Job struct {
 	Own     int64  `json:"o,omitempty"`
 	OwnRate int    `json:"or,omitempty"`
 	Body    string `json:"b"` // the exact bytes sent
+	// Trace is the W3C traceparent of the span that queued the job (when
+	// tracing was on): the worker's delivery span is its child, and the
+	// receiver gets its traceparent. Retries keep it.
+	Trace string `json:"tp,omitempty"`
 }
 
 // Event is one outbox event on the event stream.
@@ -290,7 +296,14 @@ func (q *Queue) put(ctx context.Context, jobs []Job, at []time.Time) error {
 		return nil
 	}
 	byPart := map[int][]any{}
+	tp := ""
+	if tracing.Enabled() {
+		tp = tracing.Traceparent(ctx)
+	}
 	for i, j := range jobs {
+		if j.Trace == "" {
+			j.Trace = tp
+		}
 		data, err := encodeJob(j)
 		if err != nil {
 			return err

@@ -1,6 +1,8 @@
 package verifier
 
 import (
+	"github.com/attestd/attestd/internal/tracing"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -37,7 +39,8 @@ type facilitator struct {
 
 func newFacilitator(base string, hc *http.Client, cfg Config, log *slog.Logger) *facilitator {
 	if hc == nil {
-		hc = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		hc = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+			Transport: tracing.Transport("x402 facilitator", nil)}
 	}
 	return &facilitator{base: strings.TrimRight(base, "/"), http: hc, timeout: cfg.FacilitatorTimeout,
 		settleTimeout: cfg.SettleTimeout, network: cfg.Network, log: log}

@@ -1,6 +1,8 @@
 package verifier
 
 import (
+	"github.com/attestd/attestd/internal/tracing"
+
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +13,6 @@ import (
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/store"
 	"github.com/gagliardetto/solana-go"
-	"github.com/gagliardetto/solana-go/rpc"
 )
 
 // ReconcileVars lists the variables ReconcilerConfigFromEnv reads (besides
@@ -62,7 +63,7 @@ func NewReconciler(opt ReconcilerOptions) (*Reconciler, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Reconciler{ledger: opt.Ledger, chain: chainCheck{rpc: rpc.New(opt.RPCURL)}, interval: opt.Interval,
+	return &Reconciler{ledger: opt.Ledger, chain: chainCheck{rpc: tracing.SolanaRPC(opt.RPCURL)}, interval: opt.Interval,
 		log: opt.Logger.With("component", "x402-reconciler")}, nil
 }
 

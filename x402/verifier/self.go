@@ -1,6 +1,8 @@
 package verifier
 
 import (
+	"github.com/attestd/attestd/internal/tracing"
+
 	"context"
 	"encoding/base64"
 	"errors"
@@ -44,7 +46,7 @@ type blockhashHint struct {
 }
 
 func newSelfSettler(key solana.PrivateKey, rpcURL string, settleTimeout time.Duration) *selfSettler {
-	c := rpc.New(rpcURL)
+	c := tracing.SolanaRPC(rpcURL)
 	return &selfSettler{key: key, pub: key.PublicKey(), rpc: c, chain: chainCheck{rpc: c}, settleTimeout: settleTimeout}
 }
 

@@ -1,6 +1,10 @@
 package verifier
 
 import (
+	"github.com/attestd/attestd/internal/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"bytes"
 	"context"
 	"encoding/hex"
@@ -377,6 +381,27 @@ func (p *Payment) Payer() string { return p.Checked.Payer.String() }
 // (on any node) waits up to inflightWait for that answer, then is refused
 // with 409 and a Retry-After.
 func (v *Verifier) Begin(ctx context.Context, req Request) (*Payment, *Refusal) {
+	if tracing.Enabled() {
+		return v.beginTraced(ctx, req)
+	}
+	return v.beginPayment(ctx, req)
+}
+
+// beginTraced is Begin in an "x402 verify" span.
+func (v *Verifier) beginTraced(ctx context.Context, req Request) (*Payment, *Refusal) {
+	ctx, span := tracing.Start(ctx, "x402 verify", trace.SpanKindInternal, attribute.String("x402.route", req.Path))
+	p, ref := v.beginPayment(ctx, req)
+	if ref != nil {
+		span.SetAttributes(attribute.String("x402.refusal", ref.Reason))
+		tracing.End(span, ref)
+		return p, ref
+	}
+	span.SetAttributes(attribute.String("x402.payer", p.Payer()), attribute.Bool("x402.replay", p.kept != nil))
+	span.End()
+	return p, nil
+}
+
+func (v *Verifier) beginPayment(ctx context.Context, req Request) (*Payment, *Refusal) {
 	deadline := time.Now().Add(inflightWait)
 	r := v.begin(ctx, req)
 	for r.inflight && time.Now().Add(inflightPoll).Before(deadline) {
@@ -630,6 +655,22 @@ func (v *Verifier) Release(p *Payment) {
 // the returned PAYMENT-RESPONSE; on failure it must not be (the claim is
 // kept: the transaction may still land).
 func (v *Verifier) Settle(ctx context.Context, p *Payment) (x402.SettleResponse, *Refusal) {
+	if tracing.Enabled() {
+		ctx, span := tracing.Start(ctx, "x402 settle", trace.SpanKindInternal, attribute.String("x402.route", p.Path))
+		resp, ref := v.settle(ctx, p)
+		if ref != nil {
+			span.SetAttributes(attribute.String("x402.refusal", ref.Reason))
+			tracing.End(span, ref)
+			return resp, ref
+		}
+		span.SetAttributes(attribute.String("x402.transaction", resp.Transaction))
+		span.End()
+		return resp, nil
+	}
+	return v.settle(ctx, p)
+}
+
+func (v *Verifier) settle(ctx context.Context, p *Payment) (x402.SettleResponse, *Refusal) {
 	p.done = true
 	resp := x402.SettleResponse{Network: v.cfg.Network.CAIP2, Payer: p.Payer(), Amount: p.Requirements.Amount}
 	if p.V1 {

@@ -1,6 +1,8 @@
 package x402fiber_test
 
 import (
+	"github.com/attestd/attestd/internal/tracing"
+
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
@@ -111,6 +113,7 @@ func (f *fixture) nodeAt(t *testing.T, cfg verifier.Config, hc *http.Client, red
 		Listener: ln,
 		Configure: func(d *app.Deps) {
 			d.OpenAPIPatch = cfg.PatchOpenAPI
+			d.Trace = tracing.Middleware() // as serve: nil unless a test turned tracing on
 			deps = *d
 		},
 		Routes: func(api *app.API) {

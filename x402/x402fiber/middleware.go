@@ -1,6 +1,9 @@
 package x402fiber
 
 import (
+	"github.com/attestd/attestd/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
+
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -76,6 +79,11 @@ func New(v *verifier.Verifier, origin config.Origin) fiber.Handler {
 		req.Fingerprint = verifier.Fingerprint(c.Method(), c.Path(), string(c.Request().URI().QueryString()), c.Request().Body())
 		req.Described = c.Method() + " " + strings.Clone(c.Path())
 		ctx := context.Background()
+		if tracing.Enabled() {
+			// The request's span only: a payment's work is never
+			// cancelled with the request.
+			ctx = trace.ContextWithSpan(ctx, trace.SpanFromContext(c.UserContext()))
+		}
 		p, ref := v.Begin(ctx, req)
 		if ref != nil {
 			return refuse(c, v, sl, resource, req.PaymentV2 == "" && req.PaymentV1 != "", ref, nil, nil, x402.ResourceInfo{})

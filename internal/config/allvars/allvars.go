@@ -7,6 +7,7 @@ import (
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/purge"
 	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/tracing"
 	"github.com/attestd/attestd/mcp"
 	"github.com/attestd/attestd/premium"
 	"github.com/attestd/attestd/ratelimit"
@@ -27,6 +28,7 @@ func Lists() [][]config.Var {
 		mcp.Vars, testenv.Vars, verifier.Vars, verifier.ReconcileVars, webhook.Vars, web.Vars,
 		translog.Vars,
 		stream.Vars,
+		tracing.Vars,
 	}
 }
 

@@ -1,0 +1,104 @@
+package tracing
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"testing"
+)
+
+func TestConfigured(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{nil, false},
+		{map[string]string{EnvEndpoint: "http://collector:4318"}, true},
+		{map[string]string{EnvTracesEndpoint: "http://collector:4318/v1/traces"}, true},
+		{map[string]string{EnvEndpoint: "  "}, false},
+		{map[string]string{EnvEndpoint: "http://c:4318", EnvSDKDisabled: "true"}, false},
+		{map[string]string{EnvEndpoint: "http://c:4318", EnvSDKDisabled: "TRUE"}, false},
+		{map[string]string{EnvEndpoint: "http://c:4318", EnvSDKDisabled: "false"}, true},
+		{map[string]string{EnvEndpoint: "http://c:4318", EnvTracesExporter: "none"}, false},
+		{map[string]string{EnvEndpoint: "http://c:4318", EnvTracesExporter: "otlp"}, true},
+	} {
+		if got := Configured(func(k string) string { return c.env[k] }); got != c.want {
+			t.Errorf("Configured(%v) = %v, want %v", c.env, got, c.want)
+		}
+	}
+}
+
+// Off (no endpoint), Setup installs nothing and every instrument is
+// absent or the caller's own.
+func TestOffInstallsNothing(t *testing.T) {
+	t.Setenv(EnvEndpoint, "")
+	t.Setenv(EnvTracesEndpoint, "")
+	stop, err := Setup(context.Background(), "serve", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if Enabled() {
+		t.Fatal("tracing on without an endpoint")
+	}
+	if Middleware() != nil {
+		t.Error("Middleware is not nil when off")
+	}
+	next := http.DefaultTransport
+	if Transport("x", next) != next {
+		t.Error("Transport wraps when off")
+	}
+}
+
+func TestSetupRefusesGRPC(t *testing.T) {
+	t.Setenv(EnvEndpoint, "http://127.0.0.1:4317")
+	t.Setenv(EnvProtocol, "grpc")
+	if _, err := Setup(context.Background(), "serve", nil); err == nil || Enabled() {
+		t.Fatalf("grpc protocol: err %v, enabled %v", err, Enabled())
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://collector:4318":                "http://collector:4318",
+		"https://user:secret@collector:4318/x": "https://collector:4318/x",
+		"https://collector:4318/v1/traces?k=v": "https://collector:4318/v1/traces",
+		"http://a@b@collector:4318#frag":       "http://collector:4318",
+	} {
+		if got := redact(in); got != want {
+			t.Errorf("redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestJSONRPCMethod(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":1,"method":"getLatestBlockhash","params":[]}`: "getLatestBlockhash",
+		`{"method":"sendTransaction"}`:                                       "sendTransaction",
+		`{"id":1}`:                                                           "",
+		`{"method":"` + string(bytes.Repeat([]byte("a"), 100)) + `"}`:        "",
+		`{"method":"unterminated`:                                            "",
+	} {
+		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/", bytes.NewReader([]byte(body)))
+		if got := jsonRPCMethod(req); got != want {
+			t.Errorf("jsonRPCMethod(%q) = %q, want %q", body, got, want)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/", nil)
+	if got := jsonRPCMethod(req); got != "" {
+		t.Errorf("no body: %q", got)
+	}
+}
+
+func TestTraceparentRoundTrip(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	ctx := WithTraceparent(context.Background(), tp)
+	if got := Traceparent(ctx); got != tp {
+		t.Fatalf("Traceparent(WithTraceparent(%q)) = %q", tp, got)
+	}
+	for _, bad := range []string{"", "00-zz-00f067aa0ba902b7-01", "garbage", "00-00000000000000000000000000000000-00f067aa0ba902b7-01"} {
+		if got := Traceparent(WithTraceparent(context.Background(), bad)); got != "" {
+			t.Errorf("malformed %q carried as %q", bad, got)
+		}
+	}
+}
