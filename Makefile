@@ -12,7 +12,7 @@ RACE_PKGS := ./webhook ./store ./app ./indexer ./translog ./stream ./x402/verifi
              ./ratelimit ./apikey ./cache ./internal/purge ./internal/pubsub ./internal/devnet
 TEST_TIMEOUT ?= 10m
 
-.PHONY: build run reset test test-race test-plain bench fuzz vet fmt clean image cluster answers screenshot
+.PHONY: build run reset test test-race test-plain lint bench fuzz vet fmt clean image cluster answers screenshot
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/attestd
@@ -41,12 +41,12 @@ run: build
 reset: build
 	./$(BIN) local --reset
 
-## test: the whole suite against one throwaway Postgres and Redis. The two halves run side by side
+## test: the whole suite against one throwaway Postgres and Redis, and make lint. The two halves run side by side
 ## (each package has its own databases and Redis prefix): the suite waits on servers, browsers and
 ## timers far more than it computes, and one after the other they left the two cores idle two thirds
 ## of the time. Each half's output is printed whole when it ends.
 test: build
-	./$(BIN) stores -- $(MAKE) --no-print-directory -j2 --output-sync=target test-plain test-race
+	./$(BIN) stores -- $(MAKE) --no-print-directory -j3 --output-sync=target test-plain test-race lint
 
 race-list = $(shell $(GO) list $(RACE_PKGS))
 
@@ -83,6 +83,11 @@ bench: build
 ## fuzz: a short run of every fuzz target (seeds that found bugs live in testdata/fuzz)
 fuzz:
 	./bench/fuzz.sh
+
+## lint: go vet and staticcheck (the go.mod tool dependency) over all code, tests included; part of make test
+lint:
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 
 vet:
 	$(GO) vet ./...

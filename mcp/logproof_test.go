@@ -39,9 +39,10 @@ type attestationWithLog struct {
 func proofTamperer(t *testing.T, target string) string {
 	u, err := url.Parse(target)
 	testenv.Must(t, err, "parse")
-	p := httputil.NewSingleHostReverseProxy(u)
-	dir := p.Director
-	p.Director = func(r *http.Request) { dir(r); r.Header.Del("Accept-Encoding") }
+	p := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		r.Out.Header.Del("Accept-Encoding")
+	}}
 	p.ModifyResponse = func(res *http.Response) error {
 		if !strings.HasSuffix(res.Request.URL.Path, "/proof") || res.StatusCode != 200 {
 			return nil

@@ -324,7 +324,7 @@ func (s *Server) needKey(ctx context.Context, tool string) error {
 		"(POST /api/v1/keys with an existing key; on a self-hosted attestd the operator creates an account's first key with "+
 		"`attestd keys create --account NAME`). "+
 		"Put the key in this tool server's environment as %s (the \"env\" block of the MCP client's configuration) and restart it. "+
-		"The public tools (%s) work without a key.", tool, EnvAPIKey,
+		"The public tools (%s) work without a key", tool, EnvAPIKey,
 		strings.Join([]string{ToolGetStats, ToolListAttestations, ToolGetAttestation, ToolGetAgent, ToolGetAgentStats, ToolVerifyActionHash}, ", "))
 }
 
@@ -360,7 +360,7 @@ func (s *Server) apiError(err error) error {
 		if wait <= 0 {
 			wait = time.Minute
 		}
-		return fmt.Errorf("%s. Rate limited: retry after %d seconds (retryAfterSeconds=%d).", head,
+		return fmt.Errorf("%s. Rate limited: retry after %d seconds (retryAfterSeconds=%d)", head,
 			int64(wait.Round(time.Second)/time.Second), int64(wait.Round(time.Second)/time.Second))
 	}
 	if e.RequestID != "" {

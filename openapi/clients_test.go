@@ -72,7 +72,6 @@ const client = createClient<paths>({
 		pj, _ := json.Marshal(params)
 		body := "undefined"
 		if jsonBody(r) {
-			body = string(r.Body)
 			// (1) The compile-time check: the literal must be of the
 			// generated type of this operation's answer.
 			fmt.Fprintf(&prog, "const typed%d: paths[%q][%q][\"responses\"][%d][\"content\"][\"application/json\"] = %s;\n",

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -138,9 +137,6 @@ func newWallet(t testing.TB) wallet {
 func (w wallet) sign(msg string) string {
 	return base64.StdEncoding.EncodeToString(ed25519.Sign(w.priv, []byte(msg)))
 }
-
-// host is what the node's clients send as Host.
-func (h *harness) host() string { return strings.TrimPrefix(h.node.Root, "http://") }
 
 // nonce asks the node for a nonce.
 func (h *harness) nonce(t testing.TB) web.NonceView {

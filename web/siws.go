@@ -108,10 +108,10 @@ func ParseMessage(s string) (Message, error) {
 	}
 	var err error
 	if m.IssuedAt, err = time.Parse(time.RFC3339, issued); err != nil {
-		return m, fmt.Errorf("Issued At must be an RFC 3339 time, got %q", issued)
+		return m, fmt.Errorf("the Issued At field must be an RFC 3339 time, got %q", issued)
 	}
 	if m.ExpirationTime, err = time.Parse(time.RFC3339, expires); err != nil {
-		return m, fmt.Errorf("Expiration Time must be an RFC 3339 time, got %q", expires)
+		return m, fmt.Errorf("the Expiration Time field must be an RFC 3339 time, got %q", expires)
 	}
 	if m.String() != s {
 		return m, errors.New("the message is not in canonical form (UTC times to the second, no extra spaces or lines)")

@@ -88,8 +88,7 @@ func (b *browser) axe(t *testing.T, src, what string) map[string]int {
 // fits fails the test when the page is wider than the viewport.
 func (b *browser) fits(t *testing.T, what string) {
 	t.Helper()
-	var m struct{ Scroll, Inner int }
-	m = eval[struct{ Scroll, Inner int }](t, b, `({Scroll: document.documentElement.scrollWidth, Inner: window.innerWidth})`)
+	m := eval[struct{ Scroll, Inner int }](t, b, `({Scroll: document.documentElement.scrollWidth, Inner: window.innerWidth})`)
 	if m.Scroll > m.Inner {
 		wide := eval[[]string](t, b, `[...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > window.innerWidth + 0.5)
 			.slice(0, 8).map((e) => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + (e.className && typeof e.className === "string" ? "." + e.className : "") + " right=" + Math.round(e.getBoundingClientRect().right))`)

@@ -32,9 +32,10 @@ func tamperProxy(t *testing.T, target string, rewrite func(path string, body []b
 	t.Helper()
 	u, err := url.Parse(target)
 	testenv.Must(t, err, "parse")
-	p := httputil.NewSingleHostReverseProxy(u)
-	dir := p.Director
-	p.Director = func(r *http.Request) { dir(r); r.Header.Del("Accept-Encoding") }
+	p := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		r.Out.Header.Del("Accept-Encoding")
+	}}
 	p.ModifyResponse = func(res *http.Response) error {
 		b, err := io.ReadAll(res.Body)
 		res.Body.Close()

@@ -117,15 +117,6 @@ func (x *exec) emit(ev prova.Event) {
 	x.evIndex++
 }
 
-func (x *exec) keyIndex(k solana.PublicKey) int {
-	for i, kk := range x.keys {
-		if kk == k {
-			return i
-		}
-	}
-	return -1
-}
-
 // run executes every instruction; it returns the transaction error (nil on
 // success).
 func (x *exec) run() txError {

@@ -352,9 +352,8 @@ func TestEd25519Verify(t *testing.T) {
 	// Offsets into another instruction (the record_attestations data), as
 	// programs that save space lay it out.
 	rec := RecordAttestationsArgs{Attestations: atts}.Encode()
-	other := []byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 	o := func(v int) []byte { return []byte{byte(v), byte(v >> 8)} }
-	other = cat([]byte{1, 0}, o(RecordSignatureOffset(2)), o(1), o(16), o(0xffff), o(RecordHashOffset(2)), o(32), o(1), agentID[:])
+	other := cat([]byte{1, 0}, o(RecordSignatureOffset(2)), o(1), o(16), o(0xffff), o(RecordHashOffset(2)), o(32), o(1), agentID[:])
 	lookup := func(i int) ([]byte, bool) {
 		if i == 1 {
 			return rec, true

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -225,15 +224,6 @@ func ledger(t *testing.T, st *store.Store, status string) []store.Payment {
 	ps, err := st.ListPayments(context.Background(), store.PaymentFilter{Status: status})
 	testenv.Must(t, err, "list payments")
 	return ps
-}
-
-func hasPrefix(s string, p ...string) bool {
-	for _, x := range p {
-		if strings.HasPrefix(s, x) {
-			return true
-		}
-	}
-	return false
 }
 
 func encode(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
