@@ -17,6 +17,7 @@ func runCluster(ctx context.Context, args []string) error {
 	fs := newFlags("cluster")
 	dir := fs.String("dir", ".run/cluster", "where the fleet keeps data and logs (wiped at start)")
 	nginxConf := fs.String("nginx", "deploy/nginx.conf", "the nginx site to run in front of the API nodes")
+	rules := fs.String("rules", "deploy/prometheus/attestd-rules.yml", "the Prometheus rules to load (\"\": no Prometheus)")
 	serve := fs.Int("serve", 3, "API nodes")
 	index := fs.Int("index", 2, "indexers (one leads)")
 	worker := fs.Int("worker", 2, "webhook workers")
@@ -44,7 +45,7 @@ func runCluster(ctx context.Context, args []string) error {
 		return err
 	}
 	f, err := fleet.Start(ctx, fleet.Options{Bin: bin, Dir: abs, NginxConf: conf, Serve: *serve, Index: *index, Worker: *worker,
-		RedisCluster: *redisCluster, NoReplica: *noReplica, Rate: *rate, WitnessedLog: true, Log: log})
+		RedisCluster: *redisCluster, NoReplica: *noReplica, Rate: *rate, WitnessedLog: true, RulesFile: *rules, Log: log})
 	if err != nil {
 		return err
 	}
@@ -58,6 +59,9 @@ func runCluster(ctx context.Context, args []string) error {
 		fmt.Printf(" (replica %s)", f.Replica.URL)
 	}
 	fmt.Printf("\n  chain    %s\n", f.Chain.RPCURL())
+	if f.Prometheus != nil {
+		fmt.Printf("  prometheus %s (alerts: %s/alerts)\n", f.Prometheus.URL, f.Prometheus.URL)
+	}
 	if f.Witness != nil {
 		fmt.Printf("  witness  %s (%s)\n", f.Witness.URL, f.Witness.VerifierKey)
 	}

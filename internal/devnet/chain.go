@@ -106,6 +106,8 @@ type txRecord struct {
 type Chain struct {
 	cfg Config
 	log *slog.Logger
+	// down: the endpoints act as a provider that is away (Unreachable).
+	down atomic.Bool
 
 	mu          sync.RWMutex
 	slot        uint64

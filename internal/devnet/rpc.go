@@ -91,6 +91,10 @@ const maxRequestBody = 50 << 20
 
 // serveRPC answers JSON-RPC 2.0 over HTTP POST, single or batch.
 func (c *Chain) serveRPC(w http.ResponseWriter, r *http.Request) {
+	if c.down.Load() {
+		http.Error(w, "rpc unavailable", http.StatusServiceUnavailable)
+		return
+	}
 	if r.Method == http.MethodGet && (r.URL.Path == "/health") {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok")

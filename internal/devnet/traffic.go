@@ -469,3 +469,14 @@ func (c *Chain) RefuseWebsockets(refuse bool) { c.ps.refuse.Store(refuse) }
 
 // DuplicateDelivery makes every websocket notification go out twice.
 func (c *Chain) DuplicateDelivery(on bool) { c.duplicate.Store(on) }
+
+// Unreachable makes the chain's endpoints act as an RPC provider that is
+// down (true): JSON-RPC answers 503, websockets are dropped and refused,
+// while the chain itself goes on producing slots; false brings them back.
+func (c *Chain) Unreachable(down bool) {
+	c.down.Store(down)
+	c.ps.refuse.Store(down)
+	if down {
+		c.ps.closeAll()
+	}
+}

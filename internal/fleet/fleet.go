@@ -46,6 +46,13 @@ type Options struct {
 	// in Dir/log-key; the indexers append, the nodes serve) with one local
 	// witness cosigning it: torchwood's litewitness, quorum 1.
 	WitnessedLog bool
+	// RulesFile, when set, runs Prometheus (the Debian package) scraping
+	// every process with these rules loaded (deploy/prometheus/attestd-rules.yml).
+	RulesFile string
+	// AlertTimeScale divides the rules' `for` and range windows and the
+	// scrape interval (default 1: as written, scraped every 5 s), so a test
+	// sees alerts fire and resolve within seconds (ScaleRuleTimes).
+	AlertTimeScale int
 	// Env is added to every attestd process's environment (last wins).
 	Env []string
 	// Log receives progress lines (default: discarded).
@@ -66,6 +73,8 @@ type Fleet struct {
 	// Env is the environment every attestd process shares (without its
 	// own listeners).
 	Env []string
+	// Prometheus scrapes the fleet (nil without RulesFile).
+	Prometheus *devstack.Prometheus
 	// Witness cosigns the log (nil without WitnessedLog).
 	Witness *litewitness.Witness
 	// WebhookKeys is ATTESTD_WEBHOOK_SECRET_KEYS of every process (made
@@ -258,6 +267,11 @@ func Start(ctx context.Context, opt Options) (_ *Fleet, err error) {
 		}
 	}
 	log.Info("attestd processes up", "serve", len(f.Serve), "index", len(f.Index), "worker", len(f.Worker))
+	if opt.RulesFile != "" {
+		if err := f.startPrometheus(ctx); err != nil {
+			return nil, fmt.Errorf("prometheus: %w", err)
+		}
+	}
 	n, err := devstack.StartNginx(ctx, filepath.Join(opt.Dir, "nginx"), devstack.NginxOptions{Config: opt.NginxConf, Upstreams: upstreams,
 		Workers: opt.NginxWorkers, Port: nginxPort})
 	if err != nil {

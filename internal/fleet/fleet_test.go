@@ -180,6 +180,9 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 	ctx := context.Background()
 	f, err := Start(ctx, Options{Bin: bin, Dir: testenv.TempDir(t, "fleet-"), NginxConf: "../../deploy/nginx.conf",
 		Agents: 5, Attestations: 300, FinalityDepth: 8, SlotInterval: 200 * time.Millisecond, WitnessedLog: true,
+		// The shipped rules in a real Prometheus, their windows shrunk 12-fold
+		// (a minute's `for` is 5 s) so alerts fire and resolve within the test.
+		RulesFile: "../../deploy/prometheus/attestd-rules.yml", AlertTimeScale: 12,
 		Env: []string{
 			fmt.Sprintf("ATTESTD_RATE_LIMIT=%d", rateLimit), "ATTESTD_RATE_WINDOW=60s", "ATTESTD_RATE_ALLOWLIST=" + loadIP + "/32",
 			"ATTESTD_INDEXER_POLL_INTERVAL=250ms", "ATTESTD_WEBHOOK_CLAIM_IDLE=2s", "ATTESTD_WEBHOOK_POLL_INTERVAL=20ms",
@@ -452,6 +455,69 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 				t.Errorf("%s logged no drain start and end:\n%s", p.Name, tail(string(b), 2000))
 			}
 		}
+	})
+
+	// alert reports whether Prometheus has name firing with labels
+	// including match.
+	alert := func(t *testing.T, name string, match map[string]string) (firing bool) {
+		t.Helper()
+		as, err := f.Prometheus.Alerts(ctx)
+		testenv.Must(t, err, "prometheus alerts")
+		for _, a := range as {
+			if a.Labels["alertname"] != name || a.State != "firing" {
+				continue
+			}
+			all := true
+			for k, v := range match {
+				all = all && a.Labels[k] == v
+			}
+			if all {
+				return true
+			}
+		}
+		return false
+	}
+
+	t.Run("every indexer killed: the indexer alerts fire in Prometheus, and resolve after the restart", func(t *testing.T) {
+		// (Only the index job's ProcessDown: the rolling restart above moved
+		// the API nodes' metrics ports, which Prometheus's static targets
+		// still name.)
+		index := map[string]string{"job": "attestd-index"}
+		for _, name := range []string{"AttestdNoIndexerLeader", "AttestdProcessDown"} {
+			if alert(t, name, index) {
+				t.Fatalf("%s fires before anything was killed", name)
+			}
+		}
+		for _, p := range f.Index {
+			p.Kill()
+		}
+		fired := waitFor(t, "AttestdNoIndexerLeader and AttestdProcessDown{job=attestd-index} firing", 90*time.Second, func() bool {
+			return alert(t, "AttestdNoIndexerLeader", nil) && alert(t, "AttestdProcessDown", index)
+		})
+		for _, p := range f.Index {
+			testenv.Must(t, p.Restart(ctx), "restart %s", p.Name)
+		}
+		start := time.Now()
+		for alert(t, "AttestdNoIndexerLeader", nil) || alert(t, "AttestdProcessDown", index) {
+			if time.Since(start) > 90*time.Second {
+				as, _ := f.Prometheus.Alerts(ctx)
+				t.Fatalf("the indexer alerts not resolved within 90 s of the restart; alerts now: %+v", as)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		resolved := time.Since(start)
+		t.Logf("indexers killed: alerts firing after %v (rules' for: 2m and 1m, scaled 12-fold); resolved %v after the restart", fired.Round(time.Second), resolved.Round(time.Second))
+	})
+
+	t.Run("the chain's RPC unreachable: AttestdChainStalled fires in Prometheus, and resolves when it is back", func(t *testing.T) {
+		if alert(t, "AttestdChainStalled", nil) {
+			t.Fatal("AttestdChainStalled fires before the chain went away")
+		}
+		f.Chain.Unreachable(true)
+		fired := waitFor(t, "AttestdChainStalled firing", 90*time.Second, func() bool { return alert(t, "AttestdChainStalled", nil) })
+		f.Chain.Unreachable(false)
+		resolved := waitFor(t, "AttestdChainStalled resolved", 90*time.Second, func() bool { return !alert(t, "AttestdChainStalled", nil) })
+		t.Logf("chain RPC down: AttestdChainStalled firing after %v (scaled 12-fold); resolved %v after it was back", fired.Round(time.Second), resolved.Round(time.Second))
 	})
 
 	t.Run("replica stopped: reads move to the primary", func(t *testing.T) {
