@@ -2,15 +2,16 @@ package docs
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/attestd/attestd/internal/testenv"
 )
 
 // harnesses are packages whose own code starts goroutines but that are tools
@@ -28,6 +29,7 @@ var harnesses = map[string]string{
 	"internal/hostile":     "hostile request matrix harness",
 	"internal/litewitness": "starts witness processes for tests",
 	"internal/seed":        "demo data loader run by make run",
+	"internal/testenv":     "test support: shared stores and listeners for tests",
 	"bench/":               "load generators run by make bench",
 }
 
@@ -57,36 +59,15 @@ func racePackages(t *testing.T) []string {
 func concurrentPackages(t *testing.T) map[string]bool {
 	t.Helper()
 	found := map[string]bool{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || name == "bin") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	testenv.GoSources(t, root, func(rel string, _ *token.FileSet, f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			if _, ok := n.(*ast.GoStmt); ok {
-				rel, _ := filepath.Rel(root, filepath.Dir(path))
-				found[filepath.ToSlash(rel)] = true
+				found[path.Dir(rel)] = true
 				return false
 			}
 			return true
 		})
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return found
 }
 

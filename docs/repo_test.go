@@ -3,15 +3,15 @@ package docs
 import (
 	"bytes"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/attestd/attestd/internal/testenv"
 )
 
 // maxTrackedBytes is the most a tracked file outside testdata/ may weigh.
@@ -70,24 +70,7 @@ func TestNothingBuiltIsTracked(t *testing.T) {
 // make run hands what it starts to its roles layered over the environment
 // (settings.Overlay), never by writing it.
 func TestNoProcessWritesItsEnvironment(t *testing.T) {
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	testenv.GoSources(t, root, func(rel string, fset *token.FileSet, f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			sel, ok := n.(*ast.SelectorExpr)
 			if !ok {
@@ -96,14 +79,10 @@ func TestNoProcessWritesItsEnvironment(t *testing.T) {
 			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "os" {
 				switch sel.Sel.Name {
 				case "Setenv", "Unsetenv", "Clearenv":
-					t.Errorf("%s: os.%s in non-test code", fset.Position(sel.Pos()), sel.Sel.Name)
+					t.Errorf("%s:%d: os.%s in non-test code", rel, fset.Position(sel.Pos()).Line, sel.Sel.Name)
 				}
 			}
 			return true
 		})
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }

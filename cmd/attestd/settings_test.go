@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,21 +18,7 @@ import (
 // counts connections).
 func TestRolesNameEveryBadSettingBeforeConnecting(t *testing.T) {
 	bin := testenv.BuildAttestd(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	testenv.Must(t, err, "listen")
-	t.Cleanup(func() { ln.Close() })
-	var dialled atomic.Int64
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			dialled.Add(1)
-			c.Close()
-		}
-	}()
-	addr := ln.Addr().String()
+	addr, dialled := testenv.ConnCounter(t)
 	for role, bad := range map[string][]string{
 		"serve":  {"ATTESTD_RATE_LIMIT=-1", "ATTESTD_KEY_CACHE_TTL=forever", "ATTESTD_STREAM_MAX_PER_IP=0.5", "ATTESTD_X402_PAY_TO=not-a-key", "ATTESTD_WEBHOOK_TIMEOUT=never"},
 		"index":  {"ATTESTD_INDEXER_CONCURRENCY=0", "ATTESTD_PURGE_TIMEOUT=soon", "ATTESTD_LOG_BATCH=big", "ATTESTD_X402_RECONCILE_INTERVAL=often"},

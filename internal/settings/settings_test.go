@@ -1,35 +1,11 @@
 package settings
 
 import (
-	"net"
 	"strings"
-	"sync/atomic"
 	"testing"
-)
 
-// recorder is a loopback listener that counts the connections made to it:
-// every store, chain and facilitator URL of the tests points here, so a
-// settings read that dialled anything would be seen.
-func recorder(t *testing.T) (addr string, dialled *atomic.Int64) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	dialled = new(atomic.Int64)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			dialled.Add(1)
-			c.Close()
-		}
-	}()
-	return ln.Addr().String(), dialled
-}
+	"github.com/attestd/attestd/internal/testenv"
+)
 
 // bad is one bad value for a variable of each package a role reads.
 var bad = map[Role]map[string]string{
@@ -69,7 +45,7 @@ var bad = map[Role]map[string]string{
 // role reads, Load names every one of them in one error, and dials none of
 // the stores, chain or facilitator the settings point at.
 func TestLoadNamesEveryBadVariableAtOnce(t *testing.T) {
-	addr, dialled := recorder(t)
+	addr, dialled := testenv.ConnCounter(t)
 	local := map[string]string{}
 	for _, role := range []Role{Serve, Index, Worker} {
 		for k, v := range bad[role] {
