@@ -17,6 +17,7 @@ import (
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/buildinfo"
 	"github.com/attestd/attestd/internal/httpcache"
+	"github.com/attestd/attestd/internal/metric"
 	"github.com/attestd/attestd/openapi"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
@@ -85,8 +86,9 @@ type API struct {
 	docErr  error
 	// draining: the node is stopping (see ListenWith); /health says so
 	// and every answer closes its connection.
-	draining atomic.Bool
-	stream   atomic.Pointer[fiber.Handler] // GET /attestations/stream (SetStream)
+	draining   atomic.Bool
+	drainStart atomic.Int64                  // unix nanoseconds the drain began
+	stream     atomic.Pointer[fiber.Handler] // GET /attestations/stream (SetStream)
 	// logStatus reads the transparency log's checkpoint for the overview
 	// (SetLogStatus).
 	logStatus atomic.Pointer[LogStatusFunc]
@@ -105,6 +107,8 @@ func New(d Deps) *API {
 	}
 	d.Timeouts = d.Timeouts.withDefaults()
 	a := &API{deps: d, log: d.Logger, started: time.Now(), m: newHTTPMetrics(d.Registerer)}
+	metric.Register(d.Registerer, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "attestd_http_draining_seconds",
+		Help: "Seconds this node has been draining (0: not draining); a drain that outlasts its timeout is stuck."}, a.drainingSeconds))
 	cc := d.HTTPCache.Headers()
 	a.control.index, a.control.confirmed, a.control.finalized = []byte(cc.Index), []byte(cc.Confirmed), []byte(cc.Finalized)
 	b, err := openapi.JSON()

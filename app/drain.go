@@ -36,6 +36,14 @@ type ListenOptions struct {
 // still serves until the drain is over).
 func (a *API) Draining() bool { return a.draining.Load() }
 
+// drainingSeconds is how long the node has been draining, 0 when it is not.
+func (a *API) drainingSeconds() float64 {
+	if !a.draining.Load() {
+		return 0
+	}
+	return time.Since(time.Unix(0, a.drainStart.Load())).Seconds()
+}
+
 // ListenWith serves on addr until ctx ends, drains for opt.Drain (or
 // until opt.SkipDrain closes), then shuts down within opt.Grace.
 func (a *API) ListenWith(ctx context.Context, addr string, opt ListenOptions) error {
@@ -72,6 +80,7 @@ func (a *API) drain(d time.Duration, skip <-chan struct{}, errc <-chan error) er
 	if d <= 0 {
 		return nil
 	}
+	a.drainStart.Store(time.Now().UnixNano())
 	a.draining.Store(true)
 	a.log.Info("draining: /health answers 503 while requests are still served", "drain", d.String())
 	start := time.Now()

@@ -12,6 +12,7 @@ import (
 	"github.com/attestd/attestd/internal/apptest"
 	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/testenv"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestDrainFailsHealthWhileServing: once its context ends, a node with a
@@ -22,7 +23,8 @@ func TestDrainFailsHealthWhileServing(t *testing.T) {
 	t.Parallel()
 	env := apptest.NewEnv(t, apptest.Options{Agents: 2, Attestations: 20})
 	base := env.StartNode(t, apptest.NodeOptions{})
-	api := app.New(app.Deps{Store: base.Store, Cache: base.Cache, Logger: apptest.Logger()})
+	reg := prometheus.NewRegistry()
+	api := app.New(app.Deps{Store: base.Store, Cache: base.Cache, Logger: apptest.Logger(), Registerer: reg})
 	port, err := devstack.FreePort()
 	testenv.Must(t, err, "free port")
 	addr := "127.0.0.1:" + strconv.Itoa(port)
@@ -42,12 +44,19 @@ func TestDrainFailsHealthWhileServing(t *testing.T) {
 	if r.Status != 200 || h.Status == "draining" || api.Draining() {
 		t.Fatalf("before the signal: %d %s", r.Status, r.Body)
 	}
+	if s := drainingSeconds(t, reg); s != 0 {
+		t.Fatalf("attestd_http_draining_seconds before the signal: %v, want 0", s)
+	}
 	stop()
 	waitUntil(t, "health says draining", func() bool { return healthStatus(node) == 503 })
 	r = node.Get(t, "/health") // validated against the OpenAPI document
 	r.JSON(t, &h)
 	if h.Status != "draining" || len(h.Reasons) == 0 || !strings.HasPrefix(h.Reasons[0], "draining:") || h.Postgres != "ok" {
 		t.Fatalf("draining health: %d %s", r.Status, r.Body)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if s := drainingSeconds(t, reg); s <= 0 || s > 30 {
+		t.Errorf("attestd_http_draining_seconds while draining: %v, want the time since the signal", s)
 	}
 	for _, path := range []string{"/stats", "/attestations?limit=2"} {
 		if r := node.Get(t, path); r.Status != 200 {
@@ -129,4 +138,18 @@ func httpGet(url string) (int, error) {
 	}
 	res.Body.Close()
 	return res.StatusCode, nil
+}
+
+// drainingSeconds reads attestd_http_draining_seconds from reg.
+func drainingSeconds(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	testenv.Must(t, err, "gather")
+	for _, mf := range mfs {
+		if mf.GetName() == "attestd_http_draining_seconds" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("attestd_http_draining_seconds is not registered")
+	return 0
 }
