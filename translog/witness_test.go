@@ -281,7 +281,10 @@ func TestWitnessShownAForkRefuses(t *testing.T) {
 	le.bulk(t, 100, attestation.Finalized)
 
 	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(logs.String(), "REFUSED") || le.count(t, `SELECT count(*) FROM log_checkpoints WHERE size = 100 AND cosignatures = 1`) == 0 {
+	// The refusal is logged, then recorded (what /health reads): wait for both.
+	recorded := sprintf(`SELECT count(*) FROM log_witnesses WHERE witness = '%s' AND coalesce(error, '') <> ''`, ws[1].VerifierKey)
+	for !strings.Contains(logs.String(), "REFUSED") || le.count(t, recorded) == 0 ||
+		le.count(t, `SELECT count(*) FROM log_checkpoints WHERE size = 100 AND cosignatures = 1`) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("within 30 s: no refusal logged, or the real checkpoint not cosigned by the first witness; logs:\n%s", logs.String())
 		}
