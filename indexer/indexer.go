@@ -79,9 +79,6 @@ func New(cfg Config, st *store.Store) (*Indexer, error) {
 	return ix, nil
 }
 
-// Config returns the effective configuration.
-func (ix *Indexer) Config() Config { return ix.cfg }
-
 // IsLeader reports whether this indexer currently holds the writer lock.
 func (ix *Indexer) IsLeader() bool { return ix.leader.Load() }
 

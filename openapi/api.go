@@ -31,9 +31,6 @@ func load() {
 	}
 }
 
-// YAML returns the document as written.
-func YAML() []byte { return yamlDoc }
-
 // JSON returns the document as JSON.
 func JSON() ([]byte, error) {
 	once.Do(load)

@@ -152,9 +152,6 @@ func New(rdb redis.UniversalClient, cfg Config, reg prometheus.Registerer, log *
 	return l, nil
 }
 
-// Config returns the limiter's configuration, defaults filled in.
-func (l *Limiter) Config() Config { return l.cfg }
-
 // Resolver returns the client-IP resolver the middleware uses, so that
 // logs can name the same client.
 func (l *Limiter) Resolver() *IPResolver { return l.resolver }

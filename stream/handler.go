@@ -112,9 +112,6 @@ func New(o Options) *Handler {
 	return h
 }
 
-// Wait waits for every stream to end (after Hub.Drain).
-func (h *Handler) Wait() { h.streams.Wait() }
-
 // request is a validated stream request.
 type request struct {
 	filter store.StreamFilter

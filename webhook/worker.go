@@ -182,9 +182,6 @@ func NewWorker(opt WorkerOptions) (*Worker, error) {
 	return w, nil
 }
 
-// Name is the worker's consumer name.
-func (w *Worker) Name() string { return w.name }
-
 // Run works until ctx ends, then lets deliveries in flight finish (within
 // the attempt timeout), records them and returns.
 func (w *Worker) Run(ctx context.Context) error {

@@ -57,16 +57,6 @@ func (r Route) Example() json.RawMessage {
 	return b
 }
 
-// RouteByPath finds a payable route by its path below /api/v1.
-func RouteByPath(path string) (Route, bool) {
-	for _, r := range Routes {
-		if r.Path == path {
-			return r, true
-		}
-	}
-	return Route{}, false
-}
-
 // Bazaar is the route's bazaar extension; pathValue is the request's
 // path parameter ("" for the declaration: the example is used).
 func (r Route) Bazaar(pathValue string) x402.Bazaar {

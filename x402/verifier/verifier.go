@@ -269,14 +269,6 @@ func (v *Verifier) Bazaar(path, pathValue string) json.RawMessage {
 	return b
 }
 
-// Price is a route's price in atomic units (0: not payable).
-func (v *Verifier) Price(path string) uint64 {
-	if rt, ok := v.routes[path]; ok {
-		return rt.amount
-	}
-	return 0
-}
-
 // Requirements are what a request of route must pay, and what it buys.
 // ok is false while the fee payer is unknown (a facilitator not reached
 // yet) or when the route is not payable.
