@@ -136,7 +136,7 @@ func Signed(tx *Transaction) (payer solana.PublicKey, messageHash [32]byte, err 
 //
 // What needs the chain (the blockhash still valid, the source funded, the
 // simulation succeeding) is the verifier's part.
-func CheckExact(tx *Transaction, t *ExactTerms) (*Checked, *Error) {
+func CheckExact(tx *Transaction, t *ExactTerms) (*Checked, error) {
 	if tx.Lookups > 0 {
 		return nil, fail(ReasonLookupTables, "the transaction loads accounts from address lookup tables, which are not accepted")
 	}

@@ -24,6 +24,20 @@ func payment(t testing.TB) ([]byte, *ExactTerms) {
 	return wire, terms
 }
 
+// TestCheckExactSuccessIsANilError: a passing payment's error is a nil
+// error, not a nil *Error inside a non-nil interface.
+func TestCheckExactSuccessIsANilError(t *testing.T) {
+	wire, terms := payment(t)
+	tx, err := DecodeTransaction(wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = CheckExact(tx, terms)
+	if err != nil {
+		t.Fatalf("a valid payment: %v (%T)", err, err)
+	}
+}
+
 func TestBuildExactPassesCheckExact(t *testing.T) {
 	wire, terms := payment(t)
 	tx, err := DecodeTransaction(wire)
@@ -50,7 +64,9 @@ func TestBuildExactPassesCheckExact(t *testing.T) {
 	}
 	// A memo the terms require must be the one there.
 	terms.Memo = "invoice-7"
-	if _, cerr := CheckExact(tx, terms); cerr == nil || cerr.Reason != ReasonMemoMismatch {
+	if _, cerr := CheckExact(tx, terms); cerr == nil {
+		t.Fatal("memo: a wrong memo passed")
+	} else if e, ok := AsError(cerr); !ok || e.Reason != ReasonMemoMismatch {
 		t.Fatalf("memo: %v", cerr)
 	}
 }
