@@ -274,7 +274,7 @@ func (h *Handler) Serve(c *fiber.Ctx) error {
 			h.mu.Unlock()
 		}()
 		why := s.run(head, fail)
-		h.m.ended.WithLabelValues(why).Inc()
+		h.m.ended.WithLabelValues(string(why)).Inc()
 	})
 	return nil
 }
@@ -372,7 +372,7 @@ var errBufferFull = errors.New("stream buffer budget full")
 
 // run streams until the client goes, the lifetime ends, the node drains
 // or a write fails; it returns why it ended.
-func (s *stream) run(head, fail []byte) (why string) {
+func (s *stream) run(head, fail []byte) (why endReason) {
 	if s.tcp != nil {
 		_ = s.tcp.SetWriteBuffer(sendBuffer)
 	}
@@ -412,7 +412,7 @@ func (s *stream) run(head, fail []byte) (why string) {
 		}
 		_ = s.flush()
 		s.end()
-		return "error"
+		return endError
 	}
 	if err := s.flush(); err != nil {
 		return s.failed(err)
@@ -466,25 +466,25 @@ func (s *stream) run(head, fail []byte) (why string) {
 				hb.Reset(cfg.Heartbeat)
 			case <-life.C:
 				s.end()
-				return "lifetime"
+				return endLifetime
 			case <-s.h.hub.closing:
 				s.end()
-				return "drain"
+				return endDrain
 			case <-gone:
-				return "client"
+				return endClient
 			}
 		}
 		select { // between batches too: a busy stream still ends on these
 		case <-s.h.hub.closing:
 			_ = s.flush()
 			s.end()
-			return "drain"
+			return endDrain
 		case <-life.C:
 			_ = s.flush()
 			s.end()
-			return "lifetime"
+			return endLifetime
 		case <-gone:
-			return "client"
+			return endClient
 		default:
 		}
 	}
@@ -602,32 +602,32 @@ var (
 )
 
 // failed says why a stream ended on err.
-func (s *stream) failed(err error) string {
+func (s *stream) failed(err error) endReason {
 	switch {
 	case errors.Is(err, errDrained):
 		s.end()
-		return "drain"
+		return endDrain
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		s.h.m.dropped.Inc()
-		return "slow"
+		return endSlow
 	case errors.Is(err, errGone):
-		return "client"
+		return endClient
 	case errors.Is(err, errBufferFull):
 		s.shed()
-		return "budget"
+		return endBudget
 	case errors.Is(err, errEvicted):
-		return "budget" // its client takes nothing: no event would reach it
+		return endBudget // its client takes nothing: no event would reach it
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		s.h.m.dropped.Inc()
-		return "slow"
+		return endSlow
 	}
 	if _, ok := err.(writeError); ok {
-		return "client"
+		return endClient
 	}
 	s.h.hub.log.Warn("stream: ended on an error", "err", err)
-	return "error"
+	return endError
 }
 
 type writeError struct{ error }
@@ -805,3 +805,16 @@ func (s *stream) end() {
 	_ = s.conn.SetWriteDeadline(time.Now().Add(time.Second))
 	_, _ = s.conn.Write(lastChunk)
 }
+
+// endReason is why a stream ended, as attestd_stream_ended_total{why}
+// names it.
+type endReason string
+
+const (
+	endClient   endReason = "client"   // the client went away
+	endLifetime endReason = "lifetime" // its lifetime ran out (the client resumes)
+	endDrain    endReason = "drain"    // the node drains
+	endSlow     endReason = "slow"     // the client could not keep up
+	endBudget   endReason = "budget"   // the node's stream buffer budget was full
+	endError    endReason = "error"    // another error event
+)

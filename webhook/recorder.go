@@ -15,7 +15,7 @@ type outcome struct {
 	settle  queue.Settlement
 	attempt *store.AttemptRecord // logged in PostgreSQL before the job is settled
 	fail    string               // a delivery to end without an attempt (webhook deactivated)
-	result  string               // for metrics: succeeded, retrying, failed, deferred, dropped
+	result  deliveryResult       // for metrics; "" when none is counted
 	lag     time.Duration        // event creation to a successful delivery
 	// releaseOnly names a message to let go of without settling it
 	// (shutdown): another worker takes it over.
@@ -169,7 +169,7 @@ func (r *recorder) flush(ctx context.Context, batch []outcome) {
 	unpark := map[int]map[string]bool{}
 	for _, o := range batch {
 		w := o.unpark
-		if o.result == "succeeded" {
+		if o.result == resultSucceeded {
 			w = o.attempt.WebhookID
 		}
 		if w != "" {
@@ -203,16 +203,16 @@ func (r *recorder) flush(ctx context.Context, batch []outcome) {
 		if o.result == "" {
 			continue
 		}
-		w.m.deliveries.WithLabelValues(o.result).Inc()
+		w.m.deliveries.WithLabelValues(string(o.result)).Inc()
 		switch o.result {
-		case "succeeded":
+		case resultSucceeded:
 			w.counts.succeeded.Add(1)
 			w.m.lag.Observe(o.lag.Seconds())
-		case "retrying", "failed":
+		case resultRetrying, resultFailed:
 			w.counts.failed.Add(1)
-		case "deferred":
+		case resultDeferred:
 			w.counts.deferred.Add(1)
-		case "dropped":
+		case resultDropped:
 			w.counts.dropped.Add(1)
 		}
 		if o.attempt != nil {

@@ -257,7 +257,7 @@ func (w *Worker) acceptAll(ctx, sendCtx context.Context, msgs []queue.Msg) {
 func (w *Worker) accept(sendCtx context.Context, m queue.Msg, checked time.Time) {
 	w.held.add(m.Part, m.StreamID)
 	if m.Job == nil { // settled by a duplicate, or a stray message
-		w.rec.add(outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true}, result: "dropped"})
+		w.rec.add(outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true}, result: resultDropped})
 		return
 	}
 	if !w.disp.submit(sendCtx, &task{msg: m, checked: checked}) {
@@ -269,7 +269,7 @@ func (w *Worker) accept(sendCtx context.Context, m queue.Msg, checked time.Time)
 func (w *Worker) deferJob(m queue.Msg, d time.Duration, reason string) {
 	at := w.now().Add(d + time.Duration(rand.Int64N(int64(d/4)+1)))
 	w.m.deferred.WithLabelValues(reason).Inc()
-	w.rec.add(outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, At: at}, result: "deferred"})
+	w.rec.add(outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, At: at}, result: resultDeferred})
 }
 
 // dispatcher runs sends: at most total at once, at most perEndpoint to one
@@ -539,7 +539,7 @@ func (d *dispatcher) size() (inflight, queued int) {
 // deliver makes one attempt of t's job, or puts the job off.
 func (w *Worker) deliver(ctx context.Context, t *task) {
 	m, job := t.msg, t.msg.Job
-	done := func(result string) {
+	done := func(result deliveryResult) {
 		w.rec.add(outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true}, result: result})
 	}
 	h, err := w.hooks.get(ctx, job.Webhook)
@@ -550,12 +550,12 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 	}
 	if !h.found { // deleted with its deliveries: drop its parked jobs too
 		w.rec.add(outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true},
-			result: "dropped", unpark: job.Webhook})
+			result: resultDropped, unpark: job.Webhook})
 		return
 	}
 	if !h.active && job.Type != store.EventWebhookTest {
 		o := outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true},
-			result: "dropped", unpark: job.Webhook}
+			result: resultDropped, unpark: job.Webhook}
 		if !job.Manual {
 			o.fail = job.Delivery
 		}
@@ -568,13 +568,13 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 		st, err := w.st.DeliveryStatus(ctx, job.Delivery)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			done("dropped")
+			done(resultDropped)
 			return
 		case err != nil:
 			w.deferJob(m, deferOnError, "error")
 			return
 		case st != store.DeliveryPending:
-			done("dropped")
+			done(resultDropped)
 			return
 		}
 	}
@@ -595,7 +595,7 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 		// others. One of them probes the receiver now and then; the
 		// first success brings them back.
 		w.m.deferred.WithLabelValues("circuit_open").Inc()
-		w.rec.add(outcome{part: m.Part, result: "deferred", settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID,
+		w.rec.add(outcome{part: m.Part, result: resultDeferred, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID,
 			Park: job.Webhook, ProbeAt: w.now().Add(w.probeEvery)}})
 		return
 	}
@@ -766,7 +766,7 @@ func (w *Worker) holdForTurn(m queue.Msg, job *queue.Job, turn time.Time) {
 	held := *job
 	held.Turn, held.Own, held.OwnRate = turn.UnixMilli(), 0, 0
 	w.m.deferred.WithLabelValues("host_rate").Inc()
-	w.rec.add(outcome{part: m.Part, result: "deferred",
+	w.rec.add(outcome{part: m.Part, result: resultDeferred,
 		settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, At: dueFor(turn, w.now()), Record: &held}})
 }
 
@@ -779,7 +779,7 @@ func (w *Worker) holdForOwnTurn(m queue.Msg, job *queue.Job, turn time.Time, rat
 	held := *job
 	held.Turn, held.Own, held.OwnRate = 0, turn.UnixMilli(), rate
 	w.m.deferred.WithLabelValues("throttled").Inc()
-	w.rec.add(outcome{part: m.Part, result: "deferred",
+	w.rec.add(outcome{part: m.Part, result: resultDeferred,
 		settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, At: dueFor(turn, w.now()), Record: &held}})
 }
 
@@ -811,10 +811,10 @@ func (w *Worker) outcomeOf(m queue.Msg, job *queue.Job, r result) outcome {
 	o := outcome{part: m.Part, attempt: rec, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true}}
 	switch {
 	case r.ok():
-		o.result = "succeeded"
+		o.result = resultSucceeded
 		o.lag = w.now().Sub(time.UnixMilli(job.Created))
 	case job.Manual || rec.Gone || run > len(w.cfg.Schedule):
-		o.result = "failed"
+		o.result = resultFailed
 	default:
 		wait := w.cfg.Schedule[run-1]
 		wait += time.Duration(rand.Int64N(int64(wait/10) + 1)) // spread retries of a burst
@@ -829,7 +829,7 @@ func (w *Worker) outcomeOf(m queue.Msg, job *queue.Job, r result) outcome {
 		retry := *job
 		retry.Attempts, retry.Turn, retry.Own, retry.OwnRate = n, 0, 0, 0
 		o.settle = queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, At: next, Record: &retry}
-		o.result = "retrying"
+		o.result = resultRetrying
 	}
 	return o
 }

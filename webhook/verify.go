@@ -133,7 +133,7 @@ func (w *Worker) verifyLoop(ctx, sendCtx context.Context) {
 // it (and made on it, without asking the cap again).
 func (w *Worker) verifyOne(ctx context.Context, j store.VerifyJob) {
 	o := store.VerifyOutcome{WebhookID: j.WebhookID, Round: j.Round}
-	result := ""
+	var result verificationResult
 	host := hostOf(j.URL)
 	wait := time.Duration(0)
 	onIt, early := onTurn(derefTime(j.Turn), w.now())
@@ -144,7 +144,7 @@ func (w *Worker) verifyOne(ctx context.Context, j store.VerifyJob) {
 	}
 	if wait > hostRetry && !onIt {
 		next := w.now().Add(wait)
-		o.Postpone, o.Next, result = true, &next, "postponed"
+		o.Postpone, o.Next, result = true, &next, verificationPostponed
 	} else if wait > 0 && !sleep(ctx, wait) {
 		return // stopping: the claim's lease runs out and it is tried again
 	}
@@ -152,18 +152,18 @@ func (w *Worker) verifyOne(ctx context.Context, j store.VerifyJob) {
 		why, answered := w.challenge(ctx, j)
 		switch {
 		case why == "":
-			o.Verified, result = true, "verified"
+			o.Verified, result = true, verificationVerified
 		case answered:
 			// The receiver answered, not with the challenge: it does not
 			// take part (a receiver written to SPEC.md answers 200 and
 			// nothing else), so no further request is sent.
-			o.Error, result = why, "unverified"
+			o.Error, result = why, verificationUnverified
 		case j.Attempts < len(w.cfg.VerifySchedule):
 			wait := w.cfg.VerifySchedule[j.Attempts]
 			next := w.now().Add(wait + time.Duration(rand.Int64N(int64(wait/10)+1)))
-			o.Error, o.Next, result = why, &next, "retrying"
+			o.Error, o.Next, result = why, &next, verificationRetrying
 		default:
-			o.Error, result = why, "unverified"
+			o.Error, result = why, verificationUnverified
 		}
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -173,7 +173,7 @@ func (w *Worker) verifyOne(ctx context.Context, j store.VerifyJob) {
 		w.log.Warn("recording an endpoint verification failed; it is tried again", "webhook", j.WebhookID, "err", err)
 		return
 	}
-	w.m.verifications.WithLabelValues(result).Inc()
+	w.m.verifications.WithLabelValues(string(result)).Inc()
 	if !recorded || o.Postpone {
 		return
 	}
@@ -183,10 +183,10 @@ func (w *Worker) verifyOne(ctx context.Context, j store.VerifyJob) {
 		w.log.Debug("could not tell the workers a verification ended; they notice within 5 s", "webhook", j.WebhookID, "err", err)
 	}
 	switch result {
-	case "verified":
+	case verificationVerified:
 		w.log.Info("webhook endpoint verified; its deliveries share the verified per-host cap", "webhook", j.WebhookID,
 			"attempt", j.Attempts+1, "host_rate", w.verifiedCap.String())
-	case "unverified":
+	case verificationUnverified:
 		w.log.Info("webhook endpoint not verified; its deliveries go on under the unverified per-host cap", "webhook", j.WebhookID,
 			"attempts", j.Attempts+1, "why", o.Error, "host_rate", w.unverifiedCap.String())
 	default:
