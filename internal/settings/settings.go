@@ -57,10 +57,10 @@ type Settings struct {
 	Web      web.Config
 	Premium  premium.Config
 	Stream   stream.Config
+	Verifier verifier.Config // pay per request: its config and key files
 
 	// serve and index
-	Verifier verifier.Config
-	Log      translog.Config
+	Log translog.Config
 
 	// index
 	Indexer           indexer.Config
@@ -117,10 +117,10 @@ func Load(role Role, getenv func(string) string) (Settings, error) {
 		check("premium", err)
 		s.Stream, err = stream.ConfigFromEnv(getenv)
 		check("live stream", err)
-	}
-	if serve || index {
 		s.Verifier, err = verifier.ConfigFromEnv(getenv)
 		check("pay per request", err)
+	}
+	if serve || index {
 		s.Log, err = translog.ConfigFromEnv(getenv)
 		check("transparency log", err)
 	}

@@ -29,7 +29,6 @@ var bad = map[Role]map[string]string{
 		"ATTESTD_X402_RECONCILE_INTERVAL": "often", // the payments reconciler
 		"ATTESTD_PURGE_TIMEOUT":           "soon",  // internal/purge
 		"ATTESTD_LOG_CHECKPOINT_INTERVAL": "x",     // translog
-		"ATTESTD_X402_PAY_TO":             "not-a-key",
 	},
 	Worker: {
 		"ATTESTD_DB_MAX_CONNS":            "many",
@@ -87,13 +86,17 @@ func TestLoadReadsOnlyWhatTheRoleUses(t *testing.T) {
 		env  map[string]string
 	}{
 		{Serve, bad[Index]},
+		// The indexer does not stop on the API's pay-per-request, stream or
+		// key settings (nor read the fee payer's key file).
+		{Index, map[string]string{"ATTESTD_X402_PAY_TO": "not-a-key", "ATTESTD_X402_FEE_PAYER_KEYPAIR": "/nonexistent/key.json",
+			"ATTESTD_STREAM_MAX_PER_IP": "0.5", "ATTESTD_KEY_CACHE_TTL": "forever"}},
 		{Worker, bad[Serve]},
 		{MCP, bad[Serve]},
 	} {
 		env := map[string]string{}
 		for k, v := range c.env {
 			if k != "ATTESTD_SHUTDOWN_TIMEOUT" && k != "ATTESTD_DB_MAX_CONNS" && (c.role != Worker || !strings.HasPrefix(k, "ATTESTD_WEBHOOK_")) &&
-				(c.role != Serve || (k != "ATTESTD_X402_PAY_TO" && k != "ATTESTD_LOG_CHECKPOINT_INTERVAL")) {
+				(c.role != Serve || k != "ATTESTD_LOG_CHECKPOINT_INTERVAL") {
 				env[k] = v
 			}
 		}
