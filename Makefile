@@ -8,7 +8,7 @@ LDFLAGS := -X github.com/attestd/attestd/internal/buildinfo.Version=$(VERSION)
 # goroutines, longest-running first so the slowest package starts at once;
 # docs' TestRacePackagesAreTheConcurrentOnes keeps this list true. Every other
 # package runs without it, in the plain half.
-RACE_PKGS := ./webhook ./store ./app ./indexer ./translog ./stream ./x402/verifier ./premium ./mcp \
+RACE_PKGS := ./webhook ./store ./app ./indexer ./node ./translog ./stream ./x402/verifier ./premium ./mcp \
              ./ratelimit ./apikey ./cache ./internal/purge ./internal/pubsub ./internal/devnet
 TEST_TIMEOUT ?= 10m
 

@@ -12,7 +12,6 @@ import (
 	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/config"
-	"github.com/attestd/attestd/internal/devstack"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/purge"
 	"github.com/attestd/attestd/mcp"
@@ -123,8 +122,7 @@ var help = map[string]helpInfo{
 		example: "attestd local            # what make run does\nattestd local --reset    # delete the demo data (make reset)"},
 	"cluster": {vars: pick(config.Vars, "ATTESTD_LOG_FORMAT"), example: "attestd cluster -redis-cluster   # what make cluster CLUSTER=redis-cluster does"},
 	"devnet":  {vars: pick(indexer.Vars, "ATTESTD_PROGRAM_ID"), example: "attestd devnet --addr 127.0.0.1:8899 --rate 5"},
-	"stores": {usage: "usage: attestd stores -- COMMAND [ARGS...]\n\nCOMMAND runs with " + devstack.EnvTestPostgres + " and " +
-		devstack.EnvTestRedis + " naming the servers (what the test suite reads).", example: "attestd stores -- go test -count=1 ./store/..."},
+	"stores":  {usage: storesUsage, example: "attestd stores -- go test -count=1 ./store/..."},
 	"healthcheck": {vars: append(append(pick(config.Vars, "ATTESTD_HTTP_ADDR"), pick(indexer.Vars, "ATTESTD_INDEXER_METRICS_ADDR")...),
 		pick(webhook.Vars, "ATTESTD_WORKER_METRICS_ADDR")...), example: "attestd healthcheck -addr 127.0.0.1:8080 -q; attestd healthcheck -role index"},
 	"version": {example: "attestd version     # or attestd --version"},

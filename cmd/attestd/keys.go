@@ -12,6 +12,7 @@ import (
 
 	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/node"
 	"github.com/attestd/attestd/store"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -58,7 +59,7 @@ func keyService(ctx context.Context) (*apikey.Service, func(), error) {
 	opt := apikey.Config{Store: st, Passive: true, Logger: log, Channel: cfg.RedisPrefix + apikey.ChannelSuffix,
 		MaxActiveKeys: kopt.MaxActiveKeys}
 	if cfg.RedisURL != "" {
-		rdb, err := openRedis(ctx, cfg)
+		rdb, err := node.OpenRedis(ctx, cfg)
 		if err != nil {
 			st.Close()
 			return nil, nil, err

@@ -17,6 +17,7 @@ import (
 	"github.com/attestd/attestd/internal/litewitness"
 	"github.com/attestd/attestd/internal/settings"
 	"github.com/attestd/attestd/internal/tracing"
+	"github.com/attestd/attestd/node"
 	"github.com/attestd/attestd/translog"
 	"github.com/attestd/attestd/webhook/keyring"
 	"github.com/prometheus/client_golang/prometheus"
@@ -104,6 +105,7 @@ func runLocal(ctx context.Context, args []string) error {
 		return err
 	}
 	defer removeStores()
+	// Seeding applies the schema first (the roles started below change none).
 	if err := seedWith(ctx, env.Getenv, []string{"--if-empty", "--agents", strconv.Itoa(*agents), "--attestations", strconv.Itoa(*atts)}); err != nil {
 		return err
 	}
@@ -139,10 +141,10 @@ func runLocal(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopTracing()
-	startLocal(ctx, "indexer", log, func() error { return startIndexer(ctx, s, log, prometheus.NewRegistry(), nil) })
-	startLocal(ctx, "webhook worker", log, func() error { return startWorker(ctx, s, log, prometheus.NewRegistry(), nil) })
+	startLocal(ctx, "indexer", log, func() error { return node.Index(ctx, s, log, prometheus.NewRegistry(), nil) })
+	startLocal(ctx, "webhook worker", log, func() error { return node.Worker(ctx, s, log, prometheus.NewRegistry(), nil) })
 	go banner.printWhenReady(ctx, os.Stderr)
-	return serve(ctx, s, log)
+	return node.Serve(ctx, s, log, node.ServeOptions{SkipDrain: secondSignal(ctx)})
 }
 
 // startLocal runs one of make run's roles in the background, logging why

@@ -4,10 +4,9 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/settings"
+	"github.com/attestd/attestd/node"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -176,24 +175,9 @@ func discoverLocalStores(w io.Writer) func(string) string {
 // when addr cannot be bound (another process listens there): before
 // anything starts, rather than after.
 func checkListen(addr string) error {
-	ln, err := bindHTTP(addr, false)
+	ln, err := node.BindHTTP(addr, false)
 	if err != nil {
 		return err
 	}
 	return ln.Close()
-}
-
-// bindHTTP binds the API's address (SO_REUSEPORT with reusePort), or says
-// which variable names it and how to pick another.
-func bindHTTP(addr string, reusePort bool) (net.Listener, error) {
-	ln, err := app.Bind(addr, reusePort)
-	if err != nil {
-		host, _, _ := net.SplitHostPort(addr)
-		if host == "" {
-			host = "127.0.0.1"
-		}
-		return nil, fmt.Errorf("cannot listen on %s, the address ATTESTD_HTTP_ADDR names: %w; stop what listens there, or pick another "+
-			"address, such as ATTESTD_HTTP_ADDR=%s make run", addr, err, net.JoinHostPort(host, "8081"))
-	}
-	return ln, nil
 }

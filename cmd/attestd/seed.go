@@ -9,6 +9,7 @@ import (
 
 	"github.com/attestd/attestd/internal/purge"
 	"github.com/attestd/attestd/internal/seed"
+	"github.com/attestd/attestd/node"
 )
 
 func runSeed(ctx context.Context, args []string) error { return seedWith(ctx, nil, args) }
@@ -48,7 +49,7 @@ func seedWith(ctx context.Context, getenv func(string) string, args []string) er
 		}
 	}
 	if cfg.RedisURL != "" {
-		rdb, err := openRedis(ctx, cfg)
+		rdb, err := node.OpenRedis(ctx, cfg)
 		if err != nil {
 			return err
 		}
@@ -57,7 +58,7 @@ func seedWith(ctx context.Context, getenv func(string) string, args []string) er
 		if err != nil {
 			return fmt.Errorf("purge hook: %w", err)
 		}
-		closeCache, err := openWriterCache(ctx, cfg, pcfg, rdb, st, nil, log)
+		closeCache, err := node.OpenWriterCache(ctx, cfg, pcfg, rdb, st, nil, log)
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,9 @@ import (
 	"github.com/attestd/attestd/internal/devstack"
 )
 
+const storesUsage = "usage: attestd stores -- COMMAND [ARGS...]\n\nCOMMAND runs with " + devstack.EnvTestPostgres + " and " +
+	devstack.EnvTestRedis + " naming the servers (what the test suite reads)."
+
 // runStores starts one Postgres and one Redis server, exports their URLs as
 // ATTESTD_TEST_POSTGRES_URL and ATTESTD_TEST_REDIS_URL, runs the command
 // after "--", stops the servers and exits with the command's status.

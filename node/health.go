@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -16,28 +16,30 @@ import (
 // /health shows, and a problem ("" when it works).
 type procProbe func(ctx context.Context) (fields map[string]any, problem string)
 
-// procHealth answers GET /health on the internal listener of `attestd
+// Health answers GET /health on the internal listener of `attestd
 // index` and `attestd worker`: 200 {"status":"ok",...} while the process
 // works, 503 while it starts, cannot reach its stores, or stops.
-type procHealth struct {
+type Health struct {
 	role     string
 	stopping <-chan struct{}
 	probe    atomic.Pointer[procProbe]
 }
 
-func newProcHealth(ctx context.Context, role string) *procHealth {
-	return &procHealth{role: role, stopping: ctx.Done()}
+// NewHealth is the /health of a process of role, answering 503 starting
+// until the process sets its probe and 503 draining once ctx ends.
+func NewHealth(ctx context.Context, role string) *Health {
+	return &Health{role: role, stopping: ctx.Done()}
 }
 
 // set installs the probe once the process works (nil h: nothing to do).
-func (h *procHealth) set(p procProbe) {
+func (h *Health) set(p procProbe) {
 	if h != nil {
 		h.probe.Store(&p)
 	}
 }
 
 // ServeHTTP answers GET /health.
-func (h *procHealth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func TestProcHealth(t *testing.T) {
 			map[string]any{"status": "down", "indexer": "standby"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newProcHealth(ctx, tc.role)
+			h := NewHealth(ctx, tc.role)
 			if tc.probe != nil {
 				h.set(tc.probe)
 			}
@@ -93,7 +93,7 @@ func TestProcHealth(t *testing.T) {
 	t.Run("indexer leading, then draining", func(t *testing.T) {
 		leading = true
 		pctx, stop := context.WithCancel(ctx)
-		h := newProcHealth(pctx, "index")
+		h := NewHealth(pctx, "index")
 		h.set(indexerProbe(st, func() bool { return leading }))
 		if code, body := askHealth(t, h); code != 200 || body["indexer"] != "leading" {
 			t.Fatalf("leading: %d %v", code, body)
