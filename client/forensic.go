@@ -75,11 +75,12 @@ type ReportIntegrity struct {
 	Recheck ReportRecheck `json:"recheck"`
 	// Log counts the period's finalized attestations in the transparency
 	// log and those the appender has not reached yet.
-	Log ReportLog `json:"log"`
+	Log ReportLogCoverage `json:"log"`
 }
 
-// ReportLog is a report's transparency log coverage.
-type ReportLog struct {
+// ReportLogCoverage is a report's transparency log coverage (the
+// server's premium.LogCoverage).
+type ReportLogCoverage struct {
 	InLog          int64 `json:"inLog"`
 	AwaitingAppend int64 `json:"awaitingAppend"`
 }
@@ -97,6 +98,11 @@ type ReportRecheck struct {
 	Checked int64 `json:"checked"`
 	Failed  int64 `json:"failed"`
 }
+
+// ReportLog is the former name of ReportLogCoverage.
+//
+// Deprecated: use ReportLogCoverage, the name the server's type has.
+type ReportLog = ReportLogCoverage
 
 // Anomaly kinds of forensic reports.
 const (
