@@ -217,6 +217,7 @@ func (n *node) rateLimit(cfg ratelimit.Config, deps *app.Deps) error {
 		n.log.Warn("rate limiting disabled (ATTESTD_RATE_LIMIT=0)")
 		return nil
 	}
+	cfg.Resolver = n.resolver // made once, in open
 	l, err := ratelimit.New(n.redis, cfg, n.reg, n.log)
 	if err != nil {
 		return err

@@ -60,6 +60,10 @@ type Config struct {
 	// Now is the clock of the local (fallback) window; default time.Now.
 	// The shared window always uses the Redis server clock.
 	Now func() time.Time
+	// Resolver finds a request's client IP (nil: one made from
+	// TrustedProxies and ProxyHeader). A node makes one and shares it
+	// with the features that resolve clients as the limiter does.
+	Resolver *IPResolver
 }
 
 // withDefaults fills the optional fields and checks the others.

@@ -110,9 +110,11 @@ func New(rdb redis.UniversalClient, cfg Config, reg prometheus.Registerer, log *
 	if log == nil {
 		log = slog.Default()
 	}
-	resolver, err := NewIPResolver(cfg.TrustedProxies, cfg.ProxyHeader)
-	if err != nil {
-		return nil, err
+	resolver := cfg.Resolver
+	if resolver == nil {
+		if resolver, err = NewIPResolver(cfg.TrustedProxies, cfg.ProxyHeader); err != nil {
+			return nil, err
+		}
 	}
 	m := newMetrics(reg)
 	var id [6]byte
