@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/fleet"
+	"github.com/attestd/attestd/internal/settings"
 )
 
 // runCluster runs the whole fleet on this machine (make cluster) and
@@ -26,6 +27,12 @@ func runCluster(ctx context.Context, args []string) error {
 	rate := fs.Float64("rate", 20, "attestations per second the chain simulator keeps producing")
 	every := fs.Duration("status", 5*time.Second, "how often to print the status line")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	// The fleet's processes read the environment (under what the fleet
+	// sets for them): every setting they read is checked before anything
+	// starts.
+	if _, err := settings.Load(settings.Local, os.Getenv); err != nil {
 		return err
 	}
 	log := newLogger(slog.LevelInfo)

@@ -47,6 +47,12 @@ func runLocal(ctx context.Context, args []string) error {
 	// What this command starts (stores, chain, keys) is handed to the roles
 	// it runs layered over the environment, which stays as it was.
 	env := settings.NewOverlay(os.Getenv)
+	// Every setting of the three roles is checked before anything starts;
+	// they are read again below, once the stores, chain and keys this
+	// command starts are layered over them.
+	if _, err := settings.Load(settings.Local, env.Getenv); err != nil {
+		return err
+	}
 	cfg, err := config.FromEnv(env.Getenv)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,23 +12,39 @@ import (
 	"github.com/attestd/attestd/internal/testenv"
 )
 
-// TestRolesNameEveryBadSettingBeforeConnecting runs serve, index and worker
-// from the built binary with one bad value in several packages each: every
-// one is named in the one error the process exits with, and the process
-// dialled none of the stores or the chain (all pointed at a listener that
-// counts connections).
+// TestRolesNameEveryBadSettingBeforeConnecting runs serve, index, worker,
+// local (make run) and cluster (make cluster) from the built binary with
+// one bad value in several packages each: every one is named in the one
+// error the process exits with, and the process dialled none of the
+// stores or the chain (all pointed at a listener that counts
+// connections). local and cluster start nothing either: their directory
+// stays empty (no PostgreSQL, Redis, chain or witness was started).
 func TestRolesNameEveryBadSettingBeforeConnecting(t *testing.T) {
 	bin := testenv.BuildAttestd(t)
 	addr, dialled := testenv.ConnCounter(t)
-	for role, bad := range map[string][]string{
-		"serve":  {"ATTESTD_RATE_LIMIT=-1", "ATTESTD_KEY_CACHE_TTL=forever", "ATTESTD_STREAM_MAX_PER_IP=0.5", "ATTESTD_X402_PAY_TO=not-a-key", "ATTESTD_WEBHOOK_TIMEOUT=never"},
-		"index":  {"ATTESTD_INDEXER_CONCURRENCY=0", "ATTESTD_PURGE_TIMEOUT=soon", "ATTESTD_LOG_BATCH=big", "ATTESTD_X402_RECONCILE_INTERVAL=often"},
-		"worker": {"ATTESTD_DB_MAX_CONNS=many", "ATTESTD_WEBHOOK_MAX_PER_ACCOUNT=all"},
+	serveBad := []string{"ATTESTD_RATE_LIMIT=-1", "ATTESTD_KEY_CACHE_TTL=forever", "ATTESTD_STREAM_MAX_PER_IP=0.5", "ATTESTD_X402_PAY_TO=not-a-key", "ATTESTD_WEBHOOK_TIMEOUT=never"}
+	indexBad := []string{"ATTESTD_INDEXER_CONCURRENCY=0", "ATTESTD_PURGE_TIMEOUT=soon", "ATTESTD_LOG_BATCH=big", "ATTESTD_X402_RECONCILE_INTERVAL=often"}
+	for _, c := range []struct {
+		role string
+		dir  bool // the command takes -dir, which must stay empty
+		bad  []string
+	}{
+		{"serve", false, serveBad},
+		{"index", false, indexBad},
+		{"worker", false, []string{"ATTESTD_DB_MAX_CONNS=many", "ATTESTD_WEBHOOK_MAX_PER_ACCOUNT=all"}},
+		{"local", true, append(append([]string{"ATTESTD_WEBHOOK_MAX_PER_ACCOUNT=all"}, serveBad[:3]...), indexBad[:2]...)},
+		{"cluster", true, append([]string{"ATTESTD_WEBHOOK_MAX_PER_ACCOUNT=all", "ATTESTD_LOG_BATCH=big"}, serveBad[:2]...)},
 	} {
+		role, bad := c.role, c.bad
 		t.Run(role, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, role)
+			var args []string
+			dir := filepath.Join(t.TempDir(), "run")
+			if c.dir {
+				args = []string{"-dir", dir}
+			}
+			cmd := exec.CommandContext(ctx, bin, append([]string{role}, args...)...)
 			cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "DATABASE_URL=postgres://" + addr + "/db",
 				"REDIS_URL=redis://" + addr, "ATTESTD_SOLANA_RPC_URL=http://" + addr, "ATTESTD_METRICS_ADDR=", "ATTESTD_HTTP_ADDR=127.0.0.1:0"}, bad...)
 			out, err := cmd.CombinedOutput()
@@ -39,6 +56,9 @@ func TestRolesNameEveryBadSettingBeforeConnecting(t *testing.T) {
 				if !strings.Contains(string(out), name) {
 					t.Errorf("attestd %s did not name %s:\n%s", role, name, out)
 				}
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+				t.Errorf("attestd %s started something in %s before refusing its settings: %v", role, dir, entries)
 			}
 		})
 	}
