@@ -10,12 +10,23 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Payment statuses (migrations/0005_payments.sql).
+// PaymentStatus is where a payment of the ledger stands
+// (migrations/0005_payments.sql).
+type PaymentStatus string
+
+// The payment statuses.
 const (
-	PaymentPending  = "pending"
-	PaymentSettled  = "settled"
-	PaymentFailed   = "failed"
-	PaymentReleased = "released"
+	// PaymentPending: verified and claimed; its answer is being made or
+	// its settlement is not known yet.
+	PaymentPending PaymentStatus = "pending"
+	// PaymentSettled: the transfer landed; the payer was charged.
+	PaymentSettled PaymentStatus = "settled"
+	// PaymentFailed: the settlement failed, and whether the transfer can
+	// still land is not known (the reconciler decides).
+	PaymentFailed PaymentStatus = "failed"
+	// PaymentReleased: not charged (an error answer, a refused or expired
+	// transfer); the same payment may be presented again.
+	PaymentReleased PaymentStatus = "released"
 )
 
 // ErrPaymentUsed: a payment with this message hash was already accepted
@@ -33,7 +44,7 @@ type Payment struct {
 	Payer       string
 	Amount      uint64
 	Route       string
-	Status      string
+	Status      PaymentStatus
 	Reason      string
 	Node        string
 	CreatedAt   time.Time
@@ -96,7 +107,7 @@ func (s *Store) ClaimPayment(ctx context.Context, p Payment) (int64, error) {
 // released, with the settled transaction's signature when there is one. A
 // row already in the wanted status is left as it is (another node or the
 // reconciler got there first); a row in another final status is an error.
-func (s *Store) FinishPayment(ctx context.Context, id int64, status, txSignature, reason string) error {
+func (s *Store) FinishPayment(ctx context.Context, id int64, status PaymentStatus, txSignature, reason string) error {
 	switch status {
 	case PaymentSettled, PaymentFailed, PaymentReleased:
 	default:
@@ -124,7 +135,7 @@ func (s *Store) FinishPayment(ctx context.Context, id int64, status, txSignature
 	if n == 1 {
 		return nil
 	}
-	var now string
+	var now PaymentStatus
 	if err := s.pool.QueryRow(ctx, `SELECT status FROM payments WHERE id = $1`, id).Scan(&now); err != nil {
 		return fmt.Errorf("finish payment %d: %w", id, ErrNotFound)
 	}
@@ -233,7 +244,7 @@ func (s *Store) SaveReceipt(ctx context.Context, id int64, receipt string) (stri
 // (settled or released) with its reason, or "" (still open: look again
 // later).
 type Verdict struct {
-	Status string
+	Status PaymentStatus
 	Reason string
 }
 
@@ -294,10 +305,10 @@ func (s *Store) ReconcilePayments(ctx context.Context, limit int, decide func(co
 
 // PaymentFilter selects ledger rows, newest first.
 type PaymentFilter struct {
-	Status string    // "" for all
-	Payer  string    // "" for all; else only this payer's (a wallet address)
-	Since  time.Time // zero: no bound
-	Limit  int       // default 100, at most 10,000
+	Status PaymentStatus // "" for all
+	Payer  string        // "" for all; else only this payer's (a wallet address)
+	Since  time.Time     // zero: no bound
+	Limit  int           // default 100, at most 10,000
 }
 
 // ListPayments reads the ledger, newest first.
@@ -330,7 +341,7 @@ func (s *Store) ListPayments(ctx context.Context, f PaymentFilter) ([]Payment, e
 }
 
 // PaymentTotals sums the ledger per status (count and atomic amount).
-func (s *Store) PaymentTotals(ctx context.Context, since time.Time) (map[string][2]uint64, error) {
+func (s *Store) PaymentTotals(ctx context.Context, since time.Time) (map[PaymentStatus][2]uint64, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT status, count(*), COALESCE(sum(amount), 0) FROM payments
@@ -339,9 +350,9 @@ func (s *Store) PaymentTotals(ctx context.Context, since time.Time) (map[string]
 		return nil, fmt.Errorf("payment totals: %w", err)
 	}
 	defer rows.Close()
-	out := map[string][2]uint64{}
+	out := map[PaymentStatus][2]uint64{}
 	for rows.Next() {
-		var st string
+		var st PaymentStatus
 		var n, sum int64
 		if err := rows.Scan(&st, &n, &sum); err != nil {
 			return nil, fmt.Errorf("payment totals: %w", err)

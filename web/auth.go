@@ -328,7 +328,7 @@ func (w *Web) payments(c *fiber.Ctx) error {
 	out := make([]PaymentView, len(ps))
 	for i, p := range ps {
 		out[i] = PaymentView{CreatedAt: attestation.At(p.CreatedAt), Route: p.Route, Amount: strconv.FormatUint(p.Amount, 10),
-			Asset: p.Asset, Network: p.Network, Status: p.Status, SettledAt: attestation.OptTime(p.SettledAt)}
+			Asset: p.Asset, Network: p.Network, Status: string(p.Status), SettledAt: attestation.OptTime(p.SettledAt)}
 		if p.TxSignature != "" {
 			sig := p.TxSignature
 			out[i].TxSignature = &sig

@@ -42,7 +42,7 @@ func runPayments(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	switch *status {
+	switch store.PaymentStatus(*status) {
 	case "", store.PaymentPending, store.PaymentSettled, store.PaymentFailed, store.PaymentReleased:
 	default:
 		return usageErrorf("payments list: --status: want pending, settled, failed or released, got %q", *status)
@@ -59,7 +59,7 @@ func runPayments(ctx context.Context, args []string) error {
 	if *since > 0 {
 		from = time.Now().Add(-*since)
 	}
-	return listPayments(ctx, st, store.PaymentFilter{Status: *status, Since: from, Limit: *limit}, os.Stdout)
+	return listPayments(ctx, st, store.PaymentFilter{Status: store.PaymentStatus(*status), Since: from, Limit: *limit}, os.Stdout)
 }
 
 func listPayments(ctx context.Context, st *store.Store, f store.PaymentFilter, w io.Writer) error {
@@ -85,7 +85,7 @@ func listPayments(ctx context.Context, st *store.Store, f store.PaymentFilter, w
 		return err
 	}
 	fmt.Fprintln(w)
-	for _, s := range []string{store.PaymentSettled, store.PaymentPending, store.PaymentFailed, store.PaymentReleased} {
+	for _, s := range []store.PaymentStatus{store.PaymentSettled, store.PaymentPending, store.PaymentFailed, store.PaymentReleased} {
 		t := totals[s]
 		fmt.Fprintf(w, "%-9s %6d payments  %s atomic units\n", s, t[0], x402.FormatAmount(t[1], 0))
 	}

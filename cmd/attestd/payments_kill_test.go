@@ -103,7 +103,7 @@ func TestPaymentKilledMidSettle(t *testing.T) {
 		}
 		return ps[0]
 	}
-	waitStatus := func(id int64, want string) store.Payment {
+	waitStatus := func(id int64, want store.PaymentStatus) store.Payment {
 		t.Helper()
 		deadline := time.Now().Add(time.Minute)
 		for {

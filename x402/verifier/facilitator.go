@@ -187,7 +187,7 @@ func (f *facilitator) verify(ctx context.Context, p *Payment) *Refusal {
 // settle asks the facilitator to settle. Without a transaction signature
 // the chain cannot be asked later, so a failure stays failed (for the
 // operator), as before.
-func (f *facilitator) settle(ctx context.Context, p *Payment) (string, string, *Refusal) {
+func (f *facilitator) settle(ctx context.Context, p *Payment) (string, store.PaymentStatus, *Refusal) {
 	ctx, cancel := context.WithTimeout(ctx, f.settleTimeout)
 	defer cancel()
 	status, body, err := f.call(ctx, http.MethodPost, "/settle", f.request(p))

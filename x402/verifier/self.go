@@ -184,7 +184,7 @@ func simulationRefusal(txErr any, logs []string) *Refusal {
 // lands (settled), fails or expires (released: nothing was charged), or the
 // settle timeout ends the wait (pending: the chain decides later, and the
 // reconciler records it).
-func (s *selfSettler) settle(ctx context.Context, p *Payment) (string, string, *Refusal) {
+func (s *selfSettler) settle(ctx context.Context, p *Payment) (string, store.PaymentStatus, *Refusal) {
 	ctx, cancel := context.WithTimeout(ctx, s.settleTimeout)
 	defer cancel()
 	sendCtx, sendCancel := context.WithTimeout(ctx, rpcTimeout)

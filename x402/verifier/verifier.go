@@ -36,7 +36,7 @@ const MaxTimeoutSeconds = 60
 // Ledger records payments (store.Store implements it).
 type Ledger interface {
 	ClaimPayment(ctx context.Context, p store.Payment) (int64, error)
-	FinishPayment(ctx context.Context, id int64, status, txSignature, reason string) error
+	FinishPayment(ctx context.Context, id int64, status store.PaymentStatus, txSignature, reason string) error
 	NotePayment(ctx context.Context, id int64, reason string) error
 	PaymentByMessage(ctx context.Context, hash [32]byte) (store.Payment, error)
 	PaymentByID(ctx context.Context, paymentID string) (store.Payment, error)
@@ -74,7 +74,7 @@ type settler interface {
 	// settle returns the ledger status the settlement ends in: settled,
 	// released (nothing charged), pending (the chain decides later) or
 	// failed (unknown, for the operator).
-	settle(ctx context.Context, p *Payment) (txSig, status string, r *Refusal)
+	settle(ctx context.Context, p *Payment) (txSig string, status store.PaymentStatus, r *Refusal)
 	// check asks the chain about a sent transaction (errNoChain: cannot).
 	check(ctx context.Context, sig solana.Signature, lastValid uint64) (chainState, string, error)
 }

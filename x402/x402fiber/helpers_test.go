@@ -219,7 +219,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, labels ...stri
 	return sum
 }
 
-func ledger(t *testing.T, st *store.Store, status string) []store.Payment {
+func ledger(t *testing.T, st *store.Store, status store.PaymentStatus) []store.Payment {
 	t.Helper()
 	ps, err := st.ListPayments(context.Background(), store.PaymentFilter{Status: status})
 	testenv.Must(t, err, "list payments")
