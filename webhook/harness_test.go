@@ -411,18 +411,6 @@ func (rc *receiver) eventIDs(t testing.TB) map[string]int {
 	return out
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // checkSignatures verifies a delivery's signatures by computing them here,
 // independently of the signature package.
 func checkSignatures(t testing.TB, secret string, d delivery) {
