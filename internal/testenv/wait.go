@@ -5,15 +5,18 @@ import (
 	"time"
 )
 
-// maxPoll is the longest pause between two checks of a WaitFor condition.
-const maxPoll = 10 * time.Millisecond
+// maxPoll is the longest pause between two checks of a WaitFor condition:
+// the slowest of the package copies it replaced, so that no condition
+// asks a server more often than it did (some of them ask through a
+// per-IP rate limit that a faster poll would use up).
+const maxPoll = 20 * time.Millisecond
 
 // WaitFor checks cond until it holds and returns how long that took; when
 // it still does not hold after within, the test fails, naming what it
 // waited for. The pause between checks starts at a millisecond and
 // doubles up to maxPoll: a state that holds briefly (a transaction open,
 // a process mid-write) is seen when it comes soon, and a condition that
-// queries a server costs it at most a hundred checks a second.
+// queries a server costs it at most fifty checks a second.
 func WaitFor(tb testing.TB, what string, within time.Duration, cond func() bool) time.Duration {
 	tb.Helper()
 	start := time.Now()
