@@ -24,14 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
-
-// TestBuildOpenAPIRouterFirst runs before the parallel tests (it is not
-// parallel), so apptest builds its lazily initialised OpenAPI router once
-// instead of racing on it from parallel tests.
-func TestBuildOpenAPIRouterFirst(t *testing.T) {
-	apptest.BuildRouter(t)
-}
+func TestMain(m *testing.M) { apptest.Main(m) }
 
 // keyNode is an API node with the key routes, and its key service.
 type keyNode struct {

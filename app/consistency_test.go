@@ -28,19 +28,6 @@ func maxSlot(t *testing.T, env *apptest.Env) uint64 {
 	return uint64(s)
 }
 
-// eventually polls cond until it holds or 5 s pass: cross-node visibility
-// rides on a pub/sub announcement, which arrives asynchronously.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 5 s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestCursorWalkSeesEveryRecordOnceWhileAttestationsArrive(t *testing.T) {
 	t.Parallel()
 	env := apptest.NewEnv(t, apptest.Options{Agents: 4, Attestations: 2000})
@@ -142,7 +129,7 @@ func TestWriteOnOneNodeIsVisibleOnAnother(t *testing.T) {
 	if _, err := a.Store.Apply(context.Background(), &store.Batch{Attestations: recs}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "node B sees the new attestation in every view", func() bool {
+	testenv.WaitFor(t, "node B sees the new attestation in every view", 5*time.Second, func() bool {
 		var st struct{ Attestations int64 }
 		b.Get(t, "/stats").JSON(t, &st)
 		var lr listResp
@@ -257,13 +244,13 @@ func TestInvalidationSurvivesRedisReset(t *testing.T) {
 				again, err := devstack.StartRedis(ctx, testenv.TempDir(t, "redis-again-"), port)
 				testenv.Must(t, err, "restart redis")
 				t.Cleanup(again.Stop)
-				eventually(t, "the node reaches Redis again", func() bool { return !node.Cache.Degraded() && node.Redis.Ping(ctx).Err() == nil })
+				testenv.WaitFor(t, "the node reaches Redis again", 5*time.Second, func() bool { return !node.Cache.Degraded() && node.Redis.Ping(ctx).Err() == nil })
 			}
 			recs := seed.NewAttestations(env.Seeded.Agents, 1, time.Now().Add(time.Hour), maxSlot(t, env)+10, 3)
 			if _, err := env.Store.Apply(ctx, &store.Batch{Attestations: recs}); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "stats count the new attestation", func() bool {
+			testenv.WaitFor(t, "stats count the new attestation", 5*time.Second, func() bool {
 				var st struct{ Attestations int64 }
 				node.Get(t, "/stats").JSON(t, &st)
 				return st.Attestations == before.Attestations+int64(len(recs))

@@ -36,7 +36,7 @@ func TestDrainFailsHealthWhileServing(t *testing.T) {
 		done <- api.ListenWith(ctx, addr, app.ListenOptions{Drain: time.Hour, SkipDrain: skip, Grace: 5 * time.Second})
 	}()
 	node := &apptest.Node{URL: "http://" + addr + app.Prefix, Root: "http://" + addr, API: api}
-	waitUntil(t, "the node listens", func() bool { return healthStatus(node) == 200 })
+	testenv.WaitFor(t, "the node listens", 30*time.Second, func() bool { return healthStatus(node) == 200 })
 
 	var h app.Health
 	r := node.Get(t, "/health")
@@ -48,7 +48,7 @@ func TestDrainFailsHealthWhileServing(t *testing.T) {
 		t.Fatalf("attestd_http_draining_seconds before the signal: %v, want 0", s)
 	}
 	stop()
-	waitUntil(t, "health says draining", func() bool { return healthStatus(node) == 503 })
+	testenv.WaitFor(t, "health says draining", 30*time.Second, func() bool { return healthStatus(node) == 503 })
 	r = node.Get(t, "/health") // validated against the OpenAPI document
 	r.JSON(t, &h)
 	if h.Status != "draining" || len(h.Reasons) == 0 || !strings.HasPrefix(h.Reasons[0], "draining:") || h.Postgres != "ok" {
@@ -97,7 +97,7 @@ func TestNoDrainStopsAtOnce(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- api.Listen(ctx, addr, 5*time.Second) }()
 	node := &apptest.Node{URL: "http://" + addr + app.Prefix, Root: "http://" + addr, API: api}
-	waitUntil(t, "the node listens", func() bool { return healthStatus(node) == 200 })
+	testenv.WaitFor(t, "the node listens", 30*time.Second, func() bool { return healthStatus(node) == 200 })
 	stop()
 	select {
 	case err := <-done:
@@ -116,17 +116,6 @@ func healthStatus(n *apptest.Node) int {
 		return 0
 	}
 	return res
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 30 s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // httpGet is the status of a GET (a fresh connection each time).

@@ -173,13 +173,7 @@ func TestRedisDownThenBack(t *testing.T) {
 	port := r.Port()
 	r.Kill()
 	// The poll notices within its interval.
-	deadline := time.Now().Add(5 * time.Second)
-	for !c.Degraded() {
-		if time.Now().After(deadline) {
-			t.Fatal("redis outage not noticed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitFor(t, "the cache notices the Redis outage", 5*time.Second, c.Degraded)
 	// Then indexed values are not served from memory: a write elsewhere
 	// could not be announced. Every read loads.
 	before := loads
@@ -196,13 +190,7 @@ func TestRedisDownThenBack(t *testing.T) {
 	}
 	_, err := startRedisOn(t, port)
 	testenv.Must(t, err, "restart redis")
-	deadline = time.Now().Add(5 * time.Second)
-	for c.Degraded() {
-		if time.Now().After(deadline) {
-			t.Fatal("cache did not recover")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitFor(t, "the cache recovers", 5*time.Second, func() bool { return !c.Degraded() })
 }
 
 func TestLargeValuesAreStoredCompressed(t *testing.T) {

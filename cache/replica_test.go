@@ -61,14 +61,14 @@ func TestNoStaleValueUnderANewEpoch(t *testing.T) {
 		testenv.Must(t, err, "apply %d", i)
 		e := writer.Epoch()
 		for _, n := range []*Cache{node1, node2} {
-			waitUntil(t, func() bool { return n.Epoch() >= e }, "node at the new epoch")
+			testenv.WaitFor(t, "node at the new epoch", 30*time.Second, func() bool { return n.Epoch() >= e })
 		}
 		return e
 	}
 	replayed := func(pos uint64) bool { return st.Replicas()[0].ReplayLSN >= pos && st.Replicas()[0].Status == "ok" }
 
 	e := write(1)
-	waitUntil(t, func() bool { return replayed(e) }, "replay of the first write")
+	testenv.WaitFor(t, "replay of the first write", 30*time.Second, func() bool { return replayed(e) })
 	if n := total(node1); n != 1 {
 		t.Fatalf("node 1 sees %d attestations, want 1", n)
 	}
@@ -88,19 +88,8 @@ func TestNoStaleValueUnderANewEpoch(t *testing.T) {
 	}
 	rp.ResumeReplay(t)
 	e = write(5)
-	waitUntil(t, func() bool { return replayed(e) }, "replay after resume")
+	testenv.WaitFor(t, "replay after resume", 30*time.Second, func() bool { return replayed(e) })
 	if got := total(node2); got != 5 {
 		t.Fatalf("after resume: %d attestations, want 5", got)
-	}
-}
-
-func waitUntil(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -93,7 +93,7 @@ func indexA(t *testing.T, st *store.Store) *devnet.Chain {
 	a := startChain(t, devnet.Config{Seed: 1, Agents: 3, Attestations: 300})
 	r := startIndexer(t, st, a, nil)
 	waitExact(t, st, a, 60*time.Second)
-	waitFor(t, 30*time.Second, "chain A finalized", func() bool { return unfinalized(t, st) == 0 })
+	testenv.WaitFor(t, "chain A finalized", 30*time.Second, func() bool { return unfinalized(t, st) == 0 })
 	r.stop(t)
 	return a
 }
@@ -145,7 +145,7 @@ func TestStartOver(t *testing.T) {
 	atts, agents, _ := counts(t, st)
 	b := startChain(t, devnet.Config{Seed: 2, Agents: 2, Attestations: 150})
 	r := startIndexer(t, st, b, func(c *Config) { c.StartOver = true })
-	waitFor(t, 60*time.Second, "chain B indexed", func() bool { n, _, _ := counts(t, st); return n == atts+150 })
+	testenv.WaitFor(t, "chain B indexed", 60*time.Second, func() bool { n, _, _ := counts(t, st); return n == atts+150 })
 	a2, g2, _ := counts(t, st)
 	if a2 != atts+150 || g2 != agents+2 {
 		t.Fatalf("after starting over: %d attestations, %d agents; want %d and %d", a2, g2, atts+150, agents+2)
@@ -157,12 +157,12 @@ func TestStartOver(t *testing.T) {
 	if gb := genesisOf(t, b); !ok || got != gb {
 		t.Fatalf("recorded genesis %q (%v), want chain B's %s", got, ok, gb)
 	}
-	waitFor(t, 30*time.Second, "synced on chain B", func() bool { return r.ix.Status().Synced })
+	testenv.WaitFor(t, "synced on chain B", 30*time.Second, func() bool { return r.ix.Status().Synced })
 	r.stop(t)
 	// Starting over again on the same chain, not behind: nothing is forgotten.
 	_, _, slot := counts(t, st)
 	r = startIndexer(t, st, b, func(c *Config) { c.StartOver = true })
-	waitFor(t, 30*time.Second, "synced again", func() bool { return r.ix.Status().Synced })
+	testenv.WaitFor(t, "synced again", 30*time.Second, func() bool { return r.ix.Status().Synced })
 	r.stop(t)
 	if _, _, s := counts(t, st); s < slot {
 		t.Fatalf("start over on the same chain moved the checkpoint back from %d to %d", slot, s)
@@ -178,7 +178,7 @@ func TestChainBehindWaits(t *testing.T) {
 	a := indexA(t, st)
 	a.AdvanceSlots(1000)
 	r := startIndexer(t, st, a, nil)
-	waitFor(t, 30*time.Second, "checkpoint past slot 1000", func() bool {
+	testenv.WaitFor(t, "checkpoint past slot 1000", 30*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		head, ok, _ := st.Checkpoint(ctx, HeadCheckpointName)
@@ -190,7 +190,7 @@ func TestChainBehindWaits(t *testing.T) {
 	replay := startChain(t, devnet.Config{Seed: 1, Agents: 3, Attestations: 300, SlotInterval: -1})
 	gen(t, replay, 3, 50, 10)
 	r = startIndexer(t, st, replay, nil)
-	waitFor(t, 30*time.Second, "the indexer says the chain is behind", func() bool {
+	testenv.WaitFor(t, "the indexer says the chain is behind", 30*time.Second, func() bool {
 		return strings.Contains(r.ix.Status().NotSynced, "behind the indexer's checkpoint")
 	})
 	s := r.ix.Status()

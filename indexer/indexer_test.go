@@ -276,17 +276,6 @@ func unfinalized(t *testing.T, st *store.Store) int {
 	return n
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func gen(t *testing.T, c *devnet.Chain, agents, atts, batch int) devnet.Generated {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -311,7 +300,7 @@ func TestBackfill10k(t *testing.T) {
 	if got := r.ix.Ingested(); got != 10_000 {
 		t.Fatalf("ingested %d", got)
 	}
-	waitFor(t, 30*time.Second, "every row finalized", func() bool { return unfinalized(t, st) == 0 })
+	testenv.WaitFor(t, "every row finalized", 30*time.Second, func() bool { return unfinalized(t, st) == 0 })
 
 	// Status as API processes read it.
 	sr := NewStatusReader(st, c.RPCURL())
@@ -320,7 +309,7 @@ func TestBackfill10k(t *testing.T) {
 	if s.LastIndexedSlot == 0 || s.LastIndexedAt == nil || s.ChainSlot < s.LastIndexedSlot {
 		t.Fatalf("status %+v", s)
 	}
-	waitFor(t, 10*time.Second, "synced status", func() bool {
+	testenv.WaitFor(t, "synced status", 10*time.Second, func() bool {
 		s, err := sr.Read(context.Background())
 		return err == nil && s.Synced
 	})
@@ -335,7 +324,7 @@ func TestLiveFaults(t *testing.T) {
 	r := startIndexer(t, st, c, nil)
 	waitExact(t, st, c, 30*time.Second)
 	ctx := context.Background()
-	waitFor(t, 10*time.Second, "websocket up", func() bool { return r.ix.wsUp.Load() })
+	testenv.WaitFor(t, "websocket up", 10*time.Second, func() bool { return r.ix.wsUp.Load() })
 
 	t.Run("failed transaction", func(t *testing.T) {
 		sig, err := c.FailTransaction(ctx, 0)
@@ -397,7 +386,7 @@ func TestLiveFaults(t *testing.T) {
 		close(done)
 		wg.Wait()
 		waitExact(t, st, c, 20*time.Second)
-		waitFor(t, 10*time.Second, "websocket back", func() bool { return r.ix.wsUp.Load() })
+		testenv.WaitFor(t, "websocket back", 10*time.Second, func() bool { return r.ix.wsUp.Load() })
 	})
 	t.Run("revocation and policy update", func(t *testing.T) {
 		_, err := c.UpdatePolicyRoot(ctx, 2, [32]byte{7, 7, 7})
@@ -411,7 +400,7 @@ func TestLiveFaults(t *testing.T) {
 			t.Fatalf("agent events %q", kinds)
 		}
 	})
-	waitFor(t, 30*time.Second, "every row finalized", func() bool { return unfinalized(t, st) == 0 })
+	testenv.WaitFor(t, "every row finalized", 30*time.Second, func() bool { return unfinalized(t, st) == 0 })
 	r.stop(t)
 }
 
@@ -432,7 +421,7 @@ func TestForkDropsConfirmed(t *testing.T) {
 	// The store still has it (confirmed) until the chain finalizes past it.
 	c.AdvanceSlots(10)
 	waitExact(t, st, c, 20*time.Second)
-	waitFor(t, 20*time.Second, "every row finalized", func() bool { return unfinalized(t, st) == 0 })
+	testenv.WaitFor(t, "every row finalized", 20*time.Second, func() bool { return unfinalized(t, st) == 0 })
 	var n int
 	ctx := context.Background()
 	testenv.Must(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM attestations WHERE tx_signature = $1`, dropped.String()).Scan(&n), "count")
@@ -450,7 +439,7 @@ func TestRestartMidBackfill(t *testing.T) {
 	st := newStore(t)
 	small := func(cfg *Config) { cfg.ChunkTxs = 10; cfg.Concurrency = 2 }
 	first := startIndexer(t, st, c, small)
-	waitFor(t, 60*time.Second, "part of the backfill", func() bool { return first.ix.Ingested() >= 300 })
+	testenv.WaitFor(t, "part of the backfill", 60*time.Second, func() bool { return first.ix.Ingested() >= 300 })
 	first.stop(t)
 	got0, _ := stored(t, st)
 	if len(got0) >= 3000 {
@@ -490,7 +479,7 @@ func TestTwoIndexers(t *testing.T) {
 	stopped := time.Now()
 	leader.stop(t)
 	gen(t, c, 4, 200, 20)
-	waitFor(t, 10*time.Second, "takeover", follower.ix.IsLeader)
+	testenv.WaitFor(t, "takeover", 10*time.Second, follower.ix.IsLeader)
 	if d := time.Since(stopped); d > 10*time.Second {
 		t.Fatalf("takeover took %s", d)
 	}
@@ -684,7 +673,7 @@ func TestLaggingNodeTransactionIsNotSkipped(t *testing.T) {
 	testenv.Must(t, c.HideNextTransactions(1, devnet.Hide{For: 3 * time.Second}), "hide")
 	hidden := gen(t, c, 2, 5, 5).Records[0]
 	next := gen(t, c, 2, 5, 5).Records[0]
-	waitFor(t, 20*time.Second, "the transaction after the hidden one", func() bool { return txRows(t, st, next) == 5 })
+	testenv.WaitFor(t, "the transaction after the hidden one", 20*time.Second, func() bool { return txRows(t, st, next) == 5 })
 	if n := txRows(t, st, hidden); n != 0 {
 		t.Fatalf("hidden transaction has %d rows while hidden", n)
 	}
@@ -713,7 +702,7 @@ func TestLaggingNodeTransactionIsNotSkipped(t *testing.T) {
 	if v := metricValue(t, reg2, "attestd_indexer_pending_resolved_total", "outcome", "indexed"); v != 1 {
 		t.Fatalf("pending resolved %v, want 1", v)
 	}
-	waitFor(t, 10*time.Second, "the checkpoint past both", func() bool {
+	testenv.WaitFor(t, "the checkpoint past both", 10*time.Second, func() bool {
 		cp, _, err := st.Checkpoint(context.Background(), CheckpointName)
 		return err == nil && cp.Slot >= slotOf[next]
 	})
@@ -738,7 +727,7 @@ func TestGivenUpTransactionIsStillIndexed(t *testing.T) {
 	waitExact(t, st, c, 30*time.Second)
 	testenv.Must(t, c.HideNextTransactions(1, devnet.Hide{For: 2 * time.Second, Statuses: true}), "hide")
 	hidden := gen(t, c, 2, 7, 7).Records[0]
-	waitFor(t, 20*time.Second, "the indexer to give the hidden transaction up", func() bool {
+	testenv.WaitFor(t, "the indexer to give the hidden transaction up", 20*time.Second, func() bool {
 		return metricValue(t, reg, "attestd_indexer_pending_resolved_total", "outcome", "vanished") >= 1
 	})
 	waitExact(t, st, c, 30*time.Second)
@@ -764,7 +753,7 @@ func TestStuckTransactionReleasesCheckpoint(t *testing.T) {
 	testenv.Must(t, c.HideNextTransactions(1, devnet.Hide{For: hideFor}), "hide")
 	hidden := gen(t, c, 2, 5, 5).Records[0]
 	next := gen(t, c, 2, 5, 5).Records[0]
-	waitFor(t, hideFor-time.Second, "the checkpoint to move past the stuck transaction", func() bool {
+	testenv.WaitFor(t, "the checkpoint to move past the stuck transaction", hideFor-time.Second, func() bool {
 		if txRows(t, st, hidden) != 0 {
 			t.Fatal("stored while hidden")
 		}
@@ -790,7 +779,7 @@ func TestReconciliationRepairsAGap(t *testing.T) {
 		cfg.Registerer, cfg.ReconcileInterval, cfg.ReconcileWindow = reg, 300*time.Millisecond, 100_000
 	})
 	waitExact(t, st, c, 30*time.Second)
-	waitFor(t, 30*time.Second, "every row finalized", func() bool { return unfinalized(t, st) == 0 })
+	testenv.WaitFor(t, "every row finalized", 30*time.Second, func() bool { return unfinalized(t, st) == 0 })
 	ctx := context.Background()
 	lost := c.Transactions()[5] // a record_attestations of 30 (after the 3 registrations)
 	if lost.Events != 30 {
@@ -846,6 +835,6 @@ func TestForkAddsTransactionBelowCheckpoint(t *testing.T) {
 		t.Fatalf("repaired (confirmed range) %v, want 1", v)
 	}
 	c.AdvanceSlots(30)
-	waitFor(t, 20*time.Second, "every row finalized", func() bool { return unfinalized(t, st) == 0 })
+	testenv.WaitFor(t, "every row finalized", 20*time.Second, func() bool { return unfinalized(t, st) == 0 })
 	r.stop(t)
 }

@@ -53,8 +53,8 @@ func TestForkDroppedNeverLogged(t *testing.T) {
 	testenv.Must(t, c.DropTransaction(dropped), "drop")
 	c.AdvanceSlots(10)
 	waitExact(t, st, c, 20*time.Second)
-	waitFor(t, 20*time.Second, "every row finalized", func() bool { return unfinalized(t, st) == 0 })
-	waitFor(t, 20*time.Second, "the log holds every finalized attestation", func() bool {
+	testenv.WaitFor(t, "every row finalized", 20*time.Second, func() bool { return unfinalized(t, st) == 0 })
+	testenv.WaitFor(t, "the log holds every finalized attestation", 20*time.Second, func() bool {
 		return count(`SELECT count(*) FROM log_queue`) == 0 &&
 			count(`SELECT count(*) FROM log_leaves`) == count(`SELECT count(*) FROM attestations WHERE finalized`)
 	})

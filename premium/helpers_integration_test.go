@@ -22,13 +22,6 @@ import (
 	"github.com/gagliardetto/solana-go"
 )
 
-// TestBuildOpenAPIRouterFirst runs before the parallel tests (it is not
-// parallel), so apptest builds its lazily initialised OpenAPI router once
-// instead of racing on it from parallel tests.
-func TestBuildOpenAPIRouterFirst(t *testing.T) {
-	apptest.BuildRouter(t)
-}
-
 // premiumNode is an API node with keys and premium routes, and a key of
 // account "acme".
 type premiumNode struct {

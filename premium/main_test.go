@@ -3,7 +3,7 @@ package premium
 import (
 	"testing"
 
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/apptest"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) { apptest.Main(m) }

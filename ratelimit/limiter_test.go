@@ -438,7 +438,7 @@ func TestFallbackWhenRedisDies(t *testing.T) {
 	back, err := devstack.StartRedis(ctx, srv.Dir, srv.Port())
 	testenv.Must(t, err, "restart redis")
 	t.Cleanup(back.Stop)
-	waitFor(t, "recovery", 15*time.Second, func() bool { return !n.lim.Degraded() })
+	testenv.WaitFor(t, "recovery", 15*time.Second, func() bool { return !n.lim.Degraded() })
 
 	// Redis never saw "a"'s requests, but the node remembers them.
 	if d := allow("a"); d.Allowed || !d.Local {
@@ -495,7 +495,7 @@ func TestFallbackOnHungRedis(t *testing.T) {
 	if v := metricValue(t, n.lim.m.errTimeout); v < 1 {
 		t.Errorf("timeouts counted %v", v)
 	}
-	waitFor(t, "recovery after the pause", 15*time.Second, func() bool { return !n.lim.Degraded() })
+	testenv.WaitFor(t, "recovery after the pause", 15*time.Second, func() bool { return !n.lim.Degraded() })
 }
 
 // TestScriptReloaded: a Redis that lost its scripts (restart, SCRIPT FLUSH)
@@ -623,7 +623,7 @@ func TestKeyExpiry(t *testing.T) {
 			t.Fatalf("step %d: TTL %s beyond two windows", i, pttl)
 		}
 	}
-	waitFor(t, "idle key to expire", 10*window, func() bool { return n.rdb.Exists(ctx, key).Val() == 0 })
+	testenv.WaitFor(t, "idle key to expire", 10*window, func() bool { return n.rdb.Exists(ctx, key).Val() == 0 })
 }
 
 // TestForeignKeyType: a key holding another type is decided locally, and

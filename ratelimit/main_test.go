@@ -115,16 +115,4 @@ func metricValue(tb testing.TB, c prometheus.Metric) float64 {
 	return 0
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(tb testing.TB, what string, within time.Duration, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func newDTOMetric() *dto.Metric { return &dto.Metric{} }

@@ -24,23 +24,11 @@ func openReplicated(t *testing.T, opt ReplicaOptions) (*Store, testenv.Replicate
 	t.Cleanup(st.Close)
 	_, err = st.Migrate(context.Background())
 	testenv.Must(t, err, "migrate")
-	waitFor(t, 30*time.Second, "the replica in use", func() bool { return replicaStatus(st) == "ok" })
+	testenv.WaitFor(t, "the replica in use", 30*time.Second, func() bool { return replicaStatus(st) == "ok" })
 	return st, rp
 }
 
 func replicaStatus(st *Store) string { return st.Replicas()[0].Status }
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // insert applies one attestation and returns the WAL position after it,
 // as the write path announces it.
@@ -68,7 +56,7 @@ func TestReplicaReadsWaitForTheirPosition(t *testing.T) {
 	st, rp := openReplicated(t, ReplicaOptions{MaxLag: time.Hour, Wait: 300 * time.Millisecond, PollInterval: 20 * time.Millisecond})
 	ctx := context.Background()
 	pos := insert(t, st, "tx1")
-	waitFor(t, 30*time.Second, "replay of tx1", func() bool { return st.Replicas()[0].ReplayLSN >= pos })
+	testenv.WaitFor(t, "replay of tx1", 30*time.Second, func() bool { return st.Replicas()[0].ReplayLSN >= pos })
 	before := replicaReads(st)
 	a, err := st.GetAttestation(AtLeast(ctx, pos), "pda-tx1-0")
 	testenv.Must(t, err, "read at a replayed position")
@@ -109,7 +97,7 @@ func TestReplicaReadsWaitForTheirPosition(t *testing.T) {
 	}()
 	rp.ResumeReplay(t)
 	testenv.Must(t, <-done, "read while the replica resumes")
-	waitFor(t, 30*time.Second, "replay of tx3", func() bool { return st.Replicas()[0].ReplayLSN >= pos3 })
+	testenv.WaitFor(t, "replay of tx3", 30*time.Second, func() bool { return st.Replicas()[0].ReplayLSN >= pos3 })
 	n := replicaReads(st)
 	_, err = st.GetAttestation(AtLeast(ctx, pos3), "pda-tx3-0")
 	testenv.Must(t, err, "read after resume")
@@ -128,7 +116,7 @@ func TestLaggingReplicaIsSkipped(t *testing.T) {
 	rp.PauseReplay(t)
 	replayed := st.Replicas()[0].ReplayLSN
 	insert(t, st, "lag1")
-	waitFor(t, 30*time.Second, "the replica reported lagging", func() bool { return replicaStatus(st) == "lagging" })
+	testenv.WaitFor(t, "the replica reported lagging", 30*time.Second, func() bool { return replicaStatus(st) == "lagging" })
 	if lag := st.Replicas()[0].LagSeconds; lag < 0.3 {
 		t.Fatalf("lagging with lag %v s", lag)
 	}
@@ -138,7 +126,7 @@ func TestLaggingReplicaIsSkipped(t *testing.T) {
 		t.Fatalf("read a lagging replica (err %v)", err)
 	}
 	rp.ResumeReplay(t)
-	waitFor(t, 30*time.Second, "the replica back in use", func() bool { return replicaStatus(st) == "ok" })
+	testenv.WaitFor(t, "the replica back in use", 30*time.Second, func() bool { return replicaStatus(st) == "ok" })
 	if lag := st.Replicas()[0].LagSeconds; lag > 0.3 {
 		t.Fatalf("ok with lag %v s", lag)
 	}
@@ -156,7 +144,7 @@ func TestReadsContinueWhenTheReplicaDies(t *testing.T) {
 		pos = insert(t, st, fmt.Sprintf("die%d", i))
 	}
 	// The poller runs once an hour here: wake it until it has seen the replay.
-	waitFor(t, 30*time.Second, "replay", func() bool { st.replicas.wake(); return st.Replicas()[0].ReplayLSN >= pos })
+	testenv.WaitFor(t, "replay", 30*time.Second, func() bool { st.replicas.wake(); return st.Replicas()[0].ReplayLSN >= pos })
 	before := replicaReads(st)
 	if _, err := st.GetAgentStats(AtLeast(ctx, pos), "agentA", time.Now()); err != ErrNotFound || replicaReads(st) != before+1 {
 		t.Fatalf("stats of an unknown agent on the replica: %v", err)
@@ -193,7 +181,7 @@ func TestAServerNotInRecoveryIsNeverRead(t *testing.T) {
 	t.Cleanup(st.Close)
 	_, err = st.Migrate(context.Background())
 	testenv.Must(t, err, "migrate")
-	waitFor(t, 30*time.Second, "the server reported", func() bool { return replicaStatus(st) == "not_replica" })
+	testenv.WaitFor(t, "the server reported", 30*time.Second, func() bool { return replicaStatus(st) == "not_replica" })
 	for i := 0; i < 10; i++ {
 		if _, err := st.Stats(AtLeast(context.Background(), 0), time.Now()); err != nil {
 			t.Fatal(err)

@@ -32,7 +32,7 @@ func (x *harness) behindTheRing() (string, []string) {
 			ids = append(ids, cursorOf(a))
 		}
 	}
-	waitFor(x.t, "the hub read every row", func() bool {
+	testenv.WaitFor(x.t, "the hub read every row", 20*time.Second, func() bool {
 		x.hub.mu.RLock()
 		defer x.hub.mu.RUnlock()
 		return len(x.hub.ring) == ringSize
@@ -82,7 +82,7 @@ func TestNeverReadingCatchUpStaysWithinBudget(t *testing.T) {
 	for range streams {
 		x.neverReading(cursor)
 	}
-	waitFor(t, "streams answered", func() bool {
+	testenv.WaitFor(t, "streams answered", 20*time.Second, func() bool {
 		return x.h.Open()+int(testutil.ToFloat64(x.h.m.ended.WithLabelValues("budget"))) >= streams
 	})
 	var most int64
@@ -130,7 +130,7 @@ func (x *harness) fillBudget(cursor string, streams int) []net.Conn {
 	full := x.h.budget.max*3/4 - minCatchUp
 	var held int64
 	var open, same int
-	waitFor(x.t, "the catch-up share of the budget full and settled", func() bool {
+	testenv.WaitFor(x.t, "the catch-up share of the budget full and settled", 20*time.Second, func() bool {
 		time.Sleep(50 * time.Millisecond)
 		if b, o := x.h.Buffered(), x.h.Open(); b != held || o != open {
 			held, open, same = b, o, 0
@@ -198,7 +198,7 @@ func TestBufferFullIsAResumableErrorEvent(t *testing.T) {
 			return nil
 		})
 	}()
-	waitFor(t, "the client shed", func() bool { return testutil.ToFloat64(x.h.m.ended.WithLabelValues("budget")) > shedBefore })
+	testenv.WaitFor(t, "the client shed", 20*time.Second, func() bool { return testutil.ToFloat64(x.h.m.ended.WithLabelValues("budget")) > shedBefore })
 	for _, c := range hogs { // the never-reading clients go: room comes back
 		c.Close()
 	}

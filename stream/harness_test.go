@@ -223,14 +223,3 @@ func (x *harness) rawConn(query string, extra string) net.Conn {
 	testenv.Must(x.t, err, "send")
 	return c
 }
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 20 s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

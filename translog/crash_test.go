@@ -69,18 +69,6 @@ func writing(t testing.TB, st *store.Store, name string) int64 {
 	return n
 }
 
-// waitFor polls cond every millisecond until it holds or d passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", d, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // TestAppenderKilledMidBatch kills (SIGKILL) appender processes in the
 // middle of an append, between its first write and its commit, three
 // times, each after it committed one; the next appenders finish the job: no gap, no duplicate, one
@@ -99,15 +87,15 @@ func TestAppenderKilledMidBatch(t *testing.T) {
 		testenv.Must(t, cmd.Start(), "start appender process")
 		before := le.count(t, `SELECT size FROM log_size`)
 		// Let it commit an append and sign it, then catch it inside the next.
-		waitFor(t, 60*time.Second, "the appender process commits an append and signs it", func() bool {
+		testenv.WaitFor(t, "the appender process commits an append and signs it", 60*time.Second, func() bool {
 			return le.count(t, `SELECT COALESCE(max(size), 0) FROM log_checkpoints`) > before
 		})
-		waitFor(t, 60*time.Second, "the appender process writes an append", func() bool { return writing(t, le.st, "logkill") > 0 })
+		testenv.WaitFor(t, "the appender process writes an append", 60*time.Second, func() bool { return writing(t, le.st, "logkill") > 0 })
 		testenv.Must(t, cmd.Process.Kill(), "kill")
 		_ = cmd.Wait()
 		kills++
 		// Its backends roll back once they see the connection gone.
-		waitFor(t, 30*time.Second, "the killed process's backends end", func() bool {
+		testenv.WaitFor(t, "the killed process's backends end", 30*time.Second, func() bool {
 			var n int64
 			testenv.Must(t, le.st.Pool().QueryRow(context.Background(),
 				`SELECT count(*) FROM pg_stat_activity WHERE application_name = 'logkill'`).Scan(&n), "count")
@@ -154,7 +142,7 @@ func TestLeaderChange(t *testing.T) {
 		return m
 	}
 	a, b := start("appA"), start("appB")
-	waitFor(t, 20*time.Second, "a leader", func() bool { return a.a.IsLeader() || b.a.IsLeader() })
+	testenv.WaitFor(t, "a leader", 20*time.Second, func() bool { return a.a.IsLeader() || b.a.IsLeader() })
 	leader, other := a, b
 	if b.a.IsLeader() {
 		leader, other = b, a
@@ -169,20 +157,20 @@ func TestLeaderChange(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
-	waitFor(t, 30*time.Second, "the leader writes an append", func() bool { return writing(t, le.st, leader.name) > 0 })
+	testenv.WaitFor(t, "the leader writes an append", 30*time.Second, func() bool { return writing(t, le.st, leader.name) > 0 })
 	_, err := le.st.Pool().Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, leader.name)
 	testenv.Must(t, err, "terminate the leader's backends")
-	waitFor(t, 30*time.Second, "the other appender leads", other.a.IsLeader)
+	testenv.WaitFor(t, "the other appender leads", 30*time.Second, other.a.IsLeader)
 	wg.Wait()
-	waitFor(t, 60*time.Second, "the log catches up", func() bool {
+	testenv.WaitFor(t, "the log catches up", 60*time.Second, func() bool {
 		return le.count(t, `SELECT count(*) FROM log_queue`) == 0
 	})
 	// A clean change back.
 	other.cancel()
 	<-other.done
 	le.bulk(t, 300, attestation.Finalized)
-	waitFor(t, 30*time.Second, "the first appender leads again", leader.a.IsLeader)
-	waitFor(t, 60*time.Second, "the log catches up again", func() bool {
+	testenv.WaitFor(t, "the first appender leads again", 30*time.Second, leader.a.IsLeader)
+	testenv.WaitFor(t, "the log catches up again", 60*time.Second, func() bool {
 		return le.count(t, `SELECT count(*) FROM log_queue`) == 0
 	})
 	checkInvariants(t, le)

@@ -25,11 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
-
-// TestBuildOpenAPIRouterFirst runs before the parallel tests, so apptest
-// builds its OpenAPI router once.
-func TestBuildOpenAPIRouterFirst(t *testing.T) { apptest.BuildRouter(t) }
+func TestMain(m *testing.M) { apptest.Main(m) }
 
 // harness is a node as attestd serve composes it for the web application:
 // the public API, the pages and sign-in, keys (with sessions), webhooks.

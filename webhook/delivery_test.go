@@ -45,7 +45,7 @@ func TestDeliversSignedEventsToMatchingWebhooks(t *testing.T) {
 	}
 	wantAll := ids(match, other, []int64{revoked, registered})
 	wantF := ids(match, []int64{revoked})
-	waitFor(t, "every delivery", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "every delivery", 30*time.Second, func() bool {
 		return len(all.eventIDs(t)) >= len(wantAll) && len(filtered.eventIDs(t)) >= len(wantF)
 	})
 	for rc, want := range map[*receiver]map[string]bool{all: wantAll, filtered: wantF} {
@@ -93,7 +93,7 @@ func TestDeliversSignedEventsToMatchingWebhooks(t *testing.T) {
 		id, _ := d.event(t)
 		sent[d.Header.Get("webhook-id")] = id
 	}
-	waitFor(t, "the log", 10*time.Second, func() bool { _, n := h.log(t, key, wAll.ID, ""); return n >= len(wantAll) })
+	testenv.WaitFor(t, "the log", 10*time.Second, func() bool { _, n := h.log(t, key, wAll.ID, ""); return n >= len(wantAll) })
 	entries, total := h.log(t, key, wAll.ID, "?limit=100")
 	if total != len(wantAll) {
 		t.Errorf("log has %d attempts, want %d", total, len(wantAll))
@@ -123,7 +123,7 @@ func TestRetriesUntilTheReceiverAccepts(t *testing.T) {
 	w := h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
 	h.startWorker(t, h.cfg, "w1")
 	ev := insertEvents(t, h.env.Store, 1, agentA, "ToolCall")
-	waitFor(t, "three attempts", 30*time.Second, func() bool { return len(rc.deliveries()) >= 3 })
+	testenv.WaitFor(t, "three attempts", 30*time.Second, func() bool { return len(rc.deliveries()) >= 3 })
 	ds := rc.deliveries()
 	for i, d := range ds {
 		checkSignatures(t, w.Secret, d)
@@ -134,7 +134,7 @@ func TestRetriesUntilTheReceiverAccepts(t *testing.T) {
 			t.Errorf("attempt %d carries %s", i+1, id)
 		}
 	}
-	waitFor(t, "the log", 10*time.Second, func() bool {
+	testenv.WaitFor(t, "the log", 10*time.Second, func() bool {
 		e, n := h.log(t, key, w.ID, "")
 		return n == 3 && e[0].DeliveryStatus == "succeeded"
 	})
@@ -170,7 +170,7 @@ func TestFailedDeliveryManualRetryAndTestEvent(t *testing.T) {
 	h.startWorker(t, h.cfg, "w1")
 	insertEvents(t, h.env.Store, 1, agentA, "ToolCall")
 	attempts := len(h.cfg.Schedule) + 1
-	waitFor(t, "the delivery to fail", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "the delivery to fail", 30*time.Second, func() bool {
 		e, n := h.log(t, key, w.ID, "")
 		return n == attempts && e[0].DeliveryStatus == "failed"
 	})
@@ -189,7 +189,7 @@ func TestFailedDeliveryManualRetryAndTestEvent(t *testing.T) {
 	if r.Status != http.StatusAccepted {
 		t.Fatalf("retry: %d %s", r.Status, r.Body)
 	}
-	waitFor(t, "the manual retry", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "the manual retry", 30*time.Second, func() bool {
 		e, _ := h.log(t, key, w.ID, "")
 		return e[0].Manual && e[0].Succeeded && e[0].DeliveryStatus == "succeeded"
 	})
@@ -211,7 +211,7 @@ func TestFailedDeliveryManualRetryAndTestEvent(t *testing.T) {
 	if r.Status != http.StatusAccepted || q.Data.EventType != "webhook.test" {
 		t.Fatalf("test: %d %s", r.Status, r.Body)
 	}
-	waitFor(t, "the test event", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "the test event", 30*time.Second, func() bool {
 		for _, d := range rc.deliveries() {
 			if _, typ := d.event(t); typ == "webhook.test" {
 				checkSignatures(t, w.Secret, d)
@@ -241,7 +241,7 @@ func TestFailingWebhooksAreDeactivated(t *testing.T) {
 		h.do(t, http.MethodGet, "/webhooks/"+id, key, nil).JSON(t, &v)
 		return v.Data
 	}
-	waitFor(t, "both deactivated", 30*time.Second, func() bool { return !get(wf.ID).Active && !get(wg.ID).Active })
+	testenv.WaitFor(t, "both deactivated", 30*time.Second, func() bool { return !get(wf.ID).Active && !get(wg.ID).Active })
 	if v := get(wf.ID); v.DisabledReason == nil || !strings.Contains(*v.DisabledReason, "every delivery failed since") ||
 		v.DisabledAt == nil || v.FailingSince == nil {
 		t.Errorf("failing webhook: %+v", v)
@@ -250,7 +250,7 @@ func TestFailingWebhooksAreDeactivated(t *testing.T) {
 		t.Errorf("gone webhook: %+v", v)
 	}
 	// Nothing stays pending, and no more requests come.
-	waitFor(t, "no pending delivery", 10*time.Second, func() bool {
+	testenv.WaitFor(t, "no pending delivery", 10*time.Second, func() bool {
 		var n int
 		testenv.Must(t, h.env.Store.Pool().QueryRow(context.Background(),
 			`SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'`).Scan(&n), "count")
@@ -295,12 +295,12 @@ func TestSlowReceiverDoesNotDelayHealthyOnes(t *testing.T) {
 	// Each healthy delivery takes a millisecond; 10 s is room for a loaded
 	// machine, not for waiting on the slow receiver (its requests hang
 	// until released, far beyond).
-	waitFor(t, "every event at the healthy receiver", 10*time.Second, func() bool { return len(healthy.eventIDs(t)) == n })
+	testenv.WaitFor(t, "every event at the healthy receiver", 10*time.Second, func() bool { return len(healthy.eventIDs(t)) == n })
 	if got := hanging.Load(); got > int64(cfg.EndpointConcurrency) {
 		t.Fatalf("%d requests hang at the slow receiver, more than its %d senders", got, cfg.EndpointConcurrency)
 	}
 	close(release)
-	waitFor(t, "every event at the slow receiver", 60*time.Second, func() bool { return len(slow.eventIDs(t)) == n })
+	testenv.WaitFor(t, "every event at the slow receiver", 60*time.Second, func() bool { return len(slow.eventIDs(t)) == n })
 }
 
 // TestDialTimeGuard: webhooks stored while loopback was allowed (or whose
@@ -331,7 +331,7 @@ func TestDialTimeGuard(t *testing.T) {
 	h.startWorker(t, cfg, "w1")
 	insertEvents(t, h.env.Store, 1, agentA, "ToolCall")
 	for _, w := range hooks {
-		waitFor(t, "refused attempts of "+w.URL, 30*time.Second, func() bool {
+		testenv.WaitFor(t, "refused attempts of "+w.URL, 30*time.Second, func() bool {
 			e, n := h.log(t, key, w.ID, "")
 			return n == 2 && e[0].DeliveryStatus == "failed"
 		})
@@ -366,7 +366,7 @@ func TestOutageParksJobsThenDeliversEverything(t *testing.T) {
 	h.startWorker(t, h.cfg, "w1")
 	const n = 300
 	ids := insertEvents(t, h.env.Store, n, agentA, "ToolCall")
-	waitFor(t, "the receiver's jobs parked", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "the receiver's jobs parked", 30*time.Second, func() bool {
 		var parked int64
 		for p := range h.cfg.Partitions {
 			d, err := h.q.Depth(context.Background(), p, time.Now())

@@ -31,13 +31,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
-
-// TestBuildOpenAPIRouterFirst runs before the parallel tests, so apptest
-// builds its OpenAPI router once.
-func TestBuildOpenAPIRouterFirst(t *testing.T) {
-	apptest.BuildRouter(t)
-}
+func TestMain(m *testing.M) { apptest.Main(m) }
 
 var (
 	keysOnce sync.Once
@@ -409,18 +403,6 @@ func (rc *receiver) eventIDs(t testing.TB) map[string]int {
 		out[id]++
 	}
 	return out
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // checkSignatures verifies a delivery's signatures by computing them here,

@@ -48,7 +48,7 @@ func deliveriesOf(t *testing.T, h *harness, webhookID string, events []int64) ma
 func waitFailed(t *testing.T, h *harness, webhookID string, events []int64) map[string][3]string {
 	t.Helper()
 	var ds map[string][3]string
-	waitFor(t, "the deliveries failed", 60*time.Second, func() bool {
+	testenv.WaitFor(t, "the deliveries failed", 60*time.Second, func() bool {
 		ds = deliveriesOf(t, h, webhookID, events)
 		if len(ds) != len(events) {
 			return false
@@ -122,7 +122,7 @@ func TestRecoverResendsExactlyTheFailed(t *testing.T) {
 	if r.Status != http.StatusAccepted {
 		t.Fatalf("manual retry: %d %s", r.Status, r.Body)
 	}
-	waitFor(t, "the manual retry acknowledged", 30*time.Second, func() bool { return deliveriesOf(t, h, c.ID, window[:1])[acked][1] == "succeeded" })
+	testenv.WaitFor(t, "the manual retry acknowledged", 30*time.Second, func() bool { return deliveriesOf(t, h, c.ID, window[:1])[acked][1] == "succeeded" })
 	stop() // the recovery waits for a worker: asked twice while it runs
 	received := len(rc.deliveries())
 
@@ -144,13 +144,13 @@ func TestRecoverResendsExactlyTheFailed(t *testing.T) {
 	}
 
 	h.startWorker(t, cfg, "w2")
-	waitFor(t, "the recovery done", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "the recovery done", 30*time.Second, func() bool {
 		r := h.do(t, http.MethodGet, "/webhooks/"+c.ID+"/recoveries/"+rec.Data.ID, key, nil)
 		var v struct{ Data recoveryView }
 		r.JSON(t, &v)
 		return v.Data.State == "done" && v.Data.Processed == len(window)-1
 	})
-	waitFor(t, "the recovered deliveries", 30*time.Second, func() bool { return len(rc.deliveries()) >= received+len(window)-1 })
+	testenv.WaitFor(t, "the recovered deliveries", 30*time.Second, func() bool { return len(rc.deliveries()) >= received+len(window)-1 })
 	time.Sleep(500 * time.Millisecond) // anything extra would arrive by now
 	got := map[string]int{}
 	for _, d := range rc.deliveries()[received:] {
@@ -374,10 +374,10 @@ func TestRecoveriesOfOtherWindowsAreBounded(t *testing.T) {
 	var events []int64
 	for range store.MaxRunningRecoveries + 1 {
 		events = append(events, insertEvents(t, h.env.Store, 1, agentA, "ToolCall")...)
-		waitFor(t, "the delivery made", 30*time.Second, func() bool { return len(deliveriesOf(t, h, c.ID, events)) == len(events) })
+		testenv.WaitFor(t, "the delivery made", 30*time.Second, func() bool { return len(deliveriesOf(t, h, c.ID, events)) == len(events) })
 	}
 	var ds map[string][3]string
-	waitFor(t, "the deliveries acknowledged", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "the deliveries acknowledged", 30*time.Second, func() bool {
 		ds = deliveriesOf(t, h, c.ID, events)
 		for _, e := range events {
 			if ds[webhook.EventID(e)][1] != "succeeded" {
@@ -436,7 +436,7 @@ func TestRecoverCountIsWhatItSends(t *testing.T) {
 	stop := h.startWorker(t, h.cfg, "w1")
 	c := h.verifiedHook(t, key, rc)
 	sent := insertEvents(t, h.env.Store, 4, agentA, "ToolCall")
-	waitFor(t, "the first deliveries succeeded", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "the first deliveries succeeded", 30*time.Second, func() bool {
 		ds := deliveriesOf(t, h, c.ID, sent)
 		n := 0
 		for _, d := range ds {
@@ -464,7 +464,7 @@ func TestRecoverCountIsWhatItSends(t *testing.T) {
 	testenv.Must(t, err, "hold the lease")
 	received := len(rc.deliveries())
 	h.startWorker(t, h.cfg, "w2")
-	waitFor(t, "the pending deliveries succeeded", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "the pending deliveries succeeded", 30*time.Second, func() bool {
 		for _, d := range deliveriesOf(t, h, c.ID, pending) {
 			if d[1] != "succeeded" {
 				return false
@@ -475,7 +475,7 @@ func TestRecoverCountIsWhatItSends(t *testing.T) {
 	_, err = h.env.Store.Pool().Exec(context.Background(), `UPDATE webhook_recoveries SET lease_until = NULL WHERE id = $1`, rec.Data.ID)
 	testenv.Must(t, err, "let the lease go")
 	var v struct{ Data recoveryView }
-	waitFor(t, "the recovery done", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "the recovery done", 30*time.Second, func() bool {
 		r := h.do(t, http.MethodGet, "/webhooks/"+c.ID+"/recoveries/"+rec.Data.ID, key, nil)
 		r.JSON(t, &v)
 		return v.Data.State == "done"
@@ -483,7 +483,7 @@ func TestRecoverCountIsWhatItSends(t *testing.T) {
 	if v.Data.Queued != len(sent) || v.Data.Processed != len(sent) || v.Data.Skipped != 0 {
 		t.Fatalf("the recovery answered %d and ended %+v: it must send what it counted", rec.Data.Queued, v.Data)
 	}
-	waitFor(t, "the recovered deliveries", 30*time.Second, func() bool { return len(rc.deliveries()) >= received+len(sent)+len(pending) })
+	testenv.WaitFor(t, "the recovered deliveries", 30*time.Second, func() bool { return len(rc.deliveries()) >= received+len(sent)+len(pending) })
 	time.Sleep(500 * time.Millisecond) // anything extra would arrive by now
 	got := map[string]int{}
 	for _, d := range rc.deliveries()[received:] {

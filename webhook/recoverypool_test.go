@@ -58,7 +58,7 @@ func TestRecoveredSendsStayInTheRecoveryPool(t *testing.T) {
 	h.startWorker(t, cfg, "w2")
 	live := insertEvents(t, h.env.Store, 6, agentA, "ToolCall")
 	want := len(failed) + len(live)
-	waitFor(t, "the recovered and live deliveries", 60*time.Second, func() bool { return len(rc.deliveries()) >= received+want })
+	testenv.WaitFor(t, "the recovered and live deliveries", 60*time.Second, func() bool { return len(rc.deliveries()) >= received+want })
 	time.Sleep(300 * time.Millisecond) // anything extra would arrive by now
 	got := map[string]int{}
 	for _, d := range rc.deliveries()[received:] {

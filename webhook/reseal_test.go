@@ -45,7 +45,7 @@ func TestResealMovesEverySealedValue(t *testing.T) {
 	cfg.Keys = only
 	h.startWorker(t, cfg, "w2")
 	insertEvents(t, h.env.Store, 1, agentA, "ToolCall")
-	waitFor(t, "a delivery", 30*time.Second, func() bool { return len(rc.deliveries()) >= 1 })
+	testenv.WaitFor(t, "a delivery", 30*time.Second, func() bool { return len(rc.deliveries()) >= 1 })
 	d := rc.deliveries()[0]
 	now := time.Now()
 	if err := signature.Verify(c.Secret, d.Header, d.Body, now, 0); err != nil {

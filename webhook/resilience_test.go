@@ -53,7 +53,7 @@ func TestRedisRestartLosesNothing(t *testing.T) {
 	h.startWorker(t, h.cfg, "w1")
 	h.startWorker(t, h.cfg, "w2")
 	ids := insertEvents(t, h.env.Store, 300, agentA, "ToolCall")
-	waitFor(t, "deliveries under way", 30*time.Second, func() bool { return len(rc.deliveries()) >= 20 })
+	testenv.WaitFor(t, "deliveries under way", 30*time.Second, func() bool { return len(rc.deliveries()) >= 20 })
 	r.Kill()
 	ids = append(ids, insertEvents(t, h.env.Store, 100, agentA, "ToolCall")...) // while Redis is down
 	r2, err := devstack.StartRedis(context.Background(), r.Dir, r.Port())
@@ -90,7 +90,7 @@ func TestRedisFlushLosesNothing(t *testing.T) {
 	h.create(t, key, map[string]any{"url": steady.URL(), "events": []string{"attestation.created"}})
 	h.startWorker(t, cfg, "w1")
 	ids := insertEvents(t, h.env.Store, 100, agentA, "ToolCall")
-	waitFor(t, "retries waiting and jobs parked", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "retries waiting and jobs parked", 30*time.Second, func() bool {
 		var scheduled, parked int64
 		for p := range cfg.Partitions {
 			d, err := h.q.Depth(context.Background(), p, time.Now())
@@ -141,7 +141,7 @@ func TestWorkersOnRedisCluster(t *testing.T) {
 	startWorkerOn(t, env, newClient(), cfg, "c1")
 	startWorkerOn(t, env, newClient(), cfg, "c2")
 	ids := insertEvents(t, env.Store, 100, agentA, "ToolCall")
-	waitFor(t, "every delivery", 60*time.Second, func() bool {
+	testenv.WaitFor(t, "every delivery", 60*time.Second, func() bool {
 		seen := map[string]bool{}
 		for _, d := range rc.deliveries() {
 			seen[d.Header.Get("webhook-id")] = true
@@ -180,7 +180,7 @@ func TestSeededEventsReachSubscribers(t *testing.T) {
 	if want < 64 {
 		t.Fatalf("the seed wrote %d outbox rows", want)
 	}
-	waitFor(t, "every seeded event", 30*time.Second, func() bool { return len(rc.eventIDs(t)) == want })
+	testenv.WaitFor(t, "every seeded event", 30*time.Second, func() bool { return len(rc.eventIDs(t)) == want })
 	types := map[string]int{}
 	for _, d := range rc.deliveries() {
 		checkSignatures(t, w.Secret, d)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/webhook"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -115,7 +116,7 @@ func TestSpecReceiverGetsEveryEvent(t *testing.T) {
 	if r := h.do(t, http.MethodPost, "/webhooks/"+w.ID+"/test", key, nil); r.Status != http.StatusAccepted {
 		t.Fatalf("send test: %d %s", r.Status, r.Body)
 	}
-	waitFor(t, "every event and the test event at the receiver", 60*time.Second, func() bool {
+	testenv.WaitFor(t, "every event and the test event at the receiver", 60*time.Second, func() bool {
 		created, _ := split(t, rc.requests(), "attestation.created")
 		tests, _ := split(t, rc.requests(), "webhook.test")
 		return len(created) == 5 && len(tests) == 1
@@ -134,7 +135,7 @@ func TestSpecReceiverGetsEveryEvent(t *testing.T) {
 	if _, n := split(t, rc.requests(), ""); n != 1 {
 		t.Errorf("%d verification requests, want 1 (the receiver answered the first)", n)
 	}
-	waitFor(t, "every delivery succeeded", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "every delivery succeeded", 30*time.Second, func() bool {
 		c := deliveryCounts(t, h, []string{w.ID})
 		return c["succeeded"] == 6 && len(c) == 1
 	})
@@ -206,7 +207,7 @@ func TestFarmStaysUnderUnverifiedCap(t *testing.T) {
 	startWorkerReg(t, h.env, h.rdb, cfg, "w2", r2)
 	insertEvents(t, h.env.Store, during, agentA, "ToolCall")
 	want := len(ids) * (before + during)
-	waitFor(t, "every event at the receiver", 180*time.Second, func() bool {
+	testenv.WaitFor(t, "every event at the receiver", 180*time.Second, func() bool {
 		got, _ := split(t, rc.requests(), "attestation.created")
 		return len(got) == want
 	})
@@ -281,7 +282,7 @@ func TestAnsweringTheChallengeLiftsTheCap(t *testing.T) {
 	const events = 20
 	insertEvents(t, h.env.Store, events, agentA, "ToolCall")
 	start := time.Now()
-	waitFor(t, "every event at the verified receiver", 60*time.Second, func() bool { return len(echo.eventIDs(t)) == events })
+	testenv.WaitFor(t, "every event at the verified receiver", 60*time.Second, func() bool { return len(echo.eventIDs(t)) == events })
 	took := time.Since(start)
 	got, _ := split(t, spec.requests(), "attestation.created")
 	bound := int(float64(cfg.UnverifiedHostRate)*(took+2*time.Second+100*time.Millisecond).Seconds()) + 1
@@ -289,7 +290,7 @@ func TestAnsweringTheChallengeLiftsTheCap(t *testing.T) {
 	if len(got) > bound || len(got) == events {
 		t.Fatalf("the unverified receiver had %d events when the verified one had all %d after %s (its cap allows %d)", len(got), events, took, bound)
 	}
-	waitFor(t, "every event at the unverified receiver", 60*time.Second, func() bool {
+	testenv.WaitFor(t, "every event at the unverified receiver", 60*time.Second, func() bool {
 		got, _ := split(t, spec.requests(), "attestation.created")
 		return len(got) == events
 	})
@@ -320,7 +321,7 @@ func TestOwnRateHoldsEachDeliveryOnce(t *testing.T) {
 		t.Fatalf("after PATCH: %+v", v)
 	}
 	insertEvents(t, h.env.Store, events, agentA, "ToolCall")
-	waitFor(t, "every event at the receiver", 60*time.Second, func() bool { return len(rc.eventIDs(t)) == events })
+	testenv.WaitFor(t, "every event at the receiver", 60*time.Second, func() bool { return len(rc.eventIDs(t)) == events })
 	ds := rc.deliveries()
 	at := make([]time.Time, len(ds))
 	for i, d := range ds {

@@ -130,7 +130,7 @@ func TestRotationOverlap(t *testing.T) {
 	c := h.verifiedHook(t, key, rc)
 
 	insertEvents(t, h.env.Store, 2, agentA, "ToolCall")
-	waitFor(t, "deliveries before the rotation", 30*time.Second, func() bool { return len(rc.deliveries()) >= 2 })
+	testenv.WaitFor(t, "deliveries before the rotation", 30*time.Second, func() bool { return len(rc.deliveries()) >= 2 })
 
 	const overlap = 4
 	r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/rotate-secret", key, map[string]any{"overlapSeconds": overlap})
@@ -151,13 +151,13 @@ func TestRotationOverlap(t *testing.T) {
 
 	before := len(rc.deliveries())
 	insertEvents(t, h.env.Store, 5, agentA, "ToolCall")
-	waitFor(t, "deliveries during the overlap", 30*time.Second, func() bool { return len(rc.deliveries()) >= before+5 })
+	testenv.WaitFor(t, "deliveries during the overlap", 30*time.Second, func() bool { return len(rc.deliveries()) >= before+5 })
 	for time.Now().Before(expires.Add(1500 * time.Millisecond)) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	mid := len(rc.deliveries())
 	insertEvents(t, h.env.Store, 3, agentA, "ToolCall")
-	waitFor(t, "deliveries after the overlap", 30*time.Second, func() bool { return len(rc.deliveries()) >= mid+3 })
+	testenv.WaitFor(t, "deliveries after the overlap", 30*time.Second, func() bool { return len(rc.deliveries()) >= mid+3 })
 
 	ds := rc.deliveries()
 	verdicts := nodeVerdicts(t, []string{c.Secret, newSecret}, "", ds)
@@ -234,13 +234,13 @@ func TestV1aSignatures(t *testing.T) {
 	}
 	pub := *v.PublicKey
 	insertEvents(t, h.env.Store, 3, agentA, "ToolCall")
-	waitFor(t, "deliveries signed both ways", 30*time.Second, func() bool { return len(rc.deliveries()) >= 3 })
+	testenv.WaitFor(t, "deliveries signed both ways", 30*time.Second, func() bool { return len(rc.deliveries()) >= 3 })
 
 	if v2 := h.patch(t, key, c.ID, map[string]any{"signatureScheme": "v1a"}); v2.PublicKey == nil || *v2.PublicKey != pub {
 		t.Fatalf("the key pair is kept: %+v", v2)
 	}
 	insertEvents(t, h.env.Store, 3, agentA, "ToolCall")
-	waitFor(t, "deliveries signed v1a", 30*time.Second, func() bool { return len(rc.deliveries()) >= 6 })
+	testenv.WaitFor(t, "deliveries signed v1a", 30*time.Second, func() bool { return len(rc.deliveries()) >= 6 })
 
 	ds := rc.deliveries()
 	verdicts := nodeVerdicts(t, []string{c.Secret}, pub, ds)
@@ -282,7 +282,7 @@ func TestGoneDisablesAndTellsTheOthers(t *testing.T) {
 	o := h.verifiedHook(t, key, other, "agent.revoked") // not subscribed to attestations: still told
 
 	insertEvents(t, h.env.Store, 1, agentA, "ToolCall")
-	waitFor(t, "the 410 webhook deactivated", 30*time.Second, func() bool { return !h.webhook(t, key, g.ID).Active })
+	testenv.WaitFor(t, "the 410 webhook deactivated", 30*time.Second, func() bool { return !h.webhook(t, key, g.ID).Active })
 	if r := h.webhook(t, key, g.ID).DisabledReason; r == nil || !strings.Contains(*r, "410") {
 		t.Errorf("disabledReason %v", deref(r))
 	}
@@ -294,7 +294,7 @@ func TestGoneDisablesAndTellsTheOthers(t *testing.T) {
 			t.Errorf("list: %+v", w)
 		}
 	}
-	waitFor(t, "webhook.disabled at the other receiver", 30*time.Second, func() bool { return len(other.deliveries()) >= 1 })
+	testenv.WaitFor(t, "webhook.disabled at the other receiver", 30*time.Second, func() bool { return len(other.deliveries()) >= 1 })
 	d := other.deliveries()[0]
 	checkSignatures(t, o.Secret, d)
 	var ev struct {
@@ -375,13 +375,13 @@ func TestRetryAfterDelaysTheNextAttempt(t *testing.T) {
 	}
 	insertEvents(t, h.env.Store, 1, agentA, "ToolCall")
 	for i, rc := range rcs {
-		waitFor(t, fmt.Sprintf("case %d: the second attempt", i), 30*time.Second, func() bool { return len(rc.deliveries()) >= 2 })
+		testenv.WaitFor(t, fmt.Sprintf("case %d: the second attempt", i), 30*time.Second, func() bool { return len(rc.deliveries()) >= 2 })
 		ds := rc.deliveries()
 		if gap := ds[1].At.Sub(ds[0].At); gap < cases[i].wait-100*time.Millisecond {
 			t.Errorf("case %d (%d): the second attempt came %s after the first, want >= %s", i, cases[i].status, gap, cases[i].wait)
 		}
 		var log []attemptView
-		waitFor(t, "both attempts logged", 30*time.Second, func() bool { log, _ = h.log(t, key, hooks[i].ID, ""); return len(log) >= 2 })
+		testenv.WaitFor(t, "both attempts logged", 30*time.Second, func() bool { log, _ = h.log(t, key, hooks[i].ID, ""); return len(log) >= 2 })
 		if log[len(log)-1].StatusCode == nil || *log[len(log)-1].StatusCode != cases[i].status {
 			t.Errorf("case %d: log %+v", i, log)
 		}
@@ -414,7 +414,7 @@ func TestOwnRateLimit(t *testing.T) {
 		}
 		return len(seen)
 	}
-	waitFor(t, "every event delivered", 60*time.Second, func() bool { return distinct() >= events })
+	testenv.WaitFor(t, "every event delivered", 60*time.Second, func() bool { return distinct() >= events })
 	ds := rc.deliveries()
 	span := ds[len(ds)-1].At.Sub(ds[0].At)
 	want := time.Duration(len(ds)-1) * time.Second / rate
@@ -456,18 +456,18 @@ func TestNoOrdering(t *testing.T) {
 	refuse.Store(webhook.EventID(0)) // set below, before the event exists
 	ids := insertEventsRefused(t, h, &refuse)
 	first := webhook.EventID(ids[0])
-	waitFor(t, "a failed attempt of the first event", 30*time.Second, func() bool { return len(rc.deliveries()) >= 1 })
+	testenv.WaitFor(t, "a failed attempt of the first event", 30*time.Second, func() bool { return len(rc.deliveries()) >= 1 })
 	if id, _ := rc.deliveries()[0].event(t); id != first {
 		t.Fatalf("first request carried %s, want %s", id, first)
 	}
 	ids = append(ids, insertEvents(t, h.env.Store, 1, agentA, "ToolCall")...)
 	second := webhook.EventID(ids[1])
-	waitFor(t, "the second event", 30*time.Second, func() bool { return rc.eventIDs(t)[second] >= 1 })
+	testenv.WaitFor(t, "the second event", 30*time.Second, func() bool { return rc.eventIDs(t)[second] >= 1 })
 	if ids[0] >= ids[1] {
 		t.Fatalf("event ids do not follow the write order: %v", ids)
 	}
 	refuse.Store("")
-	waitFor(t, "the first event, accepted", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "the first event, accepted", 30*time.Second, func() bool {
 		st, err := h.env.Store.Pool().Query(context.Background(), `SELECT 1 FROM webhook_deliveries WHERE outbox_id = $1 AND status = 'succeeded'`, ids[0])
 		testenv.Must(t, err, "status")
 		defer st.Close()

@@ -34,7 +34,7 @@ func TestRetryAfterAManualSuccessIsNotSent(t *testing.T) {
 	evs := insertEvents(t, h.env.Store, 1, agentA, "ToolCall")
 	id := webhook.EventID(evs[0])
 	var did string
-	waitFor(t, "the first attempt", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "the first attempt", 30*time.Second, func() bool {
 		d := deliveriesOf(t, h, c.ID, evs)[id]
 		did = d[0]
 		return len(rc.deliveries()) == 1 && d[1] == "pending"
@@ -44,7 +44,7 @@ func TestRetryAfterAManualSuccessIsNotSent(t *testing.T) {
 	if r.Status != http.StatusAccepted {
 		t.Fatalf("manual retry: %d %s", r.Status, r.Body)
 	}
-	waitFor(t, "the manual retry acknowledged", 30*time.Second, func() bool { return deliveriesOf(t, h, c.ID, evs)[id][1] == "succeeded" })
+	testenv.WaitFor(t, "the manual retry acknowledged", 30*time.Second, func() bool { return deliveriesOf(t, h, c.ID, evs)[id][1] == "succeeded" })
 	if n := rc.eventIDs(t)[id]; n != 2 {
 		// The retry came due while the manual one was still in flight:
 		// both are sent then (at least once), and nothing can be judged.

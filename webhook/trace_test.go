@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/internal/tracing/otlptest"
 )
 
@@ -71,7 +72,7 @@ func TestDeliveryCarriesTraceparent(t *testing.T) {
 // waitDelivery waits for the receiver's nth delivery.
 func waitDelivery(t *testing.T, rc *receiver, n int) delivery {
 	t.Helper()
-	waitFor(t, "a delivery", 30*time.Second, func() bool { return len(rc.deliveries()) >= n })
+	testenv.WaitFor(t, "a delivery", 30*time.Second, func() bool { return len(rc.deliveries()) >= n })
 	return rc.deliveries()[n-1]
 }
 

@@ -58,7 +58,7 @@ func TestVerifiedReceiverGetsEvents(t *testing.T) {
 		t.Fatalf("verified: %+v", v)
 	}
 	insertEvents(t, h.env.Store, 2, agentA, "ToolCall")
-	waitFor(t, "every event delivered", 30*time.Second, func() bool { return len(rc.eventIDs(t)) == 5 })
+	testenv.WaitFor(t, "every event delivered", 30*time.Second, func() bool { return len(rc.eventIDs(t)) == 5 })
 	vs := rc.verifications()
 	if len(vs) != 1 {
 		t.Fatalf("%d verification requests, want 1", len(vs))
@@ -138,7 +138,7 @@ func TestWrongAnswersStayUnverified(t *testing.T) {
 			if n := len(rc.verifications()); n != v.Attempts {
 				t.Fatalf("%d verification requests for %d attempts", n, v.Attempts)
 			}
-			waitFor(t, "the event delivered all the same", 30*time.Second, func() bool {
+			testenv.WaitFor(t, "the event delivered all the same", 30*time.Second, func() bool {
 				return deliveryCounts(t, h, []string{w.ID})["succeeded"] == 1 && len(rc.deliveries()) == 1
 			})
 			fixed.Store(true) // the new round's request goes 10 s after the last round ended at the soonest
@@ -155,7 +155,7 @@ func TestWrongAnswersStayUnverified(t *testing.T) {
 			}
 			h.waitVerification(t, key, w.ID, "verified")
 			insertEvents(t, h.env.Store, 1, agent, "ToolCall")
-			waitFor(t, "an event after the new round", 30*time.Second, func() bool { return len(rc.deliveries()) >= 2 })
+			testenv.WaitFor(t, "an event after the new round", 30*time.Second, func() bool { return len(rc.deliveries()) >= 2 })
 		})
 	}
 }
@@ -214,7 +214,7 @@ func TestPatchURLRestartsVerification(t *testing.T) {
 		t.Fatalf("a PATCH changing the URL: %+v", v)
 	}
 	insertEvents(t, h.env.Store, 2, agentA, "ToolCall")
-	waitFor(t, "the events at the new URL", 30*time.Second, func() bool { return len(second.deliveries()) == 2 })
+	testenv.WaitFor(t, "the events at the new URL", 30*time.Second, func() bool { return len(second.deliveries()) == 2 })
 	h.waitVerification(t, key, w.ID, "unverified")
 	if n := len(first.deliveries()); n != 0 {
 		t.Fatalf("%d events at the old receiver after the URL changed", n)
@@ -257,7 +257,7 @@ func TestHostCapAcrossAccountsAndWorkers(t *testing.T) {
 		}
 		return ids
 	}
-	waitFor(t, "every delivery", 120*time.Second, func() bool { return len(distinct()) == total })
+	testenv.WaitFor(t, "every delivery", 120*time.Second, func() bool { return len(distinct()) == total })
 	var at []time.Time
 	for _, d := range rc.deliveries() {
 		at = append(at, d.At)
@@ -295,7 +295,7 @@ func TestRepeatedRestartsAreSpaced(t *testing.T) {
 	w := h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
 	h.startWorker(t, cfg, "w1")
 	h.startWorker(t, cfg, "w2")
-	waitFor(t, "the first verification request", 30*time.Second, func() bool { return len(rc.verifications()) == 1 })
+	testenv.WaitFor(t, "the first verification request", 30*time.Second, func() bool { return len(rc.verifications()) == 1 })
 	calls := 0
 	for start := time.Now(); time.Since(start) < 3*time.Second; calls++ {
 		if r := h.do(t, http.MethodPost, "/webhooks/"+w.ID+"/verify", key, nil); r.Status != http.StatusAccepted {

@@ -44,13 +44,9 @@ func TestBrowserLogProof(t *testing.T) {
 			LeafIndex, TreeSize int64
 		}
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for get(t, api+"/attestations/"+a.PDA+"/proof", "198.18.201.2", "", &proof) != 200 {
-		if time.Now().After(deadline) {
-			t.Fatal("no proof within 15 s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.WaitFor(t, "a proof", 15*time.Second, func() bool {
+		return get(t, api+"/attestations/"+a.PDA+"/proof", "198.18.201.2", "", &proof) == 200
+	})
 
 	open := func(base, pda, what string) (result, text string) {
 		t.Helper()
@@ -141,12 +137,9 @@ func TestBrowserLogProofWitnessed(t *testing.T) {
 	get(t, api+"/attestations?limit=10", "198.18.202.1", "", &list)
 	a := list.Data[2]
 	var proof struct{ Data struct{ LeafIndex int64 } }
-	for deadline := time.Now().Add(15 * time.Second); get(t, api+"/attestations/"+a.PDA+"/proof", "198.18.202.2", "", &proof) != 200; {
-		if time.Now().After(deadline) {
-			t.Fatal("no proof within 15 s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.WaitFor(t, "a proof", 15*time.Second, func() bool {
+		return get(t, api+"/attestations/"+a.PDA+"/proof", "198.18.202.2", "", &proof) == 200
+	})
 	open := func(base, what string) (result, text string) {
 		t.Helper()
 		b.do(t, "open "+what, chromedp.Navigate(base+"/#/attestation/"+a.PDA))

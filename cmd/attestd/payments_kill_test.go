@@ -88,13 +88,7 @@ func TestPaymentKilledMidSettle(t *testing.T) {
 		t.Helper()
 		chain.HoldNextTransactions(1)
 		go func() { _, _, _ = post(base, payment, time.Minute) }()
-		deadline := time.Now().Add(30 * time.Second)
-		for len(chain.Held()) == 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("the node never sent the payment's transaction")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testenv.WaitFor(t, "the node sends the payment's transaction", 30*time.Second, func() bool { return len(chain.Held()) > 0 })
 		testenv.Must(t, syscall.Kill(pid, syscall.SIGKILL), "kill -9 serve")
 		ps, err := st.ListPayments(context.Background(), store.PaymentFilter{Status: store.PaymentPending})
 		testenv.Must(t, err, "list")

@@ -89,13 +89,9 @@ func TestVerifyCommand(t *testing.T) {
 	a := list.Data[2]
 	// The node reads the newest checkpoint every second.
 	waitProof := func(pda string) {
-		deadline := time.Now().Add(15 * time.Second)
-		for get(t, api+"/attestations/"+pda+"/proof", "198.18.200.2", "", nil) != http.StatusOK {
-			if time.Now().After(deadline) {
-				t.Fatalf("no proof for %s within 15 s", pda)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		testenv.WaitFor(t, "a proof for "+pda, 15*time.Second, func() bool {
+			return get(t, api+"/attestations/"+pda+"/proof", "198.18.200.2", "", nil) == http.StatusOK
+		})
 	}
 	waitProof(a.PDA)
 	key := "--log-key=" + lg.VerifierKey

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/attestd/attestd/internal/testenv"
 	"github.com/attestd/attestd/openapi"
 	"github.com/attestd/attestd/openapi/strict"
 	"github.com/getkin/kin-openapi/openapi3"
@@ -60,40 +62,44 @@ func truncate(b []byte) string {
 	return string(b)
 }
 
-var (
-	routerOnce sync.Once
-	router     routers.Router
-	routerErr  error
-)
-
-// openapiRouter builds the validating router once per test binary; tests
+// builtRouter builds the validating router once per test binary; tests
 // in parallel share it.
+var builtRouter = sync.OnceValues(func() (routers.Router, error) {
+	// An event stream (GET /attestations/stream) is text: its schema
+	// is a string; the events' data is checked by the stream's tests.
+	openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder)
+	doc, err := openapi.Document()
+	if err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, fmt.Errorf("openapi document invalid: %w", err)
+	}
+	return gorillamux.NewRouter(doc)
+})
+
 func openapiRouter(t testing.TB) routers.Router {
 	t.Helper()
-	routerOnce.Do(func() {
-		// An event stream (GET /attestations/stream) is text: its schema
-		// is a string; the events' data is checked by the stream's tests.
-		openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder)
-		doc, err := openapi.Document()
-		if err != nil {
-			routerErr = fmt.Errorf("openapi: %w", err)
-			return
-		}
-		if err := doc.Validate(context.Background()); err != nil {
-			routerErr = fmt.Errorf("openapi document invalid: %w", err)
-			return
-		}
-		router, routerErr = gorillamux.NewRouter(doc)
-	})
-	if routerErr != nil {
-		t.Fatalf("%v", routerErr)
+	r, err := builtRouter()
+	if err != nil {
+		t.Fatalf("%v", err)
 	}
-	return router
+	return r
 }
 
-// BuildRouter builds the validating router now (tests that run before
-// the parallel ones call it, so it is built once, up front).
-func BuildRouter(t testing.TB) { openapiRouter(t) }
+// Main builds the validating router, then runs the package's tests and
+// stops the servers they started (testenv.Main). Call it from the TestMain
+// of a package whose parallel tests use this client: the router is built
+// once, before any test runs (none pays for it inside its own timing), and
+// a document that does not build fails the package with one message
+// instead of every test.
+func Main(m *testing.M) {
+	if _, err := builtRouter(); err != nil {
+		fmt.Fprintf(os.Stderr, "apptest: the validating router: %v\n", err)
+		os.Exit(1)
+	}
+	testenv.Main(m)
+}
 
 // Do sends a request to the node and validates the response against the
 // OpenAPI document: a documented route must answer a documented status

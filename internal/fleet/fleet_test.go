@@ -98,19 +98,6 @@ func (l *load) stop() (ok, failed int64, failures []string) {
 	return l.ok.Load(), l.failed.Load(), l.failures
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > within {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
 // fresh numbers the pages limitThroughEdge asks, so that none was cached
 // by the edge before (a cached answer never reaches a node's limiter).
 var fresh atomic.Int64
@@ -199,9 +186,9 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 		testenv.Must(t, err, "count attestations")
 		return rows, distinct
 	}
-	waitFor(t, "initial traffic indexed", 60*time.Second, func() bool { r, _ := stored(); return r == chainAttestations(f.Chain) })
+	testenv.WaitFor(t, "initial traffic indexed", 60*time.Second, func() bool { r, _ := stored(); return r == chainAttestations(f.Chain) })
 	var s Status
-	waitFor(t, "the status line sees the whole fleet", 90*time.Second, func() bool {
+	testenv.WaitFor(t, "the status line sees the whole fleet", 90*time.Second, func() bool {
 		s = f.Status(ctx)
 		return s.Edge && s.API == 3 && s.IndexerUp == 2 && s.Leader != "" && s.WorkersUp == 2 && s.Attestations == int64(chainAttestations(f.Chain))
 	})
@@ -209,7 +196,7 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 
 	t.Run("the log is witnessed by the fleet's witness", func(t *testing.T) {
 		var last string
-		waitFor(t, "a served checkpoint cosigned by the local witness", 30*time.Second, func() bool {
+		testenv.WaitFor(t, "a served checkpoint cosigned by the local witness", 30*time.Second, func() bool {
 			req, err := http.NewRequest(http.MethodGet, "http://"+f.Serve[1].Addr+"/api/v1/health", nil)
 			testenv.Must(t, err, "request")
 			req.Header.Set("X-Forwarded-For", loadIP) // allowlisted: polling spends no limit
@@ -254,11 +241,11 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 
 	t.Run("API node killed: nginx routes around it", func(t *testing.T) {
 		l := startLoad(f.URL(), 4, 10*time.Millisecond)
-		waitFor(t, "load flowing", 10*time.Second, func() bool { return l.ok.Load() > 50 })
+		testenv.WaitFor(t, "load flowing", 10*time.Second, func() bool { return l.ok.Load() > 50 })
 		victim := f.Serve[0]
 		victim.Kill()
 		mark := l.ok.Load()
-		waitFor(t, "load after the kill", 10*time.Second, func() bool { return l.ok.Load() > mark+200 })
+		testenv.WaitFor(t, "load after the kill", 10*time.Second, func() bool { return l.ok.Load() > mark+200 })
 		ok, failed, failures := l.stop()
 		t.Logf("kill -9 %s under load: %d requests answered, %d failed %v", victim.Name, ok, failed, failures)
 		if failed > 4 { // at most the requests in flight on the killed node (4 clients)
@@ -269,7 +256,7 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 
 	t.Run("leading indexer killed: the other leads, nothing missing or doubled", func(t *testing.T) {
 		var leader, other *Proc
-		waitFor(t, "a leader", 10*time.Second, func() bool {
+		testenv.WaitFor(t, "a leader", 10*time.Second, func() bool {
 			for _, p := range f.Index {
 				if v, err := p.Metric(ctx, "attestd_indexer_leader"); err == nil && v == 1 {
 					leader = p
@@ -286,14 +273,14 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 		go func() { _, err := f.Chain.Generate(ctx, 5, 400, 20); gen <- err }()
 		killed := time.Now()
 		leader.Kill()
-		waitFor(t, "the other indexer leads", 10*time.Second, func() bool {
+		testenv.WaitFor(t, "the other indexer leads", 10*time.Second, func() bool {
 			v, err := other.Metric(ctx, "attestd_indexer_leader")
 			return err == nil && v == 1
 		})
 		takeover := time.Since(killed) // from the kill -9 to the other's leader gauge, polled every 20 ms
 		testenv.Must(t, <-gen, "generate attestations")
 		want := chainAttestations(f.Chain)
-		waitFor(t, "every attestation indexed", 60*time.Second, func() bool { r, _ := stored(); return r >= want })
+		testenv.WaitFor(t, "every attestation indexed", 60*time.Second, func() bool { r, _ := stored(); return r >= want })
 		rows, distinct := stored()
 		if rows != want || distinct != want {
 			t.Fatalf("stored %d rows (%d distinct), the chain recorded %d", rows, distinct, want)
@@ -301,7 +288,7 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 		var stats struct {
 			Attestations int `json:"attestations"`
 		}
-		waitFor(t, "the API counts them", 30*time.Second, func() bool {
+		testenv.WaitFor(t, "the API counts them", 30*time.Second, func() bool {
 			resp, err := http.Get("http://" + f.Serve[1].Addr + "/api/v1/stats")
 			if err != nil {
 				return false
@@ -359,11 +346,11 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 		before, _ := stored()
 		_, err = f.Chain.Generate(ctx, 5, n, 50)
 		testenv.Must(t, err, "generate attestations")
-		waitFor(t, "deliveries under way", 60*time.Second, func() bool { d, _ := received(); return d >= n/6 })
+		testenv.WaitFor(t, "deliveries under way", 60*time.Second, func() bool { d, _ := received(); return d >= n/6 })
 		victim := f.Worker[0]
 		victim.Kill()
 		atKill, _ := received()
-		waitFor(t, "every event delivered", 120*time.Second, func() bool { d, _ := received(); return d >= n })
+		testenv.WaitFor(t, "every event delivered", 120*time.Second, func() bool { d, _ := received(); return d >= n })
 		rows, _ := stored()
 		distinct, all := received()
 		if rows-before != n || distinct != n {
@@ -375,10 +362,10 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 
 	t.Run("Redis restarted: reads continue, the limiter falls back and recovers", func(t *testing.T) {
 		l := startLoad(f.URL(), 2, 10*time.Millisecond)
-		waitFor(t, "load flowing", 10*time.Second, func() bool { return l.ok.Load() > 20 })
+		testenv.WaitFor(t, "load flowing", 10*time.Second, func() bool { return l.ok.Load() > 20 })
 		err := f.RestartRedis(ctx, func() {
 			mark := l.ok.Load()
-			waitFor(t, "reads while Redis is down", 20*time.Second, func() bool { return l.ok.Load() > mark+100 })
+			testenv.WaitFor(t, "reads while Redis is down", 20*time.Second, func() bool { return l.ok.Load() > mark+100 })
 			// Without Redis each node's own window decides: still limited.
 			ok, limited := limitThroughEdge(t, f, "198.51.100.8", 3*rateLimit+10)
 			if limited == 0 || ok > 3*rateLimit {
@@ -387,7 +374,7 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 			t.Logf("Redis down: one client got %d answered, %d limited (each node's own window, %d nodes)", ok, limited, len(f.Serve))
 		})
 		testenv.Must(t, err, "restart redis")
-		waitFor(t, "every node sees Redis again", 30*time.Second, func() bool {
+		testenv.WaitFor(t, "every node sees Redis again", 30*time.Second, func() bool {
 			for _, p := range f.Serve {
 				var h struct{ Redis string }
 				resp, err := http.Get("http://" + p.Addr + "/api/v1/health")
@@ -403,7 +390,7 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 			return true
 		})
 		var ok, limited int
-		waitFor(t, "the shared limit back", 30*time.Second, func() bool {
+		testenv.WaitFor(t, "the shared limit back", 30*time.Second, func() bool {
 			ok, limited = limitThroughEdge(t, f, fmt.Sprintf("198.51.100.%d", 100+time.Now().Nanosecond()%100), rateLimit+10)
 			return ok == rateLimit && limited == 10
 		})
@@ -416,7 +403,7 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 
 	t.Run("rolling restart of every API node under load: zero errors", func(t *testing.T) {
 		l := startLoad(f.URL(), 3, 10*time.Millisecond)
-		waitFor(t, "load flowing", 10*time.Second, func() bool { return l.ok.Load() > 30 })
+		testenv.WaitFor(t, "load flowing", 10*time.Second, func() bool { return l.ok.Load() > 30 })
 		nginxLog := len(f.Nginx.ErrorLog())
 		// Back to back, as a deploy tool does it: SIGTERM a node, start its
 		// replacement on the same address, wait until the replacement is
@@ -440,7 +427,7 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 			}
 		}
 		mark := l.ok.Load() + l.failed.Load()
-		waitFor(t, "load after the restarts", 10*time.Second, func() bool { return l.ok.Load()+l.failed.Load() > mark+100 })
+		testenv.WaitFor(t, "load after the restarts", 10*time.Second, func() bool { return l.ok.Load()+l.failed.Load() > mark+100 })
 		ok, failed, failures := l.stop()
 		t.Logf("rolling restart of %d API nodes under load, replacements ready after %v: %d requests answered, %d failed %v",
 			len(f.Serve), replaced.Round(time.Millisecond), ok, failed, failures)
@@ -491,7 +478,7 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 		for _, p := range f.Index {
 			p.Kill()
 		}
-		fired := waitFor(t, "AttestdNoIndexerLeader and AttestdProcessDown{job=attestd-index} firing", 90*time.Second, func() bool {
+		fired := testenv.WaitFor(t, "AttestdNoIndexerLeader and AttestdProcessDown{job=attestd-index} firing", 90*time.Second, func() bool {
 			return alert(t, "AttestdNoIndexerLeader", nil) && alert(t, "AttestdProcessDown", index)
 		})
 		for _, p := range f.Index {
@@ -514,17 +501,17 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 			t.Fatal("AttestdChainStalled fires before the chain went away")
 		}
 		f.Chain.Unreachable(true)
-		fired := waitFor(t, "AttestdChainStalled firing", 90*time.Second, func() bool { return alert(t, "AttestdChainStalled", nil) })
+		fired := testenv.WaitFor(t, "AttestdChainStalled firing", 90*time.Second, func() bool { return alert(t, "AttestdChainStalled", nil) })
 		f.Chain.Unreachable(false)
-		resolved := waitFor(t, "AttestdChainStalled resolved", 90*time.Second, func() bool { return !alert(t, "AttestdChainStalled", nil) })
+		resolved := testenv.WaitFor(t, "AttestdChainStalled resolved", 90*time.Second, func() bool { return !alert(t, "AttestdChainStalled", nil) })
 		t.Logf("chain RPC down: AttestdChainStalled firing after %v (scaled 12-fold); resolved %v after it was back", fired.Round(time.Second), resolved.Round(time.Second))
 	})
 
 	t.Run("replica stopped: reads move to the primary", func(t *testing.T) {
 		l := startLoad(f.URL(), 2, 10*time.Millisecond)
-		waitFor(t, "load flowing", 10*time.Second, func() bool { return l.ok.Load() > 20 })
+		testenv.WaitFor(t, "load flowing", 10*time.Second, func() bool { return l.ok.Load() > 20 })
 		f.Replica.Stop()
-		waitFor(t, "every node reports the replica out of use", 30*time.Second, func() bool {
+		testenv.WaitFor(t, "every node reports the replica out of use", 30*time.Second, func() bool {
 			for _, p := range f.Serve {
 				resp, err := http.Get("http://" + p.Addr + "/api/v1/health")
 				if err != nil {
@@ -539,7 +526,7 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 			return true
 		})
 		mark := l.ok.Load()
-		waitFor(t, "reads from the primary", 20*time.Second, func() bool { return l.ok.Load() > mark+100 })
+		testenv.WaitFor(t, "reads from the primary", 20*time.Second, func() bool { return l.ok.Load() > mark+100 })
 		ok, failed, failures := l.stop()
 		t.Logf("replica stopped under load: %d reads answered, %d failed %v", ok, failed, failures)
 		if failed > 2 { // at most the reads in flight on the replica when it went

@@ -23,17 +23,6 @@ func client(t *testing.T, url string) *redis.Client {
 	return c
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 5 s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestMessagesAndResyncAfterReconnect(t *testing.T) {
 	r := testenv.OwnRedis(t)
 	rdb := client(t, r.URL)
@@ -53,7 +42,7 @@ func TestMessagesAndResyncAfterReconnect(t *testing.T) {
 		t.Fatalf("Subscribed closed after %d resyncs, want 1 (Resync runs first)", n)
 	}
 	testenv.Must(t, Publish(context.Background(), rdb, "ch", "hello", time.Second), "publish")
-	waitFor(t, "message", func() bool { v, _ := last.Load().(string); return v == "hello" })
+	testenv.WaitFor(t, "message", 5*time.Second, func() bool { v, _ := last.Load().(string); return v == "hello" })
 
 	// The server restarts: the listener resubscribes and resyncs.
 	port := r.Port()
@@ -61,9 +50,9 @@ func TestMessagesAndResyncAfterReconnect(t *testing.T) {
 	r2, err := devstack.StartRedis(context.Background(), testenv.TempDir(t, "announce-"), port)
 	testenv.Must(t, err, "restart redis")
 	t.Cleanup(r2.Stop)
-	waitFor(t, "resync after reconnect", func() bool { return resyncs.Load() >= 2 })
+	testenv.WaitFor(t, "resync after reconnect", 5*time.Second, func() bool { return resyncs.Load() >= 2 })
 	testenv.Must(t, Publish(context.Background(), rdb, "ch", "again", time.Second), "publish")
-	waitFor(t, "message after reconnect", func() bool { v, _ := last.Load().(string); return v == "again" })
+	testenv.WaitFor(t, "message after reconnect", 5*time.Second, func() bool { v, _ := last.Load().(string); return v == "again" })
 }
 
 func TestCloseReturnsWhileBlocked(t *testing.T) {
@@ -101,13 +90,13 @@ func TestRedisCluster(t *testing.T) {
 	cc := redis.NewClusterClient(opt)
 	t.Cleanup(func() { cc.Close() })
 	listen(3, cc)
-	waitFor(t, "four subscriptions", func() bool { return subscribed.Load() == 4 })
+	testenv.WaitFor(t, "four subscriptions", 5*time.Second, func() bool { return subscribed.Load() == 4 })
 
 	for i, n := range cl.Nodes {
 		msg := "from-" + n.Addr
 		testenv.Must(t, Publish(context.Background(), client(t, "redis://"+n.Addr), "ch", msg, time.Second), "publish on %s", n.Addr)
 		for j := range heard {
-			waitFor(t, fmt.Sprintf("listener %d hears what master %d published", j, i), func() bool {
+			testenv.WaitFor(t, fmt.Sprintf("listener %d hears what master %d published", j, i), 5*time.Second, func() bool {
 				v, _ := heard[j].Load().(string)
 				return v == msg
 			})
@@ -115,7 +104,7 @@ func TestRedisCluster(t *testing.T) {
 	}
 	testenv.Must(t, Publish(context.Background(), cc, "ch", "via-cluster-client", time.Second), "publish via cluster client")
 	for j := range heard {
-		waitFor(t, fmt.Sprintf("listener %d hears the cluster client", j), func() bool {
+		testenv.WaitFor(t, fmt.Sprintf("listener %d hears the cluster client", j), 5*time.Second, func() bool {
 			v, _ := heard[j].Load().(string)
 			return v == "via-cluster-client"
 		})

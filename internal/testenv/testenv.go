@@ -39,11 +39,9 @@ const (
 )
 
 var (
-	mu       sync.Mutex
-	pgAdmin  string
-	redisURL string
-	stops    []func()
-	tmpDirs  []string
+	mu      sync.Mutex
+	stops   []func()
+	tmpDirs []string
 )
 
 // Main runs the package's tests and stops the servers they started.
@@ -68,61 +66,76 @@ func Main(m *testing.M) {
 // the server.
 func TempDir(tb testing.TB, pattern string) string {
 	tb.Helper()
+	d, err := tempDir(pattern)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
+}
+
+func tempDir(pattern string) (string, error) {
 	d, err := os.MkdirTemp("", pattern)
 	if err != nil {
-		tb.Fatalf("temp dir: %v", err)
+		return "", fmt.Errorf("temp dir: %w", err)
 	}
 	if err := os.Chmod(d, 0o755); err != nil {
-		tb.Fatalf("chmod temp dir: %v", err)
+		return "", fmt.Errorf("chmod temp dir: %w", err)
 	}
 	mu.Lock()
 	tmpDirs = append(tmpDirs, d)
 	mu.Unlock()
-	return d
+	return d, nil
 }
 
-func sharedPostgres(tb testing.TB) string {
-	mu.Lock()
-	defer mu.Unlock()
-	if pgAdmin != "" {
-		return pgAdmin
-	}
-	if u := os.Getenv(EnvPostgres); u != "" {
-		pgAdmin = u
-		return u
-	}
-	mu.Unlock()
-	dir := TempDir(tb, "attestd-test-pg-")
-	pg, err := devstack.StartPostgres(context.Background(), dir+"/data")
-	mu.Lock()
-	if err != nil {
-		tb.Fatalf("start postgres: %v", err)
-	}
-	stops = append(stops, pg.Remove)
-	pgAdmin = pg.URL
-	return pgAdmin
-}
+// The servers the tests of a binary share: the ones `attestd stores` names
+// in the environment, or else started on first use, once (a test that
+// waits for the start gets the same server), and stopped by Main.
+var (
+	sharedPostgres = shared("postgres", EnvPostgres, "attestd-test-pg-", func(dir string) (string, func(), error) {
+		pg, err := devstack.StartPostgres(context.Background(), dir+"/data")
+		if err != nil {
+			return "", nil, err
+		}
+		return pg.URL, pg.Remove, nil
+	})
+	sharedRedis = shared("redis", EnvRedis, "attestd-test-redis-", func(dir string) (string, func(), error) {
+		r, err := devstack.StartRedis(context.Background(), dir, 0)
+		if err != nil {
+			return "", nil, err
+		}
+		return r.URL, r.Stop, nil
+	})
+)
 
-func sharedRedis(tb testing.TB) string {
-	mu.Lock()
-	defer mu.Unlock()
-	if redisURL != "" {
-		return redisURL
+// shared returns the URL of the server that the variable env names, or
+// else of one start makes in a directory of its own, the first time it is
+// called; it fails every test that asks when that start failed.
+func shared(what, env, pattern string, start func(dir string) (url string, stop func(), err error)) func(testing.TB) string {
+	once := sync.OnceValues(func() (string, error) {
+		if u := os.Getenv(env); u != "" {
+			return u, nil
+		}
+		dir, err := tempDir(pattern)
+		if err != nil {
+			return "", err
+		}
+		url, stop, err := start(dir)
+		if err != nil {
+			return "", err
+		}
+		mu.Lock()
+		stops = append(stops, stop)
+		mu.Unlock()
+		return url, nil
+	})
+	return func(tb testing.TB) string {
+		tb.Helper()
+		url, err := once()
+		if err != nil {
+			tb.Fatalf("start %s: %v", what, err)
+		}
+		return url
 	}
-	if u := os.Getenv(EnvRedis); u != "" {
-		redisURL = u
-		return u
-	}
-	mu.Unlock()
-	dir := TempDir(tb, "attestd-test-redis-")
-	r, err := devstack.StartRedis(context.Background(), dir, 0)
-	mu.Lock()
-	if err != nil {
-		tb.Fatalf("start redis: %v", err)
-	}
-	stops = append(stops, r.Stop)
-	redisURL = r.URL
-	return redisURL
 }
 
 // Name returns a short random lowercase identifier with the given prefix.

@@ -2,7 +2,12 @@ package testenv
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
@@ -52,5 +57,59 @@ func TestReplaceDB(t *testing.T) {
 		if got := replaceDB(tc.in, "x"); got != tc.want {
 			t.Errorf("replaceDB(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestSharedServerStartsOnce: tests that ask for a shared server at the
+// same time get one server, started once; a server named by the
+// environment is used without starting one; a failed start fails every
+// test that asks, without a second try.
+func TestSharedServerStartsOnce(t *testing.T) {
+	const env = "ATTESTD_TEST_SHARED_UNDER_TEST"
+	for _, tc := range []struct {
+		name    string
+		env     string // the variable's value ("" unset)
+		fail    bool   // the start fails
+		want    string // the URL every caller gets
+		starts  int32
+		failure string // what every caller's test is told
+	}{
+		{name: "started once for every caller", want: "started://1", starts: 1},
+		{name: "named by the environment", env: "named://x", want: "named://x", starts: 0},
+		{name: "a failed start fails every caller", fail: true, starts: 1, failure: "start thing: no server"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(env, tc.env)
+			var starts atomic.Int32
+			get := shared("thing", env, "attestd-test-shared-", func(dir string) (string, func(), error) {
+				n := starts.Add(1)
+				time.Sleep(50 * time.Millisecond) // the window two callers used to share
+				if tc.fail {
+					return "", nil, errors.New("no server")
+				}
+				return fmt.Sprintf("started://%d", n), func() {}, nil
+			})
+			const callers = 8
+			urls := make([]string, callers)
+			recs := make([]*fatalRecorder, callers)
+			var wg sync.WaitGroup
+			for i := range callers {
+				recs[i] = &fatalRecorder{TB: t}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					urls[i] = get(recs[i])
+				}()
+			}
+			wg.Wait()
+			if n := starts.Load(); n != tc.starts {
+				t.Errorf("%d starts, want %d", n, tc.starts)
+			}
+			for i := range callers {
+				if urls[i] != tc.want || recs[i].msg != tc.failure {
+					t.Errorf("caller %d: URL %q and failure %q, want %q and %q", i, urls[i], recs[i].msg, tc.want, tc.failure)
+				}
+			}
+		})
 	}
 }

@@ -1,0 +1,73 @@
+package testenv
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// fatalRecorder is a testing.TB whose Fatalf records the message and ends
+// the goroutine, as the real one does.
+type fatalRecorder struct {
+	testing.TB
+	msg string
+}
+
+func (r *fatalRecorder) Helper() {}
+
+func (r *fatalRecorder) Fatalf(format string, args ...any) {
+	r.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func TestWaitFor(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		holds  int // the check that first holds (0: none does)
+		within time.Duration
+		fails  string // what the failure says, "" when it holds in time
+	}{
+		{name: "holds at once", holds: 1, within: time.Second},
+		{name: "holds on the fifth check", holds: 5, within: time.Second},
+		{name: "holds on the fiftieth check", holds: 50, within: 5 * time.Second},
+		{name: "never holds", within: 30 * time.Millisecond, fails: "the thing: not within 30ms"},
+		{name: "no time at all", within: 0, fails: "the thing: not within 0s"},
+		{name: "no time, but it holds", holds: 1, within: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &fatalRecorder{TB: t}
+			checks := 0
+			var took time.Duration
+			done := make(chan struct{})
+			start := time.Now()
+			go func() {
+				defer close(done)
+				took = WaitFor(rec, "the thing", tc.within, func() bool {
+					checks++
+					return checks == tc.holds
+				})
+			}()
+			<-done
+			elapsed := time.Since(start)
+			if rec.msg != tc.fails {
+				t.Fatalf("failure %q, want %q", rec.msg, tc.fails)
+			}
+			if tc.fails != "" {
+				if elapsed < tc.within {
+					t.Errorf("gave up after %s, before %s", elapsed, tc.within)
+				}
+				if tc.within > 0 && checks < 2 {
+					t.Errorf("checked %d times before giving up", checks)
+				}
+				return
+			}
+			if checks != tc.holds {
+				t.Errorf("checked %d times, want %d", checks, tc.holds)
+			}
+			if took < 0 || took > elapsed {
+				t.Errorf("returned %s, but the wait took %s", took, elapsed)
+			}
+		})
+	}
+}
