@@ -102,7 +102,23 @@ func (r *recorder) run(ctx context.Context) {
 	}
 }
 
+// flush makes a batch of outcomes durable, in order: the attempts in the
+// log (and the deliveries that failed for good), then the jobs settled in
+// their queues, parked jobs brought back for receivers that answered,
+// and last the worker's accounts (held jobs, metrics). When ctx ends
+// before the first two are done, it stops: the jobs stay held and are
+// taken over.
 func (r *recorder) flush(ctx context.Context, batch []outcome) {
+	if !r.record(ctx, batch) || !r.settle(ctx, batch) {
+		return
+	}
+	r.unpark(ctx, batch)
+	r.account(batch)
+}
+
+// record writes the batch's attempts and failed deliveries, retrying
+// while PostgreSQL is unavailable (false: ctx ended first).
+func (r *recorder) record(ctx context.Context, batch []outcome) bool {
 	w := r.w
 	var attempts []store.AttemptRecord
 	var fails []string
@@ -126,10 +142,10 @@ func (r *recorder) flush(ctx context.Context, batch []outcome) {
 				w.m.deactivated.Add(float64(len(disabled)))
 				w.log.Warn("webhooks deactivated: their deliveries kept failing (or the receiver answered 410)", "webhooks", disabled)
 			}
-			break
+			return true
 		}
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		if !store.IsUnavailable(err) && len(attempts) > 1 {
 			// A statement error, not an outage: one bad record must not
@@ -142,57 +158,74 @@ func (r *recorder) flush(ctx context.Context, batch []outcome) {
 			"retry_in", wait.String())
 		sleep(ctx, wait)
 	}
+	return true
+}
+
+// settle acknowledges the batch's jobs in their partitions' streams,
+// retrying while Redis fails (false: ctx ended first).
+func (r *recorder) settle(ctx context.Context, batch []outcome) bool {
 	byPart := map[int][]queue.Settlement{}
 	for _, o := range batch {
 		if o.releaseOnly == "" {
 			byPart[o.part] = append(byPart[o.part], o.settle)
 		}
 	}
-	wait = 0
+	var wait time.Duration
 	for p, ss := range byPart {
 		for {
 			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			err := w.q.Settle(sctx, p, ss)
+			err := r.w.q.Settle(sctx, p, ss)
 			cancel()
 			if err == nil {
 				break
 			}
 			if ctx.Err() != nil {
-				return
+				return false
 			}
 			wait = backoff(wait, 5*time.Second)
-			w.log.Warn("settling jobs failed; retrying", "partition", p, "jobs", len(ss), "err", err, "retry_in", wait.String())
+			r.w.log.Warn("settling jobs failed; retrying", "partition", p, "jobs", len(ss), "err", err, "retry_in", wait.String())
 			sleep(ctx, wait)
 		}
 	}
-	// Webhooks that answered again (or are gone) get parked jobs back.
-	unpark := map[int]map[string]bool{}
+	return true
+}
+
+// unpark gives webhooks that answered again (or are gone) their parked
+// jobs back; a failure is left to the next success or probe.
+func (r *recorder) unpark(ctx context.Context, batch []outcome) {
+	byPart := map[int]map[string]bool{}
 	for _, o := range batch {
-		w := o.unpark
+		id := o.unpark
 		if o.result == resultSucceeded {
-			w = o.attempt.WebhookID
+			id = o.attempt.WebhookID
 		}
-		if w != "" {
-			if unpark[o.part] == nil {
-				unpark[o.part] = map[string]bool{}
+		if id != "" {
+			if byPart[o.part] == nil {
+				byPart[o.part] = map[string]bool{}
 			}
-			unpark[o.part][w] = true
+			byPart[o.part][id] = true
 		}
 	}
-	for p, set := range unpark {
+	for p, set := range byPart {
 		ids := make([]string, 0, len(set))
 		for id := range set {
 			ids = append(ids, id)
 		}
 		uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		n, err := w.q.Unpark(uctx, p, ids, unparkBatch)
+		n, err := r.w.q.Unpark(uctx, p, ids, unparkBatch)
 		cancel()
 		if err != nil {
-			w.log.Warn("bringing parked jobs back failed; the next success or probe does", "partition", p, "err", err)
+			r.w.log.Warn("bringing parked jobs back failed; the next success or probe does", "partition", p, "err", err)
 		} else if n > 0 {
-			w.log.Info("a failing receiver answered again: parked jobs are back on the queue", "webhooks", ids, "jobs", n)
+			r.w.log.Info("a failing receiver answered again: parked jobs are back on the queue", "webhooks", ids, "jobs", n)
 		}
 	}
+}
+
+// account lets go of the batch's jobs (held, in flight) and counts their
+// results.
+func (r *recorder) account(batch []outcome) {
+	w := r.w
 	for _, o := range batch {
 		id := o.settle.StreamID
 		if o.releaseOnly != "" {
