@@ -376,12 +376,25 @@ func (s *stream) run(head, fail []byte) (why endReason) {
 	if s.tcp != nil {
 		_ = s.tcp.SetWriteBuffer(sendBuffer)
 	}
-	gone := make(chan struct{})
+	gone, stopWatching := s.watchClient()
+	defer stopWatching()
+	defer s.release()
+	if why, ended := s.open(head, fail); ended {
+		return why
+	}
+	return s.follow(gone)
+}
+
+// watchClient notices the client closing (a stream's request has no body
+// to read): gone is closed then. stop wakes the reader and waits for it
+// (fasthttp reuses its buffer once the handler returns).
+func (s *stream) watchClient() (gone <-chan struct{}, stop func()) {
+	closed := make(chan struct{})
 	var reader sync.WaitGroup
 	reader.Add(1)
-	go func() { // notices the client closing (a stream's request has no body to read)
+	go func() {
 		defer reader.Done()
-		defer close(gone)
+		defer close(closed)
 		var b [128]byte
 		for {
 			if _, err := s.conn.Read(b[:]); err != nil {
@@ -389,34 +402,44 @@ func (s *stream) run(head, fail []byte) (why endReason) {
 			}
 		}
 	}()
-	defer func() {
-		// Wake the reader (fasthttp reuses its buffer once we return).
+	return closed, func() {
 		if s.tcp != nil {
 			_ = s.tcp.SetReadDeadline(time.Now())
 		} else {
 			_ = s.conn.Close()
 		}
 		reader.Wait()
-	}()
-	defer s.release()
+	}
+}
 
+// open writes the response head and the retry advice, and for a stream
+// refused at its start the error event; ended says the stream is over
+// already (why).
+func (s *stream) open(head, fail []byte) (why endReason, ended bool) {
 	if err := s.writeRaw(head); err != nil {
-		return s.failed(err)
+		return s.failed(err), true
 	}
 	if err := s.add(retryFrame); err != nil {
-		return s.failed(err)
+		return s.failed(err), true
 	}
 	if fail != nil {
 		if err := s.add(fail); err != nil {
-			return s.failed(err)
+			return s.failed(err), true
 		}
 		_ = s.flush()
 		s.end()
-		return endError
+		return endError, true
 	}
 	if err := s.flush(); err != nil {
-		return s.failed(err)
+		return s.failed(err), true
 	}
+	return "", false
+}
+
+// follow sends the hub's events after the stream's position (catching up
+// from PostgreSQL when it fell behind the ring) and a heartbeat when it
+// is idle, until the stream ends; it returns why.
+func (s *stream) follow(gone <-chan struct{}) endReason {
 	cfg := s.h.cfg
 	// Streams opened together (a node's restart) do not all end together.
 	life := time.NewTimer(cfg.Lifetime - time.Duration(rand.Int64N(int64(cfg.Lifetime/10)+1)))
@@ -427,66 +450,101 @@ func (s *stream) run(head, fail []byte) (why endReason) {
 	defer cancel()
 	for {
 		evs, last, covered, changed := s.h.hub.since(s.pos, 512)
-		if !covered {
+		switch {
+		case !covered:
 			if err := s.catchUp(ctx, last, gone); err != nil {
 				return s.failed(err)
 			}
-		} else if len(evs) > 0 {
-			for _, e := range evs {
-				if e.matches(s.filter) {
-					if err := s.add(e.Frame); err != nil {
-						return s.failed(err)
-					}
-					s.h.m.sent.Inc()
-					if s.pending() >= flushAt {
-						if err := s.flush(); err != nil {
-							return s.failed(err)
-						}
-					}
-				}
+		case len(evs) > 0:
+			if err := s.send(evs); err != nil {
+				return s.failed(err)
 			}
-			s.pos = evs[len(evs)-1].Seq
-		} else {
-			if s.pending() > 0 {
-				if err := s.flush(); err != nil {
-					return s.failed(err)
-				}
-				hb.Reset(cfg.Heartbeat)
-			}
-			s.release() // nothing to write until the next event
-			select {
-			case <-changed:
-			case <-hb.C:
-				if err := s.add(heartbeat); err != nil {
-					return s.failed(err)
-				}
-				if err := s.flush(); err != nil {
-					return s.failed(err)
-				}
-				hb.Reset(cfg.Heartbeat)
-			case <-life.C:
-				s.end()
-				return endLifetime
-			case <-s.h.hub.closing:
-				s.end()
-				return endDrain
-			case <-gone:
-				return endClient
-			}
-		}
-		select { // between batches too: a busy stream still ends on these
-		case <-s.h.hub.closing:
-			_ = s.flush()
-			s.end()
-			return endDrain
-		case <-life.C:
-			_ = s.flush()
-			s.end()
-			return endLifetime
-		case <-gone:
-			return endClient
 		default:
+			why, ended, err := s.idle(changed, hb, life.C, gone)
+			if err != nil {
+				return s.failed(err)
+			}
+			if ended {
+				return why
+			}
 		}
+		if why, ended := s.ending(life.C, gone); ended {
+			return why
+		}
+	}
+}
+
+// send writes the events the stream's filter matches, flushing as the
+// buffer fills, and moves the stream's position past them.
+func (s *stream) send(evs []*Event) error {
+	for _, e := range evs {
+		if !e.matches(s.filter) {
+			continue
+		}
+		if err := s.add(e.Frame); err != nil {
+			return err
+		}
+		s.h.m.sent.Inc()
+		if s.pending() >= flushAt {
+			if err := s.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	s.pos = evs[len(evs)-1].Seq
+	return nil
+}
+
+// idle flushes what is pending, lets go of the stream's buffer and waits
+// for the next event, sending a heartbeat when none comes in time; ended
+// says the stream is over (why).
+func (s *stream) idle(changed <-chan struct{}, hb *time.Timer, life <-chan time.Time, gone <-chan struct{}) (why endReason, ended bool, err error) {
+	every := s.h.cfg.Heartbeat
+	if s.pending() > 0 {
+		if err := s.flush(); err != nil {
+			return "", false, err
+		}
+		hb.Reset(every)
+	}
+	s.release() // nothing to write until the next event
+	select {
+	case <-changed:
+	case <-hb.C:
+		if err := s.add(heartbeat); err != nil {
+			return "", false, err
+		}
+		if err := s.flush(); err != nil {
+			return "", false, err
+		}
+		hb.Reset(every)
+	case <-life:
+		s.end()
+		return endLifetime, true, nil
+	case <-s.h.hub.closing:
+		s.end()
+		return endDrain, true, nil
+	case <-gone:
+		return endClient, true, nil
+	}
+	return "", false, nil
+}
+
+// ending says whether the stream ends now, between batches (a busy stream
+// still ends on these), and why, having flushed what it could.
+func (s *stream) ending(life <-chan time.Time, gone <-chan struct{}) (why endReason, ended bool) {
+	select {
+	case <-s.h.hub.closing:
+		_ = s.flush()
+		s.end()
+		return endDrain, true
+	case <-life:
+		_ = s.flush()
+		s.end()
+		return endLifetime, true
+	case <-gone:
+		return endClient, true
+	default:
+		return "", false
 	}
 }
 
