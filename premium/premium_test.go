@@ -556,7 +556,7 @@ func TestForensicReport(t *testing.T) {
 
 func TestReportHashIsOverCanonicalJSON(t *testing.T) {
 	t.Parallel()
-	rep := &premium.Report{Anomalies: []premium.Anomaly{{Kind: "burst", Detail: "<&> ü \u2028"}}, Timeline: []premium.Day{}}
+	rep := &premium.Report{Anomalies: []premium.Anomaly{{Kind: "burst", Detail: "<&> ü \u2028"}}, Timeline: []premium.TimelineDay{}}
 	testenv.Must(t, premium.Seal(rep), "seal")
 	sealed := rep.ReportHash
 	// Field order and escaping do not matter: the canonical form does.

@@ -36,7 +36,7 @@ type Report struct {
 	Agent         attestation.Agent          `json:"agent"`
 	Period        Period                     `json:"period"`
 	Summary       Summary                    `json:"summary"`
-	Timeline      []Day                      `json:"timeline"`
+	Timeline      []TimelineDay              `json:"timeline"`
 	Integrity     Integrity                  `json:"integrity"`
 	Anomalies     []Anomaly                  `json:"anomalies"`
 	PolicyHistory []attestation.PolicyChange `json:"policyHistory"`
@@ -71,8 +71,8 @@ type Totals struct {
 	PrivacyMode  int64 `json:"privacyMode"`
 }
 
-// Day is one active UTC day of the timeline.
-type Day struct {
+// TimelineDay is one active UTC day of the timeline.
+type TimelineDay struct {
 	Day    string       `json:"day"` // YYYY-MM-DD
 	Count  int64        `json:"count"`
 	ByType store.ByType `json:"byType"`
@@ -255,33 +255,59 @@ func (h *Handler) assemble(agent attestation.Agent, d store.ForensicData, newest
 		Thresholds:    h.rules,
 		GeneratedAt:   attestation.At(now),
 		PolicyHistory: agent.Policies.History,
-		Timeline:      make([]Day, 0, len(d.Days)),
-		Anomalies:     []Anomaly{},
+		Summary:       summarize(d),
+		Timeline:      timeline(d),
 	}
 	if rep.PolicyHistory == nil {
 		rep.PolicyHistory = []attestation.PolicyChange{}
 	}
-	s := &rep.Summary
-	s.Totals = Totals{Attestations: d.Total, Finalized: d.Finalized, Unfinalized: d.Total - d.Finalized, PrivacyMode: d.Privacy}
-	s.ByType = store.NewByType()
+	var mismatched []store.VerifyRow
+	rep.Integrity, mismatched = integrity(d, newest, verified)
+	rep.Summary.AnomalyCounts = map[string]int64{KindBurst: d.TotalBursts, KindLongGap: d.TotalGaps,
+		KindAfterRevocation: d.TotalAfterRevocation, KindDuplicateHash: d.TotalDuplicates, KindInvalidSignature: rep.Integrity.SignaturesFailed}
+	rep.Anomalies = h.anomalies(agent, d, mismatched)
+	return rep
+}
+
+// summarize counts the period's attestations (the anomaly counts are
+// assemble's).
+func summarize(d store.ForensicData) Summary {
+	s := Summary{
+		Totals:     Totals{Attestations: d.Total, Finalized: d.Finalized, Unfinalized: d.Total - d.Finalized, PrivacyMode: d.Privacy},
+		ByType:     store.NewByType(),
+		FirstAt:    attestation.OptTime(d.First),
+		LastAt:     attestation.OptTime(d.Last),
+		ActiveDays: len(d.Days),
+	}
 	for t, n := range d.ByType {
 		s.ByType[t.String()] = n
 	}
-	s.FirstAt, s.LastAt = attestation.OptTime(d.First), attestation.OptTime(d.Last)
-	s.ActiveDays = len(d.Days)
+	return s
+}
+
+// timeline is the period's active days, each with its counts by type.
+func timeline(d store.ForensicData) []TimelineDay {
+	days := make([]TimelineDay, 0, len(d.Days))
 	byDay := map[time.Time]int{}
 	for _, day := range d.Days {
-		byDay[day.Day] = len(rep.Timeline)
-		rep.Timeline = append(rep.Timeline, Day{Day: day.Day.Format(time.DateOnly), Count: day.N, ByType: store.NewByType()})
+		byDay[day.Day] = len(days)
+		days = append(days, TimelineDay{Day: day.Day.Format(time.DateOnly), Count: day.N, ByType: store.NewByType()})
 	}
 	for _, dt := range d.DayTypes {
 		if i, ok := byDay[dt.Day]; ok {
-			rep.Timeline[i].ByType[dt.ActionType.String()] = dt.N
+			days[i].ByType[dt.ActionType.String()] = dt.N
 		}
 	}
+	return days
+}
 
-	// The newest signatures, re-verified from the stored bytes.
-	var mismatched []store.VerifyRow // passed at ingest, fail now: the record changed
+// integrity says how far the period's records can be trusted: the ingest
+// checks, the newest signatures re-verified from the stored bytes
+// (newest, with verified their results) and the log's coverage. It also
+// returns the re-checked rows that passed at ingest and fail now: their
+// records changed.
+func integrity(d store.ForensicData, newest []store.VerifyRow, verified []bool) (Integrity, []store.VerifyRow) {
+	var mismatched []store.VerifyRow
 	failed := 0
 	for i, ok := range verified {
 		if !ok {
@@ -291,19 +317,22 @@ func (h *Handler) assemble(agent attestation.Agent, d store.ForensicData, newest
 			}
 		}
 	}
-	rep.Integrity = Integrity{
+	return Integrity{
 		SignaturesChecked: d.Total,
 		SignaturesFailed:  d.SignatureFailed + int64(len(mismatched)),
 		Unfinalized:       d.Total - d.Finalized,
 		Recheck:           Recheck{Checked: len(newest), Failed: failed},
 		Log:               LogCoverage{InLog: max(d.Finalized-d.LogAwaiting, 0), AwaitingAppend: d.LogAwaiting},
-	}
+	}, mismatched
+}
 
-	limit := h.rules.MaxAnomaliesPerKind
-	counts := map[string]int64{KindBurst: d.TotalBursts, KindLongGap: d.TotalGaps, KindAfterRevocation: d.TotalAfterRevocation,
-		KindDuplicateHash: d.TotalDuplicates, KindInvalidSignature: d.SignatureFailed + int64(len(mismatched))}
-	s.AnomalyCounts = counts
-	add := func(a Anomaly) { rep.Anomalies = append(rep.Anomalies, a) }
+// anomalies lists the findings (each kind up to the rules' limit, as the
+// store read them), oldest first: bursts, long gaps, attestations after
+// the agent's revocation, repeated action hashes, and signatures that do
+// not verify, at ingest or now (mismatched).
+func (h *Handler) anomalies(agent attestation.Agent, d store.ForensicData, mismatched []store.VerifyRow) []Anomaly {
+	out := []Anomaly{}
+	add := func(a Anomaly) { out = append(out, a) }
 	for _, b := range d.Bursts {
 		until := attestation.At(b.Until)
 		add(Anomaly{Kind: KindBurst, At: attestation.At(b.At), Until: &until, Count: b.N, PDAs: []string{},
@@ -332,29 +361,34 @@ func (h *Handler) assemble(agent attestation.Agent, d store.ForensicData, newest
 		add(Anomaly{Kind: KindDuplicateHash, At: attestation.At(dup.First), Until: &until, Count: dup.N, PDAs: pdas,
 			Detail: fmt.Sprintf("action hash %x attested %d times between %s and %s", dup.Hash, dup.N, attestation.At(dup.First), until)})
 	}
-	invalid := 0
-	seen := map[string]bool{}
-	for _, p := range d.InvalidSignatures {
-		seen[p.PDA] = true
-		invalid++
-		add(Anomaly{Kind: KindInvalidSignature, At: attestation.At(p.At), Count: 1, PDAs: []string{p.PDA},
-			Detail: fmt.Sprintf("the signature of %s did not verify when indexed", p.PDA)})
-	}
-	for _, r := range mismatched {
-		if seen[r.PDA] || invalid >= limit {
-			continue
-		}
-		invalid++
-		add(Anomaly{Kind: KindInvalidSignature, At: attestation.At(r.Timestamp), Count: 1, PDAs: []string{r.PDA},
-			Detail: fmt.Sprintf("the signature of %s verified when indexed but does not verify against the stored record now (changed after indexing?)", r.PDA)})
-	}
-	slices.SortStableFunc(rep.Anomalies, func(a, b Anomaly) int {
+	out = append(out, h.invalidSignatures(d, mismatched)...)
+	slices.SortStableFunc(out, func(a, b Anomaly) int {
 		if c := a.At.Compare(b.At.Time); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.Kind, b.Kind)
 	})
-	return rep
+	return out
+}
+
+// invalidSignatures are the signatures that did not verify at ingest,
+// then those that did but fail now (mismatched), up to the rules' limit.
+func (h *Handler) invalidSignatures(d store.ForensicData, mismatched []store.VerifyRow) []Anomaly {
+	var out []Anomaly
+	seen := map[string]bool{}
+	for _, p := range d.InvalidSignatures {
+		seen[p.PDA] = true
+		out = append(out, Anomaly{Kind: KindInvalidSignature, At: attestation.At(p.At), Count: 1, PDAs: []string{p.PDA},
+			Detail: fmt.Sprintf("the signature of %s did not verify when indexed", p.PDA)})
+	}
+	for _, r := range mismatched {
+		if seen[r.PDA] || len(out) >= h.rules.MaxAnomaliesPerKind {
+			continue
+		}
+		out = append(out, Anomaly{Kind: KindInvalidSignature, At: attestation.At(r.Timestamp), Count: 1, PDAs: []string{r.PDA},
+			Detail: fmt.Sprintf("the signature of %s verified when indexed but does not verify against the stored record now (changed after indexing?)", r.PDA)})
+	}
+	return out
 }
 
 // logPositions fills each anomaly's log positions, in one query for every
