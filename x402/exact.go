@@ -137,35 +137,66 @@ func Signed(tx *Transaction) (payer solana.PublicKey, messageHash [32]byte, err 
 // What needs the chain (the blockhash still valid, the source funded, the
 // simulation succeeding) is the verifier's part.
 func CheckExact(tx *Transaction, t *ExactTerms) (*Checked, error) {
+	if e := checkFeePayer(tx, t); e != nil {
+		return nil, e
+	}
+	if e := checkComputeBudget(tx, t); e != nil {
+		return nil, e
+	}
+	transfer, e := findTransfer(tx, t)
+	if e != nil {
+		return nil, e
+	}
+	src, program, e := checkTransfer(tx, t, tx.Instructions[transfer])
+	if e != nil {
+		return nil, e
+	}
+	// The payer's signature over the message.
+	if !ed25519.Verify(tx.Keys[1][:], tx.Message, tx.Signatures[1][:]) {
+		return nil, fail(ReasonSignature, "the payer's signature does not verify over the message")
+	}
+	return &Checked{Payer: tx.Keys[1], Source: tx.Keys[src], TokenProgram: program, MessageHash: sha256Sum(tx.Message)}, nil
+}
+
+// checkFeePayer checks the transaction's shape around its fee payer: no
+// lookup tables, the configured fee payer first, 3 to 4+maxLighthouse
+// instructions none of which uses the fee payer, and exactly two signers.
+func checkFeePayer(tx *Transaction, t *ExactTerms) *Error {
 	if tx.Lookups > 0 {
-		return nil, fail(ReasonLookupTables, "the transaction loads accounts from address lookup tables, which are not accepted")
+		return fail(ReasonLookupTables, "the transaction loads accounts from address lookup tables, which are not accepted")
 	}
 	if len(tx.Keys) == 0 || tx.Keys[0] != t.FeePayer {
-		return nil, fail(ReasonFeePayerMismatch, "the fee payer (first account) must be %s, the extra.feePayer of the requirements", t.FeePayer)
+		return fail(ReasonFeePayerMismatch, "the fee payer (first account) must be %s, the extra.feePayer of the requirements", t.FeePayer)
 	}
 	n := len(tx.Instructions)
 	if n < 3 || n > 3+1+maxLighthouse {
-		return nil, fail(ReasonInstructionsLength, "%d instructions; a payment has 3 to %d", n, 4+maxLighthouse)
+		return fail(ReasonInstructionsLength, "%d instructions; a payment has 3 to %d", n, 4+maxLighthouse)
 	}
 	for i, ix := range tx.Instructions {
 		if ix.Program == 0 {
-			return nil, fail(ReasonFeePayerInAccounts, "instruction %d calls the fee payer as a program", i)
+			return fail(ReasonFeePayerInAccounts, "instruction %d calls the fee payer as a program", i)
 		}
 		p := tx.Keys[ix.Program]
 		if (p == solana.TokenProgramID || p == solana.Token2022ProgramID) && len(ix.Accounts) >= 4 &&
 			(ix.Accounts[0] == 0 || ix.Accounts[3] == 0) {
-			return nil, fail(ReasonFeePayerTransfer, "instruction %d moves tokens with the fee payer as source or authority", i)
+			return fail(ReasonFeePayerTransfer, "instruction %d moves tokens with the fee payer as source or authority", i)
 		}
 		for _, a := range ix.Accounts {
 			if a == 0 {
-				return nil, fail(ReasonFeePayerInAccounts, "instruction %d uses the fee payer as an account; the fee payer may only pay the fee", i)
+				return fail(ReasonFeePayerInAccounts, "instruction %d uses the fee payer as an account; the fee payer may only pay the fee", i)
 			}
 		}
 	}
 	if tx.Header.NumRequiredSignatures != 2 {
-		return nil, fail(ReasonSigners, "the transaction needs %d signatures; a payment has exactly two: the fee payer's and the payer's",
+		return fail(ReasonSigners, "the transaction needs %d signatures; a payment has exactly two: the fee payer's and the payer's",
 			tx.Header.NumRequiredSignatures)
 	}
+	return nil
+}
+
+// checkComputeBudget checks the first two instructions:
+// SetComputeUnitLimit and SetComputeUnitPrice, within the terms' caps.
+func checkComputeBudget(tx *Transaction, t *ExactTerms) *Error {
 	maxUnits, maxPrice := t.MaxComputeUnits, t.MaxComputeUnitPrice
 	if maxUnits == 0 {
 		maxUnits = DefaultMaxComputeUnits
@@ -173,97 +204,105 @@ func CheckExact(tx *Transaction, t *ExactTerms) (*Checked, error) {
 	if maxPrice == 0 {
 		maxPrice = DefaultMaxComputeUnitPrice
 	}
-	// 1. SetComputeUnitLimit.
 	ix := tx.Instructions[0]
 	if tx.Keys[ix.Program] != ComputeBudgetProgramID || len(ix.Data) != 5 || ix.Data[0] != 2 || len(ix.Accounts) != 0 {
-		return nil, fail(ReasonComputeLimit, "the first instruction must be ComputeBudget SetComputeUnitLimit")
+		return fail(ReasonComputeLimit, "the first instruction must be ComputeBudget SetComputeUnitLimit")
 	}
 	if units := binary.LittleEndian.Uint32(ix.Data[1:]); units > maxUnits {
-		return nil, fail(ReasonComputeLimit, "compute unit limit %d is above %d", units, maxUnits)
+		return fail(ReasonComputeLimit, "compute unit limit %d is above %d", units, maxUnits)
 	}
-	// 2. SetComputeUnitPrice.
 	ix = tx.Instructions[1]
 	if tx.Keys[ix.Program] != ComputeBudgetProgramID || len(ix.Data) != 9 || ix.Data[0] != 3 || len(ix.Accounts) != 0 {
-		return nil, fail(ReasonComputePrice, "the second instruction must be ComputeBudget SetComputeUnitPrice")
+		return fail(ReasonComputePrice, "the second instruction must be ComputeBudget SetComputeUnitPrice")
 	}
 	if price := binary.LittleEndian.Uint64(ix.Data[1:]); price > maxPrice {
-		return nil, fail(ReasonComputePriceTooHigh, "compute unit price %d microlamports is above %d", price, maxPrice)
+		return fail(ReasonComputePriceTooHigh, "compute unit price %d microlamports is above %d", price, maxPrice)
 	}
-	// 3. The rest: one transfer, at most one memo, a few guards.
+	return nil
+}
+
+// findTransfer checks the instructions after the compute budget: exactly
+// one TransferChecked, at most one Memo (exactly one, with the terms'
+// data, when they name one), a few Lighthouse guards, and nothing else.
+// It returns the transfer's index.
+func findTransfer(tx *Transaction, t *ExactTerms) (int, *Error) {
 	transfer, memos, guards := -1, 0, 0
 	var memo []byte
-	for i := 2; i < n; i++ {
+	for i := 2; i < len(tx.Instructions); i++ {
 		ix := tx.Instructions[i]
 		switch p := tx.Keys[ix.Program]; p {
 		case solana.TokenProgramID, solana.Token2022ProgramID:
 			if len(ix.Data) == 0 || ix.Data[0] != 12 {
-				return nil, fail(ReasonUnknownInstruction, "instruction %d is a token instruction other than TransferChecked", i)
+				return 0, fail(ReasonUnknownInstruction, "instruction %d is a token instruction other than TransferChecked", i)
 			}
 			if transfer >= 0 {
-				return nil, fail(ReasonUnknownInstruction, "instruction %d is a second TransferChecked; a payment has one", i)
+				return 0, fail(ReasonUnknownInstruction, "instruction %d is a second TransferChecked; a payment has one", i)
 			}
 			transfer = i
 		case solana.MemoProgramID:
 			memos++
 			memo = ix.Data
 			if memos > 1 {
-				return nil, fail(ReasonMemoCount, "more than one Memo instruction")
+				return 0, fail(ReasonMemoCount, "more than one Memo instruction")
 			}
 			if len(ix.Data) > maxMemoBytes || !utf8.Valid(ix.Data) {
-				return nil, fail(ReasonMemoMismatch, "the memo must be at most %d bytes of UTF-8", maxMemoBytes)
+				return 0, fail(ReasonMemoMismatch, "the memo must be at most %d bytes of UTF-8", maxMemoBytes)
 			}
 		case LighthouseProgramID:
 			guards++
 			if guards > maxLighthouse {
-				return nil, fail(ReasonInstructionsLength, "more than %d Lighthouse instructions", maxLighthouse)
+				return 0, fail(ReasonInstructionsLength, "more than %d Lighthouse instructions", maxLighthouse)
 			}
 		default:
-			return nil, fail(ReasonUnknownInstruction, "instruction %d calls %s, which a payment never needs", i, p)
+			return 0, fail(ReasonUnknownInstruction, "instruction %d calls %s, which a payment never needs", i, p)
 		}
 	}
 	if transfer < 0 {
-		return nil, fail(ReasonNoTransfer, "no TransferChecked instruction")
+		return 0, fail(ReasonNoTransfer, "no TransferChecked instruction")
 	}
 	if t.Memo != "" && (memos != 1 || string(memo) != t.Memo) {
-		return nil, fail(ReasonMemoMismatch, "exactly one Memo instruction with the data of extra.memo is required")
+		return 0, fail(ReasonMemoMismatch, "exactly one Memo instruction with the data of extra.memo is required")
 	}
-	// The transfer.
-	ix = tx.Instructions[transfer]
-	program := tx.Keys[ix.Program]
+	return transfer, nil
+}
+
+// checkTransfer checks the TransferChecked ix: exactly Amount of Asset
+// (with its decimals), from a writable source other than the destination,
+// into payTo's associated token account under its token program, by the
+// transaction's second signer. It returns the source's account index and
+// the token program.
+func checkTransfer(tx *Transaction, t *ExactTerms, ix Instruction) (src uint8, program solana.PublicKey, e *Error) {
+	program = tx.Keys[ix.Program]
 	if len(ix.Data) != 10 {
-		return nil, fail(ReasonUnknownInstruction, "TransferChecked data is %d bytes, not 10", len(ix.Data))
+		return 0, program, fail(ReasonUnknownInstruction, "TransferChecked data is %d bytes, not 10", len(ix.Data))
 	}
 	if len(ix.Accounts) != 4 {
-		return nil, fail(ReasonUnknownInstruction, "TransferChecked has %d accounts; a single-signer transfer has 4", len(ix.Accounts))
+		return 0, program, fail(ReasonUnknownInstruction, "TransferChecked has %d accounts; a single-signer transfer has 4", len(ix.Accounts))
 	}
 	src, mint, dst, auth := ix.Accounts[0], ix.Accounts[1], ix.Accounts[2], ix.Accounts[3]
 	if tx.Keys[mint] != t.Asset {
-		return nil, fail(ReasonMintMismatch, "the transfer moves mint %s, not %s", tx.Keys[mint], t.Asset)
+		return 0, program, fail(ReasonMintMismatch, "the transfer moves mint %s, not %s", tx.Keys[mint], t.Asset)
 	}
 	if want := t.Destination(program); tx.Keys[dst] != want {
-		return nil, fail(ReasonRecipientMismatch, "the transfer goes to %s, not %s (payTo's associated token account)", tx.Keys[dst], want)
+		return 0, program, fail(ReasonRecipientMismatch, "the transfer goes to %s, not %s (payTo's associated token account)", tx.Keys[dst], want)
 	}
 	if amount := binary.LittleEndian.Uint64(ix.Data[1:9]); amount != t.Amount {
-		return nil, fail(ReasonAmountMismatch, "the transfer moves %d atomic units; the price is exactly %d", amount, t.Amount)
+		return 0, program, fail(ReasonAmountMismatch, "the transfer moves %d atomic units; the price is exactly %d", amount, t.Amount)
 	}
 	if t.Decimals >= 0 && int(ix.Data[9]) != t.Decimals {
-		return nil, fail(ReasonDecimalsMismatch, "the transfer states %d decimals; the asset has %d", ix.Data[9], t.Decimals)
+		return 0, program, fail(ReasonDecimalsMismatch, "the transfer states %d decimals; the asset has %d", ix.Data[9], t.Decimals)
 	}
 	if src == 0 || auth == 0 {
-		return nil, fail(ReasonFeePayerTransfer, "the fee payer must not be the transfer's source or authority")
+		return 0, program, fail(ReasonFeePayerTransfer, "the fee payer must not be the transfer's source or authority")
 	}
 	if src == dst {
-		return nil, fail(ReasonRecipientMismatch, "the transfer's source is its destination")
+		return 0, program, fail(ReasonRecipientMismatch, "the transfer's source is its destination")
 	}
 	if auth != 1 {
-		return nil, fail(ReasonSigners, "the transfer's authority must be the transaction's second signer")
+		return 0, program, fail(ReasonSigners, "the transfer's authority must be the transaction's second signer")
 	}
 	if !tx.IsWritable(int(src)) || !tx.IsWritable(int(dst)) {
-		return nil, fail(ReasonUnknownInstruction, "the transfer's source and destination must be writable")
+		return 0, program, fail(ReasonUnknownInstruction, "the transfer's source and destination must be writable")
 	}
-	// The payer's signature over the message.
-	if !ed25519.Verify(tx.Keys[1][:], tx.Message, tx.Signatures[1][:]) {
-		return nil, fail(ReasonSignature, "the payer's signature does not verify over the message")
-	}
-	return &Checked{Payer: tx.Keys[1], Source: tx.Keys[src], TokenProgram: program, MessageHash: sha256Sum(tx.Message)}, nil
+	return src, program, nil
 }
