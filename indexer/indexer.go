@@ -219,17 +219,6 @@ func (ix *Indexer) loadCheckpoint(ctx context.Context) error {
 	return nil
 }
 
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 // rpcCtx bounds one RPC call.
 func (ix *Indexer) rpcCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, ix.cfg.RPCTimeout)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/attestd/attestd/internal/pause"
+
 	"github.com/gagliardetto/solana-go/rpc"
 	"github.com/gagliardetto/solana-go/rpc/ws"
 )
@@ -28,7 +30,7 @@ func (ix *Indexer) liveLoop(ctx context.Context) {
 			backoff = 250 * time.Millisecond
 		}
 		ix.log.Warn("indexer websocket down; polling until it is back", "err", err, "retryIn", backoff.String())
-		if !sleep(ctx, backoff) {
+		if !pause.For(ctx, backoff) {
 			return
 		}
 		backoff = min(backoff*2, 5*time.Second)
@@ -57,7 +59,7 @@ func (ix *Indexer) subscribe(ctx context.Context) (connected bool, err error) {
 	// node registered the subscription.
 	ix.Trigger()
 	go func() {
-		if sleep(ctx, 300*time.Millisecond) {
+		if pause.For(ctx, 300*time.Millisecond) {
 			ix.Trigger()
 		}
 	}()

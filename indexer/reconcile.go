@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/attestd/attestd/internal/pause"
+
 	"github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/rpc"
 )
@@ -26,20 +28,20 @@ import (
 // completed, then every ReconcileInterval.
 func (ix *Indexer) reconcileLoop(ctx context.Context) {
 	for !ix.caughtUp.Load() {
-		if !sleep(ctx, 100*time.Millisecond) {
+		if !pause.For(ctx, 100*time.Millisecond) {
 			return
 		}
 	}
 	for {
 		for !ix.chainOK.Load() {
-			if !sleep(ctx, 100*time.Millisecond) {
+			if !pause.For(ctx, 100*time.Millisecond) {
 				return
 			}
 		}
 		if err := ix.reconcileFinalized(ctx); err != nil && ctx.Err() == nil {
 			ix.log.Warn("indexer reconciliation failed; will try again", "range", "finalized", "err", err)
 		}
-		if !sleep(ctx, ix.cfg.ReconcileInterval) {
+		if !pause.For(ctx, ix.cfg.ReconcileInterval) {
 			return
 		}
 	}

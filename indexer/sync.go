@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"github.com/attestd/attestd/internal/pause"
 	"github.com/attestd/attestd/internal/tracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -391,7 +392,7 @@ func (ix *Indexer) fetchTx(ctx context.Context, e sigEntry, finalSlot uint64, tr
 			}
 			return nil, fmt.Errorf("getTransaction %s: %w", e.sig, err)
 		}
-		sleep(ctx, time.Duration(50<<attempt)*time.Millisecond)
+		pause.For(ctx, time.Duration(50<<attempt)*time.Millisecond)
 	}
 	e.slot = res.Slot
 	out := &txRecords{entry: e}

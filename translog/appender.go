@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/metric"
+	"github.com/attestd/attestd/internal/pause"
 	"github.com/attestd/attestd/internal/pglock"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/translog/logformat"
@@ -170,7 +171,7 @@ func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
 				return context.Cause(ctx)
 			}
 			a.log.Warn("log append failed; will try again", "err", err)
-			if !sleep(ctx, a.opt.Config.Poll) {
+			if !pause.For(ctx, a.opt.Config.Poll) {
 				return context.Cause(ctx)
 			}
 			continue
@@ -215,7 +216,7 @@ func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
 				wait = max(due, time.Millisecond)
 			}
 		}
-		if !sleep(ctx, wait) {
+		if !pause.For(ctx, wait) {
 			return context.Cause(ctx)
 		}
 	}
@@ -237,14 +238,3 @@ func (a *Appender) SignCheckpoint(ctx context.Context) (store.LogCheckpoint, boo
 
 // backlogEvery is how often the appender refreshes its queue metrics.
 const backlogEvery = 5 * time.Second
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/attestd/attestd/internal/pause"
 )
 
 // Pace constants.
@@ -167,7 +169,7 @@ func (p *pace) take(ctx context.Context, n int) bool {
 		}
 		wait := time.Duration((float64(n) - p.tokens) / p.rate * float64(time.Second))
 		p.mu.Unlock()
-		if !sleep(ctx, max(wait, time.Millisecond)) {
+		if !pause.For(ctx, max(wait, time.Millisecond)) {
 			return false
 		}
 	}

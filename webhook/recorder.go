@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/attestd/attestd/internal/pause"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/webhook/queue"
 )
@@ -156,7 +157,7 @@ func (r *recorder) record(ctx context.Context, batch []outcome) bool {
 		wait = backoff(wait, 5*time.Second)
 		w.log.Warn("recording delivery attempts failed; retrying (their jobs stay held)", "attempts", len(attempts), "err", err,
 			"retry_in", wait.String())
-		sleep(ctx, wait)
+		pause.For(ctx, wait)
 	}
 	return true
 }
@@ -184,7 +185,7 @@ func (r *recorder) settle(ctx context.Context, batch []outcome) bool {
 			}
 			wait = backoff(wait, 5*time.Second)
 			r.w.log.Warn("settling jobs failed; retrying", "partition", p, "jobs", len(ss), "err", err, "retry_in", wait.String())
-			sleep(ctx, wait)
+			pause.For(ctx, wait)
 		}
 	}
 	return true

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/attestd/attestd/internal/pause"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/webhook/queue"
 )
@@ -51,11 +52,11 @@ func (w *Worker) recoverLoop(ctx context.Context) {
 			if ctx.Err() == nil {
 				w.log.Warn("looking for recoveries failed", "err", err)
 			}
-			sleep(ctx, 5*time.Second)
+			pause.For(ctx, 5*time.Second)
 			continue
 		}
 		if !ok {
-			sleep(ctx, recoveryPoll)
+			pause.For(ctx, recoveryPoll)
 			continue
 		}
 		w.runRecovery(ctx, r)
@@ -98,14 +99,14 @@ func (w *Worker) runRecovery(ctx context.Context, r store.Recovery) {
 		batch := w.pace.step(perStep)
 		// The webhook's own limits: batches spaced batch/limit apart.
 		if time.Now().Before(next) {
-			sleep(ctx, time.Until(next))
+			pause.For(ctx, time.Until(next))
 		}
 		// The backlog: wait while the partition's stream is long.
 		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		n, err := w.q.StreamLen(lctx, p)
 		cancel()
 		if err == nil && n >= recoveryBacklog {
-			sleep(ctx, 10*time.Millisecond)
+			pause.For(ctx, 10*time.Millisecond)
 			continue
 		}
 		// The worker's rate (set by the live latency), then live work
@@ -121,7 +122,7 @@ func (w *Worker) runRecovery(ctx context.Context, r store.Recovery) {
 			}
 			wait = backoff(wait, 5*time.Second)
 			log.Warn("recovery: a batch failed; retrying", "err", err, "retry_in", wait.String())
-			sleep(ctx, wait)
+			pause.For(ctx, wait)
 			continue
 		}
 		wait = 0

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"github.com/attestd/attestd/internal/pause"
 	"github.com/attestd/attestd/internal/tracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -32,7 +33,7 @@ func (w *Worker) relay(ctx context.Context) {
 			}
 			wait = backoff(wait, 5*time.Second)
 			w.log.Warn("relay: publishing outbox events failed; retrying", "err", err, "retry_in", wait.String())
-			sleep(ctx, wait)
+			pause.For(ctx, wait)
 			continue
 		}
 		wait = 0
@@ -103,7 +104,7 @@ func (w *Worker) fanOut(ctx context.Context) {
 			}
 			wait = backoff(wait, 5*time.Second)
 			w.log.Warn("fan-out: reading events failed; retrying", "err", err, "retry_in", wait.String())
-			sleep(ctx, wait)
+			pause.For(ctx, wait)
 			continue
 		}
 		wait = 0
@@ -123,7 +124,7 @@ func (w *Worker) fanOutAll(ctx context.Context, msgs []queue.EventMsg) time.Dura
 		if err := w.fanOutBatch(ctx, msgs); err != nil {
 			wait = backoff(wait, 5*time.Second)
 			w.log.Warn("fan-out: making deliveries failed; retrying", "err", err, "events", len(msgs), "retry_in", wait.String())
-			sleep(ctx, wait)
+			pause.For(ctx, wait)
 			continue
 		}
 		return 0

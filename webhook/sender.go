@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"github.com/attestd/attestd/internal/pause"
 	"github.com/attestd/attestd/internal/tracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -113,7 +114,7 @@ func (w *Worker) read(ctx, sendCtx context.Context, p int) {
 			}
 			wait = backoff(wait, 5*time.Second)
 			w.log.Warn("reading jobs failed; retrying", "partition", p, "err", err, "retry_in", wait.String())
-			sleep(ctx, wait)
+			pause.For(ctx, wait)
 			continue
 		}
 		wait = 0
@@ -127,7 +128,7 @@ func (w *Worker) read(ctx, sendCtx context.Context, p int) {
 			w.release(1 - len(msgs))
 			if err != nil && ctx.Err() == nil && !queue.IsNoGroup(err) {
 				w.log.Warn("reading jobs failed; retrying", "partition", p, "err", err)
-				sleep(ctx, time.Second)
+				pause.For(ctx, time.Second)
 			}
 			w.acceptAll(ctx, sendCtx, msgs)
 		}
@@ -536,69 +537,19 @@ func (d *dispatcher) size() (inflight, queued int) {
 	return inflight, queued
 }
 
-// deliver makes one attempt of t's job, or puts the job off.
+// deliver makes one attempt of t's job, or puts the job off: when its
+// webhook still wants it, every limit admits it and the receiver's circuit
+// is closed.
 func (w *Worker) deliver(ctx context.Context, t *task) {
+	h, ok := w.deliverable(ctx, t)
+	if !ok || !w.admitted(ctx, t, h) {
+		return
+	}
+	b, ok := w.circuitClosed(t)
+	if !ok {
+		return
+	}
 	m, job := t.msg, t.msg.Job
-	done := func(result deliveryResult) {
-		w.rec.add(outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true}, result: result})
-	}
-	h, err := w.hooks.get(ctx, job.Webhook)
-	if err != nil {
-		w.log.Error("cannot load a webhook to deliver to; the job waits", "webhook", job.Webhook, "err", err)
-		w.deferJob(m, deferOnError, "error")
-		return
-	}
-	if !h.found { // deleted with its deliveries: drop its parked jobs too
-		w.rec.add(outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true},
-			result: resultDropped, unpark: job.Webhook})
-		return
-	}
-	if !h.active && job.Type != store.EventWebhookTest {
-		o := outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true},
-			result: resultDropped, unpark: job.Webhook}
-		if !job.Manual {
-			o.fail = job.Delivery
-		}
-		w.rec.add(o)
-		return
-	}
-	if job.Attempts > 0 && !job.Manual && (t.checked.IsZero() || time.Since(t.checked) > statusFresh) {
-		// A retry: the delivery may have succeeded since (a manual retry).
-		// Checked as it was read unless it waited here since.
-		st, err := w.st.DeliveryStatus(ctx, job.Delivery)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			done(resultDropped)
-			return
-		case err != nil:
-			w.deferJob(m, deferOnError, "error")
-			return
-		case st != store.DeliveryPending:
-			done(resultDropped)
-			return
-		}
-	}
-	if !job.Manual {
-		if until, ok := w.pauses.until(job.Webhook, w.now()); ok {
-			// The receiver asked for a pause (Retry-After on 429, 502,
-			// 503 or 504): its jobs wait until then.
-			w.deferJob(m, until, "receiver_paused")
-			return
-		}
-	}
-	if !w.admitted(ctx, t, h) {
-		return
-	}
-	b := w.brk.get(job.Webhook)
-	if ok, _, _ := b.allow(w.now()); !ok {
-		// The receiver keeps failing: park the job with the webhook's
-		// others. One of them probes the receiver now and then; the
-		// first success brings them back.
-		w.m.deferred.WithLabelValues("circuit_open").Inc()
-		w.rec.add(outcome{part: m.Part, result: resultDeferred, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID,
-			Park: job.Webhook, ProbeAt: w.now().Add(w.probeEvery)}})
-		return
-	}
 	if job.Attempts == 0 && !job.Manual && !job.Recovery && job.Created > 0 {
 		// A live delivery: its commit-to-attempt latency sets the pace of
 		// this worker's recoveries.
@@ -612,6 +563,90 @@ func (w *Worker) deliver(ctx context.Context, t *task) {
 	b.record(!res.breakerFailure(), w.now())
 	w.m.attemptSeconds.Observe(res.latency.Seconds())
 	w.rec.add(w.outcomeOf(m, job, res))
+}
+
+// deliverable loads t's webhook and says whether its job is still to be
+// sent: the webhook exists and is active (a test event goes to an
+// inactive one too), a retry's delivery is still pending, and the
+// receiver asked for no pause. Otherwise the job's outcome is recorded
+// (dropped, or put off).
+func (w *Worker) deliverable(ctx context.Context, t *task) (*hook, bool) {
+	m, job := t.msg, t.msg.Job
+	h, err := w.hooks.get(ctx, job.Webhook)
+	if err != nil {
+		w.log.Error("cannot load a webhook to deliver to; the job waits", "webhook", job.Webhook, "err", err)
+		w.deferJob(m, deferOnError, "error")
+		return nil, false
+	}
+	if !h.found { // deleted with its deliveries: drop its parked jobs too
+		w.rec.add(outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true},
+			result: resultDropped, unpark: job.Webhook})
+		return nil, false
+	}
+	if !h.active && job.Type != store.EventWebhookTest {
+		o := outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true},
+			result: resultDropped, unpark: job.Webhook}
+		if !job.Manual {
+			o.fail = job.Delivery
+		}
+		w.rec.add(o)
+		return nil, false
+	}
+	if !w.stillPending(ctx, t) {
+		return nil, false
+	}
+	if !job.Manual {
+		if until, ok := w.pauses.until(job.Webhook, w.now()); ok {
+			// The receiver asked for a pause (Retry-After on 429, 502,
+			// 503 or 504): its jobs wait until then.
+			w.deferJob(m, until, "receiver_paused")
+			return nil, false
+		}
+	}
+	return h, true
+}
+
+// stillPending says whether a retry's delivery is still to be made: it
+// may have succeeded since (a manual retry). It is checked as it was
+// read, unless it waited here since. A first attempt or a manual one is
+// always pending. Otherwise the job is dropped or put off.
+func (w *Worker) stillPending(ctx context.Context, t *task) bool {
+	m, job := t.msg, t.msg.Job
+	if job.Attempts == 0 || job.Manual || (!t.checked.IsZero() && time.Since(t.checked) <= statusFresh) {
+		return true
+	}
+	done := func(result deliveryResult) {
+		w.rec.add(outcome{part: m.Part, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID, Done: true}, result: result})
+	}
+	st, err := w.st.DeliveryStatus(ctx, job.Delivery)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		done(resultDropped)
+		return false
+	case err != nil:
+		w.deferJob(m, deferOnError, "error")
+		return false
+	case st != store.DeliveryPending:
+		done(resultDropped)
+		return false
+	}
+	return true
+}
+
+// circuitClosed returns the breaker of t's webhook when it lets the
+// attempt through. While the receiver keeps failing, the job is parked
+// with the webhook's others instead: one of them probes the receiver now
+// and then, and the first success brings them back.
+func (w *Worker) circuitClosed(t *task) (*breaker, bool) {
+	m, job := t.msg, t.msg.Job
+	b := w.brk.get(job.Webhook)
+	if ok, _, _ := b.allow(w.now()); !ok {
+		w.m.deferred.WithLabelValues("circuit_open").Inc()
+		w.rec.add(outcome{part: m.Part, result: resultDeferred, settle: queue.Settlement{StreamID: m.StreamID, JobID: m.JobID,
+			Park: job.Webhook, ProbeAt: w.now().Add(w.probeEvery)}})
+		return nil, false
+	}
+	return b, true
 }
 
 // admitted reports whether t's job may be sent now: on the turn it holds
@@ -660,7 +695,7 @@ func (w *Worker) admitted(ctx context.Context, t *task, h *hook) bool {
 			w.holdForOwnTurn(m, job, w.now().Add(wait), rate)
 			return false
 		}
-		if wait > 0 && !sleep(ctx, wait) {
+		if wait > 0 && !pause.For(ctx, wait) {
 			w.rec.add(outcome{part: m.Part, releaseOnly: m.StreamID})
 			return false
 		}
@@ -672,7 +707,7 @@ func (w *Worker) admitted(ctx context.Context, t *task, h *hook) bool {
 		w.holdForTurn(m, job, w.now().Add(wait))
 		return false
 	}
-	if wait > 0 && !sleep(ctx, wait) {
+	if wait > 0 && !pause.For(ctx, wait) {
 		w.rec.add(outcome{part: m.Part, releaseOnly: m.StreamID})
 		return false
 	}
@@ -683,7 +718,7 @@ func (w *Worker) admitted(ctx context.Context, t *task, h *hook) bool {
 // turnLead before it): false when the worker stopped meanwhile (the job
 // is released, taken over later).
 func (w *Worker) waitForTurn(ctx context.Context, m queue.Msg, turn time.Time) bool {
-	if wait := turn.Sub(w.now()); wait > 0 && !sleep(ctx, wait) {
+	if wait := turn.Sub(w.now()); wait > 0 && !pause.For(ctx, wait) {
 		w.rec.add(outcome{part: m.Part, releaseOnly: m.StreamID})
 		return false
 	}
@@ -713,7 +748,7 @@ func (w *Worker) admit(ctx context.Context, t *throttle, id string) (time.Durati
 		if wait == 0 {
 			return 0, true
 		}
-		if wait > time.Second || !sleep(ctx, wait) {
+		if wait > time.Second || !pause.For(ctx, wait) {
 			break
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/internal/pause"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/webhook/signature"
 )
@@ -145,7 +146,7 @@ func (w *Worker) verifyOne(ctx context.Context, j store.VerifyJob) {
 	if wait > hostRetry && !onIt {
 		next := w.now().Add(wait)
 		o.Postpone, o.Next, result = true, &next, verificationPostponed
-	} else if wait > 0 && !sleep(ctx, wait) {
+	} else if wait > 0 && !pause.For(ctx, wait) {
 		return // stopping: the claim's lease runs out and it is tried again
 	}
 	if !o.Postpone {

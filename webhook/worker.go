@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/pause"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/webhook/egress"
 	"github.com/attestd/attestd/webhook/queue"
@@ -215,7 +216,7 @@ func (w *Worker) Run(ctx context.Context) error {
 					}()
 					f(ctx)
 				}()
-				sleep(ctx, time.Second)
+				pause.For(ctx, time.Second)
 			}
 		}()
 	}
@@ -365,18 +366,6 @@ func (h *heldSet) len() int {
 // progressCounts are what the progress line reports.
 type progressCounts struct {
 	relayed, fannedOut, succeeded, failed, deferred, dropped atomic.Int64
-}
-
-// sleep waits d or until ctx ends; it reports whether ctx is still alive.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // backoff doubles d up to max.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/attestd/attestd/internal/pause"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -64,7 +65,7 @@ func (l Lock) Run(ctx context.Context, c Campaign) error {
 		if c.Lost != nil {
 			c.Lost(err)
 		}
-		if !sleep(ctx, l.Retry) {
+		if !pause.For(ctx, l.Retry) {
 			return nil
 		}
 	}
@@ -82,7 +83,7 @@ func (l Lock) Acquire(ctx context.Context, waiting func(err error)) (*pgx.Conn, 
 		if waiting != nil && ctx.Err() == nil {
 			waiting(err)
 		}
-		if !sleep(ctx, l.Retry) {
+		if !pause.For(ctx, l.Retry) {
 			return nil, ctx.Err()
 		}
 	}
@@ -134,15 +135,4 @@ func Close(conn *pgx.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = conn.Close(ctx)
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -72,7 +72,7 @@ func New(v *verifier.Verifier, origin config.Origin) fiber.Handler {
 		if req.PaymentV2 == "" && req.PaymentV1 == "" {
 			// No payment: the challenge. Nothing to hash, decode or claim.
 			q, res, ref := v.Unpaid(path, resource)
-			return refuse(c, v, sl, resource, false, ref, nil, &q, res)
+			return refuse(c, v, sl, resource, refused{Refusal: ref, known: &q, res: res})
 		}
 		// Only a payment is matched to its request: a bare challenge
 		// neither hashes the body nor parses the query.
@@ -86,7 +86,7 @@ func New(v *verifier.Verifier, origin config.Origin) fiber.Handler {
 		}
 		p, ref := v.Begin(ctx, req)
 		if ref != nil {
-			return refuse(c, v, sl, resource, req.PaymentV2 == "" && req.PaymentV1 != "", ref, nil, nil, x402.ResourceInfo{})
+			return refuse(c, v, sl, resource, refused{Refusal: ref, v1: req.PaymentV2 == "" && req.PaymentV1 != ""})
 		}
 		if k := p.Kept(); k != nil {
 			// Presented again: the answer it bought, byte for byte; no
@@ -116,7 +116,7 @@ func New(v *verifier.Verifier, origin config.Origin) fiber.Handler {
 		if kref := v.Keep(ctx, p, answerOf(c)); kref != nil {
 			v.Release(p)
 			withhold(c)
-			return refuse(c, v, sl, resource, p.V1, kref, nil, nil, x402.ResourceInfo{})
+			return refuse(c, v, sl, resource, refused{Refusal: kref, v1: p.V1})
 		}
 		resp, sref := v.Settle(ctx, p)
 		hdr := x402.HeaderPaymentResponse
@@ -129,7 +129,7 @@ func New(v *verifier.Verifier, origin config.Origin) fiber.Handler {
 		}
 		if sref != nil {
 			withhold(c)
-			return refuse(c, v, sl, resource, p.V1, sref, map[string]string{hdr: enc}, nil, x402.ResourceInfo{})
+			return refuse(c, v, sl, resource, refused{Refusal: sref, v1: p.V1, headers: map[string]string{hdr: enc}})
 		}
 		hdr, enc = v.Delivered(ctx, p, hdr, enc)
 		c.Set(hdr, enc)
@@ -251,24 +251,31 @@ type envelope struct {
 	Reason  string `json:"reason,omitempty"`
 }
 
+// refused is one refusal and how to answer it.
+type refused struct {
+	*verifier.Refusal
+	v1      bool               // answer in the v1 shape (the payment came as X-PAYMENT)
+	headers map[string]string  // set on the answer too (nil: none)
+	known   *x402.Requirements // the requirements it was decided with (nil: asked of the verifier)
+	res     x402.ResourceInfo  // with known, their resource
+}
+
 // refuse writes a refusal: for those a new payment can fix, the payment
 // instructions in the header (v2) and the body; otherwise the plain
-// envelope. Refusals are never cached. known are the requirements the
-// refusal was decided with (with res, the resource), when the caller has
-// them (nil: asked of the verifier).
-func refuse(c *fiber.Ctx, v *verifier.Verifier, sl *slot, resource string, v1 bool, r *verifier.Refusal, extra map[string]string,
-	known *x402.Requirements, res x402.ResourceInfo) error {
+// envelope. Refusals are never cached.
+func refuse(c *fiber.Ctx, v *verifier.Verifier, sl *slot, resource string, r refused) error {
 	c.Set(fiber.HeaderCacheControl, httpcache.NoStore)
 	if r.RetryAfter > 0 {
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(r.RetryAfter))
 	}
-	for k, val := range extra {
+	for k, val := range r.headers {
 		c.Set(k, val)
 	}
 	var q x402.Requirements
-	ok := known != nil && known.Extra != nil
+	res := r.res
+	ok := r.known != nil && r.known.Extra != nil
 	if ok {
-		q = *known
+		q = *r.known
 	} else if r.Challenge {
 		q, res, ok = v.Requirements(sl.path, resource)
 	}
@@ -279,7 +286,7 @@ func refuse(c *fiber.Ctx, v *verifier.Verifier, sl *slot, resource string, v1 bo
 	if r.Reason != verifier.ReasonMissing {
 		env.Reason = r.Reason
 	}
-	if v1 {
+	if r.v1 {
 		return c.Status(r.Status).JSON(body1{X402Version: 1, Accepts: []x402.RequirementsV1{q.V1(res)}, Error: env})
 	}
 	// The same challenge (route, resource, refusal, fee payer, blockhash
@@ -305,7 +312,7 @@ func refuse(c *fiber.Ctx, v *verifier.Verifier, sl *slot, resource string, v1 bo
 			return err
 		}
 		ch = &challenge{key: key, header: []byte(h), body: body}
-		if r.Reason == verifier.ReasonMissing && c.Method() == fiber.MethodGet && known != nil {
+		if r.Reason == verifier.ReasonMissing && c.Method() == fiber.MethodGet && r.known != nil {
 			// An unpaid GET: the same request line again may be answered
 			// these bytes without being parsed (see challenge.repeats).
 			ch.requestURI = bytes.Clone(c.Request().RequestURI())
