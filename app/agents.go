@@ -12,6 +12,7 @@ import (
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/store"
 	"github.com/gofiber/fiber/v2"
@@ -138,7 +139,7 @@ func parseActivityQuery(c *fiber.Ctx, now time.Time) (activityQuery, error) {
 		case store.BucketHour, store.BucketDay:
 			q.bucket = string(v)
 		default:
-			return q, apierror.Invalid("bucket must be hour or day, got %q", clip(string(v)))
+			return q, apierror.Invalid("bucket must be hour or day, got %q", excerpt.Of(string(v), maxTimeLen))
 		}
 	}
 	step := q.step()

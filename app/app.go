@@ -16,6 +16,7 @@ import (
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/buildinfo"
+	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/metric"
 	"github.com/attestd/attestd/openapi"
@@ -148,7 +149,7 @@ func New(d Deps) *API {
 	next := srv.Handler
 	srv.Handler = func(rctx *fasthttp.RequestCtx) {
 		if m := rctx.Method(); !standardMethod(m) {
-			rctx.SetUserValue(sentMethodKey{}, clip(string(m)))
+			rctx.SetUserValue(sentMethodKey{}, excerpt.Of(string(m), maxTimeLen))
 			rctx.Request.Header.SetMethod(unknownMethod)
 		}
 		next(rctx)
@@ -229,7 +230,7 @@ func (a *API) serveStream(c *fiber.Ctx) error {
 	if h := a.stream.Load(); h != nil {
 		return (*h)(c)
 	}
-	return apierror.NotFound(apierror.CodeNotFound, "no route %s %s", methodOf(c), clip(c.Path()))
+	return apierror.NotFound(apierror.CodeNotFound, "no route %s %s", methodOf(c), excerpt.Of(c.Path(), maxTimeLen))
 }
 
 // Route adds a route under the API prefix (for packages that add features).
@@ -291,12 +292,12 @@ func (a *API) handleError(c *fiber.Ctx, err error) error {
 	if errors.As(err, &fe) {
 		switch fe.Code {
 		case http.StatusNotFound:
-			return apierror.Write(c, fe.Code, apierror.CodeNotFound, "no route "+methodOf(c)+" "+clip(c.Path()))
+			return apierror.Write(c, fe.Code, apierror.CodeNotFound, "no route "+methodOf(c)+" "+excerpt.Of(c.Path(), maxTimeLen))
 		case http.StatusMethodNotAllowed:
 			allow := a.allowedMethods(c.Path())
 			c.Set(fiber.HeaderAllow, allow)
 			return apierror.Write(c, fe.Code, apierror.CodeMethodNotAllowed,
-				"method "+methodOf(c)+" is not allowed on "+clip(c.Path())+"; allowed: "+allow)
+				"method "+methodOf(c)+" is not allowed on "+excerpt.Of(c.Path(), maxTimeLen)+"; allowed: "+allow)
 		case http.StatusRequestEntityTooLarge:
 			return apierror.Write(c, fe.Code, apierror.CodePayloadTooLarge, "request body too large (at most "+strconv.Itoa(a.fiber.Config().BodyLimit>>10)+" KiB)")
 		case http.StatusRequestHeaderFieldsTooLarge:

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -95,7 +96,7 @@ func contentEncoding(c *fiber.Ctx) (string, error) {
 			continue
 		case "gzip", "x-gzip", "deflate":
 		default:
-			return "", unsupportedEncoding("Content-Encoding " + clip(f) + " is not supported")
+			return "", unsupportedEncoding("Content-Encoding " + excerpt.Of(f, maxTimeLen) + " is not supported")
 		}
 		if enc != "" {
 			return "", unsupportedEncoding("at most one content coding is accepted")

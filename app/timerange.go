@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/attestd/attestd/store"
 )
 
@@ -27,7 +28,7 @@ const maxTimeLen = 64
 func ParseTime(name, v string) (time.Time, error) {
 	bad := func() (time.Time, error) {
 		return time.Time{}, apierror.Invalid("%s must be an RFC 3339 date-time (2026-11-21T10:00:00Z) or a date (2026-11-21) "+
-			"from year 0001 to 9999 in UTC, got %q", name, clip(v))
+			"from year 0001 to 9999 in UTC, got %q", name, excerpt.Of(v, maxTimeLen))
 	}
 	if len(v) > maxTimeLen {
 		return bad()
@@ -37,14 +38,6 @@ func ParseTime(name, v string) (time.Time, error) {
 		return bad()
 	}
 	return t, nil
-}
-
-// clip keeps an echoed value short.
-func clip(v string) string {
-	if len(v) > maxTimeLen {
-		return v[:maxTimeLen] + "..."
-	}
-	return v
 }
 
 // parseRFC3339 parses strictly (time.Parse accepts offsets like +24:00 and

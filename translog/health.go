@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/app"
+	"github.com/attestd/attestd/internal/excerpt"
 )
 
 // witnessLagAlarm is how long the newest checkpoint may wait for its
@@ -50,7 +51,7 @@ func (s *Server) Health(ctx context.Context) (*app.LogHealth, string) {
 		if i, ok := byKey[w.VerifierKey]; ok {
 			wh.Size, wh.Error = states[i].Size, states[i].Error
 			if wh.Error != "" && states[i].FailingSince != nil && time.Since(*states[i].FailingSince) > witnessLagAlarm {
-				reasons = append(reasons, fmt.Sprintf("log: witness %s fails since %s: %s", w.Name, states[i].FailingSince.UTC().Format(time.RFC3339), clip(wh.Error)))
+				reasons = append(reasons, fmt.Sprintf("log: witness %s fails since %s: %s", w.Name, states[i].FailingSince.UTC().Format(time.RFC3339), excerpt.Of(wh.Error, 128)))
 			}
 		}
 		h.Witnesses = append(h.Witnesses, wh)

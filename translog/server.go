@@ -18,6 +18,7 @@ import (
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/translog/logformat"
@@ -288,7 +289,7 @@ func (s *Server) getCheckpoint(c *fiber.Ctx) error {
 	}
 	if c.Path() != s.path+"/checkpoint" {
 		// Fiber's routing ignores a trailing slash and the path's case.
-		return apierror.NotFound(apierror.CodeNotFound, "no route %s %s: the checkpoint is at %s/checkpoint", c.Method(), clip(c.Path()), s.path)
+		return apierror.NotFound(apierror.CodeNotFound, "no route %s %s: the checkpoint is at %s/checkpoint", c.Method(), excerpt.Of(c.Path(), 128), s.path)
 	}
 	cp, err := s.current(c)
 	if err != nil {
@@ -669,12 +670,4 @@ func sendEncoded(c *fiber.Ctx, v cache.Value, control, contentType string) error
 		return nil
 	}
 	return sendBytes(c, v.JSON, v.ETag, control, contentType)
-}
-
-// clip bounds a request's path quoted in a message.
-func clip(s string) string {
-	if len(s) > 128 {
-		return s[:128] + "…"
-	}
-	return s
 }

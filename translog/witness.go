@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/translog/logformat"
 	"github.com/prometheus/client_golang/prometheus"
@@ -272,19 +273,19 @@ func (c *cosigner) submit(ctx context.Context, w Witness, cp store.LogCheckpoint
 			size, ok = 0, true
 		}
 		if !ok {
-			return 0, fmt.Errorf("409 without a tree size: %q", clip(string(answer)))
+			return 0, fmt.Errorf("409 without a tree size: %q", excerpt.Of(string(answer), 128))
 		}
 		return 0, &witnessConflict{size: size}
 	case http.StatusUnprocessableEntity:
-		return 0, &witnessRefusal{status: res.StatusCode, reason: "inconsistent", body: clip(strings.TrimSpace(string(answer)))}
+		return 0, &witnessRefusal{status: res.StatusCode, reason: "inconsistent", body: excerpt.Of(strings.TrimSpace(string(answer)), 128)}
 	case http.StatusForbidden:
-		return 0, &witnessRefusal{status: res.StatusCode, reason: "forbidden", body: clip(strings.TrimSpace(string(answer)))}
+		return 0, &witnessRefusal{status: res.StatusCode, reason: "forbidden", body: excerpt.Of(strings.TrimSpace(string(answer)), 128)}
 	case http.StatusNotFound:
-		return 0, &witnessRefusal{status: res.StatusCode, reason: "unknown_log", body: clip(strings.TrimSpace(string(answer)))}
+		return 0, &witnessRefusal{status: res.StatusCode, reason: "unknown_log", body: excerpt.Of(strings.TrimSpace(string(answer)), 128)}
 	case http.StatusBadRequest:
-		return 0, &witnessRefusal{status: res.StatusCode, reason: "bad_request", body: clip(strings.TrimSpace(string(answer)))}
+		return 0, &witnessRefusal{status: res.StatusCode, reason: "bad_request", body: excerpt.Of(strings.TrimSpace(string(answer)), 128)}
 	default:
-		return 0, fmt.Errorf("HTTP %d: %s", res.StatusCode, clip(strings.TrimSpace(string(answer))))
+		return 0, fmt.Errorf("HTTP %d: %s", res.StatusCode, excerpt.Of(strings.TrimSpace(string(answer)), 128))
 	}
 	line, err := cosignatureLine(cp.Note, answer, w)
 	if err != nil {
@@ -335,5 +336,5 @@ func cosignatureLine(signed string, answer []byte, w Witness) (string, error) {
 			return line, nil
 		}
 	}
-	return "", fmt.Errorf("no cosignature by %s that verifies in its answer: %q", w.Name, clip(string(answer)))
+	return "", fmt.Errorf("no cosignature by %s that verifies in its answer: %q", w.Name, excerpt.Of(string(answer), 128))
 }

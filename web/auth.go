@@ -18,6 +18,7 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/jsonbody"
 	"github.com/attestd/attestd/store"
@@ -136,16 +137,16 @@ func (w *Web) signIn(c *fiber.Ctx) error {
 	// The domain is the configured origin's, never a request header's: a
 	// signature made for another site cannot open a session here.
 	if want := w.opt.Config.Origin.Host; m.Domain != want {
-		return refused("the message is for %q, not for this server (%q): sign in from this site", clip(m.Domain, 64), clip(want, 64))
+		return refused("the message is for %q, not for this server (%q): sign in from this site", excerpt.Of(m.Domain, 64), excerpt.Of(want, 64))
 	}
 	if u, err := url.Parse(m.URI); err != nil || u.Host != m.Domain || (u.Scheme != "https" && u.Scheme != "http") {
-		return apierror.Invalid("message: URI must be an http(s) URL on %q", clip(m.Domain, 64))
+		return apierror.Invalid("message: URI must be an http(s) URL on %q", excerpt.Of(m.Domain, 64))
 	}
 	if m.Version != "1" {
 		return apierror.Invalid("message: Version must be 1")
 	}
 	if want := w.opt.Config.chainID(); m.ChainID != want && m.ChainID != "solana:"+want {
-		return refused("the message is for chain %q; this server signs in on %q", clip(m.ChainID, 64), want)
+		return refused("the message is for chain %q; this server signs in on %q", excerpt.Of(m.ChainID, 64), want)
 	}
 	now := w.opt.Now()
 	switch {

@@ -10,11 +10,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/store"
@@ -137,16 +137,9 @@ func (w *Web) asset(c *fiber.Ctx) error {
 	name := c.Params("name")
 	a, ok := w.assets.lookup(name)
 	if !ok {
-		return apierror.NotFound(apierror.CodeNotFound, "no asset %q", clip(name, 64))
+		return apierror.NotFound(apierror.CodeNotFound, "no asset %q", excerpt.Of(name, 64))
 	}
 	return a.send(c)
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return strings.ToValidUTF8(s, "?")
 }
 
 // randomToken is n random bytes in unpadded base64url.

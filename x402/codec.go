@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/attestd/attestd/internal/jsonbody"
 )
 
@@ -110,7 +111,7 @@ func DecodePaymentV2(h string) (*PaymentPayload, []byte, error) {
 			HeaderPaymentSignature, p.X402Version, HeaderPaymentV1)
 	}
 	if p.Accepted.Scheme != SchemeExact {
-		return nil, nil, fail(ReasonUnsupportedScheme, "scheme %q is not supported; pay with %q", clip(p.Accepted.Scheme), SchemeExact)
+		return nil, nil, fail(ReasonUnsupportedScheme, "scheme %q is not supported; pay with %q", excerpt.Of(p.Accepted.Scheme, 64), SchemeExact)
 	}
 	tx, err := decodeTransaction(p.Payload.Transaction)
 	if err != nil {
@@ -130,7 +131,7 @@ func DecodePaymentV1(h string) (*PaymentPayloadV1, []byte, error) {
 			HeaderPaymentV1, p.X402Version, HeaderPaymentSignature)
 	}
 	if p.Scheme != SchemeExact {
-		return nil, nil, fail(ReasonUnsupportedScheme, "scheme %q is not supported; pay with %q", clip(p.Scheme), SchemeExact)
+		return nil, nil, fail(ReasonUnsupportedScheme, "scheme %q is not supported; pay with %q", excerpt.Of(p.Scheme, 64), SchemeExact)
 	}
 	tx, err := decodeTransaction(p.Payload.Transaction)
 	if err != nil {
@@ -176,12 +177,4 @@ func DecodeSettleResponse(h string) (*SettleResponse, error) {
 		return nil, err
 	}
 	return &s, nil
-}
-
-// clip bounds a client-supplied string quoted in a message.
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
 }

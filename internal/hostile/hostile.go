@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/attestd/attestd/internal/excerpt"
 )
 
 // Target names what the matrix needs to know of the node under test.
@@ -113,7 +115,7 @@ func Run(ctx context.Context, t Target, concurrency int) Result {
 				} else {
 					res.Statuses[status]++
 					if why := judge(c, status, header, body); why != "" {
-						res.Failures = append(res.Failures, Failure{Case: c.Name, Status: status, Why: why, Body: clip(string(body), 300)})
+						res.Failures = append(res.Failures, Failure{Case: c.Name, Status: status, Why: why, Body: excerpt.Of(string(body), 300)})
 					}
 				}
 				mu.Unlock()
@@ -170,13 +172,6 @@ func snapshot(ctx context.Context, client *http.Client, t Target) map[string]see
 		}
 	}
 	return out
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
 }
 
 // judge says what is wrong with an answer, or "".

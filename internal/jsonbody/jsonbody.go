@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/excerpt"
 )
 
 // MaxDepth is the deepest nesting of objects and arrays a body may have
@@ -33,9 +34,9 @@ type DuplicateKeyError struct {
 
 func (e *DuplicateKeyError) Error() string {
 	if e.Path == "" {
-		return "the key " + strconv.Quote(clip(e.Key)) + " appears twice"
+		return "the key " + strconv.Quote(excerpt.Of(e.Key, 64)) + " appears twice"
 	}
-	return "the key " + strconv.Quote(clip(e.Key)) + " appears twice in " + clip(e.Path)
+	return "the key " + strconv.Quote(excerpt.Of(e.Key, 64)) + " appears twice in " + excerpt.Of(e.Path, 64)
 }
 
 // TooDeepError is a body nested deeper than MaxDepth.
@@ -305,17 +306,4 @@ func (s *keySet) add(k string) bool {
 		s.list = nil
 	}
 	return true
-}
-
-func clip(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	for i := max; i > 0; i-- {
-		if utf8.RuneStart(s[i]) {
-			return s[:i] + "..."
-		}
-	}
-	return s[:max] + "..."
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/excerpt"
 )
 
 // Extension is the x402 extension a receipt travels in:
@@ -204,7 +205,7 @@ func Parse(jws string) (kid string, p Payload, err error) {
 		return "", p, fmt.Errorf("%w: header: %v", ErrMalformed, err)
 	}
 	if h.Alg != "EdDSA" {
-		return "", p, fmt.Errorf("%w: alg %q, want EdDSA", ErrMalformed, clip(h.Alg))
+		return "", p, fmt.Errorf("%w: alg %q, want EdDSA", ErrMalformed, excerpt.Of(h.Alg, 80))
 	}
 	pb, err := b64.DecodeString(parts[1])
 	if err != nil {
@@ -239,7 +240,7 @@ func Verify(jws string, keys JWKS) (Payload, error) {
 		}
 	}
 	if pub == nil {
-		return p, fmt.Errorf("%w (kid %q)", ErrUnknownKey, clip(kid))
+		return p, fmt.Errorf("%w (kid %q)", ErrUnknownKey, excerpt.Of(kid, 80))
 	}
 	i := strings.LastIndexByte(jws, '.')
 	sig, err := b64.DecodeString(jws[i+1:])
@@ -250,13 +251,6 @@ func Verify(jws string, keys JWKS) (Payload, error) {
 		return p, ErrSignature
 	}
 	return p, nil
-}
-
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "..."
-	}
-	return s
 }
 
 // Digest is the hex SHA-256 of b, as receipts carry digests.

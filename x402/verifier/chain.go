@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/rpc"
 )
@@ -50,7 +51,7 @@ func (c chainCheck) stateAt(ctx context.Context, sig solana.Signature, lastValid
 	if st != nil && len(st.Value) == 1 && st.Value[0] != nil {
 		v := st.Value[0]
 		if v.Err != nil {
-			return stateFailed, "the payment transaction failed on chain (" + clip(fmt.Sprint(v.Err), 160) + "); not charged", nil
+			return stateFailed, "the payment transaction failed on chain (" + excerpt.Of(fmt.Sprint(v.Err), 160) + "); not charged", nil
 		}
 		if v.ConfirmationStatus == rpc.ConfirmationStatusConfirmed || v.ConfirmationStatus == rpc.ConfirmationStatusFinalized {
 			return stateLanded, "", nil

@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/attestd/attestd/internal/tracing"
 
 	"bytes"
@@ -76,7 +77,7 @@ func (f *facilitator) load(ctx context.Context) error {
 		return err
 	}
 	if status != http.StatusOK {
-		return fmt.Errorf("facilitator %s/supported answered %d: %s", f.base, status, clip(string(body), 200))
+		return fmt.Errorf("facilitator %s/supported answered %d: %s", f.base, status, excerpt.Of(string(body), 200))
 	}
 	if err := json.Unmarshal(body, &out); err != nil {
 		return fmt.Errorf("facilitator %s/supported answered no JSON of the expected shape: %w", f.base, err)
@@ -167,7 +168,7 @@ func (f *facilitator) verify(ctx context.Context, p *Payment) *Refusal {
 		InvalidMessage string `json:"invalidMessage"`
 	}
 	if jerr := json.Unmarshal(body, &out); jerr != nil || out.IsValid == nil {
-		f.log.Warn("facilitator verify answered nonsense", "status", status, "body", clip(string(body), 200))
+		f.log.Warn("facilitator verify answered nonsense", "status", status, "body", excerpt.Of(string(body), 200))
 		return unavailable(ReasonFacilitatorDown, fmt.Sprintf("the payment facilitator answered /verify with status %d and no verdict; nothing was charged; try again shortly", status))
 	}
 	if *out.IsValid && status == http.StatusOK {
@@ -178,7 +179,7 @@ func (f *facilitator) verify(ctx context.Context, p *Payment) *Refusal {
 	}
 	msg := "payment refused by the facilitator: " + reasonOf(out.InvalidReason)
 	if out.InvalidMessage != "" {
-		msg += " (" + clip(out.InvalidMessage, 200) + ")"
+		msg += " (" + excerpt.Of(out.InvalidMessage, 200) + ")"
 	}
 	r := challenge(ReasonFacilitatorRefused, msg)
 	return r
@@ -203,19 +204,19 @@ func (f *facilitator) settle(ctx context.Context, p *Payment) (string, store.Pay
 		Network      string `json:"network"`
 	}
 	if jerr := json.Unmarshal(body, &out); jerr != nil || out.Success == nil {
-		f.log.Warn("facilitator settle answered nonsense", "status", status, "body", clip(string(body), 200))
+		f.log.Warn("facilitator settle answered nonsense", "status", status, "body", excerpt.Of(string(body), 200))
 		return "", store.PaymentFailed, &Refusal{Reason: ReasonFacilitatorDown, Message: fmt.Sprintf("the payment facilitator answered /settle with status %d and no result", status)}
 	}
 	if !*out.Success {
 		msg := "the facilitator could not settle the payment: " + reasonOf(out.ErrorReason)
 		if out.ErrorMessage != "" {
-			msg += " (" + clip(out.ErrorMessage, 200) + ")"
+			msg += " (" + excerpt.Of(out.ErrorMessage, 200) + ")"
 		}
 		return "", store.PaymentFailed, &Refusal{Reason: ReasonSettleFailed, Message: msg}
 	}
 	sig, serr := solana.SignatureFromBase58(out.Transaction)
 	if status != http.StatusOK || serr != nil || sig.IsZero() || out.Network != f.network.CAIP2 {
-		f.log.Warn("facilitator settle answered a malformed success", "status", status, "body", clip(string(body), 200))
+		f.log.Warn("facilitator settle answered a malformed success", "status", status, "body", excerpt.Of(string(body), 200))
 		return "", store.PaymentFailed, &Refusal{Reason: ReasonFacilitatorDown, Message: "the payment facilitator answered a malformed settlement (no transaction signature, or another network)"}
 	}
 	return sig.String(), store.PaymentSettled, nil

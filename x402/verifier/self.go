@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/attestd/attestd/internal/tracing"
 
 	"context"
@@ -151,7 +152,7 @@ func (s *selfSettler) verify(ctx context.Context, p *Payment) *Refusal {
 			if rerr.Code == -32003 {
 				return challenge(x402.ReasonSignature, "payment refused: a signature of the transaction does not verify")
 			}
-			return challenge(ReasonSimulationFailed, "payment refused: the chain rejects the transaction: "+clip(rerr.Message, 200))
+			return challenge(ReasonSimulationFailed, "payment refused: the chain rejects the transaction: "+excerpt.Of(rerr.Message, 200))
 		}
 		return unavailable(ReasonRPCDown, "cannot check the payment with Solana now (the RPC did not answer); nothing was charged; try again shortly")
 	}
@@ -170,10 +171,10 @@ func simulationRefusal(txErr any, logs []string) *Refusal {
 	if strings.Contains(desc, "BlockhashNotFound") {
 		return challenge(ReasonBlockhashExpired, "payment refused: its recent blockhash has expired (or is unknown to the chain); sign a new payment with a fresh blockhash")
 	}
-	msg := "payment refused: the transaction fails on chain (" + clip(desc, 120) + ")"
+	msg := "payment refused: the transaction fails on chain (" + excerpt.Of(desc, 120) + ")"
 	for i := len(logs) - 1; i >= 0 && i >= len(logs)-3; i-- {
 		if strings.Contains(logs[i], "Error") || strings.Contains(logs[i], "failed") || strings.Contains(logs[i], "insufficient") {
-			msg += ": " + clip(logs[i], 160)
+			msg += ": " + excerpt.Of(logs[i], 160)
 			break
 		}
 	}
@@ -195,7 +196,7 @@ func (s *selfSettler) settle(ctx context.Context, p *Payment) (string, store.Pay
 	var rerr *jsonrpc.RPCError
 	if errors.As(err, &rerr) {
 		// Refused at the door, unless it was sent before: ask the chain.
-		refused = "the chain refused the payment at settlement: " + clip(rerr.Message, 200)
+		refused = "the chain refused the payment at settlement: " + excerpt.Of(rerr.Message, 200)
 	}
 	// Otherwise the send may have reached the cluster: confirm before deciding.
 	sig := solana.MustSignatureFromBase58(p.txSig)
@@ -228,13 +229,6 @@ func (s *selfSettler) settle(ctx context.Context, p *Payment) (string, store.Pay
 // check asks the chain about a sent payment (for a re-presented one).
 func (s *selfSettler) check(ctx context.Context, sig solana.Signature, lastValid uint64) (chainState, string, error) {
 	return s.chain.state(ctx, sig, lastValid)
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
 }
 
 // preflight reports what would make every payment fail: payTo's token

@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/attestd/attestd/internal/tracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -543,7 +544,7 @@ func (v *Verifier) begin(ctx context.Context, req Request) outcome {
 			return outcome{ref: challenge(x402.ReasonRequirementsMismatch, "payment refused: its accepted requirements (scheme, network, amount, asset, payTo, feePayer) are not this route's; pay what the PAYMENT-REQUIRED header asks")}
 		}
 	} else if network != v.cfg.Network.Name {
-		return outcome{ref: challenge(x402.ReasonInvalidNetwork, fmt.Sprintf("payment refused: network %q is not %q", clip(network, 40), v.cfg.Network.Name))}
+		return outcome{ref: challenge(x402.ReasonInvalidNetwork, fmt.Sprintf("payment refused: network %q is not %q", excerpt.Of(network, 40), v.cfg.Network.Name))}
 	}
 	terms := rt.terms
 	terms.FeePayer, _ = solana.PublicKeyFromBase58(q.Extra.FeePayer)
@@ -604,7 +605,7 @@ func otherResource(named *x402.ResourceInfo, resource string) *Refusal {
 		return nil
 	}
 	return malformed(ReasonOtherResource, fmt.Sprintf("invalid payment: it was made for the resource %q, not for this request's %q; a payment pays only for the resource it names, so nothing was charged: pay what this request's PAYMENT-REQUIRED header asks",
-		clip(named.URL, maxResourceQuoted), clip(resource, maxResourceQuoted)))
+		excerpt.Of(named.URL, maxResourceQuoted), excerpt.Of(resource, maxResourceQuoted)))
 }
 
 // maxResourceQuoted bounds a resource URL quoted in a refusal.
@@ -782,7 +783,7 @@ func (v *Verifier) presentedBefore(ctx context.Context, req Request, p *Payment)
 				bought = row.Route
 			}
 			return outcome{ref: &Refusal{Status: http.StatusConflict, Code: apierror.CodePaymentReplayed, Reason: ReasonReplayed, Challenge: true,
-				Message: fmt.Sprintf("this payment was used for another request (%s, with its parameters); presented again it answers only that one; sign a new payment for this request", clip(bought, 200))}}, true, false
+				Message: fmt.Sprintf("this payment was used for another request (%s, with its parameters); presented again it answers only that one; sign a new payment for this request", excerpt.Of(bought, 200))}}, true, false
 		}
 	}
 	switch row.Status {
