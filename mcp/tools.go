@@ -319,7 +319,7 @@ func (s *Server) needKey(ctx context.Context, tool string) error {
 	if s.api.HasAPIKey() || s.api.CanPay() || forwarding(ctx) {
 		return nil
 	}
-	return fmt.Errorf("%s is a premium tool and needs an attestd API key; no request was made. "+
+	return advise(nil, "%s is a premium tool and needs an attestd API key; no request was made. "+
 		"API keys look like atst_... and belong to an account of the attestd service: the account holder generates them "+
 		"(POST /api/v1/keys with an existing key; on a self-hosted attestd the operator creates an account's first key with "+
 		"`attestd keys create --account NAME`). "+
@@ -328,7 +328,7 @@ func (s *Server) needKey(ctx context.Context, tool string) error {
 		strings.Join([]string{ToolGetStats, ToolListAttestations, ToolGetAttestation, ToolGetAgent, ToolGetAgentStats, ToolVerifyActionHash}, ", "))
 }
 
-// apiError turns a client error into the tool error a model reads.
+// apiError turns a client error into the advice a model reads.
 func (s *Server) apiError(err error) error {
 	e, ok := client.AsAPIError(err)
 	if !ok {
@@ -342,31 +342,48 @@ func (s *Server) apiError(err error) error {
 	switch e.Status {
 	case 401:
 		if s.api.HasAPIKey() {
-			return errors.New(head + ". The API key in " + EnvAPIKey + " was not accepted: check it (it may be revoked) and restart this server.")
+			return advise(err, "%s. The API key in %s was not accepted: check it (it may be revoked) and restart this server.", head, EnvAPIKey)
 		}
-		return errors.New(head + ". This call needs an API key in " + EnvAPIKey + ".")
+		return advise(err, "%s. This call needs an API key in %s.", head, EnvAPIKey)
 	case 402:
 		if errors.Is(err, client.ErrPaymentRefused) {
-			return errors.New(head + ". This tool server did not pay: " + strings.TrimPrefix(refusal(err), "attestd client: payment not made: ") + ".")
+			return advise(err, "%s. This tool server did not pay: %s.", head, strings.TrimPrefix(refusal(err), "attestd client: payment not made: "))
 		}
 		if s.api.CanPay() {
-			return errors.New(head + ". The payment was refused or could not be settled, so nothing was charged for an answer; the call may be retried.")
+			return advise(err, "%s. The payment was refused or could not be settled, so nothing was charged for an answer; the call may be retried.", head)
 		}
-		return errors.New(head + ". This call must be paid for: put an API key in " + EnvAPIKey + ", or a USDC wallet's keypair file in " + EnvPayer + " to pay per call.")
+		return advise(err, "%s. This call must be paid for: put an API key in %s, or a USDC wallet's keypair file in %s to pay per call.", head, EnvAPIKey, EnvPayer)
 	case 404:
-		return errors.New(head + ".")
+		return advise(err, "%s.", head)
 	case 429:
 		wait := e.RetryAfter
 		if wait <= 0 {
 			wait = time.Minute
 		}
-		return fmt.Errorf("%s. Rate limited: retry after %d seconds (retryAfterSeconds=%d)", head,
+		return advise(err, "%s. Rate limited: retry after %d seconds (retryAfterSeconds=%d)", head,
 			int64(wait.Round(time.Second)/time.Second), int64(wait.Round(time.Second)/time.Second))
 	}
 	if e.RequestID != "" {
 		head += " (request id " + e.RequestID + ")"
 	}
 	return errors.New(head)
+}
+
+// advice is what a tool says to the model when a call cannot be answered:
+// whole sentences addressed to a reader (the SDK sends a tool error's text
+// as the result the model reads), not an error string to be wrapped. cause
+// (nil: none) is the client error behind it, for errors.Is and errors.As.
+type advice struct {
+	text  string
+	cause error
+}
+
+func (a *advice) Error() string { return a.text }
+func (a *advice) Unwrap() error { return a.cause }
+
+// advise makes the advice of format and args, caused by cause (nil: none).
+func advise(cause error, format string, args ...any) error {
+	return &advice{text: fmt.Sprintf(format, args...), cause: cause}
 }
 
 // refusal is why the client did not pay (the error it joined to the 402).
