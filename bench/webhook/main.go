@@ -16,24 +16,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/attestd/attestd/attestation"
@@ -41,12 +35,8 @@ import (
 	"github.com/attestd/attestd/internal/benchkit"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/webhook"
-	"github.com/attestd/attestd/webhook/keyring"
-	"github.com/attestd/attestd/webhook/queue"
-	"github.com/attestd/attestd/webhook/signature"
 	"github.com/gagliardetto/solana-go"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 )
 
 func main() {
@@ -68,58 +58,6 @@ func main() {
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
-}
-
-// receiver records when each event first arrived.
-type receiver struct {
-	addr     string
-	secret   string
-	badSigs  atomic.Int64 // of the requests checked (one in 100)
-	mu       sync.Mutex
-	first    map[int64]time.Time
-	requests atomic.Int64
-	distinct atomic.Int64
-}
-
-func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, _ := io.ReadAll(io.LimitReader(req.Body, 64<<10))
-	if answer, ok := webhook.ChallengeAnswer(body); ok { // the endpoint verification
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(answer)
-		return
-	}
-	n := r.requests.Add(1)
-	now := time.Now()
-	if n%100 == 0 && (signature.Verify(r.secret, req.Header, body, now, 0) != nil ||
-		signature.VerifyService(r.secret, req.Header.Get(signature.HeaderService), body) != nil) {
-		r.badSigs.Add(1)
-	}
-	// {"id":"evt_<n>",...
-	if i := bytes.Index(body, []byte(`"evt_`)); i >= 0 {
-		rest := body[i+5:]
-		if j := bytes.IndexByte(rest, '"'); j > 0 {
-			if id, err := strconv.ParseInt(string(rest[:j]), 10, 64); err == nil {
-				r.mu.Lock()
-				if _, ok := r.first[id]; !ok {
-					r.first[id] = now
-					r.distinct.Add(1)
-				}
-				r.mu.Unlock()
-			}
-		}
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func startReceiver() (*receiver, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	r := &receiver{addr: ln.Addr().String(), first: map[int64]time.Time{}}
-	srv := &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return r, nil
 }
 
 // deadAddr is a loopback port nothing listens on.
@@ -175,82 +113,31 @@ func run(ctx context.Context, events, hooks, rate int, verbose bool) error {
 	if verbose {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	bs, err := benchkit.OpenStores(ctx, "webhook_bench", store.Options{MaxConns: 16})
+	rig, err := benchkit.OpenWebhookRig(ctx, "webhook_bench")
 	if err != nil {
 		return err
 	}
-	defer bs.Close()
-	st := bs.Store
-	ropt, err := redis.ParseURL(bs.RedisURL)
+	defer rig.Close()
+	st := rig.Store
+	recv, ids, err := addWebhooks(ctx, rig, hooks)
 	if err != nil {
 		return err
 	}
-	ropt.PoolSize, ropt.ReadTimeout, ropt.WriteTimeout = 128, 2*time.Second, 2*time.Second
-	rdb := redis.NewClient(ropt)
-	defer rdb.Close()
-
-	spec, err := keyring.Generate("bench")
-	if err != nil {
-		return err
-	}
-	keys, err := keyring.Parse(spec)
-	if err != nil {
-		return err
-	}
-	acc, _, err := st.EnsureAccount(ctx, "bench")
-	if err != nil {
-		return err
-	}
-	var recv []*receiver
-	var ids []string
-	for i := range hooks {
-		addr := ""
-		secret, _ := signature.NewSecret()
-		if i < hooks-1 {
-			r, err := startReceiver()
-			if err != nil {
-				return err
-			}
-			r.secret = secret
-			recv = append(recv, r)
-			addr = r.addr
-		} else if addr, err = deadAddr(); err != nil {
-			return err
+	defer func() {
+		for _, r := range recv {
+			r.Close()
 		}
-		id := "wh_" + hex.EncodeToString(randBytes(12))
-		sealed, keyID, err := keys.Seal([]byte(secret), []byte(id))
-		if err != nil {
-			return err
-		}
-		if _, err := st.InsertWebhook(ctx, store.Webhook{ID: id, AccountID: acc.ID, URL: "http://" + addr + "/hook",
-			Events: []string{store.EventAttestationCreated}, SecretSealed: sealed, SecretKeyID: keyID}, 0); err != nil {
-			return err
-		}
-		if i == hooks-1 {
-			// The dead receiver died after its endpoint was verified (it
-			// never answers the challenge here).
-			if _, err := st.Pool().Exec(ctx, `UPDATE webhooks SET verification = 'verified', verify_next_at = NULL
-				WHERE id = $1`, id); err != nil {
-				return err
-			}
-		} else {
-			ids = append(ids, id)
-		}
-	}
+	}()
 	cfg := webhook.DefaultConfig()
 	// Every receiver here is on 127.0.0.1: the per-host caps would measure
 	// themselves, not the pipeline.
-	cfg.Keys, cfg.AllowLoopback, cfg.MetricsAddr, cfg.HostRate, cfg.UnverifiedHostRate = keys, true, "", 0, 0
+	cfg.HostRate, cfg.UnverifiedHostRate = 0, 0
 	reg := prometheus.NewRegistry()
-	w, err := webhook.NewWorker(webhook.WorkerOptions{Store: st, Queue: queue.New(rdb, "bench:", cfg.Partitions), Config: cfg,
-		Logger: log, Registerer: reg})
+	stop, err := rig.StartWorker(ctx, cfg, log, reg)
 	if err != nil {
 		return err
 	}
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
-	defer func() { stop(); <-done }()
+	defer stop()
 	if err := benchkit.WaitVerified(ctx, st, ids); err != nil {
 		return err
 	}
@@ -273,21 +160,57 @@ func run(ctx context.Context, events, hooks, rate int, verbose bool) error {
 	counters(reg)
 	bad := int64(0)
 	for _, r := range recv {
-		bad += r.badSigs.Load()
+		bad += r.BadSigs.Load()
 	}
 	fmt.Printf("signatures checked on one request in 100: %d bad\n", bad)
 	fmt.Printf("dead receiver: its deliveries are parked behind its open circuit (deferrals{circuit_open})\n")
 	return nil
 }
 
+// addWebhooks starts hooks webhooks of the rig's account: hooks-1 to
+// healthy receivers, the last to a dead one (its endpoint verified before
+// it died). It returns the healthy receivers and their webhooks' ids.
+func addWebhooks(ctx context.Context, rig *benchkit.WebhookRig, hooks int) ([]*benchkit.Receiver, []string, error) {
+	var recv []*benchkit.Receiver
+	var ids []string
+	for range hooks - 1 {
+		r, err := benchkit.StartReceiver()
+		if err != nil {
+			return recv, nil, err
+		}
+		recv = append(recv, r)
+		id, secret, err := rig.AddWebhook(ctx, r.URL, []string{store.EventAttestationCreated})
+		if err != nil {
+			return recv, nil, err
+		}
+		r.Secret = secret
+		ids = append(ids, id)
+	}
+	addr, err := deadAddr()
+	if err != nil {
+		return recv, nil, err
+	}
+	id, _, err := rig.AddWebhook(ctx, "http://"+addr+"/hook", []string{store.EventAttestationCreated})
+	if err != nil {
+		return recv, nil, err
+	}
+	// The dead receiver died after its endpoint was verified (it never
+	// answers the challenge here).
+	if _, err := rig.Store.Pool().Exec(ctx, `UPDATE webhooks SET verification = 'verified', verify_next_at = NULL
+		WHERE id = $1`, id); err != nil {
+		return recv, nil, err
+	}
+	return recv, ids, nil
+}
+
 // phase writes events (at rate per second; 0: as fast as possible) and
 // waits until every healthy receiver has each of them.
-func phase(ctx context.Context, st *store.Store, g *gen, recv []*receiver, name string, events, rate int) error {
+func phase(ctx context.Context, st *store.Store, g *gen, recv []*benchkit.Receiver, name string, events, rate int) error {
 	start := time.Now()
 	var first, last, before, reqBefore int64
 	for _, r := range recv {
-		before += r.distinct.Load()
-		reqBefore += r.requests.Load()
+		before += int64(r.Count())
+		reqBefore += r.Requests.Load()
 	}
 	written := 0
 	batch, every := 1000, time.Duration(0)
@@ -336,7 +259,7 @@ func phase(ctx context.Context, st *store.Store, g *gen, recv []*receiver, name 
 	for {
 		done := int64(0)
 		for _, r := range recv {
-			done += r.distinct.Load()
+			done += int64(r.Count())
 		}
 		if done == int64(events*len(recv))+before {
 			break
@@ -350,9 +273,8 @@ func phase(ctx context.Context, st *store.Store, g *gen, recv []*receiver, name 
 	var firstAt, lastAt time.Time
 	requests := -reqBefore
 	for _, r := range recv {
-		r.mu.Lock()
 		for id, c := range created {
-			at := r.first[id]
+			at, _ := r.First(id)
 			lat = append(lat, at.Sub(c))
 			if firstAt.IsZero() || c.Before(firstAt) {
 				firstAt = c
@@ -361,8 +283,7 @@ func phase(ctx context.Context, st *store.Store, g *gen, recv []*receiver, name 
 				lastAt = at
 			}
 		}
-		r.mu.Unlock()
-		requests += r.requests.Load()
+		requests += r.Requests.Load()
 	}
 	slices.Sort(lat)
 	q := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))].Round(time.Millisecond) }
@@ -373,13 +294,11 @@ func phase(ctx context.Context, st *store.Store, g *gen, recv []*receiver, name 
 		float64(len(lat))/span.Seconds(), q(0.5), q(0.99), q(1), requests, requests-int64(len(lat)))
 	slowest := map[string]int{}
 	for i, r := range recv {
-		r.mu.Lock()
 		for id, c := range created {
-			if r.first[id].Sub(c) > q(0.99) {
+			if at, _ := r.First(id); at.Sub(c) > q(0.99) {
 				slowest[fmt.Sprintf("receiver %d", i)]++
 			}
 		}
-		r.mu.Unlock()
 	}
 	fmt.Printf("  beyond p99, by receiver: %v\n", slowest)
 	return nil

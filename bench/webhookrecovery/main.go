@@ -21,7 +21,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -29,26 +28,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/benchkit"
 	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/webhook"
-	"github.com/attestd/attestd/webhook/keyring"
-	"github.com/attestd/attestd/webhook/queue"
-	"github.com/attestd/attestd/webhook/signature"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 )
 
 var (
@@ -73,71 +64,18 @@ func main() {
 	}
 }
 
-// receiver records when each event first arrived, and its duplicates.
-type receiver struct {
-	mu       sync.Mutex
-	first    map[int64]time.Time
-	requests atomic.Int64
-	dups     atomic.Int64
-}
+// bench is one run: the rig, the recovering webhooks' receivers and the
+// live ones', and the live events' commit times by outbox id.
+type bench struct {
+	rig     *benchkit.WebhookRig
+	rec     []*benchkit.Receiver
+	recIDs  []string
+	live    []*benchkit.Receiver
+	liveIDs map[*benchkit.Receiver]string
 
-func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, _ := io.ReadAll(io.LimitReader(req.Body, 64<<10))
-	// Only a verification request is decoded (the bench's receivers must
-	// not spend the CPU the worker is measured with).
-	if !bytes.Contains(body, []byte(`"evt_`)) {
-		if answer, ok := webhook.ChallengeAnswer(body); ok {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(answer)
-			return
-		}
-	}
-	r.requests.Add(1)
-	now := time.Now()
-	if i := bytes.Index(body, []byte(`"evt_`)); i >= 0 {
-		rest := body[i+5:]
-		if j := bytes.IndexByte(rest, '"'); j > 0 {
-			if id, err := strconv.ParseInt(string(rest[:j]), 10, 64); err == nil {
-				r.mu.Lock()
-				if _, ok := r.first[id]; ok {
-					r.dups.Add(1)
-				} else {
-					r.first[id] = now
-				}
-				r.mu.Unlock()
-			}
-		}
-	}
-	w.WriteHeader(http.StatusNoContent)
+	mu      sync.Mutex
+	created map[int64]time.Time
 }
-
-func (r *receiver) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.first)
-}
-
-func startReceiver() (*receiver, string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, "", err
-	}
-	r := &receiver{first: map[int64]time.Time{}}
-	srv := &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return r, "http://" + ln.Addr().String() + "/hook", nil
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-const payload = `{"pda":"7Np41oeYqPefeNQEHSv1UDhYrehxin3NStELsSKCT4K2","agentPda":"9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin",` +
-	`"agentId":"EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v","actionType":"ToolCall","actionHash":"` +
-	"abababababababababababababababababababababababababababababababab" + `","txSignature":"5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW",` +
-	`"slot":312456789,"timestamp":"2026-11-21T10:00:00Z","privacyMode":false,"agentSignature":"5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW","commitment":"confirmed"}`
 
 func run(ctx context.Context, failed, recovering, live, rate int, baseline time.Duration, recRate int, verbose bool) error {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -146,76 +84,126 @@ func run(ctx context.Context, failed, recovering, live, rate int, baseline time.
 	if verbose {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	bs, err := benchkit.OpenStores(ctx, "webhookrecovery_bench", store.Options{MaxConns: 16})
+	rig, err := benchkit.OpenWebhookRig(ctx, "webhookrecovery_bench")
 	if err != nil {
 		return err
 	}
-	defer bs.Close()
-	st := bs.Store
-	ropt, err := redis.ParseURL(bs.RedisURL)
+	defer rig.Close()
+	b := &bench{rig: rig, liveIDs: map[*benchkit.Receiver]string{}, created: map[int64]time.Time{}}
+	defer b.closeReceivers()
+	if err := b.addWebhooks(ctx, recovering, live); err != nil {
+		return err
+	}
+	if failed, err = b.writeOutage(ctx, failed/recovering); err != nil {
+		return err
+	}
+	cfg := webhook.DefaultConfig()
+	cfg.HostRate, cfg.UnverifiedHostRate, cfg.EndpointRate = 0, 0, 0
+	if recRate > 0 {
+		cfg.RecoveryRate = recRate
+	}
+	if recConc > 0 {
+		cfg.RecoveryConcurrency = recConc
+	}
+	stop, err := rig.StartWorker(ctx, cfg, log, prometheus.NewRegistry())
 	if err != nil {
 		return err
 	}
-	ropt.PoolSize, ropt.ReadTimeout, ropt.WriteTimeout = 128, 2*time.Second, 2*time.Second
-	rdb := redis.NewClient(ropt)
-	defer rdb.Close()
-	spec, err := keyring.Generate("bench")
-	if err != nil {
+	defer stop()
+	if err := benchkit.WaitVerified(ctx, rig.Store, append(append([]string{}, b.recIDs...), b.liveIDList()...)); err != nil {
 		return err
 	}
-	keys, err := keyring.Parse(spec)
-	if err != nil {
-		return err
-	}
-	acc, _, err := st.EnsureAccount(ctx, "bench")
-	if err != nil {
-		return err
-	}
-	newHook := func(url string, events []string) (string, error) {
-		id := "wh_" + randHex(12)
-		secret, _ := signature.NewSecret()
-		sealed, keyID, err := keys.Seal([]byte(secret), []byte(id))
-		if err != nil {
-			return "", err
-		}
-		_, err = st.InsertWebhook(ctx, store.Webhook{ID: id, AccountID: acc.ID, URL: url, Events: events, SecretSealed: sealed, SecretKeyID: keyID}, 0)
-		return id, err
-	}
-	// The recovering webhooks subscribe to another event type than the
-	// live ones, so live events are not delivered to them.
-	var recRecv []*receiver
-	var recIDs []string
-	for range recovering {
-		r, url, err := startReceiver()
-		if err != nil {
-			return err
-		}
-		id, err := newHook(url, []string{store.EventAgentRevoked})
+	fmt.Printf("load average %s\n", benchkit.LoadAvg())
+	fmt.Printf("one worker, GOMAXPROCS=%d, concurrency %d, %d per endpoint, recovery rate %d/s, recovery concurrency %d, %d partitions; %d live webhooks at %d events/s\n\n",
+		runtime.GOMAXPROCS(0), cfg.Concurrency, cfg.EndpointConcurrency, cfg.RecoveryRate, cfg.RecoveryConcurrency, cfg.Partitions, live, rate)
+
+	stopLive, liveDone := b.feedLive(ctx, rate)
+	defer stopLive()
+	baseStart := time.Now()
+	time.Sleep(baseline)
+	baseEnd := time.Now()
+	if cpuProfile != "" {
+		stopProfile, err := startProfile(cpuProfile)
 		if err != nil {
 			return err
 		}
-		recRecv, recIDs = append(recRecv, r), append(recIDs, id)
+		defer stopProfile()
 	}
-	var liveRecv []*receiver
-	liveIDs := map[*receiver]string{}
-	ids := append([]string(nil), recIDs...)
-	for range live {
-		r, url, err := startReceiver()
+	recStart, err := b.recover(ctx, failed)
+	if err != nil {
+		return err
+	}
+	recEnd := time.Now()
+	stopLive()
+	if err := <-liveDone; err != nil {
+		return err
+	}
+	time.Sleep(3 * time.Second) // the last live deliveries arrive
+	b.reportRecovery(failed, recStart)
+	stages, err := b.stages(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("load average after: %s\n", benchkit.LoadAvg())
+	b.reportLive("live without a recovery", baseStart.Add(2*time.Second), baseEnd, stages)
+	b.reportLive("live during the recovery", recStart, recEnd, stages)
+	liveDups := int64(0)
+	for _, lr := range b.live {
+		liveDups += lr.Dups.Load()
+	}
+	fmt.Printf("live duplicates: %d\n", liveDups)
+	return nil
+}
+
+// addWebhooks starts the receivers and their webhooks. The recovering
+// webhooks subscribe to another event type than the live ones, so live
+// events are not delivered to them.
+func (b *bench) addWebhooks(ctx context.Context, recovering, live int) error {
+	for i := range recovering + live {
+		r, err := benchkit.StartReceiver()
 		if err != nil {
 			return err
 		}
-		id, err := newHook(url, []string{store.EventAttestationCreated})
+		event := store.EventAgentRevoked
+		if i >= recovering {
+			event = store.EventAttestationCreated
+		}
+		id, _, err := b.rig.AddWebhook(ctx, r.URL, []string{event})
 		if err != nil {
+			r.Close()
 			return err
 		}
-		liveRecv, ids = append(liveRecv, r), append(ids, id)
-		liveIDs[r] = id
+		if i < recovering {
+			b.rec, b.recIDs = append(b.rec, r), append(b.recIDs, id)
+		} else {
+			b.live = append(b.live, r)
+			b.liveIDs[r] = id
+		}
 	}
-	// The outage, already over: -failed events an hour ago, each delivery
-	// failed after 7 attempts, dispatched long since.
+	return nil
+}
+
+func (b *bench) liveIDList() []string {
+	var ids []string
+	for _, r := range b.live {
+		ids = append(ids, b.liveIDs[r])
+	}
+	return ids
+}
+
+func (b *bench) closeReceivers() {
+	for _, r := range append(append([]*benchkit.Receiver{}, b.rec...), b.live...) {
+		r.Close()
+	}
+}
+
+// writeOutage writes the outage, already over: per events an hour ago to
+// each recovering webhook, each delivery failed after 7 attempts,
+// dispatched long since. It returns how many deliveries failed.
+func (b *bench) writeOutage(ctx context.Context, per int) (int, error) {
 	t0 := time.Now()
-	per := failed / recovering
-	for _, id := range recIDs {
+	st := b.rig.Store
+	for _, id := range b.recIDs {
 		if _, err := st.Pool().Exec(ctx, `WITH ev AS (
 				INSERT INTO outbox (event_type, payload, created_at, dispatched_at, published_at)
 				SELECT 'agent.revoked', jsonb_set($2::jsonb, '{slot}', to_jsonb(i)), now() - interval '1 hour' + i * interval '1 ms',
@@ -224,46 +212,23 @@ func run(ctx context.Context, failed, recovering, live, rate int, baseline time.
 			INSERT INTO webhook_deliveries (id, webhook_id, outbox_id, status, attempts, created_at, updated_at)
 			SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), $3, ev.id, 'failed', 7, ev.created_at, ev.created_at FROM ev`,
 			per, payload, id); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	failed = per * recovering
+	failed := per * len(b.recIDs)
 	if _, err := st.Pool().Exec(ctx, `ANALYZE`); err != nil {
-		return err
+		return 0, err
 	}
 	fmt.Printf("setup: %d failed deliveries written in %s\n", failed, time.Since(t0).Round(time.Millisecond))
+	return failed, nil
+}
 
-	cfg := webhook.DefaultConfig()
-	cfg.Keys, cfg.AllowLoopback, cfg.MetricsAddr, cfg.HostRate, cfg.UnverifiedHostRate, cfg.EndpointRate = keys, true, "", 0, 0, 0
-	if recRate > 0 {
-		cfg.RecoveryRate = recRate
-	}
-	if recConc > 0 {
-		cfg.RecoveryConcurrency = recConc
-	}
-	reg := prometheus.NewRegistry()
-	w, err := webhook.NewWorker(webhook.WorkerOptions{Store: st, Queue: queue.New(rdb, "bench:", cfg.Partitions), Config: cfg,
-		Logger: log, Registerer: reg})
-	if err != nil {
-		return err
-	}
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
-	defer func() { stop(); <-done }()
-	if err := benchkit.WaitVerified(ctx, st, ids); err != nil {
-		return err
-	}
-	fmt.Printf("load average %s\n", benchkit.LoadAvg())
-	fmt.Printf("one worker, GOMAXPROCS=%d, concurrency %d, %d per endpoint, recovery rate %d/s, recovery concurrency %d, %d partitions; %d live webhooks at %d events/s\n\n",
-		runtime.GOMAXPROCS(0), cfg.Concurrency, cfg.EndpointConcurrency, cfg.RecoveryRate, cfg.RecoveryConcurrency, cfg.Partitions, live, rate)
-
-	// Live events all along: their commit times by id.
-	var mu sync.Mutex
-	created := map[int64]time.Time{}
-	lctx, stopLive := context.WithCancel(ctx)
-	defer stopLive()
-	liveDone := make(chan error, 1)
+// feedLive writes live events at rate per second until stop is called,
+// noting their commit times; done says how the writer ended.
+func (b *bench) feedLive(ctx context.Context, rate int) (stop func(), done <-chan error) {
+	lctx, cancel := context.WithCancel(ctx)
+	out := make(chan error, 1)
+	st := b.rig.Store
 	go func() {
 		per := max(rate/50, 1) // a write every 20 ms
 		every := time.Second * time.Duration(per) / time.Duration(rate)
@@ -272,54 +237,58 @@ func run(ctx context.Context, failed, recovering, live, rate int, baseline time.
 			rows, err := st.Pool().Query(ctx, `INSERT INTO outbox (event_type, payload)
 				SELECT 'attestation.created', $2::jsonb FROM generate_series(1, $1) RETURNING id, created_at`, per, payload)
 			if err != nil {
-				liveDone <- err
+				out <- err
 				return
 			}
-			mu.Lock()
+			b.mu.Lock()
 			for rows.Next() {
 				var id int64
 				var at time.Time
 				if err := rows.Scan(&id, &at); err == nil {
-					created[id] = at
+					b.created[id] = at
 				}
 			}
-			mu.Unlock()
+			b.mu.Unlock()
 			rows.Close()
 			_, _ = st.Pool().Exec(ctx, `SELECT pg_notify($1, '')`, store.OutboxChannel)
 			next = next.Add(every)
 			time.Sleep(time.Until(next))
 		}
-		liveDone <- nil
+		out <- nil
 	}()
-	baseStart := time.Now()
-	time.Sleep(baseline)
-	baseEnd := time.Now()
+	return cancel, out
+}
 
-	if cpuProfile != "" {
-		f, err := os.Create(cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+// startProfile writes a CPU profile to file until stop.
+func startProfile(file string) (stop func(), err error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
 	}
-	// The recoveries, as POST /webhooks/:id/recover starts them.
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// recover starts the recoveries, as POST /webhooks/:id/recover does, and
+// waits (10 minutes at most) until every failed delivery arrived again,
+// with a progress line every 5 s. It returns when it started them.
+func (b *bench) recover(ctx context.Context, failed int) (time.Time, error) {
 	recStart := time.Now()
-	for _, id := range recIDs {
-		r, _, err := st.StartRecovery(ctx, acc.ID, store.Recovery{ID: "rcv_" + randHex(12), WebhookID: id,
+	for _, id := range b.recIDs {
+		r, _, err := b.rig.Store.StartRecovery(ctx, b.rig.Account.ID, store.Recovery{ID: "rcv_" + randHex(12), WebhookID: id,
 			Since: time.Now().Add(-2 * time.Hour), Until: time.Now(), OnlyFailed: true})
 		if err != nil {
-			return err
+			return recStart, err
 		}
 		fmt.Printf("recovery %s: %d deliveries to queue again (answered in %s)\n", r.ID, r.Total, time.Since(recStart).Round(time.Millisecond))
 	}
 	recovered := func() int {
 		n := 0
-		for _, r := range recRecv {
-			n += r.count()
+		for _, r := range b.rec {
+			n += r.Count()
 		}
 		return n
 	}
@@ -332,103 +301,109 @@ func run(ctx context.Context, failed, recovering, live, rate int, baseline time.
 			lastShown, lastN = time.Now(), n
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d recovered deliveries after 10 minutes", recovered(), failed)
+			return recStart, fmt.Errorf("%d of %d recovered deliveries after 10 minutes", recovered(), failed)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	recEnd := time.Now()
-	stopLive()
-	if err := <-liveDone; err != nil {
-		return err
-	}
-	time.Sleep(3 * time.Second) // the last live deliveries arrive
+	return recStart, nil
+}
+
+// reportRecovery prints the recovery's rate, to the last recovered
+// delivery's arrival.
+func (b *bench) reportRecovery(failed int, recStart time.Time) {
 	var lastRec time.Time
 	var requests, dups int64
-	for _, r := range recRecv {
-		r.mu.Lock()
-		for _, at := range r.first {
-			if at.After(lastRec) {
-				lastRec = at
-			}
+	for _, r := range b.rec {
+		if at := r.Last(); at.After(lastRec) {
+			lastRec = at
 		}
-		r.mu.Unlock()
-		requests, dups = requests+r.requests.Load(), dups+r.dups.Load()
+		requests, dups = requests+r.Requests.Load(), dups+r.Dups.Load()
 	}
 	took := lastRec.Sub(recStart)
-	fmt.Printf("recovery: %d deliveries to %d webhooks in %s: %.0f deliveries/s; %d requests (%d duplicates)\n\n", failed, recovering,
+	fmt.Printf("recovery: %d deliveries to %d webhooks in %s: %.0f deliveries/s; %d requests (%d duplicates)\n\n", failed, len(b.rec),
 		took.Round(time.Millisecond), float64(failed)/took.Seconds(), requests, dups)
+}
 
-	// The stages of each live delivery, from the log: the relay's
-	// publication (outbox.published_at), the fan-out (dispatched_at), the
-	// first attempt's start (webhook_attempts.at), the arrival.
-	type stamps struct{ published, dispatched, attempt time.Time }
-	stages := map[[2]any]stamps{}
-	rows, err := st.Pool().Query(ctx, `SELECT o.id, d.webhook_id, o.published_at, o.dispatched_at, a.at
+// stamps are the stages of one live delivery, from the log: the relay's
+// publication (outbox.published_at), the fan-out (dispatched_at) and the
+// first attempt's start (webhook_attempts.at).
+type stamps struct{ published, dispatched, attempt time.Time }
+
+// deliveryKey is a live delivery: its outbox id and webhook.
+type deliveryKey struct {
+	id   int64
+	hook string
+}
+
+// stages reads every live delivery's stamps.
+func (b *bench) stages(ctx context.Context) (map[deliveryKey]stamps, error) {
+	out := map[deliveryKey]stamps{}
+	rows, err := b.rig.Store.Pool().Query(ctx, `SELECT o.id, d.webhook_id, o.published_at, o.dispatched_at, a.at
 		FROM outbox o JOIN webhook_deliveries d ON d.outbox_id = o.id
 		JOIN webhook_attempts a ON a.delivery_id = d.id AND a.attempt = 1
 		WHERE o.event_type = 'attestation.created'`)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	defer rows.Close()
 	for rows.Next() {
-		var id int64
-		var hook string
+		var k deliveryKey
 		var s stamps
-		if err := rows.Scan(&id, &hook, &s.published, &s.dispatched, &s.attempt); err != nil {
-			rows.Close()
-			return err
+		if err := rows.Scan(&k.id, &k.hook, &s.published, &s.dispatched, &s.attempt); err != nil {
+			return nil, err
 		}
-		stages[[2]any{id, hook}] = s
+		out[k] = s
 	}
-	rows.Close()
-	fmt.Printf("load average after: %s\n", benchkit.LoadAvg())
+	return out, rows.Err()
+}
 
-	mu.Lock()
-	defer mu.Unlock()
-	report := func(name string, from, to time.Time) {
-		var relay, fan, queued, send []time.Duration
-		var lat []time.Duration
-		missing := 0
-		for id, c := range created {
-			if c.Before(from) || !c.Before(to) {
+// reportLive prints the latency of the live events committed in
+// [from, to), commit to arrival, and of each stage.
+func (b *bench) reportLive(name string, from, to time.Time, stages map[deliveryKey]stamps) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var relay, fan, queued, send, lat []time.Duration
+	missing := 0
+	for id, c := range b.created {
+		if c.Before(from) || !c.Before(to) {
+			continue
+		}
+		for _, lr := range b.live {
+			at, ok := lr.First(id)
+			if !ok {
+				missing++
 				continue
 			}
-			for _, lr := range liveRecv {
-				lr.mu.Lock()
-				at, ok := lr.first[id]
-				lr.mu.Unlock()
-				if !ok {
-					missing++
-					continue
-				}
-				lat = append(lat, at.Sub(c))
-				if s, ok := stages[[2]any{id, liveIDs[lr]}]; ok {
-					relay, fan = append(relay, s.published.Sub(c)), append(fan, s.dispatched.Sub(s.published))
-					queued, send = append(queued, s.attempt.Sub(s.dispatched)), append(send, at.Sub(s.attempt))
-				}
+			lat = append(lat, at.Sub(c))
+			if s, ok := stages[deliveryKey{id, b.liveIDs[lr]}]; ok {
+				relay, fan = append(relay, s.published.Sub(c)), append(fan, s.dispatched.Sub(s.published))
+				queued, send = append(queued, s.attempt.Sub(s.dispatched)), append(send, at.Sub(s.attempt))
 			}
 		}
-		if len(lat) == 0 {
-			fmt.Printf("%s: no live deliveries\n", name)
-			return
-		}
-		slices.Sort(lat)
-		q := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))].Round(time.Millisecond) }
-		fmt.Printf("%s: %d live deliveries, latency p50 %s  p99 %s  max %s  (%d missing)\n", name, len(lat), q(0.5), q(0.99), q(1), missing)
-		for _, st := range []struct {
-			name string
-			d    []time.Duration
-		}{{"commit -> relay", relay}, {"relay -> fan-out", fan}, {"fan-out -> attempt", queued}, {"attempt -> arrival", send}} {
-			fmt.Printf("    %-20s p50 %-8s p99 %s\n", st.name, benchkit.Percentile(st.d, 50).Round(time.Millisecond),
-				benchkit.Percentile(st.d, 99).Round(time.Millisecond))
-		}
 	}
-	report("live without a recovery", baseStart.Add(2*time.Second), baseEnd)
-	report("live during the recovery", recStart, recEnd)
-	liveDups := int64(0)
-	for _, lr := range liveRecv {
-		liveDups += lr.dups.Load()
+	if len(lat) == 0 {
+		fmt.Printf("%s: no live deliveries\n", name)
+		return
 	}
-	fmt.Printf("live duplicates: %d\n", liveDups)
-	return nil
+	slices.Sort(lat)
+	q := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))].Round(time.Millisecond) }
+	fmt.Printf("%s: %d live deliveries, latency p50 %s  p99 %s  max %s  (%d missing)\n", name, len(lat), q(0.5), q(0.99), q(1), missing)
+	for _, st := range []struct {
+		name string
+		d    []time.Duration
+	}{{"commit -> relay", relay}, {"relay -> fan-out", fan}, {"fan-out -> attempt", queued}, {"attempt -> arrival", send}} {
+		fmt.Printf("    %-20s p50 %-8s p99 %s\n", st.name, benchkit.Percentile(st.d, 50).Round(time.Millisecond),
+			benchkit.Percentile(st.d, 99).Round(time.Millisecond))
+	}
 }
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+const payload = `{"pda":"7Np41oeYqPefeNQEHSv1UDhYrehxin3NStELsSKCT4K2","agentPda":"9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin",` +
+	`"agentId":"EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v","actionType":"ToolCall","actionHash":"` +
+	"abababababababababababababababababababababababababababababababab" + `","txSignature":"5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW",` +
+	`"slot":312456789,"timestamp":"2026-11-21T10:00:00Z","privacyMode":false,"agentSignature":"5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW","commitment":"confirmed"}`

@@ -95,22 +95,14 @@ func (f *Fleet) Procs() []*Proc {
 
 // Start brings the fleet up and returns once every API node answers
 // /health with 200 through its own listener and nginx accepts connections.
+// In order: the stores (PostgreSQL migrated, its replica, Redis), the
+// chain, the processes' shared environment (with the witnessed log), the
+// attestd processes, Prometheus, and nginx in front of the API nodes.
 func Start(ctx context.Context, opt Options) (_ *Fleet, err error) {
 	if opt.Bin == "" || opt.Dir == "" || opt.NginxConf == "" {
 		return nil, errors.New("fleet: Bin, Dir and NginxConf are required")
 	}
-	opt.Serve, opt.Index, opt.Worker = orDefault(opt.Serve, 3), orDefault(opt.Index, 2), orDefault(opt.Worker, 2)
-	opt.Agents, opt.Attestations = orDefault(opt.Agents, 20), orDefault(opt.Attestations, 2000)
-	if opt.SlotInterval == 0 {
-		opt.SlotInterval = 400 * time.Millisecond
-	}
-	if opt.FinalityDepth == 0 {
-		opt.FinalityDepth = 32
-	}
-	if opt.Log == nil {
-		opt.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	log := opt.Log
+	opt = opt.withDefaults()
 	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("fleet dir: %w", err)
 	}
@@ -123,150 +115,28 @@ func Start(ctx context.Context, opt Options) (_ *Fleet, err error) {
 			f.Close()
 		}
 	}()
-
-	pg, err := devstack.StartPostgres(ctx, filepath.Join(opt.Dir, "pg"))
-	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
-	}
-	f.Primary = pg
-	f.closers = append(f.closers, pg.Remove)
-	log.Info("postgres primary up", "url", pg.URL)
-	if err := f.run(ctx, "migrate", append(os.Environ(), "DATABASE_URL="+pg.URL)); err != nil {
+	if err := f.startPostgres(ctx); err != nil {
 		return nil, err
 	}
-	if !opt.NoReplica {
-		r, err := devstack.StartReplica(ctx, pg, filepath.Join(opt.Dir, "pg-replica"))
-		if err != nil {
-			return nil, fmt.Errorf("read replica: %w", err)
-		}
-		f.Replica = r
-		f.closers = append(f.closers, r.Remove)
-		log.Info("postgres read replica up (streaming)", "url", r.URL)
-	}
-	redisURL, cacheURL, clusterMode := "", "", "off"
-	if opt.RedisCluster {
-		c, err := devstack.StartRedisCluster(ctx, filepath.Join(opt.Dir, "redis-cluster"), 3)
-		if err != nil {
-			return nil, fmt.Errorf("redis cluster: %w", err)
-		}
-		f.RedisCluster, redisURL, clusterMode = c, c.URL, "on"
-		f.closers = append(f.closers, c.Stop)
-	} else {
-		// Two, as deploy/compose.yaml: the state's never evicts, the read
-		// cache's evicts its own entries.
-		r, err := devstack.StartRedisWith(ctx, filepath.Join(opt.Dir, "redis"), 0, devstack.StateRedisArgs...)
-		if err != nil {
-			return nil, fmt.Errorf("redis: %w", err)
-		}
-		f.Redis, redisURL = r, r.URL
-		f.closers = append(f.closers, func() { f.Redis.Stop() })
-		c, err := devstack.StartRedisWith(ctx, filepath.Join(opt.Dir, "redis-cache"), 0, devstack.CacheRedisArgs...)
-		if err != nil {
-			return nil, fmt.Errorf("cache redis: %w", err)
-		}
-		f.CacheRedis, cacheURL = c, c.URL
-		f.closers = append(f.closers, c.Stop)
-	}
-	log.Info("redis up", "url", redisURL, "cache", cacheURL, "cluster", clusterMode)
-
-	chain, err := devnet.Start(ctx, devnet.Config{Agents: opt.Agents, Attestations: opt.Attestations, Rate: opt.Rate,
-		SlotInterval: opt.SlotInterval, FinalityDepth: opt.FinalityDepth,
-		Logger: opt.Log.With("part", "chain")})
-	if err != nil {
-		return nil, fmt.Errorf("chain simulator: %w", err)
-	}
-	f.Chain = chain
-	f.closers = append(f.closers, chain.Close)
-	log.Info("chain simulator up", "rpc", chain.RPCURL(), "rate", opt.Rate)
-
-	keys, err := keyring.Generate("fleet1")
+	stores, err := f.startRedis(ctx)
 	if err != nil {
 		return nil, err
 	}
-	f.WebhookKeys = keys
+	if err := f.startChain(ctx); err != nil {
+		return nil, err
+	}
 	// nginx's port is chosen now: the nodes speak for its origin.
 	nginxPort, err := devstack.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	f.Env = []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(),
-		"ATTESTD_PUBLIC_URL=http://127.0.0.1:" + strconv.Itoa(nginxPort),
-		"DATABASE_URL=" + pg.URL, "REDIS_URL=" + redisURL, "ATTESTD_CACHE_REDIS_URL=" + cacheURL, "ATTESTD_REDIS_CLUSTER=" + clusterMode,
-		"ATTESTD_SOLANA_RPC_URL=" + chain.RPCURL(), "ATTESTD_SOLANA_WS_URL=" + chain.WSURL(),
-		"ATTESTD_WEBHOOK_SECRET_KEYS=" + keys, "ATTESTD_WEBHOOK_ALLOW_LOOPBACK=1",
-		// nginx reaches the nodes from 127.0.0.1: only its X-Forwarded-For
-		// is believed (everything here is loopback; see docs/operations.md, Scaling out).
-		"ATTESTD_TRUSTED_PROXIES=127.0.0.1/32",
-		"ATTESTD_LOG_LEVEL=info",
-	}
-	if f.Replica != nil {
-		f.Env = append(f.Env, "DATABASE_READ_URLS="+f.Replica.URL)
-	}
-	if opt.WitnessedLog {
-		logEnv, err := f.startWitnessedLog(ctx)
-		if err != nil {
-			return nil, err
-		}
-		f.Env = append(f.Env, logEnv...)
-	}
-	f.Env = append(f.Env, opt.Env...)
-
-	add := func(role string, n int, list *[]*Proc) error {
-		for i := 1; i <= n; i++ {
-			p := &Proc{Name: role + "-" + strconv.Itoa(i), Role: role, bin: opt.Bin}
-			p.LogPath = filepath.Join(opt.Dir, p.Name+".log")
-			mport, err := devstack.FreePort()
-			if err != nil {
-				return err
-			}
-			p.MetricsAddr = "127.0.0.1:" + strconv.Itoa(mport)
-			env := append([]string{}, f.Env...)
-			switch role {
-			case "serve":
-				port, err := devstack.FreePort()
-				if err != nil {
-					return err
-				}
-				p.Addr = "127.0.0.1:" + strconv.Itoa(port)
-				// A replacement binds the address while the node drains
-				// (Proc.Replace).
-				env = append(env, "ATTESTD_HTTP_ADDR="+p.Addr, "ATTESTD_METRICS_ADDR="+p.MetricsAddr, "ATTESTD_REUSE_PORT=on")
-			case "index":
-				env = append(env, "ATTESTD_INDEXER_METRICS_ADDR="+p.MetricsAddr, "ATTESTD_METRICS_ADDR=")
-			case "worker":
-				env = append(env, "ATTESTD_WORKER_METRICS_ADDR="+p.MetricsAddr, "ATTESTD_METRICS_ADDR=")
-			}
-			p.env = env
-			if err := p.start(); err != nil {
-				return err
-			}
-			*list = append(*list, p)
-		}
-		return nil
-	}
-	f.closers = append(f.closers, f.stopProcs)
-	if err := add("index", opt.Index, &f.Index); err != nil {
+	if err := f.shareEnv(ctx, stores, nginxPort); err != nil {
 		return nil, err
 	}
-	if err := add("worker", opt.Worker, &f.Worker); err != nil {
+	upstreams, err := f.startProcs(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if err := add("serve", opt.Serve, &f.Serve); err != nil {
-		return nil, err
-	}
-	rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	var upstreams []string
-	for _, p := range f.Procs() {
-		if err := p.Ready(rctx); err != nil {
-			return nil, err
-		}
-		if p.Role == "serve" {
-			upstreams = append(upstreams, p.Addr)
-		}
-	}
-	log.Info("attestd processes up", "serve", len(f.Serve), "index", len(f.Index), "worker", len(f.Worker))
 	if opt.RulesFile != "" {
 		if err := f.startPrometheus(ctx); err != nil {
 			return nil, fmt.Errorf("prometheus: %w", err)
@@ -279,8 +149,202 @@ func Start(ctx context.Context, opt Options) (_ *Fleet, err error) {
 	}
 	f.Nginx = n
 	f.closers = append(f.closers, n.Stop)
-	log.Info("nginx up", "url", n.URL)
+	opt.Log.Info("nginx up", "url", n.URL)
 	return f, nil
+}
+
+// withDefaults fills the options left zero.
+func (opt Options) withDefaults() Options {
+	opt.Serve, opt.Index, opt.Worker = orDefault(opt.Serve, 3), orDefault(opt.Index, 2), orDefault(opt.Worker, 2)
+	opt.Agents, opt.Attestations = orDefault(opt.Agents, 20), orDefault(opt.Attestations, 2000)
+	if opt.SlotInterval == 0 {
+		opt.SlotInterval = 400 * time.Millisecond
+	}
+	if opt.FinalityDepth == 0 {
+		opt.FinalityDepth = 32
+	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return opt
+}
+
+// startPostgres starts the primary, migrates it, and starts its streaming
+// read replica (unless NoReplica).
+func (f *Fleet) startPostgres(ctx context.Context) error {
+	pg, err := devstack.StartPostgres(ctx, filepath.Join(f.opt.Dir, "pg"))
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	f.Primary = pg
+	f.closers = append(f.closers, pg.Remove)
+	f.opt.Log.Info("postgres primary up", "url", pg.URL)
+	if err := f.run(ctx, "migrate", append(os.Environ(), "DATABASE_URL="+pg.URL)); err != nil {
+		return err
+	}
+	if f.opt.NoReplica {
+		return nil
+	}
+	r, err := devstack.StartReplica(ctx, pg, filepath.Join(f.opt.Dir, "pg-replica"))
+	if err != nil {
+		return fmt.Errorf("read replica: %w", err)
+	}
+	f.Replica = r
+	f.closers = append(f.closers, r.Remove)
+	f.opt.Log.Info("postgres read replica up (streaming)", "url", r.URL)
+	return nil
+}
+
+// redisURLs are the Redis settings every process shares.
+type redisURLs struct {
+	state, cache, cluster string // REDIS_URL, ATTESTD_CACHE_REDIS_URL, ATTESTD_REDIS_CLUSTER
+}
+
+// startRedis starts a three-master Redis Cluster (RedisCluster), or two
+// servers as deploy/compose.yaml: the state's never evicts, the read
+// cache's evicts its own entries.
+func (f *Fleet) startRedis(ctx context.Context) (redisURLs, error) {
+	u := redisURLs{cluster: "off"}
+	if f.opt.RedisCluster {
+		c, err := devstack.StartRedisCluster(ctx, filepath.Join(f.opt.Dir, "redis-cluster"), 3)
+		if err != nil {
+			return u, fmt.Errorf("redis cluster: %w", err)
+		}
+		f.RedisCluster, u.state, u.cluster = c, c.URL, "on"
+		f.closers = append(f.closers, c.Stop)
+	} else {
+		r, err := devstack.StartRedisWith(ctx, filepath.Join(f.opt.Dir, "redis"), 0, devstack.StateRedisArgs...)
+		if err != nil {
+			return u, fmt.Errorf("redis: %w", err)
+		}
+		f.Redis, u.state = r, r.URL
+		f.closers = append(f.closers, func() { f.Redis.Stop() })
+		c, err := devstack.StartRedisWith(ctx, filepath.Join(f.opt.Dir, "redis-cache"), 0, devstack.CacheRedisArgs...)
+		if err != nil {
+			return u, fmt.Errorf("cache redis: %w", err)
+		}
+		f.CacheRedis, u.cache = c, c.URL
+		f.closers = append(f.closers, c.Stop)
+	}
+	f.opt.Log.Info("redis up", "url", u.state, "cache", u.cache, "cluster", u.cluster)
+	return u, nil
+}
+
+// startChain starts the chain simulator with the options' traffic.
+func (f *Fleet) startChain(ctx context.Context) error {
+	opt := f.opt
+	chain, err := devnet.Start(ctx, devnet.Config{Agents: opt.Agents, Attestations: opt.Attestations, Rate: opt.Rate,
+		SlotInterval: opt.SlotInterval, FinalityDepth: opt.FinalityDepth,
+		Logger: opt.Log.With("part", "chain")})
+	if err != nil {
+		return fmt.Errorf("chain simulator: %w", err)
+	}
+	f.Chain = chain
+	f.closers = append(f.closers, chain.Close)
+	opt.Log.Info("chain simulator up", "rpc", chain.RPCURL(), "rate", opt.Rate)
+	return nil
+}
+
+// shareEnv makes the environment every attestd process shares: the
+// stores, the chain, webhook keys made for this fleet, nginx's origin at
+// nginxPort, the witnessed log, then Options.Env.
+func (f *Fleet) shareEnv(ctx context.Context, stores redisURLs, nginxPort int) error {
+	keys, err := keyring.Generate("fleet1")
+	if err != nil {
+		return err
+	}
+	f.WebhookKeys = keys
+	f.Env = []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(),
+		"ATTESTD_PUBLIC_URL=http://127.0.0.1:" + strconv.Itoa(nginxPort),
+		"DATABASE_URL=" + f.Primary.URL, "REDIS_URL=" + stores.state, "ATTESTD_CACHE_REDIS_URL=" + stores.cache,
+		"ATTESTD_REDIS_CLUSTER=" + stores.cluster,
+		"ATTESTD_SOLANA_RPC_URL=" + f.Chain.RPCURL(), "ATTESTD_SOLANA_WS_URL=" + f.Chain.WSURL(),
+		"ATTESTD_WEBHOOK_SECRET_KEYS=" + keys, "ATTESTD_WEBHOOK_ALLOW_LOOPBACK=1",
+		// nginx reaches the nodes from 127.0.0.1: only its X-Forwarded-For
+		// is believed (everything here is loopback; see docs/operations.md, Scaling out).
+		"ATTESTD_TRUSTED_PROXIES=127.0.0.1/32",
+		"ATTESTD_LOG_LEVEL=info",
+	}
+	if f.Replica != nil {
+		f.Env = append(f.Env, "DATABASE_READ_URLS="+f.Replica.URL)
+	}
+	if f.opt.WitnessedLog {
+		logEnv, err := f.startWitnessedLog(ctx)
+		if err != nil {
+			return err
+		}
+		f.Env = append(f.Env, logEnv...)
+	}
+	f.Env = append(f.Env, f.opt.Env...)
+	return nil
+}
+
+// startProcs starts the indexers, the workers and the API nodes, and
+// waits (90 s at most) until each is ready; it returns the API nodes'
+// addresses, nginx's upstreams.
+func (f *Fleet) startProcs(ctx context.Context) ([]string, error) {
+	opt := f.opt
+	f.closers = append(f.closers, f.stopProcs)
+	for _, r := range []struct {
+		role string
+		n    int
+		list *[]*Proc
+	}{{"index", opt.Index, &f.Index}, {"worker", opt.Worker, &f.Worker}, {"serve", opt.Serve, &f.Serve}} {
+		for i := 1; i <= r.n; i++ {
+			p, err := f.newProc(r.role, i)
+			if err != nil {
+				return nil, err
+			}
+			if err := p.start(); err != nil {
+				return nil, err
+			}
+			*r.list = append(*r.list, p)
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	var upstreams []string
+	for _, p := range f.Procs() {
+		if err := p.Ready(rctx); err != nil {
+			return nil, err
+		}
+		if p.Role == "serve" {
+			upstreams = append(upstreams, p.Addr)
+		}
+	}
+	opt.Log.Info("attestd processes up", "serve", len(f.Serve), "index", len(f.Index), "worker", len(f.Worker))
+	return upstreams, nil
+}
+
+// newProc is the i-th process of role, with its own listeners (free
+// ports) added to the shared environment; not started.
+func (f *Fleet) newProc(role string, i int) (*Proc, error) {
+	p := &Proc{Name: role + "-" + strconv.Itoa(i), Role: role, bin: f.opt.Bin}
+	p.LogPath = filepath.Join(f.opt.Dir, p.Name+".log")
+	mport, err := devstack.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	p.MetricsAddr = "127.0.0.1:" + strconv.Itoa(mport)
+	env := append([]string{}, f.Env...)
+	switch role {
+	case "serve":
+		port, err := devstack.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		p.Addr = "127.0.0.1:" + strconv.Itoa(port)
+		// A replacement binds the address while the node drains
+		// (Proc.Replace).
+		env = append(env, "ATTESTD_HTTP_ADDR="+p.Addr, "ATTESTD_METRICS_ADDR="+p.MetricsAddr, "ATTESTD_REUSE_PORT=on")
+	case "index":
+		env = append(env, "ATTESTD_INDEXER_METRICS_ADDR="+p.MetricsAddr, "ATTESTD_METRICS_ADDR=")
+	case "worker":
+		env = append(env, "ATTESTD_WORKER_METRICS_ADDR="+p.MetricsAddr, "ATTESTD_METRICS_ADDR=")
+	}
+	p.env = env
+	return p, nil
 }
 
 // startWitnessedLog makes the log's key and starts a witness told of it;
