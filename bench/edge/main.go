@@ -69,7 +69,50 @@ type result struct {
 	rounds     []float64 // the 304 comparison: each round's requests/s (rps is their mean)
 }
 
+// params are the run's command line.
+type params struct {
+	dur                          time.Duration
+	rounds, conns, threads, atts int
+}
+
+// scenario is one wrk run's target.
+type scenario struct {
+	name, what, url string
+	header          []string
+}
+
+// targets are what the scenarios ask: one node's API, the edge's, and the
+// validators of the detail and the list (plain and gzip).
+type targets struct {
+	nodeURL, edgeURL, baseURL       string
+	detail, list                    string
+	detailTag, listTag, listGzipTag string
+}
+
 func run(ctx context.Context, dur time.Duration, rounds, conns, threads, atts int) error {
+	p := params{dur: dur, rounds: rounds, conns: conns, threads: threads, atts: atts}
+	if err := checkTools(); err != nil {
+		return err
+	}
+	tg, stop, err := startServers(ctx, atts)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	if err := tg.aim(); err != nil {
+		return err
+	}
+	loadStart := benchkit.LoadAvg()
+	results, err := measure(ctx, p, tg)
+	if err != nil {
+		return err
+	}
+	report(p, results, loadStart, benchkit.LoadAvg())
+	return nil
+}
+
+// checkTools makes sure the binaries and wrk are there.
+func checkTools() error {
 	for _, bin := range []string{"bin/attestd", "bin/baseline"} {
 		if _, err := os.Stat(bin); err != nil {
 			return fmt.Errorf("%s: run make build (and go build -o bin/baseline ./bench/baseline) first", bin)
@@ -78,61 +121,80 @@ func run(ctx context.Context, dur time.Duration, rounds, conns, threads, atts in
 	if _, err := exec.LookPath("wrk"); err != nil {
 		return fmt.Errorf("wrk not found (make bench installs it)")
 	}
+	return nil
+}
+
+// startServers seeds the bench's database and starts one `attestd serve`
+// (rate limit off), the bare Fiber baseline and nginx from
+// deploy/nginx.conf in front of the node; stop stops them all.
+func startServers(ctx context.Context, atts int) (_ *targets, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
 	bs, err := benchkit.OpenStores(ctx, "edge_bench", store.Options{MaxConns: 8})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer bs.Close()
-	st := bs.Store
+	stops = append(stops, bs.Close)
 	fmt.Fprintf(os.Stderr, "seeding 50 agents, %d attestations...\n", atts)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if _, err := seed.Run(ctx, st, seed.Options{Agents: 50, Attestations: atts, Seed: 1, Logger: quiet}); err != nil {
-		return err
+	if _, err := seed.Run(ctx, bs.Store, seed.Options{Agents: 50, Attestations: atts, Seed: 1, Logger: quiet}); err != nil {
+		return nil, nil, err
 	}
-	if _, err := st.Pool().Exec(ctx, "VACUUM ANALYZE"); err != nil {
-		return err
+	if _, err := bs.Store.Pool().Exec(ctx, "VACUUM ANALYZE"); err != nil {
+		return nil, nil, err
 	}
 	var pfx [4]byte
 	_, _ = rand.Read(pfx[:])
 	env := append(os.Environ(), "DATABASE_URL="+bs.DatabaseURL, "REDIS_URL="+bs.RedisURL, "ATTESTD_REDIS_PREFIX=bench"+hex.EncodeToString(pfx[:])+":",
 		"ATTESTD_LOG_LEVEL=warn", "ATTESTD_RATE_LIMIT=0", "ATTESTD_METRICS_ADDR=", "ATTESTD_MAX_CONNS_PER_IP=0")
-
 	nodePort, err := devstack.FreePort()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	node := "127.0.0.1:" + strconv.Itoa(nodePort)
 	_, stopNode, err := benchkit.Start(ctx, append(env, "ATTESTD_HTTP_ADDR="+node), 10*time.Second, "bin/attestd", "http://"+node+"/api/v1/health", "serve")
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer stopNode()
+	stops = append(stops, stopNode)
 	basePort, err := devstack.FreePort()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	base := "127.0.0.1:" + strconv.Itoa(basePort)
 	_, stopBase, err := benchkit.Start(ctx, env, 10*time.Second, "bin/baseline", "http://"+base+"/json", "-addr", base)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer stopBase()
+	stops = append(stops, stopBase)
 	edge, err := devstack.StartNginx(ctx, filepath.Join(bs.Dir, "nginx"), devstack.NginxOptions{
 		Config: "deploy/nginx.conf", Upstreams: []string{node}, Workers: runtime.NumCPU()})
 	if err != nil {
-		return fmt.Errorf("start nginx: %w", err)
+		return nil, nil, fmt.Errorf("start nginx: %w", err)
 	}
-	defer edge.Stop()
+	stops = append(stops, edge.Stop)
+	return &targets{nodeURL: "http://" + node + "/api/v1", edgeURL: edge.URL + "/api/v1", baseURL: "http://" + base + "/json"}, stop, nil
+}
 
-	nodeURL, edgeURL := "http://"+node+"/api/v1", edge.URL+"/api/v1"
+// aim picks an attestation, reads the validators the 304 scenarios send,
+// and warms the edge until it answers the list from its cache.
+func (tg *targets) aim() error {
 	var page struct {
 		Data []struct{ PDA string } `json:"data"`
 	}
-	if _, err := getJSON(nodeURL+"/attestations?limit=1&offset=500", nil, &page); err != nil || len(page.Data) == 0 {
+	if _, err := getJSON(tg.nodeURL+"/attestations?limit=1&offset=500", nil, &page); err != nil || len(page.Data) == 0 {
 		return fmt.Errorf("no attestation to aim at: %v", err)
 	}
-	detail := "/attestations/" + page.Data[0].PDA
-	list := "/attestations?limit=20"
+	tg.detail, tg.list = "/attestations/"+page.Data[0].PDA, "/attestations?limit=20"
 	tag := func(url string, gz bool) (string, error) {
 		h := map[string]string{}
 		if gz {
@@ -144,79 +206,68 @@ func run(ctx context.Context, dur time.Duration, rounds, conns, threads, atts in
 		}
 		return res.Header.Get("ETag"), nil
 	}
-	detailTag, err := tag(nodeURL+detail, false)
-	if err != nil {
+	var err error
+	if tg.detailTag, err = tag(tg.nodeURL+tg.detail, false); err != nil {
 		return err
 	}
-	listTag, err := tag(nodeURL+list, false)
-	if err != nil {
+	if tg.listTag, err = tag(tg.nodeURL+tg.list, false); err != nil {
 		return err
 	}
-	listGzipTag, err := tag(nodeURL+list, true)
-	if err != nil {
+	if tg.listGzipTag, err = tag(tg.nodeURL+tg.list, true); err != nil {
 		return err
 	}
-	// Warm the edge until it answers the list from its cache.
 	for i := 0; ; i++ {
-		res, err := getJSON(edgeURL+list, nil, nil)
+		res, err := getJSON(tg.edgeURL+tg.list, nil, nil)
 		if err != nil {
 			return err
 		}
 		if res.Header.Get("X-Cache-Status") == "HIT" {
-			break
+			return nil
 		}
 		if i == 200 {
 			return fmt.Errorf("the edge never answered the list from its cache")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
 
-	load := func() string {
-		b, _ := os.ReadFile("/proc/loadavg")
-		f := strings.Fields(string(b))
-		if len(f) < 3 {
-			return "?"
-		}
-		return strings.Join(f[:3], " ")
+// runWrk runs wrk against s for d.
+func runWrk(ctx context.Context, p params, s scenario, d time.Duration) (result, error) {
+	args := []string{"-t" + strconv.Itoa(p.threads), "-c" + strconv.Itoa(p.conns), "-d" + d.String(), "--latency"}
+	for _, h := range s.header {
+		args = append(args, "-H", h)
 	}
-	loadStart := load()
-	type scenario struct {
-		name, what, url string
-		header          []string
+	args = append(args, s.url)
+	out, err := exec.CommandContext(ctx, "wrk", args...).CombinedOutput()
+	if err != nil {
+		return result{}, fmt.Errorf("wrk %s: %w\n%s", s.name, err, out)
 	}
-	runWrk := func(s scenario, d time.Duration) (result, error) {
-		args := []string{"-t" + strconv.Itoa(threads), "-c" + strconv.Itoa(conns), "-d" + d.String(), "--latency"}
-		for _, h := range s.header {
-			args = append(args, "-H", h)
-		}
-		args = append(args, s.url)
-		out, err := exec.CommandContext(ctx, "wrk", args...).CombinedOutput()
-		if err != nil {
-			return result{}, fmt.Errorf("wrk %s: %w\n%s", s.name, err, out)
-		}
-		r := parseWrk(string(out))
-		r.name, r.what = s.name, s.what
-		fmt.Fprintf(os.Stderr, "[%s] %.0f req/s p50 %s p99 %s%s\n", s.name, r.rps, r.p50, r.p99, map[bool]string{true: " (non-2xx/3xx answers!)"}[r.non2xx])
-		return r, nil
-	}
-	// The 304 comparison: rounds of the baseline and the three 304s.
+	r := parseWrk(string(out))
+	r.name, r.what = s.name, s.what
+	fmt.Fprintf(os.Stderr, "[%s] %.0f req/s p50 %s p99 %s%s\n", s.name, r.rps, r.p50, r.p99, map[bool]string{true: " (non-2xx/3xx answers!)"}[r.non2xx])
+	return r, nil
+}
+
+// measure runs the 304 comparison (the baseline and the three 304s, in
+// interleaved rounds of half-length runs), then each edge scenario once.
+func measure(ctx context.Context, p params, tg *targets) ([]result, error) {
 	compared := []scenario{
-		{"baseline", "bare Fiber JSON handler", "http://" + base + "/json", nil},
-		{"304 attestation", "GET /attestations/:id, If-None-Match its ETag (finalized)", nodeURL + detail, []string{"If-None-Match: " + detailTag}},
-		{"304 list", "GET /attestations?limit=20, If-None-Match its ETag", nodeURL + list, []string{"If-None-Match: " + listTag}},
-		{"304 list gzip", "the same, Accept-Encoding: gzip and the gzip ETag", nodeURL + list, []string{"If-None-Match: " + listGzipTag, "Accept-Encoding: gzip"}},
+		{"baseline", "bare Fiber JSON handler", tg.baseURL, nil},
+		{"304 attestation", "GET /attestations/:id, If-None-Match its ETag (finalized)", tg.nodeURL + tg.detail, []string{"If-None-Match: " + tg.detailTag}},
+		{"304 list", "GET /attestations?limit=20, If-None-Match its ETag", tg.nodeURL + tg.list, []string{"If-None-Match: " + tg.listTag}},
+		{"304 list gzip", "the same, Accept-Encoding: gzip and the gzip ETag", tg.nodeURL + tg.list, []string{"If-None-Match: " + tg.listGzipTag, "Accept-Encoding: gzip"}},
 	}
 	results := make([]result, len(compared))
-	short := max(dur/2, time.Second)
-	for round := range rounds {
+	short := max(p.dur/2, time.Second)
+	for round := range p.rounds {
 		// Each round starts one scenario later, so that over as many rounds
 		// as scenarios each runs once in each position: a machine that
 		// slows within a round does not always slow the same one.
 		for j := range compared {
 			i := (round + j) % len(compared)
-			r, err := runWrk(compared[i], short)
+			r, err := runWrk(ctx, p, compared[i], short)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			r.rounds = append(results[i].rounds, r.rps)
 			r.rps = 0
@@ -228,22 +279,24 @@ func run(ctx context.Context, dur time.Duration, rounds, conns, threads, atts in
 			results[i] = r // latencies: the last run's
 		}
 	}
-	// The edge: one run each.
 	for _, s := range []scenario{
-		{"200 list, node", "GET /attestations?limit=20 from one node (hot in its cache)", nodeURL + list, nil},
-		{"200 list, edge", "the same through nginx (a HIT)", edgeURL + list, nil},
-		{"200 list gzip, node", "GET /attestations?limit=20, Accept-Encoding: gzip, one node", nodeURL + list, []string{"Accept-Encoding: gzip"}},
-		{"200 list gzip, edge", "the same through nginx (a HIT)", edgeURL + list, []string{"Accept-Encoding: gzip"}},
-		{"304 list, edge", "If-None-Match its ETag through nginx", edgeURL + list, []string{"If-None-Match: " + listTag}},
+		{"200 list, node", "GET /attestations?limit=20 from one node (hot in its cache)", tg.nodeURL + tg.list, nil},
+		{"200 list, edge", "the same through nginx (a HIT)", tg.edgeURL + tg.list, nil},
+		{"200 list gzip, node", "GET /attestations?limit=20, Accept-Encoding: gzip, one node", tg.nodeURL + tg.list, []string{"Accept-Encoding: gzip"}},
+		{"200 list gzip, edge", "the same through nginx (a HIT)", tg.edgeURL + tg.list, []string{"Accept-Encoding: gzip"}},
+		{"304 list, edge", "If-None-Match its ETag through nginx", tg.edgeURL + tg.list, []string{"If-None-Match: " + tg.listTag}},
 	} {
-		r, err := runWrk(s, dur)
+		r, err := runWrk(ctx, p, s, p.dur)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		results = append(results, r)
 	}
-	loadEnd := load()
+	return results, nil
+}
 
+// report prints the results as the markdown of RESULTS.md.
+func report(p params, results []result, loadStart, loadEnd string) {
 	by := map[string]result{}
 	for _, r := range results {
 		by[r.name] = r
@@ -271,9 +324,9 @@ func run(ctx context.Context, dur time.Duration, rounds, conns, threads, atts in
 	fmt.Printf("Machine: %d cores (shared with other work), GOMAXPROCS %d. Load average (1, 5, 15 min) %s at the start, %s at the end.\n",
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), loadStart, loadEnd)
 	fmt.Printf("wrk -t%d -c%d on loopback; one `attestd serve` (rate limit off), nginx from deploy/nginx.conf with %d workers in front of it; 50 agents, %d attestations.\n\n",
-		threads, conns, runtime.NumCPU(), atts)
+		p.threads, p.conns, runtime.NumCPU(), p.atts)
 	fmt.Printf("The baseline and the three 304s ran in %d interleaved rounds of %s runs, each round starting one scenario later; their requests/s are the means of their runs (each run's in brackets, in round order), their latencies their last run's, and their share of the baseline the median over the rounds of each run against the same round's baseline run. The edge rows ran once, %s each; their share is of the baseline's mean.\n\n",
-		rounds, short, dur)
+		p.rounds, max(p.dur/2, time.Second), p.dur)
 	fmt.Println("| scenario | what | requests/s | vs baseline | p50 | p99 |")
 	fmt.Println("|---|---|---:|---:|---:|---:|")
 	for _, r := range results {
@@ -297,7 +350,6 @@ func run(ctx context.Context, dur time.Duration, rounds, conns, threads, atts in
 		100*by["304 attestation"].rps/basel, 100*by["304 list"].rps/basel, 100*by["304 list gzip"].rps/basel)
 	fmt.Printf("Hot list through the edge as a multiple of one node: %.2fx plain, %.2fx gzip.\n",
 		by["200 list, edge"].rps/by["200 list, node"].rps, by["200 list gzip, edge"].rps/by["200 list gzip, node"].rps)
-	return nil
 }
 
 // parseWrk reads requests/s and the 50th and 99th percentile latencies.
