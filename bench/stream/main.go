@@ -61,10 +61,70 @@ func main() {
 }
 
 func run(ctx context.Context, clients, rounds int, dur time.Duration, bin string) error {
+	if err := preflight(clients, bin); err != nil {
+		return err
+	}
+	n, err := startNode(ctx, clients, bin)
+	if err != nil {
+		return err
+	}
+	defer n.close()
+	list := n.base + "/attestations?limit=20"
+	if res, err := http.Get(list); err != nil {
+		return err
+	} else {
+		res.Body.Close()
+	}
+	m := measures{loadStart: benchkit.LoadAvg(), rssIdle: n.rss("VmRSS")}
+	wrkRun := func(name string) (wrk.Figures, error) {
+		out, err := exec.CommandContext(ctx, "wrk", "-t2", "-c64", "-d"+dur.String(), "--latency", list).CombinedOutput()
+		if err != nil {
+			return wrk.Figures{}, fmt.Errorf("wrk %s: %w\n%s", name, err, out)
+		}
+		f := wrk.Parse(string(out))
+		fmt.Fprintf(os.Stderr, "[%s] %.0f req/s p50 %s p99 %s\n", name, f.RPS, f.P50, f.P99)
+		return f, nil
+	}
+	if m.before, err = wrkRun("list, no streams"); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "opening %d streams...\n", clients)
+	sc, err := openStreams(n.addr, clients)
+	if err != nil {
+		return err
+	}
+	m.rssOpen = n.rss("VmRSS")
+	fmt.Fprintf(os.Stderr, "%d streams open in %s; node RSS %d MiB\n", clients, sc.opened.Round(time.Millisecond), m.rssOpen>>20)
+	if m.with, err = wrkRun("list, streams open"); err != nil {
+		sc.close()
+		return err
+	}
+	if err := n.latencyRounds(ctx, sc, rounds); err != nil {
+		sc.close()
+		return err
+	}
+	m.rssAfter, m.rssPeak = n.rss("VmRSS"), n.rss("VmHWM")
+	m.with2, err = wrkRun("list, streams open (again)")
+	sc.close()
+	if err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second) // the node sees the streams close
+	if m.after, err = wrkRun("list, streams closed"); err != nil {
+		return err
+	}
+	m.loadEnd = benchkit.LoadAvg()
+	report(clients, rounds, dur, sc, m)
+	return nil
+}
+
+// preflight raises the open-file limit (the node inherits it) and checks
+// it, the binary and wrk.
+func preflight(clients int, bin string) error {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil {
 		lim.Cur = lim.Max
-		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim) // the node inherits it
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
 	}
 	if need := uint64(2*clients + 512); lim.Cur < need {
 		return fmt.Errorf("open-file limit %d, need %d (raise ulimit -n)", lim.Cur, need)
@@ -75,19 +135,48 @@ func run(ctx context.Context, clients, rounds int, dur time.Duration, bin string
 	if _, err := exec.LookPath("wrk"); err != nil {
 		return fmt.Errorf("wrk not found (make bench installs it)")
 	}
+	return nil
+}
+
+// node is the measured `attestd serve` over the seeded stores, with a
+// writer that announces its commits as the indexer does.
+type node struct {
+	st         *store.Store
+	seeded     seed.Result
+	addr, base string
+	cmd        *exec.Cmd
+	closers    []func()
+}
+
+func (n *node) close() {
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		n.closers[i]()
+	}
+}
+
+func (n *node) rss(field string) int64 { return rss(n.cmd.Process.Pid, field) }
+
+// startNode seeds 20 agents and 20,000 attestations and starts the node
+// (rate limit off, room for clients streams from one address).
+func startNode(ctx context.Context, clients int, bin string) (_ *node, err error) {
+	n := &node{}
+	defer func() {
+		if err != nil {
+			n.close()
+		}
+	}()
 	bs, err := benchkit.OpenStores(ctx, "stream_bench", store.Options{MaxConns: 4})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer bs.Close()
-	st := bs.Store
+	n.closers = append(n.closers, bs.Close)
+	n.st = bs.Store
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	seeded, err := seed.Run(ctx, st, seed.Options{Agents: 20, Attestations: 20_000, Seed: 1, Logger: quiet})
-	if err != nil {
-		return err
+	if n.seeded, err = seed.Run(ctx, n.st, seed.Options{Agents: 20, Attestations: 20_000, Seed: 1, Logger: quiet}); err != nil {
+		return nil, err
 	}
-	if _, err := st.Pool().Exec(ctx, "VACUUM ANALYZE"); err != nil {
-		return err
+	if _, err := n.st.Pool().Exec(ctx, "VACUUM ANALYZE"); err != nil {
+		return nil, err
 	}
 	var pfx [4]byte
 	_, _ = rand.Read(pfx[:])
@@ -96,161 +185,155 @@ func run(ctx context.Context, clients, rounds int, dur time.Duration, bin string
 	// bumps the epoch).
 	ropt, err := redis.ParseURL(bs.RedisURL)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rdb := redis.NewClient(ropt)
-	defer rdb.Close()
+	n.closers = append(n.closers, func() { rdb.Close() })
 	wc, err := cache.New(ctx, rdb, cache.Options{Prefix: prefix, SkipSubscriber: true, Logger: quiet})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer wc.Close()
-	st.SetNotifier(wc)
-
+	n.closers = append(n.closers, wc.Close)
+	n.st.SetNotifier(wc)
 	port, err := devstack.FreePort()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
+	n.addr = "127.0.0.1:" + strconv.Itoa(port)
 	env := append(os.Environ(), "DATABASE_URL="+bs.DatabaseURL, "REDIS_URL="+bs.RedisURL, "ATTESTD_REDIS_PREFIX="+prefix,
 		"ATTESTD_LOG_LEVEL=warn", "ATTESTD_RATE_LIMIT=0", "ATTESTD_METRICS_ADDR=", "ATTESTD_MAX_CONNS_PER_IP=0",
-		"ATTESTD_STREAM_MAX_PER_IP="+strconv.Itoa(clients+10), "ATTESTD_HTTP_ADDR="+addr)
-	node, stop, err := benchkit.Start(ctx, env, 15*time.Second, bin, "http://"+addr+"/api/v1/health", "serve")
+		"ATTESTD_STREAM_MAX_PER_IP="+strconv.Itoa(clients+10), "ATTESTD_HTTP_ADDR="+n.addr)
+	cmd, stop, err := benchkit.Start(ctx, env, 15*time.Second, bin, "http://"+n.addr+"/api/v1/health", "serve")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer stop()
-	base := "http://" + addr + "/api/v1"
-	list := base + "/attestations?limit=20"
-	if res, err := http.Get(list); err != nil {
-		return err
-	} else {
-		res.Body.Close()
-	}
-	loadStart := benchkit.LoadAvg()
-	rssIdle := rss(node.Process.Pid, "VmRSS")
+	n.cmd, n.base = cmd, "http://"+n.addr+"/api/v1"
+	n.closers = append(n.closers, stop)
+	return n, nil
+}
 
-	wrkRun := func(name string) (wrk.Figures, error) {
-		out, err := exec.CommandContext(ctx, "wrk", "-t2", "-c64", "-d"+dur.String(), "--latency", list).CombinedOutput()
-		if err != nil {
-			return wrk.Figures{}, fmt.Errorf("wrk %s: %w\n%s", name, err, out)
-		}
-		f := wrk.Parse(string(out))
-		fmt.Fprintf(os.Stderr, "[%s] %.0f req/s p50 %s p99 %s\n", name, f.RPS, f.P50, f.P99)
-		return f, nil
-	}
-	before, err := wrkRun("list, no streams")
-	if err != nil {
-		return err
-	}
+// streams are the stream clients (raw TCP, in this process): each notes
+// the latency of every attestation it reads that the bench wrote.
+type streams struct {
+	sent    sync.Map // pda -> time written
+	lat     [][]time.Duration
+	got     atomic.Int64
+	conns   []net.Conn
+	readers sync.WaitGroup
+	opened  time.Duration // to open them all
+}
 
-	// Open the streams.
-	fmt.Fprintf(os.Stderr, "opening %d streams...\n", clients)
-	var sent sync.Map // pda -> time written
-	lat := make([][]time.Duration, clients)
-	var got atomic.Int64
-	conns := make([]net.Conn, clients)
+// openStreams opens clients streams at addr and returns once each read
+// its retry advice.
+func openStreams(addr string, clients int) (*streams, error) {
+	sc := &streams{lat: make([][]time.Duration, clients)}
 	var ready sync.WaitGroup
-	var readers sync.WaitGroup
-	openStart := time.Now()
+	start := time.Now()
 	for i := range clients {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
-			return fmt.Errorf("stream %d: %w", i, err)
+			sc.close()
+			return nil, fmt.Errorf("stream %d: %w", i, err)
 		}
-		conns[i] = c
+		sc.conns = append(sc.conns, c)
 		if _, err := io.WriteString(c, "GET /api/v1/attestations/stream HTTP/1.1\r\nHost: bench\r\nAccept: text/event-stream\r\n\r\n"); err != nil {
-			return err
+			sc.close()
+			return nil, err
 		}
 		ready.Add(1)
-		readers.Add(1)
-		go func() {
-			defer readers.Done()
-			br := bufio.NewReaderSize(c, 2048)
-			once := false
-			for {
-				line, err := br.ReadSlice('\n')
-				if err != nil {
-					if !once {
-						ready.Done()
-					}
-					return
-				}
-				now := time.Now()
-				if !once && strings.HasPrefix(string(line), "retry:") {
-					once = true
-					ready.Done()
-					continue
-				}
-				if s := string(line); strings.HasPrefix(s, "data: {\"pda\":\"") {
-					pda, _, _ := strings.Cut(s[len("data: {\"pda\":\""):], "\"")
-					if t, ok := sent.Load(pda); ok {
-						lat[i] = append(lat[i], now.Sub(t.(time.Time)))
-						got.Add(1)
-					}
-				}
-			}
-		}()
+		sc.readers.Add(1)
+		go sc.read(i, c, ready.Done)
 	}
 	ready.Wait()
-	opened := time.Since(openStart)
-	rssOpen := rss(node.Process.Pid, "VmRSS")
-	fmt.Fprintf(os.Stderr, "%d streams open in %s; node RSS %d MiB\n", clients, opened.Round(time.Millisecond), rssOpen>>20)
+	sc.opened = time.Since(start)
+	return sc, nil
+}
 
-	with, err := wrkRun("list, streams open")
-	if err != nil {
-		return err
+// read reads stream i until its connection closes, calling ready once
+// the retry advice came (or the stream ended before it).
+func (sc *streams) read(i int, c net.Conn, ready func()) {
+	defer sc.readers.Done()
+	br := bufio.NewReaderSize(c, 2048)
+	once := false
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			if !once {
+				ready()
+			}
+			return
+		}
+		now := time.Now()
+		if !once && strings.HasPrefix(string(line), "retry:") {
+			once = true
+			ready()
+			continue
+		}
+		if s := string(line); strings.HasPrefix(s, "data: {\"pda\":\"") {
+			pda, _, _ := strings.Cut(s[len("data: {\"pda\":\""):], "\"")
+			if t, ok := sc.sent.Load(pda); ok {
+				sc.lat[i] = append(sc.lat[i], now.Sub(t.(time.Time)))
+				sc.got.Add(1)
+			}
+		}
 	}
+}
 
-	// New attestations, one at a time: each is awaited by every client.
-	agents := seeded.Agents[:1]
+// close closes every stream and waits for its reader.
+func (sc *streams) close() {
+	for _, c := range sc.conns {
+		c.Close()
+	}
+	sc.conns = nil
+	sc.readers.Wait()
+}
+
+// latencyRounds writes rounds new attestations, one at a time, each
+// awaited (30 s at most) by every stream client.
+func (n *node) latencyRounds(ctx context.Context, sc *streams, rounds int) error {
+	agents := n.seeded.Agents[:1]
 	slot := uint64(1 << 40)
+	clients := len(sc.lat)
 	for r := range rounds {
 		recs := seed.NewAttestations(agents, 1, time.Now(), slot, uint64(r+1))
 		recs[0].Commitment = attestation.Confirmed
 		slot = recs[0].Slot
-		sent.Store(recs[0].PDA, time.Now())
-		if _, err := st.Apply(ctx, &store.Batch{Attestations: recs}); err != nil {
+		sc.sent.Store(recs[0].PDA, time.Now())
+		if _, err := n.st.Apply(ctx, &store.Batch{Attestations: recs}); err != nil {
 			return err
 		}
 		want := int64((r + 1) * clients)
 		deadline := time.Now().Add(30 * time.Second)
-		for got.Load() < want && time.Now().Before(deadline) {
+		for sc.got.Load() < want && time.Now().Before(deadline) {
 			time.Sleep(2 * time.Millisecond)
 		}
-		if got.Load() < want {
-			return fmt.Errorf("round %d: %d of %d deliveries within 30 s", r, got.Load(), want)
+		if sc.got.Load() < want {
+			return fmt.Errorf("round %d: %d of %d deliveries within 30 s", r, sc.got.Load(), want)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	rssAfter := rss(node.Process.Pid, "VmRSS")
-	rssPeak := rss(node.Process.Pid, "VmHWM")
-	with2, err := wrkRun("list, streams open (again)")
-	if err != nil {
-		return err
-	}
-	for _, c := range conns {
-		c.Close()
-	}
-	readers.Wait()
-	// Wait for the node to see the streams close.
-	time.Sleep(2 * time.Second)
-	after, err := wrkRun("list, streams closed")
-	if err != nil {
-		return err
-	}
-	loadEnd := benchkit.LoadAvg()
+	return nil
+}
 
+// measures are the run's figures besides the latencies.
+type measures struct {
+	loadStart, loadEnd                  string
+	rssIdle, rssOpen, rssAfter, rssPeak int64
+	before, with, with2, after          wrk.Figures
+}
+
+// report prints the results as the markdown of RESULTS.md.
+func report(clients, rounds int, dur time.Duration, sc *streams, m measures) {
 	var all []time.Duration
-	for _, l := range lat {
+	for _, l := range sc.lat {
 		all = append(all, l...)
 	}
 	slices.Sort(all)
 	pct := func(p float64) time.Duration { return all[min(len(all)-1, int(float64(len(all))*p))] }
-	without, withMean := (before.RPS+after.RPS)/2, (with.RPS+with2.RPS)/2
+	without, withMean := (m.before.RPS+m.after.RPS)/2, (m.with.RPS+m.with2.RPS)/2
 	fmt.Printf("# Stream benchmark: %s\n\n", time.Now().UTC().Format("2006-01-02T15:04Z"))
 	fmt.Printf("Machine: %d cores shared with other work, GOMAXPROCS %d. Load average (1, 5, 15 min) %s at the start, %s at the end.\n",
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), loadStart, loadEnd)
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), m.loadStart, m.loadEnd)
 	fmt.Printf("One `attestd serve` (rate limit off) over 20 agents and 20,000 attestations; %d stream clients (raw TCP, in the benchmark's process) from 127.0.0.1; %d attestations written one at a time with store.Apply (as the indexer writes them), each awaited by every client; wrk -t2 -c64 %s on the hot list `GET /attestations?limit=20`, run in the order: no streams, streams open, the latency rounds, streams open again, streams closed.\n\n",
 		clients, rounds, dur)
 	fmt.Println("| measure | value | target |")
@@ -259,17 +342,16 @@ func run(ctx context.Context, clients, rounds int, dur time.Duration, bin string
 	fmt.Printf("| ingest-to-client p50 | %s | |\n", pct(0.50).Round(time.Millisecond))
 	fmt.Printf("| ingest-to-client p99 | %s | <= 250 ms |\n", pct(0.99).Round(time.Millisecond))
 	fmt.Printf("| ingest-to-client max | %s | |\n", all[len(all)-1].Round(time.Millisecond))
-	fmt.Printf("| time to open %d streams | %s | |\n", clients, opened.Round(time.Millisecond))
-	fmt.Printf("| node RSS before the streams | %d MiB | |\n", rssIdle>>20)
-	fmt.Printf("| node RSS with %d streams open | %d MiB | <= 300 MB |\n", clients, rssOpen>>20)
-	fmt.Printf("| node RSS after the %d rounds | %d MiB (peak %d MiB) | <= 300 MB |\n", rounds, rssAfter>>20, rssPeak>>20)
-	fmt.Printf("| hot list, no streams (before, after) | %.0f, %.0f req/s (p99 %s, %s) | |\n", before.RPS, after.RPS, before.P99, after.P99)
-	fmt.Printf("| hot list, %d streams open (before, after the rounds) | %.0f, %.0f req/s (p99 %s, %s) | |\n", clients, with.RPS, with2.RPS, with.P99, with2.P99)
+	fmt.Printf("| time to open %d streams | %s | |\n", clients, sc.opened.Round(time.Millisecond))
+	fmt.Printf("| node RSS before the streams | %d MiB | |\n", m.rssIdle>>20)
+	fmt.Printf("| node RSS with %d streams open | %d MiB | <= 300 MB |\n", clients, m.rssOpen>>20)
+	fmt.Printf("| node RSS after the %d rounds | %d MiB (peak %d MiB) | <= 300 MB |\n", rounds, m.rssAfter>>20, m.rssPeak>>20)
+	fmt.Printf("| hot list, no streams (before, after) | %.0f, %.0f req/s (p99 %s, %s) | |\n", m.before.RPS, m.after.RPS, m.before.P99, m.after.P99)
+	fmt.Printf("| hot list, %d streams open (before, after the rounds) | %.0f, %.0f req/s (p99 %s, %s) | |\n", clients, m.with.RPS, m.with2.RPS, m.with.P99, m.with2.P99)
 	fmt.Printf("| hot list with streams / without (means of two runs each) | %.0f%% | >= 90%% |\n", 100*withMean/without)
-	if before.Non2xx || with.Non2xx || with2.Non2xx || after.Non2xx {
+	if m.before.Non2xx || m.with.Non2xx || m.with2.Non2xx || m.after.Non2xx {
 		fmt.Println("\n**wrk saw answers other than 2xx/3xx.**")
 	}
-	return nil
 }
 
 // rss reads a /proc/pid/status field in bytes.
