@@ -29,7 +29,6 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
@@ -86,164 +85,34 @@ type node struct {
 func run(ctx context.Context, n, cold, atts int, gz bool) error {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cache.RouteRedisLogs(quiet)
-	bs, err := benchkit.OpenStores(ctx, "bench_premium", store.Options{MaxConns: 16})
+	rg, err := openRig(ctx, atts, quiet)
 	if err != nil {
 		return err
 	}
-	defer bs.Close()
-	st := bs.Store
-	fmt.Printf("seeding 1 agent with %d attestations...\n", atts)
-	seeded, err := seed.Run(ctx, st, seed.Options{Agents: 1, Attestations: atts, Seed: 1, Logger: quiet})
+	defer rg.close()
+	cached, err := rg.startNode(ctx, "cache on", false, 0)
 	if err != nil {
 		return err
 	}
-	if _, err := st.Pool().Exec(ctx, "VACUUM ANALYZE"); err != nil { // what autovacuum does after a bulk load
-		return err
-	}
-	agent := seeded.Agents[0].PDA.String()
-	fmt.Printf("seeded in %s\n", seeded.Duration.Round(time.Second))
-
-	ropt, err := redis.ParseURL(bs.RedisURL)
+	uncached, err := rg.startNode(ctx, "cache off", true, 0)
 	if err != nil {
 		return err
 	}
-	rdb := redis.NewClient(ropt)
-	defer rdb.Close()
-	var pfx [4]byte
-	_, _ = rand.Read(pfx[:])
-	prefix := "bench" + hex.EncodeToString(pfx[:]) + ":"
-
-	keys, err := apikey.New(ctx, apikey.Config{Store: st, Redis: rdb, Channel: prefix + apikey.ChannelSuffix, Logger: quiet})
+	bare, err := rg.startNode(ctx, "cache off, memo off", true, -1)
 	if err != nil {
 		return err
 	}
-	defer keys.Close()
-	acc, _, err := st.EnsureAccount(ctx, "bench")
+	sample, err := rg.sampler(ctx)
 	if err != nil {
 		return err
-	}
-	key, err := keys.Create(ctx, acc.ID, "bench")
-	if err != nil {
-		return err
-	}
-
-	start := func(name string, cacheOff bool, memo int) (*node, func(), error) {
-		c, err := cache.New(ctx, rdb, cache.Options{Prefix: prefix, Disabled: cacheOff, Logger: quiet})
-		if err != nil {
-			return nil, nil, err
-		}
-		rec := &recorder{}
-		timing := func(fc *fiber.Ctx) error {
-			t0 := time.Now()
-			err := fc.Next()
-			rec.add(time.Since(t0))
-			return err
-		}
-		a := app.New(app.Deps{Store: st, Cache: c, Logger: quiet, Middleware: []fiber.Handler{timing}})
-		h, err := premium.New(premium.Config{Store: st, Cache: c, Logger: quiet, MemoEntries: memo})
-		if err != nil {
-			return nil, nil, err
-		}
-		h.Routes(a, keys.Require(apikey.RequireOptions{}))
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, nil, err
-		}
-		go func() { _ = a.Fiber().Listener(ln) }()
-		return &node{name: name, url: "http://" + ln.Addr().String() + app.Prefix, rec: rec},
-			func() { _ = a.Fiber().Shutdown(); c.Close() }, nil
-	}
-	cached, stop1, err := start("cache on", false, 0)
-	if err != nil {
-		return err
-	}
-	defer stop1()
-	uncached, stop2, err := start("cache off", true, 0)
-	if err != nil {
-		return err
-	}
-	defer stop2()
-	bare, stop3, err := start("cache off, memo off", true, -1)
-	if err != nil {
-		return err
-	}
-	defer stop3()
-
-	var all []string
-	rows, err := st.Pool().Query(ctx, "SELECT pda FROM attestations")
-	if err != nil {
-		return err
-	}
-	if all, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
-		return err
-	}
-	rng := mrand.New(mrand.NewPCG(1, 2))
-	sample := func() []byte {
-		ids := make([]string, 1000)
-		for i := range ids {
-			ids[i] = all[rng.IntN(len(all))]
-		}
-		b, _ := json.Marshal(map[string][]string{"ids": ids})
-		return b
 	}
 	fixed := sample()
-
 	// With DisableCompression the client sends no Accept-Encoding: plain answers.
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableCompression: !gz}}
-	type result struct {
-		name, target string
-		server       []time.Duration
-		client       []time.Duration
-		bytes        int
-	}
-	var results []result
-	scenario := func(name, target string, nd *node, count, warmup int, req func(i int) (*http.Request, error)) error {
-		var cl []time.Duration
-		size := 0
-		for i := -warmup; i < count; i++ {
-			r, err := req(i)
-			if err != nil {
-				return err
-			}
-			r.Header.Set("x-api-key", key.Secret)
-			t0 := time.Now()
-			res, err := client.Do(r)
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			b, _ := io.ReadAll(res.Body)
-			res.Body.Close()
-			el := time.Since(t0)
-			if res.StatusCode != 200 {
-				return fmt.Errorf("%s: status %d: %.200s", name, res.StatusCode, b)
-			}
-			if i < 0 {
-				nd.rec.take() // drop the warm-up
-			} else {
-				cl = append(cl, el)
-			}
-			size = len(b)
-		}
-		results = append(results, result{name: name, target: target, server: nd.rec.take(), client: cl, bytes: size})
-		fmt.Printf("  %-58s done\n", name)
-		return nil
-	}
-	get := func(nd *node, path string) func(int) (*http.Request, error) {
-		return func(int) (*http.Request, error) { return http.NewRequest(http.MethodGet, nd.url+path, nil) }
-	}
-	post := func(nd *node, body func() []byte) func(int) (*http.Request, error) {
-		return func(int) (*http.Request, error) {
-			r, err := http.NewRequest(http.MethodPost, nd.url+"/premium/bulk-verify", bytes.NewReader(body()))
-			if err == nil {
-				r.Header.Set("Content-Type", "application/json")
-			}
-			return r, err
-		}
-	}
+	r := &runner{key: rg.key, client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableCompression: !gz}}}
 	fmt.Println("running scenarios (sequential requests)...")
-	report := "/premium/forensic-report/" + agent
+	report := "/premium/forensic-report/" + rg.agent
 	// The very first report on a fresh process: nothing cached, no memo.
-	if err := scenario("forensic report 100k, first request of a fresh node", "<= 200 ms", bare, 1, 0, get(bare, report)); err != nil {
+	if err := r.scenario("forensic report 100k, first request of a fresh node", "<= 200 ms", bare, 1, 0, get(bare, report)); err != nil {
 		return err
 	}
 	steps := []struct {
@@ -255,29 +124,215 @@ func run(ctx context.Context, n, cold, atts int, gz bool) error {
 		{"bulk verify 1000 random ids, memo off (ingest digests compared, no Ed25519)", "<= 25 ms", bare, n, 3, post(bare, sample)},
 		{"bulk verify 1000 random ids per request, memo on", "<= 25 ms", uncached, n, 3, post(uncached, sample)},
 		{"bulk verify the same 1000 ids, memo warm", "<= 25 ms", uncached, n, 3, post(uncached, func() []byte { return fixed })},
-		{"full history 1000, cache off", "<= 20 ms", uncached, n, 3, get(uncached, "/premium/full-history/"+agent)},
-		{"full history 1000, cached", "<= 20 ms", cached, n, 3, get(cached, "/premium/full-history/"+agent)},
+		{"full history 1000, cache off", "<= 20 ms", uncached, n, 3, get(uncached, "/premium/full-history/"+rg.agent)},
+		{"full history 1000, cached", "<= 20 ms", cached, n, 3, get(cached, "/premium/full-history/"+rg.agent)},
 		{"forensic report 100k, cache off, memo off (cold)", "<= 200 ms", bare, cold, 1, get(bare, report)},
 		{"forensic report 100k, cache off, memo on", "<= 200 ms", uncached, cold, 1, get(uncached, report)},
 		{"forensic report 100k, cached", "<= 5 ms", cached, n, 3, get(cached, report)},
 	}
 	for _, s := range steps {
-		if err := scenario(s.name, s.target, s.nd, s.count, s.warm, s.req); err != nil {
+		if err := r.scenario(s.name, s.target, s.nd, s.count, s.warm, s.req); err != nil {
 			return err
 		}
 	}
+	r.report(gz)
+	return nil
+}
 
-	load, _ := os.ReadFile("/proc/loadavg")
+// rig is the bench's seeded stores, its Redis and an API key.
+type rig struct {
+	st      *store.Store
+	rdb     *redis.Client
+	prefix  string
+	keys    *apikey.Service
+	key     string // the API key's secret
+	agent   string // the seeded agent's PDA
+	quiet   *slog.Logger
+	closers []func()
+}
+
+func (rg *rig) close() {
+	for i := len(rg.closers) - 1; i >= 0; i-- {
+		rg.closers[i]()
+	}
+}
+
+// openRig seeds one agent with atts attestations and makes an API key.
+func openRig(ctx context.Context, atts int, quiet *slog.Logger) (_ *rig, err error) {
+	rg := &rig{quiet: quiet}
+	defer func() {
+		if err != nil {
+			rg.close()
+		}
+	}()
+	bs, err := benchkit.OpenStores(ctx, "bench_premium", store.Options{MaxConns: 16})
+	if err != nil {
+		return nil, err
+	}
+	rg.closers = append(rg.closers, bs.Close)
+	rg.st = bs.Store
+	fmt.Printf("seeding 1 agent with %d attestations...\n", atts)
+	seeded, err := seed.Run(ctx, rg.st, seed.Options{Agents: 1, Attestations: atts, Seed: 1, Logger: quiet})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := rg.st.Pool().Exec(ctx, "VACUUM ANALYZE"); err != nil { // what autovacuum does after a bulk load
+		return nil, err
+	}
+	rg.agent = seeded.Agents[0].PDA.String()
+	fmt.Printf("seeded in %s\n", seeded.Duration.Round(time.Second))
+	ropt, err := redis.ParseURL(bs.RedisURL)
+	if err != nil {
+		return nil, err
+	}
+	rg.rdb = redis.NewClient(ropt)
+	rg.closers = append(rg.closers, func() { rg.rdb.Close() })
+	var pfx [4]byte
+	_, _ = rand.Read(pfx[:])
+	rg.prefix = "bench" + hex.EncodeToString(pfx[:]) + ":"
+	if rg.keys, err = apikey.New(ctx, apikey.Config{Store: rg.st, Redis: rg.rdb, Channel: rg.prefix + apikey.ChannelSuffix, Logger: quiet}); err != nil {
+		return nil, err
+	}
+	rg.closers = append(rg.closers, rg.keys.Close)
+	acc, _, err := rg.st.EnsureAccount(ctx, "bench")
+	if err != nil {
+		return nil, err
+	}
+	key, err := rg.keys.Create(ctx, acc.ID, "bench")
+	if err != nil {
+		return nil, err
+	}
+	rg.key = key.Secret
+	return rg, nil
+}
+
+// startNode serves the premium routes behind keys in this process, on
+// loopback, timing each request in the server (closed with the rig).
+func (rg *rig) startNode(ctx context.Context, name string, cacheOff bool, memo int) (*node, error) {
+	c, err := cache.New(ctx, rg.rdb, cache.Options{Prefix: rg.prefix, Disabled: cacheOff, Logger: rg.quiet})
+	if err != nil {
+		return nil, err
+	}
+	rec := &recorder{}
+	timing := func(fc *fiber.Ctx) error {
+		t0 := time.Now()
+		err := fc.Next()
+		rec.add(time.Since(t0))
+		return err
+	}
+	a := app.New(app.Deps{Store: rg.st, Cache: c, Logger: rg.quiet, Middleware: []fiber.Handler{timing}})
+	h, err := premium.New(premium.Config{Store: rg.st, Cache: c, Logger: rg.quiet, MemoEntries: memo})
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	h.Routes(a, rg.keys.Require(apikey.RequireOptions{}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	go func() { _ = a.Fiber().Listener(ln) }()
+	rg.closers = append(rg.closers, func() { _ = a.Fiber().Shutdown(); c.Close() })
+	return &node{name: name, url: "http://" + ln.Addr().String() + app.Prefix, rec: rec}, nil
+}
+
+// sampler returns a bulk-verify body of 1000 ids drawn (seeded) from
+// every attestation.
+func (rg *rig) sampler(ctx context.Context) (func() []byte, error) {
+	rows, err := rg.st.Pool().Query(ctx, "SELECT pda FROM attestations")
+	if err != nil {
+		return nil, err
+	}
+	all, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	rng := mrand.New(mrand.NewPCG(1, 2))
+	return func() []byte {
+		ids := make([]string, 1000)
+		for i := range ids {
+			ids[i] = all[rng.IntN(len(all))]
+		}
+		b, _ := json.Marshal(map[string][]string{"ids": ids})
+		return b
+	}, nil
+}
+
+func get(nd *node, path string) func(int) (*http.Request, error) {
+	return func(int) (*http.Request, error) { return http.NewRequest(http.MethodGet, nd.url+path, nil) }
+}
+
+func post(nd *node, body func() []byte) func(int) (*http.Request, error) {
+	return func(int) (*http.Request, error) {
+		r, err := http.NewRequest(http.MethodPost, nd.url+"/premium/bulk-verify", bytes.NewReader(body()))
+		if err == nil {
+			r.Header.Set("Content-Type", "application/json")
+		}
+		return r, err
+	}
+}
+
+// result is one scenario's timings and the size of its answers.
+type result struct {
+	name, target string
+	server       []time.Duration
+	client       []time.Duration
+	bytes        int
+}
+
+// runner runs the scenarios with one API key and keeps their results.
+type runner struct {
+	key     string
+	client  *http.Client
+	results []result
+}
+
+// scenario sends count requests (after warmup more) made by req to nd,
+// one at a time, each expecting 200.
+func (r *runner) scenario(name, target string, nd *node, count, warmup int, req func(i int) (*http.Request, error)) error {
+	var cl []time.Duration
+	size := 0
+	for i := -warmup; i < count; i++ {
+		hr, err := req(i)
+		if err != nil {
+			return err
+		}
+		hr.Header.Set("x-api-key", r.key)
+		t0 := time.Now()
+		res, err := r.client.Do(hr)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		el := time.Since(t0)
+		if res.StatusCode != 200 {
+			return fmt.Errorf("%s: status %d: %.200s", name, res.StatusCode, b)
+		}
+		if i < 0 {
+			nd.rec.take() // drop the warm-up
+		} else {
+			cl = append(cl, el)
+		}
+		size = len(b)
+	}
+	r.results = append(r.results, result{name: name, target: target, server: nd.rec.take(), client: cl, bytes: size})
+	fmt.Printf("  %-58s done\n", name)
+	return nil
+}
+
+// report prints the results as the markdown of RESULTS.md.
+func (r *runner) report(gz bool) {
 	fmt.Printf("\n%s, GOMAXPROCS %d, %s, load average %s, gzip answers %v (body: the JSON size)\n", runtime.Version(), runtime.GOMAXPROCS(0),
-		time.Now().UTC().Format(time.RFC3339), strings.Join(strings.Fields(string(load))[:3], " "), gz)
+		time.Now().UTC().Format(time.RFC3339), benchkit.LoadAvg(), gz)
 	fmt.Println()
 	fmt.Println("| scenario | n | server p50 | p90 | max | client p50 | body | target |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---|")
-	for _, r := range results {
-		fmt.Printf("| %s | %d | %s | %s | %s | %s | %s | %s |\n", r.name, len(r.server), ms(benchkit.Percentile(r.server, 50)),
-			ms(benchkit.Percentile(r.server, 90)), ms(benchkit.Percentile(r.server, 100)), ms(benchkit.Percentile(r.client, 50)), kb(r.bytes), r.target)
+	for _, res := range r.results {
+		fmt.Printf("| %s | %d | %s | %s | %s | %s | %s | %s |\n", res.name, len(res.server), ms(benchkit.Percentile(res.server, 50)),
+			ms(benchkit.Percentile(res.server, 90)), ms(benchkit.Percentile(res.server, 100)), ms(benchkit.Percentile(res.client, 50)), kb(res.bytes), res.target)
 	}
-	return nil
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d.Microseconds())/1000) }
