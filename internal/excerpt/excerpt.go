@@ -20,8 +20,8 @@ func Of(s string, n int) string {
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	if cut == 0 && n > 0 && utf8.RuneStart(s[0]) {
-		cut = n // one character longer than n: cut inside it, made valid below
+	if cut == 0 {
+		cut = n // no boundary within n: cut inside, made valid below
 	}
 	return strings.ToValidUTF8(s[:cut], "?") + "..."
 }
