@@ -8,8 +8,9 @@ LDFLAGS := -X github.com/attestd/attestd/internal/buildinfo.Version=$(VERSION)
 # goroutines, longest-running first so the slowest package starts at once;
 # docs' TestRacePackagesAreTheConcurrentOnes keeps this list true. Every other
 # package runs without it, in the plain half.
-RACE_PKGS := ./webhook ./store ./app ./indexer ./node ./translog ./stream ./x402/verifier ./premium ./mcp \
-             ./ratelimit ./apikey ./cache ./internal/purge ./internal/pubsub ./internal/devnet
+RACE_PKGS := ./internal/webhook ./internal/store ./app ./indexer ./internal/node ./internal/translog ./internal/stream \
+             ./x402/verifier ./internal/premium ./internal/mcp ./ratelimit ./internal/apikey ./cache ./internal/purge \
+             ./internal/pubsub ./internal/devtools/devnet
 TEST_TIMEOUT ?= 10m
 
 .PHONY: build run reset test test-race test-plain lint bench fuzz vet fmt clean image cluster answers screenshot
@@ -65,7 +66,7 @@ test-race:
 ## the clients tests (openapi/answers_test.go, clients_test.go) validate and decode: first what
 ## TestDriveEveryOperation provokes, then the first answer of every other one the packages' tests receive
 ANSWERS     ?= $(CURDIR)/openapi/testdata/answers
-ANSWER_PKGS := ./app/ ./apikey/ ./premium/ ./web/ ./webhook/ ./x402/x402fiber/ ./client/
+ANSWER_PKGS := ./app/ ./internal/apikey/ ./internal/premium/ ./internal/web/ ./internal/webhook/ ./x402/x402fiber/ ./client/
 answers: build
 	rm -rf $(ANSWERS)
 	./$(BIN) stores -- $(GO) test -count=1 -run '^TestDriveEveryOperation$$' ./openapi -args -record -answers=$(ANSWERS)

@@ -14,7 +14,7 @@ import (
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/attestd/attestd/internal/httpcache"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
 	"github.com/gofiber/fiber/v2"
 )
 

@@ -12,10 +12,10 @@ import (
 
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
-	"github.com/attestd/attestd/internal/apptest"
-	"github.com/attestd/attestd/internal/seed"
-	"github.com/attestd/attestd/internal/testenv"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/devtools/seed"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/testing/apptest"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 type agentListResp struct {

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/attestd/attestd/app"
-	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/testing/apptest"
+	"github.com/attestd/attestd/internal/testing/otlptest"
 	"github.com/attestd/attestd/internal/tracing"
-	"github.com/attestd/attestd/internal/tracing/otlptest"
 	"github.com/gofiber/fiber/v2"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/attestd/attestd/internal/apierror"
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/gofiber/fiber/v2"
 )
 

@@ -4,7 +4,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/testing/apptest"
 )
 
 // TestNoCachePoisoningThroughRangeBounds: bounds that once encoded like

@@ -11,11 +11,11 @@ import (
 
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
-	"github.com/attestd/attestd/internal/apptest"
-	"github.com/attestd/attestd/internal/devstack"
-	"github.com/attestd/attestd/internal/seed"
-	"github.com/attestd/attestd/internal/testenv"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/devtools/devstack"
+	"github.com/attestd/attestd/internal/devtools/seed"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/testing/apptest"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 // maxSlot returns the highest slot stored.

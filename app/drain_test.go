@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/app"
-	"github.com/attestd/attestd/internal/apptest"
-	"github.com/attestd/attestd/internal/devstack"
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/devtools/devstack"
+	"github.com/attestd/attestd/internal/testing/apptest"
+	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apierror"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
 )
 
 // StoreError maps a failed store call to its answer: 503 UNAVAILABLE when

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/internal/apptest"
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/testing/apptest"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 // exchange writes request on a fresh connection, reads one answer, then

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/app"
-	"github.com/attestd/attestd/internal/apptest"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/testing/apptest"
 )
 
 // FuzzPublicRoutes sends arbitrary query strings and ids to a real node:

@@ -10,15 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
-	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/apikey"
+	"github.com/attestd/attestd/internal/devtools/seed"
 	"github.com/attestd/attestd/internal/httpcache"
-	"github.com/attestd/attestd/internal/seed"
-	"github.com/attestd/attestd/internal/testenv"
-	"github.com/attestd/attestd/premium"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/premium"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/testing/apptest"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 // rawTransport sends Accept-Encoding as the test says and never

@@ -3,7 +3,7 @@ package app_test
 import (
 	"testing"
 
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

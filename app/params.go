@@ -13,7 +13,7 @@ import (
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apierror"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
 	"github.com/gofiber/fiber/v2"
 	"github.com/mr-tron/base58"
 )

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/apierror"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
 	"github.com/gagliardetto/solana-go"
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"

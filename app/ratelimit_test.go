@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/attestd/attestd/app"
-	"github.com/attestd/attestd/internal/apptest"
+	"github.com/attestd/attestd/internal/testing/apptest"
 )
 
 // TestRateLimitAppliesToEveryRoute wires the limiter as `attestd serve`

@@ -5,7 +5,7 @@ import (
 
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/excerpt"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
 )
 
 // Accepted instants: from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z, in

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
 	"github.com/redis/go-redis/v9"
 )
 

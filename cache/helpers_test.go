@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/attestd/attestd/internal/devstack"
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/devtools/devstack"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 func startRedisOn(t *testing.T, port int) (*devstack.Redis, error) {

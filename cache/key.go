@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
 )
 
 // Key builds a cache key that is an injective encoding of a request: the

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
 )
 
 // part is one piece of a request as the key builder sees it.

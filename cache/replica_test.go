@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/attestation"
-	"github.com/attestd/attestd/internal/testenv"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 // TestNoStaleValueUnderANewEpoch is the epoch race with read replicas:

@@ -13,8 +13,8 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/client"
-	"github.com/attestd/attestd/internal/apptest"
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/testing/apptest"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

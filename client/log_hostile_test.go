@@ -12,7 +12,7 @@ import (
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/client"
-	"github.com/attestd/attestd/internal/logfixture"
+	"github.com/attestd/attestd/internal/testing/logfixture"
 )
 
 // TestVerifyAttestationHostileService serves hostile answers to

@@ -17,7 +17,7 @@ import (
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/client"
-	"github.com/attestd/attestd/internal/logfixture"
+	"github.com/attestd/attestd/internal/testing/logfixture"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )

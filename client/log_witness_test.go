@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/attestd/attestd/client"
-	"github.com/attestd/attestd/internal/logfixture"
+	"github.com/attestd/attestd/internal/testing/logfixture"
 	"github.com/attestd/attestd/translog/logformat"
 	"golang.org/x/mod/sumdb/note"
 )

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/client"
-	"github.com/attestd/attestd/internal/apptest"
-	"github.com/attestd/attestd/internal/testenv"
-	"github.com/attestd/attestd/premium"
+	"github.com/attestd/attestd/internal/apikey"
+	"github.com/attestd/attestd/internal/premium"
+	"github.com/attestd/attestd/internal/testing/apptest"
+	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/attestd/attestd/x402"
 	"github.com/gofiber/fiber/v2"
 )

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/app"
-	"github.com/attestd/attestd/internal/apptest"
-	"github.com/attestd/attestd/internal/testenv"
-	"github.com/attestd/attestd/translog"
+	"github.com/attestd/attestd/internal/testing/apptest"
+	"github.com/attestd/attestd/internal/testing/testenv"
+	"github.com/attestd/attestd/internal/translog"
 	"golang.org/x/mod/sumdb/note"
 )
 

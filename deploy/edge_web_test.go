@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/app"
-	"github.com/attestd/attestd/internal/apptest"
 	"github.com/attestd/attestd/internal/config"
-	"github.com/attestd/attestd/internal/testenv"
-	"github.com/attestd/attestd/web"
+	"github.com/attestd/attestd/internal/testing/apptest"
+	"github.com/attestd/attestd/internal/testing/testenv"
+	"github.com/attestd/attestd/internal/web"
 	"github.com/gofiber/fiber/v2"
 	"github.com/mr-tron/base58"
 )

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/config"
-	"github.com/attestd/attestd/internal/config/allvars"
-	"github.com/attestd/attestd/internal/devstack"
+	"github.com/attestd/attestd/internal/devtools/devstack"
+	"github.com/attestd/attestd/internal/testing/allvars"
 	"go.yaml.in/yaml/v3"
 )
 

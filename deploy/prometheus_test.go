@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/attestd/attestd/internal/devstack"
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/devtools/devstack"
+	"github.com/attestd/attestd/internal/testing/testenv"
 	"go.yaml.in/yaml/v3"
 )
 

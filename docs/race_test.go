@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 // harnesses are packages whose own code starts goroutines but that are tools
@@ -21,16 +21,13 @@ import (
 // detector checks the goroutines of the packages they drive, in those
 // packages' own tests.
 var harnesses = map[string]string{
-	"cmd/attestd":          "the command: its tests run the built binary",
-	"internal/apptest":     "test harness",
-	"internal/benchkit":    "benchmark support",
-	"internal/devstack":    "starts PostgreSQL, Redis and nginx for tests",
-	"internal/fleet":       "starts a fleet of processes for make cluster",
-	"internal/hostile":     "hostile request matrix harness",
-	"internal/litewitness": "starts witness processes for tests",
-	"internal/seed":        "demo data loader run by make run",
-	"internal/testenv":     "test support: shared stores and listeners for tests",
-	"bench/":               "load generators run by make bench",
+	"cmd/attestd":                   "the command: its tests run the built binary",
+	"internal/testing/":             "test support: shared stores, test nodes, fixtures, the hostile matrix",
+	"internal/devtools/devstack":    "starts PostgreSQL, Redis and nginx for tests",
+	"internal/devtools/fleet":       "starts a fleet of processes for make cluster",
+	"internal/devtools/litewitness": "starts witness processes for tests",
+	"internal/devtools/seed":        "demo data loader run by make run",
+	"bench/":                        "load generators run by make bench, and their support",
 }
 
 // racePackages reads RACE_PKGS from the Makefile.

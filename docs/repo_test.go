@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 // maxTrackedBytes is the most a tracked file outside testdata/ may weigh.

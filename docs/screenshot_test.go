@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/attestd/attestd/web"
+	"github.com/attestd/attestd/internal/web"
 )
 
 // TestREADMEScreenshotIsCurrent: the README's picture of the home page

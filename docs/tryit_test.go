@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/internal/devstack"
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/devtools/devstack"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

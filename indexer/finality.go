@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
 	"github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/rpc"
 )

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/pglock"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
 	"github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/rpc"
 	"github.com/jackc/pgx/v5"

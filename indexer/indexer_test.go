@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/attestation"
-	"github.com/attestd/attestd/internal/devnet"
+	"github.com/attestd/attestd/internal/devtools/devnet"
 	"github.com/attestd/attestd/internal/prova"
-	"github.com/attestd/attestd/internal/testenv"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/rpc"
 	"github.com/prometheus/client_golang/prometheus"

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/internal/devnet"
-	"github.com/attestd/attestd/internal/testenv"
-	"github.com/attestd/attestd/translog"
+	"github.com/attestd/attestd/internal/devtools/devnet"
+	"github.com/attestd/attestd/internal/testing/testenv"
+	"github.com/attestd/attestd/internal/translog"
 	"golang.org/x/mod/sumdb/note"
 )
 

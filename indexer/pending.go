@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
 	"github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/rpc"
 )

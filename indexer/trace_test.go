@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/internal/devnet"
-	"github.com/attestd/attestd/internal/tracing/otlptest"
+	"github.com/attestd/attestd/internal/devtools/devnet"
+	"github.com/attestd/attestd/internal/testing/otlptest"
 )
 
 // Each indexer round that finds transactions is a trace: its fetches (the

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/internal/apptest"
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/testing/apptest"
+	"github.com/attestd/attestd/internal/testing/strict"
+	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/attestd/attestd/openapi"
-	"github.com/attestd/attestd/openapi/strict"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/attestd/attestd/internal/apptest"
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/testing/apptest"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 // jsonBody reports whether a recording has a JSON body to decode.

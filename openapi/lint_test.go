@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 // TestDocumentLintsClean runs a strict OpenAPI linter (redocly, every rule

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"

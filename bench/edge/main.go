@@ -41,11 +41,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/attestd/attestd/internal/benchkit"
-	"github.com/attestd/attestd/internal/devstack"
-	"github.com/attestd/attestd/internal/seed"
-	"github.com/attestd/attestd/internal/wrk"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/bench/internal/benchkit"
+	"github.com/attestd/attestd/bench/internal/wrk"
+	"github.com/attestd/attestd/internal/devtools/devstack"
+	"github.com/attestd/attestd/internal/devtools/seed"
+	"github.com/attestd/attestd/internal/store"
 )
 
 func main() {

@@ -8,7 +8,7 @@
 //	go run ./bench/fleet [-duration 5s] [-connections 64] [-threads 2]
 //
 // Run from the repository root after `make build`. It starts its own
-// fleet (internal/fleet: Postgres with a replica, Redis, the chain
+// fleet (internal/devtools/fleet: Postgres with a replica, Redis, the chain
 // simulator, two indexers, workers, three nodes, nginx) and one more node
 // on the same stores; every server binds 127.0.0.1 and stops when it ends.
 // It prints a Markdown section.
@@ -32,10 +32,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/attestd/attestd/internal/benchkit"
-	"github.com/attestd/attestd/internal/devstack"
-	"github.com/attestd/attestd/internal/fleet"
-	"github.com/attestd/attestd/internal/wrk"
+	"github.com/attestd/attestd/bench/internal/benchkit"
+	"github.com/attestd/attestd/bench/internal/wrk"
+	"github.com/attestd/attestd/internal/devtools/devstack"
+	"github.com/attestd/attestd/internal/devtools/fleet"
 	"github.com/jackc/pgx/v5"
 )
 

@@ -26,9 +26,9 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/indexer"
-	"github.com/attestd/attestd/internal/devnet"
-	"github.com/attestd/attestd/internal/devstack"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/devtools/devnet"
+	"github.com/attestd/attestd/internal/devtools/devstack"
+	"github.com/attestd/attestd/internal/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 )

@@ -33,7 +33,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/attestd/attestd/internal/devstack"
+	"github.com/attestd/attestd/internal/devtools/devstack"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"

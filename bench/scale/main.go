@@ -33,8 +33,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/attestd/attestd/internal/benchkit"
-	"github.com/attestd/attestd/internal/devstack"
+	"github.com/attestd/attestd/bench/internal/benchkit"
+	"github.com/attestd/attestd/internal/devtools/devstack"
 	"github.com/jackc/pgx/v5"
 )
 

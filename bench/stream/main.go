@@ -39,12 +39,12 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/bench/internal/benchkit"
+	"github.com/attestd/attestd/bench/internal/wrk"
 	"github.com/attestd/attestd/cache"
-	"github.com/attestd/attestd/internal/benchkit"
-	"github.com/attestd/attestd/internal/devstack"
-	"github.com/attestd/attestd/internal/seed"
-	"github.com/attestd/attestd/internal/wrk"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/devtools/devstack"
+	"github.com/attestd/attestd/internal/devtools/seed"
+	"github.com/attestd/attestd/internal/store"
 	"github.com/redis/go-redis/v9"
 )
 

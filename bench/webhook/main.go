@@ -31,10 +31,10 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/bench/internal/benchkit"
 	"github.com/attestd/attestd/cache"
-	"github.com/attestd/attestd/internal/benchkit"
-	"github.com/attestd/attestd/store"
-	"github.com/attestd/attestd/webhook"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/webhook"
 	"github.com/gagliardetto/solana-go"
 	"github.com/prometheus/client_golang/prometheus"
 )

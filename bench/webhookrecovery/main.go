@@ -35,10 +35,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/attestd/attestd/bench/internal/benchkit"
 	"github.com/attestd/attestd/cache"
-	"github.com/attestd/attestd/internal/benchkit"
-	"github.com/attestd/attestd/store"
-	"github.com/attestd/attestd/webhook"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/webhook"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

@@ -7,8 +7,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/attestd/attestd/store"
-	"github.com/attestd/attestd/web"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/web"
 )
 
 const accountsUsage = `usage:

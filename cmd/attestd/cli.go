@@ -9,19 +9,19 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/indexer"
+	"github.com/attestd/attestd/internal/apikey"
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/httpcache"
+	"github.com/attestd/attestd/internal/mcp"
+	"github.com/attestd/attestd/internal/premium"
 	"github.com/attestd/attestd/internal/purge"
-	"github.com/attestd/attestd/mcp"
-	"github.com/attestd/attestd/premium"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/stream"
+	"github.com/attestd/attestd/internal/translog"
+	"github.com/attestd/attestd/internal/web"
+	"github.com/attestd/attestd/internal/webhook"
 	"github.com/attestd/attestd/ratelimit"
-	"github.com/attestd/attestd/store"
-	"github.com/attestd/attestd/stream"
-	"github.com/attestd/attestd/translog"
-	"github.com/attestd/attestd/web"
-	"github.com/attestd/attestd/webhook"
 	"github.com/attestd/attestd/x402/verifier"
 )
 
@@ -122,7 +122,7 @@ var help = map[string]helpInfo{
 		example: "attestd local            # what make run does\nattestd local --reset    # delete the demo data (make reset)"},
 	"cluster": {vars: pick(config.Vars, "ATTESTD_LOG_FORMAT"), example: "attestd cluster -redis-cluster   # what make cluster CLUSTER=redis-cluster does"},
 	"devnet":  {vars: pick(indexer.Vars, "ATTESTD_PROGRAM_ID"), example: "attestd devnet --addr 127.0.0.1:8899 --rate 5"},
-	"stores":  {usage: storesUsage, example: "attestd stores -- go test -count=1 ./store/..."},
+	"stores":  {usage: storesUsage, example: "attestd stores -- go test -count=1 ./internal/store/..."},
 	"healthcheck": {vars: append(append(pick(config.Vars, "ATTESTD_HTTP_ADDR"), pick(indexer.Vars, "ATTESTD_INDEXER_METRICS_ADDR")...),
 		pick(webhook.Vars, "ATTESTD_WORKER_METRICS_ADDR")...), example: "attestd healthcheck -addr 127.0.0.1:8080 -q; attestd healthcheck -role index"},
 	"version": {example: "attestd version     # or attestd --version"},

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/buildinfo"
-	"github.com/attestd/attestd/internal/testenv"
-	"github.com/attestd/attestd/store"
-	"github.com/attestd/attestd/webhook/keyring"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/testing/testenv"
+	"github.com/attestd/attestd/internal/webhook/keyring"
 )
 
 // runCLI runs the attestd binary in dir (none: a fresh temporary one)

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/attestd/attestd/internal/fleet"
+	"github.com/attestd/attestd/internal/devtools/fleet"
 	"github.com/attestd/attestd/internal/settings"
 )
 

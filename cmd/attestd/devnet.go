@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/attestd/attestd/internal/devnet"
+	"github.com/attestd/attestd/internal/devtools/devnet"
 	"github.com/attestd/attestd/internal/settings"
 	"github.com/attestd/attestd/x402"
 	"github.com/attestd/attestd/x402/receipt"

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/internal/devstack"
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/devtools/devstack"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 // TestServeDrainsOnSIGTERM runs `attestd serve` with a long drain: after

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/attestd/attestd/internal/devnet"
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/devtools/devnet"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 // TestHealthSaysDegradedWhileDataMayBeStale runs `attestd serve` and

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/internal/hostile"
-	"github.com/attestd/attestd/internal/testenv"
-	"github.com/attestd/attestd/webhook/keyring"
+	"github.com/attestd/attestd/internal/testing/hostile"
+	"github.com/attestd/attestd/internal/testing/testenv"
+	"github.com/attestd/attestd/internal/webhook/keyring"
 )
 
 // TestHostileMatrix runs the hostile matrix against a real `attestd serve`

@@ -10,10 +10,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/attestd/attestd/apikey"
 	"github.com/attestd/attestd/attestation"
-	"github.com/attestd/attestd/node"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/apikey"
+	"github.com/attestd/attestd/internal/node"
+	"github.com/attestd/attestd/internal/store"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 

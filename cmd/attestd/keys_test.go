@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 // TestKeysCLIRoles: `attestd keys create` makes admin keys unless told

@@ -13,13 +13,13 @@ import (
 	"strings"
 
 	"github.com/attestd/attestd/internal/config"
-	"github.com/attestd/attestd/internal/devstack"
-	"github.com/attestd/attestd/internal/litewitness"
+	"github.com/attestd/attestd/internal/devtools/devstack"
+	"github.com/attestd/attestd/internal/devtools/litewitness"
+	"github.com/attestd/attestd/internal/node"
 	"github.com/attestd/attestd/internal/settings"
 	"github.com/attestd/attestd/internal/tracing"
-	"github.com/attestd/attestd/node"
-	"github.com/attestd/attestd/translog"
-	"github.com/attestd/attestd/webhook/keyring"
+	"github.com/attestd/attestd/internal/translog"
+	"github.com/attestd/attestd/internal/webhook/keyring"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/mod/sumdb/note"
 )

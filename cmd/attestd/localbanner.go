@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/attestd/attestd/internal/devstack"
+	"github.com/attestd/attestd/internal/devtools/devstack"
 )
 
 // localBanner is what `attestd local` tells a person once the API

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/attestd/attestd/translog"
+	"github.com/attestd/attestd/internal/translog"
 )
 
 func TestLogKeygen(t *testing.T) {

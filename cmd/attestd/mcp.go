@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/attestd/attestd/internal/mcp"
 	"github.com/attestd/attestd/internal/settings"
-	"github.com/attestd/attestd/mcp"
 )
 
 // runMCP serves the MCP tools. stdout is the protocol channel in stdio mode,

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/attestation"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/x402"
 	"github.com/attestd/attestd/x402/receipt"
 	"github.com/gagliardetto/solana-go"

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/redis/go-redis/v9"
 )
 

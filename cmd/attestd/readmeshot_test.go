@@ -6,7 +6,7 @@ import (
 	"errors"
 	"hash/crc32"
 
-	"github.com/attestd/attestd/web"
+	"github.com/attestd/attestd/internal/web"
 )
 
 // ScreenshotKey is the PNG text chunk's keyword that names the version of

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/app"
-	"github.com/attestd/attestd/internal/devnet"
-	"github.com/attestd/attestd/internal/devstack"
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/devtools/devnet"
+	"github.com/attestd/attestd/internal/devtools/devstack"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 // TestServeWithReadReplica runs the binary as an operator with a streaming

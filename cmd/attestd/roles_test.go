@@ -13,13 +13,21 @@ import (
 	"testing"
 )
 
-// devTools are the packages the binary carries for development only:
-// make run's and the tests' stores (installed from Debian packages when
-// missing), the chain simulator, demo data, the witness it starts, the
-// fleet, and the test and benchmark harnesses.
-var devTools = []string{
-	"internal/devnet", "internal/devstack", "internal/seed", "internal/litewitness", "internal/fleet",
-	"internal/testenv", "internal/apptest", "internal/benchkit", "internal/hostile", "internal/otlptest",
+// devTrees are the folders whose packages the binary carries for
+// development only (internal/devtools: make run's and the tests' stores,
+// installed from Debian packages when missing, the chain simulator, demo
+// data, the witness it starts, the fleet) or never carries at all (the
+// test support of internal/testing and the benchmarks' harnesses).
+var devTrees = []string{modulePath + "/internal/devtools/", modulePath + "/internal/testing/", modulePath + "/bench/"}
+
+// isDevTool says whether an import path lies in one of the devTrees.
+func isDevTool(path string) bool {
+	for _, tree := range devTrees {
+		if strings.HasPrefix(path, tree) {
+			return true
+		}
+	}
+	return false
 }
 
 // productionRoles are the commands a production deployment runs.
@@ -41,23 +49,21 @@ func TestProductionRolesReachNoDevTools(t *testing.T) {
 	used := g.reach(roots)
 	deps := goListDeps(t, used)
 	for _, d := range deps {
-		for _, tool := range devTools {
-			if strings.HasSuffix(d, "/"+tool) {
-				t.Errorf("a production command reaches %s (through the packages %v)", d, used)
-			}
+		if isDevTool(d) {
+			t.Errorf("a production command reaches %s (through the packages %v)", d, used)
 		}
 	}
-	if !slices.Contains(used, modulePath+"/node") {
+	if !slices.Contains(used, modulePath+"/internal/node") {
 		t.Errorf("the production commands do not reach node (reached %v): the walk misses calls", used)
 	}
 	t.Logf("production commands use %d packages, %d with their imports", len(used), len(deps))
 
 	binary := goListDeps(t, []string{"."})
-	for _, tool := range devTools {
-		if !slices.Contains(binary, modulePath+"/"+tool) {
-			continue // not in the binary (a test harness)
+	for _, pkg := range binary {
+		if !isDevTool(pkg) {
+			continue
 		}
-		files, _ := filepath.Glob(filepath.Join("..", "..", tool, "*.go"))
+		files, _ := filepath.Glob(filepath.Join("..", "..", strings.TrimPrefix(pkg, modulePath+"/"), "*.go"))
 		for _, name := range files {
 			if strings.HasSuffix(name, "_test.go") {
 				continue
@@ -75,7 +81,7 @@ func TestProductionRolesReachNoDevTools(t *testing.T) {
 	}
 
 	local := goListDeps(t, g.reach([]string{"runLocal"}))
-	if !slices.Contains(local, modulePath+"/internal/devstack") || !slices.Contains(local, modulePath+"/internal/devnet") {
+	if !slices.Contains(local, modulePath+"/internal/devtools/devstack") || !slices.Contains(local, modulePath+"/internal/devtools/devnet") {
 		t.Errorf("the walk from runLocal does not reach devstack and devnet: it cannot see a dev tool (reached %v)", local)
 	}
 }

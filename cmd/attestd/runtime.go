@@ -8,9 +8,9 @@ import (
 
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/node"
 	"github.com/attestd/attestd/internal/settings"
-	"github.com/attestd/attestd/node"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
 )
 
 // newLogger makes the slog logger every subcommand uses, on stderr: text

@@ -7,9 +7,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/attestd/attestd/internal/devtools/seed"
+	"github.com/attestd/attestd/internal/node"
 	"github.com/attestd/attestd/internal/purge"
-	"github.com/attestd/attestd/internal/seed"
-	"github.com/attestd/attestd/node"
 )
 
 func runSeed(ctx context.Context, args []string) error { return seedWith(ctx, nil, args) }

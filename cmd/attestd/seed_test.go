@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/attestd/attestd/internal/seed"
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/devtools/seed"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 // TestSeedPrintsItsSamplePayloads: attestd seed prints the attestations

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 
+	"github.com/attestd/attestd/internal/node"
 	"github.com/attestd/attestd/internal/settings"
 	"github.com/attestd/attestd/internal/tracing"
-	"github.com/attestd/attestd/node"
 )
 
 // runServe runs one API node from the process environment (the node's

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 // TestRolesNameEveryBadSettingBeforeConnecting runs serve, index, worker,

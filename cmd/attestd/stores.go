@@ -9,7 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/attestd/attestd/internal/devstack"
+	"github.com/attestd/attestd/internal/devtools/devstack"
 )
 
 const storesUsage = "usage: attestd stores -- COMMAND [ARGS...]\n\nCOMMAND runs with " + devstack.EnvTestPostgres + " and " +

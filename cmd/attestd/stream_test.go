@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/internal/devstack"
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/devtools/devstack"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 // TestServeEndsStreamsOnSIGTERM: `attestd serve` streams (step 9 of

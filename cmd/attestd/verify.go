@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/attestd/attestd/client"
-	"github.com/attestd/attestd/translog"
+	"github.com/attestd/attestd/internal/translog"
 	"github.com/attestd/attestd/translog/logformat"
 )
 

@@ -19,11 +19,11 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/attestation"
-	"github.com/attestd/attestd/internal/apptest"
-	"github.com/attestd/attestd/internal/logfixture"
-	"github.com/attestd/attestd/internal/seed"
-	"github.com/attestd/attestd/internal/testenv"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/devtools/seed"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/testing/apptest"
+	"github.com/attestd/attestd/internal/testing/logfixture"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 // tamperProxy forwards to target and lets rewrite change a JSON answer

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"filippo.io/torchwood"
-	"github.com/attestd/attestd/internal/apptest"
-	"github.com/attestd/attestd/internal/logfixture"
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/testing/apptest"
+	"github.com/attestd/attestd/internal/testing/logfixture"
+	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/attestd/attestd/translog/logformat"
 	"golang.org/x/mod/sumdb/note"
 )

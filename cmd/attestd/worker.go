@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 
+	"github.com/attestd/attestd/internal/node"
 	"github.com/attestd/attestd/internal/settings"
 	"github.com/attestd/attestd/internal/tracing"
-	"github.com/attestd/attestd/node"
 )
 
 // runWorker delivers webhooks until it is stopped: the outbox relay, the

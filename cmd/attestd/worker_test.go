@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/internal/testenv"
-	"github.com/attestd/attestd/store"
-	"github.com/attestd/attestd/webhook"
-	"github.com/attestd/attestd/webhook/keyring"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/testing/testenv"
+	"github.com/attestd/attestd/internal/webhook"
+	"github.com/attestd/attestd/internal/webhook/keyring"
 	"github.com/attestd/attestd/webhook/signature"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/attestd/attestd/internal/config/allvars"
+	"github.com/attestd/attestd/internal/testing/allvars"
 )
 
 // everyVar is every package's list of the variables it reads.

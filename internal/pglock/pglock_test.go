@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/pglock"
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/jackc/pgx/v5"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/internal/devstack"
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/devtools/devstack"
+	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 // bad is one bad value for a variable of each package a role reads.

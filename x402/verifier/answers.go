@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/apierror"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/x402"
 	"github.com/attestd/attestd/x402/receipt"
 )

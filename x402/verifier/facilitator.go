@@ -8,7 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
 	"io"
 	"log/slog"
 	"net/http"

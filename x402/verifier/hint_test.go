@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/internal/devnet"
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/devtools/devnet"
+	"github.com/attestd/attestd/internal/testing/testenv"
 )
 
 // After an idle period (a hint older than 30 s) the first 402 still

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/config"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
 	"github.com/gagliardetto/solana-go"
 )
 

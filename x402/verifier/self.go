@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/x402"
 	"github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/rpc"

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/apierror"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/x402"
 	"github.com/attestd/attestd/x402/receipt"
 	"github.com/gagliardetto/solana-go"

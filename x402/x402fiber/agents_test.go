@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/config"
-	"github.com/attestd/attestd/internal/testenv"
-	"github.com/attestd/attestd/mcp"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/mcp"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/attestd/attestd/x402"
 	"github.com/attestd/attestd/x402/receipt"
 )

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/internal/testenv"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/attestd/attestd/openapi"
-	"github.com/attestd/attestd/store"
 	"github.com/attestd/attestd/x402"
 	"github.com/attestd/attestd/x402/receipt"
 	"github.com/attestd/attestd/x402/verifier"

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/internal/devnet"
-	"github.com/attestd/attestd/internal/testenv"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/devtools/devnet"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/attestd/attestd/x402"
 	"github.com/attestd/attestd/x402/verifier"
 	"github.com/gagliardetto/solana-go"

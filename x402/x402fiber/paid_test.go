@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/attestd/attestd/internal/testenv"
-	"github.com/attestd/attestd/store"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/attestd/attestd/x402"
 	"github.com/attestd/attestd/x402/verifier"
 )

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/attestd/attestd/internal/tracing/otlptest"
+	"github.com/attestd/attestd/internal/testing/otlptest"
 	"github.com/attestd/attestd/x402"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )

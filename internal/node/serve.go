@@ -1,0 +1,405 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"strings"
+
+	"github.com/attestd/attestd/app"
+	"github.com/attestd/attestd/cache"
+	"github.com/attestd/attestd/indexer"
+	"github.com/attestd/attestd/internal/apikey"
+	"github.com/attestd/attestd/internal/buildinfo"
+	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/premium"
+	"github.com/attestd/attestd/internal/settings"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/stream"
+	"github.com/attestd/attestd/internal/tracing"
+	"github.com/attestd/attestd/internal/translog"
+	"github.com/attestd/attestd/internal/web"
+	"github.com/attestd/attestd/internal/webhook"
+	"github.com/attestd/attestd/internal/webhook/queue"
+	"github.com/attestd/attestd/ratelimit"
+	"github.com/attestd/attestd/x402"
+	"github.com/attestd/attestd/x402/receipt"
+	"github.com/attestd/attestd/x402/verifier"
+	"github.com/attestd/attestd/x402/x402fiber"
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+)
+
+// ServeOptions is what the command running a node adds to its settings.
+type ServeOptions struct {
+	// SkipDrain, when closed, ends the drain early (a second SIGTERM);
+	// nil: never.
+	SkipDrain <-chan struct{}
+	// Listening is called once the API's address is bound (nil: nothing).
+	Listening func(net.Addr)
+}
+
+// Serve runs one API node from its settings (read once, checked) until
+// ctx ends, then drains. Every feature a node runs is constructed here, in
+// the order a request meets it.
+func Serve(ctx context.Context, s settings.Settings, log *slog.Logger, opt ServeOptions) error {
+	cfg := s.Common
+	// The API's address is bound first, so a taken port is said before
+	// anything starts; with ATTESTD_REUSE_PORT a replacement binds it beside
+	// a node that drains.
+	ln, err := BindHTTP(cfg.HTTPAddr, cfg.ReusePort)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	n, err := open(ctx, s, log)
+	if err != nil {
+		return err
+	}
+	defer n.close()
+	// What public answers say to browsers, CDNs and the edge.
+	deps := app.Deps{Store: n.store, Cache: n.cache, Logger: log, Registerer: n.reg, AccessLogAll: cfg.AccessLogAll,
+		HTTPCache: s.HTTPCache}
+	deps.Trace = tracing.Middleware() // each request's server span (nil when tracing is off)
+	rcfg := s.RateLimit
+
+	// 1. A cap on the connections one client IP holds open (trusted
+	//    proxies exempt), then the per-IP sliding-window request limit in
+	//    front of every public route.
+	deps.ConnLimit = app.ConnLimit{PerIP: cfg.MaxConnsPerIP, Exempt: ratelimit.Contains(rcfg.TrustedProxies)}
+	if err := n.rateLimit(rcfg, &deps); err != nil {
+		return fmt.Errorf("rate limit: %w", err)
+	}
+	// 1b. The transparency log's checkpoint and tiles, at the log's origin
+	//     (/log/...), outside that limit: their own per-IP guard.
+	logSrv, err := n.transparencyLog(ctx, &deps)
+	if err != nil {
+		return fmt.Errorf("transparency log: %w", err)
+	}
+	// 2. /health reports the indexer's progress and the chain's reachability.
+	if err := n.indexerHealth(&deps); err != nil {
+		return fmt.Errorf("indexer health: %w", err)
+	}
+	// 3. The public read API; with payments on, its OpenAPI document
+	//    prices each payable operation (x-x402) from the same catalog as
+	//    the 402s.
+	if s.Verifier.Enabled() {
+		deps.OpenAPIPatch = s.Verifier.PatchOpenAPI
+	}
+	api := app.New(deps)
+	// 4. The web application at / (explorer, console) and its Sign-In-With-
+	//    Solana sessions, which act as admins of their account on the
+	//    /keys and /webhooks routes.
+	site, err := n.web()
+	if err != nil {
+		return fmt.Errorf("web application: %w", err)
+	}
+	site.Routes(api)
+	// 5. API keys: account holders manage theirs at /keys (with a key, or
+	//    signed in to the console).
+	keys, err := n.apiKeys(ctx, site)
+	if err != nil {
+		return fmt.Errorf("api keys: %w", err)
+	}
+	keys.Routes(api)
+	// 6. Pay per request for the premium routes (x402): on when
+	//    ATTESTD_X402_PAY_TO is set; otherwise a premium request without a
+	//    key is 401. With it, discovery for paying agents at the origin's
+	//    root (/.well-known/x402, /llms.txt) and, with a receipt key, the
+	//    key that signs receipts (/.well-known/jwks.json, did.json).
+	payPerRequest, err := n.payPerRequest(ctx, api)
+	if err != nil {
+		return fmt.Errorf("pay per request: %w", err)
+	}
+	// 7. The premium routes, behind a key (or a payment).
+	if err := n.premium(api, keys, payPerRequest); err != nil {
+		return fmt.Errorf("premium: %w", err)
+	}
+
+	// 8. Webhooks: account holders manage theirs at /webhooks (workers
+	//    deliver them: attestd worker).
+	if err := n.webhooks(api, keys); err != nil {
+		return fmt.Errorf("webhooks: %w", err)
+	}
+
+	// 9. The transparency log's API routes: its verifier key, inclusion
+	//    and consistency proofs (503 until ATTESTD_LOG_KEY is set; the
+	//    appender runs with attestd index).
+	logSrv.Routes(api)
+	api.SetLogStatus(logSrv.Status) // the overview's log size and checkpoint age
+	// 10. The live stream (GET /attestations/stream): one subscription per
+	//     node, streams capped per client IP as the rate limiter resolves
+	//     it; they end as soon as the node starts draining.
+	if err := n.stream(ctx, api); err != nil {
+		return fmt.Errorf("live stream: %w", err)
+	}
+
+	ServeInternal(ctx, cfg.MetricsAddr, n.reg, log, cfg.Pprof, nil)
+	// On SIGTERM: /health says draining for ATTESTD_DRAIN_TIMEOUT while
+	// requests are still served (a second signal ends it), then the
+	// graceful shutdown within ATTESTD_SHUTDOWN_TIMEOUT.
+	return api.ListenWith(ctx, cfg.HTTPAddr, app.ListenOptions{Drain: cfg.DrainTimeout, SkipDrain: opt.SkipDrain,
+		Grace: cfg.ShutdownTimeout, Listener: ln,
+		Listening: func(addr net.Addr) {
+			log.Info("serving", "addr", addr.String(), "version", buildinfo.Version)
+			if opt.Listening != nil {
+				opt.Listening(addr)
+			}
+		}})
+}
+
+// node is what every feature of a serving process shares.
+type node struct {
+	s   settings.Settings
+	cfg config.Config
+	log *slog.Logger
+	// resolver finds a request's client IP as the rate limiter does (the
+	// trusted proxies): the web app, the log's guard and the stream use it.
+	resolver *ratelimit.IPResolver
+	store    *store.Store
+	redis    redis.UniversalClient
+	cache    *cache.Cache
+	reg      *prometheus.Registry
+	// closers run at shutdown, last added first.
+	closers []func()
+}
+
+// open connects to Postgres (lazily: a node serves cached reads while
+// Postgres is down), Redis and the cache.
+func open(ctx context.Context, s settings.Settings, log *slog.Logger) (*node, error) {
+	cfg := s.Common
+	resolver, err := ratelimit.NewIPResolver(s.RateLimit.TrustedProxies, s.RateLimit.ProxyHeader)
+	if err != nil {
+		return nil, err
+	}
+	n := &node{s: s, cfg: cfg, log: log, reg: NewRegistry(), resolver: resolver}
+	// Reads that carry a cache epoch may use read replicas (see store.AtLeast).
+	replicas := s.Replicas
+	replicas.Registerer, replicas.Logger = n.reg, log
+	st, err := OpenStore(ctx, cfg, true, replicas)
+	if err != nil {
+		return nil, err
+	}
+	if len(replicas.URLs) > 0 {
+		log.Info("read replicas", "count", len(replicas.URLs), "max_lag", replicas.MaxLag.String(), "wait", replicas.Wait.String())
+	}
+	n.store = st
+	n.closers = append(n.closers, st.Close)
+	if err := st.Ping(ctx); err != nil {
+		log.Warn("postgres does not answer yet; serving cached reads only until it does", "err", err)
+	}
+	if n.redis, err = OpenRedis(ctx, cfg); err != nil {
+		n.close()
+		return nil, err
+	}
+	n.closers = append(n.closers, func() { n.redis.Close() })
+	if n.cache, err = openCache(ctx, cfg, n.redis, st, n.reg, log, cacheRole{reads: true}); err != nil {
+		n.close()
+		return nil, err
+	}
+	n.closers = append(n.closers, n.cache.Close)
+	return n, nil
+}
+
+func (n *node) close() {
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		n.closers[i]()
+	}
+}
+
+// rateLimit puts the limiter in front of every route of the public
+// listener (the metrics listener is separate and not limited).
+func (n *node) rateLimit(cfg ratelimit.Config, deps *app.Deps) error {
+	if cfg.Limit == 0 {
+		n.log.Warn("rate limiting disabled (ATTESTD_RATE_LIMIT=0)")
+		return nil
+	}
+	cfg.Resolver = n.resolver // made once, in open
+	l, err := ratelimit.New(n.redis, cfg, n.reg, n.log)
+	if err != nil {
+		return err
+	}
+	n.closers = append(n.closers, l.Close)
+	deps.Middleware = append(deps.Middleware, l.Middleware())
+	deps.Degradations = append(deps.Degradations, app.Degradation{Active: l.Degraded,
+		Reason: "rate limit: Redis does not answer in time, so each node limits its clients on its own"})
+	n.log.Info("rate limiting", "limit", cfg.Limit, "window", cfg.Window.String(), "resolver", l.Resolver().String())
+	return nil
+}
+
+// indexerHealth reads the indexer's progress from the checkpoints it
+// writes in Postgres, and probes the chain RPC.
+func (n *node) indexerHealth(deps *app.Deps) error {
+	sr := indexer.NewStatusReader(n.store, n.s.ChainRPC)
+	probe := indexer.NewChainProbe(n.s.ChainRPC)
+	deps.Indexer = func(ctx context.Context) (app.IndexerStatus, error) {
+		s, err := sr.Read(ctx)
+		return app.IndexerStatus(s), err
+	}
+	deps.Chain = func(ctx context.Context) app.ChainStatus {
+		return app.ChainStatus{RPC: probe.RPC(), Reachable: probe.Reachable(ctx)}
+	}
+	return nil
+}
+
+// apiKeys starts the key service: lookups cached per node, revocations
+// heard over Redis pub/sub.
+func (n *node) apiKeys(ctx context.Context, sessions apikey.Sessions) (*apikey.Service, error) {
+	kopt := n.s.APIKeys
+	kopt.Store, kopt.Redis, kopt.Logger, kopt.Registerer = n.store, n.redis, n.log, n.reg
+	kopt.Sessions = sessions
+	kopt.Channel = n.cfg.RedisPrefix + apikey.ChannelSuffix
+	svc, err := apikey.New(ctx, kopt)
+	if err != nil {
+		return nil, err
+	}
+	n.closers = append(n.closers, svc.Close)
+	return svc, nil
+}
+
+// web builds the web application: embedded pages and assets, sign-in
+// nonces and sessions in Redis, for the node's public origin and network;
+// new accounts bounded per client IP as the rate limiter resolves it.
+func (n *node) web() (*web.Web, error) {
+	cfg := n.s.Web
+	var err error
+	if cfg.Origin, err = n.cfg.PublicOrigin(); err != nil {
+		n.log.Warn("web console off (its routes answer 503)", "reason", err.Error())
+	}
+	if n.s.Verifier.Enabled() {
+		cfg.ChainID = web.ChainFor(n.s.Verifier.Network)
+	}
+	w, err := web.New(web.Options{Store: n.store, Redis: n.redis, Prefix: n.cfg.RedisPrefix + "web:", Config: cfg, Resolver: n.resolver, Logger: n.log})
+	if err != nil {
+		return nil, err
+	}
+	if !w.Off() {
+		n.log.Info("web application at /", "origin", cfg.Origin.String(), "chain", w.ChainID(), "session_ttl", cfg.SessionTTL.String(),
+			"new_accounts_per_hour", cfg.NewAccountsPerHour)
+	}
+	return w, nil
+}
+
+// payPerRequest builds the x402 verifier and its middleware when payments
+// are configured (nil otherwise): replay claims in Redis, the ledger in
+// Postgres, metrics on the node's registry.
+func (n *node) payPerRequest(ctx context.Context, api *app.API) (fiber.Handler, error) {
+	cfg := n.s.Verifier
+	if !cfg.Enabled() {
+		n.log.Info("pay per request off (set ATTESTD_X402_PAY_TO to turn it on)")
+		return nil, nil
+	}
+	origin, err := n.cfg.PublicOrigin()
+	if err != nil {
+		// A 402 must describe the resource at the node's public origin,
+		// never one a request header names.
+		n.log.Warn("pay per request off (premium requests without a key answer 503)", "reason", err.Error())
+		return x402fiber.Unavailable, nil
+	}
+	var signer *receipt.Signer
+	if cfg.ReceiptKey != nil {
+		if signer, err = receipt.NewSigner(cfg.ReceiptKey, origin); err != nil {
+			return nil, err
+		}
+		n.log.Info("x402 receipts on", "kid", signer.KeyID(), "jwks", origin.URL(x402fiber.PathJWKS))
+	} else {
+		n.log.Info("x402 receipts off (set " + receipt.EnvKey + " to sign one for every paid answer)")
+	}
+	v, err := verifier.New(ctx, verifier.Options{Config: cfg, Redis: n.redis, KeyPrefix: n.cfg.RedisPrefix + "x402:",
+		Ledger: n.store, Logger: n.log, Registerer: n.reg, Receipts: signer})
+	if err != nil {
+		return nil, err
+	}
+	disc, err := x402fiber.NewDiscovery(v, origin)
+	if err != nil {
+		v.Close()
+		return nil, err
+	}
+	disc.Routes(api.Page)
+	n.closers = append(n.closers, v.Close)
+	v.Preflight(ctx)
+	settler := "facilitator " + cfg.FacilitatorURL
+	if cfg.SelfSettling() {
+		settler = "self (fee payer " + cfg.FeePayer.PublicKey().String() + ", rpc " + cfg.RPCURL + ")"
+	}
+	var prices []string // "path=amount", readable in text and JSON logs alike
+	for path, units := range cfg.Prices {
+		prices = append(prices, path+"="+x402.FormatAmount(units, cfg.Decimals))
+	}
+	sort.Strings(prices)
+	n.log.Info("pay per request on", "network", cfg.Network.CAIP2, "pay_to", cfg.PayTo.String(), "asset", cfg.Asset.String(),
+		"settler", settler, "prices", strings.Join(prices, " "), "origin", origin.String())
+	return x402fiber.New(v, origin), nil
+}
+
+// premium adds the premium routes behind keys; payPerRequest (nil: none)
+// answers premium requests that carry no key.
+func (n *node) premium(api *app.API, keys *apikey.Service, payPerRequest fiber.Handler) error {
+	popt := n.s.Premium
+	popt.Store, popt.Cache, popt.Logger = n.store, n.cache, n.log
+	h, err := premium.New(popt)
+	if err != nil {
+		return err
+	}
+	h.Routes(api, keys.Require(apikey.RequireOptions{OnMissingKey: payPerRequest}))
+	rules := h.Rules()
+	n.log.Info("api keys and premium routes enabled", "key_cache_ttl", keys.CacheTTL().String(),
+		"pay_per_request", payPerRequest != nil, slog.Group("report_rules", "burst_per_minute", rules.BurstPerMinute,
+			"long_gap_seconds", rules.LongGapSeconds, "max_anomalies_per_kind", rules.MaxAnomaliesPerKind, "recheck_newest", rules.RecheckNewest))
+	return nil
+}
+
+// webhooks adds the /webhooks routes behind keys.
+func (n *node) webhooks(api *app.API, keys *apikey.Service) error {
+	wcfg := n.s.Webhook
+	h, err := webhook.NewAPI(webhook.APIOptions{Store: n.store, Queue: queue.New(n.redis, n.cfg.RedisPrefix, wcfg.Partitions),
+		Config: wcfg, Logger: n.log, Origin: deliveryOrigin(n.cfg)})
+	if err != nil {
+		return err
+	}
+	h.Routes(api, keys.Require(apikey.RequireOptions{AllowSession: true}))
+	if !wcfg.Enabled() {
+		n.log.Warn("webhooks disabled: set ATTESTD_WEBHOOK_SECRET_KEYS (the /webhooks routes answer 503)")
+		return nil
+	}
+	n.log.Info("webhook routes enabled", "max_per_account", wcfg.MaxPerAccount, "allow_loopback", wcfg.AllowLoopback,
+		"secret_keys", fmt.Sprint(wcfg.Keys.IDs()))
+	return nil
+}
+
+// transparencyLog builds the log's server (it serves what the appender
+// stored, for the key's origin) and puts its checkpoint and tiles among
+// deps' unlimited routes, guarded per client IP as the limiter resolves it.
+func (n *node) transparencyLog(ctx context.Context, deps *app.Deps) (*translog.Server, error) {
+	lcfg := n.s.Log
+	srv := translog.NewServer(translog.ServerOptions{Store: n.store, Cache: n.cache, Config: lcfg, Logger: n.log, ClientIP: n.resolver.ClientIP})
+	srv.Start(ctx)
+	deps.Unlimited = append(deps.Unlimited, srv.OriginRoutes()...)
+	deps.Log = srv.Health // /health: what is served, and who witnessed it
+	if !lcfg.Enabled() {
+		n.log.Info("transparency log off (its routes answer 503): set ATTESTD_LOG_KEY")
+		return srv, nil
+	}
+	n.log.Info("transparency log routes on", "origin", lcfg.Origin(), "checkpoint", srv.Path()+"/checkpoint", "keys", len(lcfg.Keys()),
+		"verifier_key", lcfg.Key.VerifierKey, "tile_rate", lcfg.TileRate, "witnesses", len(lcfg.Witnesses), "quorum", lcfg.Quorum)
+	return srv, nil
+}
+
+// stream starts the node's stream hub and routes the live stream to it.
+func (n *node) stream(ctx context.Context, api *app.API) error {
+	scfg := n.s.Stream
+	hub := stream.NewHub(stream.HubOptions{Store: n.store, Redis: n.redis, Prefix: n.cfg.RedisPrefix, Config: scfg, Logger: n.log})
+	n.closers = append(n.closers, hub.Close)
+	go func() { // SIGTERM: streams end now (clients resume on another node), not at the drain's end
+		<-ctx.Done()
+		hub.Drain()
+	}()
+	h := stream.New(stream.Options{Hub: hub, ClientIP: n.resolver.ClientIP, Registerer: n.reg})
+	api.SetStream(h.Serve)
+	n.log.Info("live stream", "max_per_ip", scfg.MaxPerIP, "max", scfg.MaxStreams, "heartbeat", scfg.Heartbeat.String(),
+		"lifetime", scfg.Lifetime.String(), "retention", scfg.Retention.String())
+	return nil
+}

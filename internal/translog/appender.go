@@ -1,0 +1,240 @@
+package translog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/attestd/attestd/internal/metric"
+	"github.com/attestd/attestd/internal/pause"
+	"github.com/attestd/attestd/internal/pglock"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/translog/logformat"
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// LockKey is the PostgreSQL advisory lock that elects the one appender
+// ("atst" "tlog").
+const LockKey int64 = 0x61747374_746c6f67
+
+// AppenderOptions configure an Appender.
+type AppenderOptions struct {
+	Store    *store.Store
+	Config   Config // Key must hold the private key
+	Logger   *slog.Logger
+	Registry prometheus.Registerer // nil: none
+	// LockRetry is how often a standby tries the lock (default 1 s).
+	LockRetry time.Duration
+}
+
+// Appender appends finalized attestations to the log and signs
+// checkpoints, while it holds the appender lock.
+type Appender struct {
+	opt    AppenderOptions
+	log    *slog.Logger
+	leader atomic.Bool
+	m      appenderMetrics
+	wm     cosignerMetrics
+}
+
+type appenderMetrics struct {
+	leader      prometheus.Gauge
+	size        prometheus.Gauge
+	queued      prometheus.Gauge
+	lag         prometheus.Gauge
+	appended    prometheus.Counter
+	checkpoints prometheus.Counter
+}
+
+// NewAppender checks the options and builds an appender.
+func NewAppender(opt AppenderOptions) (*Appender, error) {
+	if opt.Store == nil {
+		return nil, errors.New("log appender: no store")
+	}
+	for _, k := range opt.Config.Keys() {
+		if !k.CanSign() {
+			return nil, errors.New("log appender: ATTESTD_LOG_KEY must be the log's private key (PRIVATE+KEY+…) where attestd index runs")
+		}
+	}
+	if opt.Config.Batch <= 0 {
+		opt.Config.Batch = 5000
+	}
+	if opt.Config.Poll <= 0 {
+		opt.Config.Poll = 200 * time.Millisecond
+	}
+	if opt.Config.CheckpointInterval <= 0 {
+		opt.Config.CheckpointInterval = 2 * time.Second
+	}
+	if opt.LockRetry <= 0 {
+		opt.LockRetry = time.Second
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	a := &Appender{opt: opt, log: opt.Logger}
+	a.m = appenderMetrics{
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_log_appender_leader",
+			Help: "1 while this process holds the transparency log's appender lock"}),
+		size: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_log_size",
+			Help: "leaves in the transparency log"}),
+		queued: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_log_queued",
+			Help: "finalized attestations waiting for their leaf"}),
+		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_log_lag_seconds",
+			Help: "how long the oldest finalized attestation without a leaf has waited"}),
+		appended: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_log_appended_total",
+			Help: "leaves this process appended"}),
+		checkpoints: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_log_checkpoints_total",
+			Help: "checkpoints this process signed"}),
+	}
+	a.wm = newCosignerMetrics()
+	if opt.Registry != nil {
+		a.wm.cosigned, a.wm.refused = metric.Register(opt.Registry, a.wm.cosigned), metric.Register(opt.Registry, a.wm.refused)
+		a.wm.failed, a.wm.size = metric.Register(opt.Registry, a.wm.failed), metric.Register(opt.Registry, a.wm.size)
+		a.wm.latency = metric.Register(opt.Registry, a.wm.latency)
+		a.m.leader = metric.Register(opt.Registry, a.m.leader)
+		a.m.size = metric.Register(opt.Registry, a.m.size)
+		a.m.queued = metric.Register(opt.Registry, a.m.queued)
+		a.m.lag = metric.Register(opt.Registry, a.m.lag)
+		a.m.appended = metric.Register(opt.Registry, a.m.appended)
+		a.m.checkpoints = metric.Register(opt.Registry, a.m.checkpoints)
+	}
+	return a, nil
+}
+
+// IsLeader reports whether this appender holds the lock now.
+func (a *Appender) IsLeader() bool { return a.leader.Load() }
+
+// Run campaigns for the appender lock and, while holding it, appends and
+// signs, until ctx ends (it returns nil then).
+func (a *Appender) Run(ctx context.Context) error {
+	lock := pglock.Lock{Name: "the appender lock", Key: LockKey,
+		Conn: a.opt.Store.Pool().Config().ConnConfig, Retry: a.opt.LockRetry}
+	return lock.Run(ctx, pglock.Campaign{
+		Term: func(ctx context.Context, conn *pgx.Conn) error {
+			a.leader.Store(true)
+			a.m.leader.Set(1)
+			a.log.Info("log appender elected", "origin", a.opt.Config.Key.Name)
+			err := a.lead(ctx, conn)
+			a.leader.Store(false)
+			a.m.leader.Set(0)
+			return err
+		},
+		Waiting: func(err error) {
+			if err != nil {
+				a.log.Warn("log appender cannot try its lock", "err", err)
+			}
+		},
+		Lost: func(err error) {
+			a.log.Warn("log appender lost its lock; campaigning again", "err", err)
+		},
+	})
+}
+
+// lead appends and signs until ctx ends or the lock's connection fails.
+// Correctness does not rest on the lock (appends serialise on the
+// log_size row); it only keeps one process doing the work.
+func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		if err := pglock.Watch(ctx, conn); errors.Is(err, pglock.ErrLost) {
+			cancel(fmt.Errorf("appender %w", err)) // "appender lock connection lost: …"
+		}
+	}()
+	var lastSigned, lastBacklog time.Time
+	var signedSize int64 = -1
+	// The witnesses hear of each checkpoint from here, and work on their
+	// own: appending never waits for them.
+	var cos *cosigner
+	if len(a.opt.Config.Witnesses) > 0 {
+		cos = newCosigner(a.opt.Store, a.opt.Config, a.log, a.wm)
+		done := make(chan struct{})
+		defer func() { cancel(nil); <-done }()
+		go func() {
+			defer close(done)
+			cos.run(ctx)
+		}()
+		if c, ok, err := a.opt.Store.LatestLogCheckpoint(ctx, a.opt.Config.Origin()); err == nil && ok {
+			cos.signed(c) // a new leader picks up where the last one stood
+		}
+	}
+	for {
+		res, err := a.opt.Store.LogAppend(ctx, a.opt.Config.Batch)
+		if err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			a.log.Warn("log append failed; will try again", "err", err)
+			if !pause.For(ctx, a.opt.Config.Poll) {
+				return context.Cause(ctx)
+			}
+			continue
+		}
+		if res.Leaves > 0 {
+			a.m.appended.Add(float64(res.Leaves))
+		}
+		a.m.size.Set(float64(res.Size))
+		if res.Size != signedSize && time.Since(lastSigned) >= a.opt.Config.CheckpointInterval {
+			c, made, err := a.SignCheckpoint(ctx)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				a.log.Warn("log checkpoint failed; will try again", "err", err)
+			case err == nil:
+				signedSize, lastSigned = c.Size, time.Now()
+				if made {
+					a.m.checkpoints.Inc()
+				}
+				if cos != nil {
+					cos.signed(c)
+				}
+			}
+		}
+		if time.Since(lastBacklog) >= backlogEvery {
+			// The count scans the queue: a backfill's millions are read
+			// once every few seconds, not at each append.
+			lastBacklog = time.Now()
+			if b, err := a.opt.Store.LogBacklog(ctx); err == nil {
+				a.m.queued.Set(float64(b.Queued))
+				a.m.lag.Set(b.Oldest.Seconds())
+			}
+		}
+		full := res.Leaves+res.Dropped >= a.opt.Config.Batch
+		if full {
+			continue // more waits: no pause
+		}
+		wait := a.opt.Config.Poll
+		if res.Size != signedSize {
+			// Grown but signed too recently: come back when the next
+			// checkpoint is due, or at the next poll if sooner.
+			if due := a.opt.Config.CheckpointInterval - time.Since(lastSigned); due < wait {
+				wait = max(due, time.Millisecond)
+			}
+		}
+		if !pause.For(ctx, wait) {
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// SignCheckpoint signs a checkpoint of the log's current size when the
+// newest one of this origin is smaller, and returns the newest.
+func (a *Appender) SignCheckpoint(ctx context.Context) (store.LogCheckpoint, bool, error) {
+	keys := a.opt.Config.Keys()
+	signers := make([]note.Signer, len(keys))
+	for i, k := range keys {
+		signers[i] = k.Signer
+	}
+	origin := a.opt.Config.Origin()
+	return a.opt.Store.LogSignCheckpoint(ctx, origin, func(size int64, root tlog.Hash) (string, error) {
+		return logformat.Checkpoint{Origin: origin, Size: size, Root: root}.Sign(signers...)
+	})
+}
+
+// backlogEvery is how often the appender refreshes its queue metrics.
+const backlogEvery = 5 * time.Second
