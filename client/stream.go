@@ -152,8 +152,38 @@ type streamRun struct {
 	delivered bool
 }
 
+// streamPath is the stream's route.
+const streamPath = "/attestations/stream"
+
+// run is one connection: it opens the stream after s.last and dispatches
+// its events until it ends, fails or goes silent for longer than Idle.
 func (s *streamRun) run(ctx context.Context) error {
-	const path = "/attestations/stream"
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := s.request(ctx)
+	if err != nil {
+		return fmt.Errorf("attestd client: GET %s: %w", streamPath, err)
+	}
+	// The answer's headers within the client's timeout; then silence for
+	// no longer than Idle.
+	watchdog := time.AfterFunc(s.c.timeout, cancel)
+	defer watchdog.Stop()
+	res, err := s.c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("attestd client: GET %s: %w", streamPath, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
+		return newAPIError(http.MethodGet, streamPath, res.StatusCode, res.Header, body)
+	}
+	watchdog.Reset(s.p.Idle)
+	return s.read(bufio.NewReaderSize(res.Body, 16<<10), watchdog)
+}
+
+// request is the stream's GET: its filters in the query, the id of the
+// last attestation event given (Last-Event-ID), the client's headers.
+func (s *streamRun) request(ctx context.Context) (*http.Request, error) {
 	q := url.Values{}
 	if s.p.AgentPDA != "" {
 		q.Set("agentPda", s.p.AgentPDA)
@@ -167,15 +197,13 @@ func (s *streamRun) run(ctx context.Context) error {
 	if s.p.ActionType != "" {
 		q.Set("actionType", s.p.ActionType)
 	}
-	target := s.c.base + path
+	target := s.c.base + streamPath
 	if len(q) > 0 {
 		target += "?" + q.Encode()
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return fmt.Errorf("attestd client: GET %s: %w", path, err)
+		return nil, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Cache-Control", "no-store")
@@ -188,76 +216,84 @@ func (s *streamRun) run(ctx context.Context) error {
 	if s.c.apiKey != "" {
 		req.Header.Set(APIKeyHeader, s.c.apiKey)
 	}
-	// The answer's headers within the client's timeout; then silence for
-	// no longer than Idle.
-	watchdog := time.AfterFunc(s.c.timeout, cancel)
-	defer watchdog.Stop()
-	res, err := s.c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("attestd client: GET %s: %w", path, err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
-		return newAPIError(http.MethodGet, path, res.StatusCode, res.Header, body)
-	}
-	watchdog.Reset(s.p.Idle)
-	br := bufio.NewReaderSize(res.Body, 16<<10)
-	var typ, id string
-	var data bytes.Buffer
+	return req, nil
+}
+
+// sseEvent is the event being read: its fields so far.
+type sseEvent struct {
+	typ, id string
+	data    bytes.Buffer
+}
+
+// read parses the event stream from br, dispatching each event at its
+// blank line, until the stream ends (errStreamEnded) or fails; each line
+// puts the watchdog off for Idle.
+func (s *streamRun) read(br *bufio.Reader, watchdog *time.Timer) error {
+	var ev sseEvent
 	for {
 		line, err := readLine(br)
 		if err == io.EOF {
 			return errStreamEnded
 		}
 		if err != nil {
-			return fmt.Errorf("attestd client: GET %s: read: %w", path, err)
+			return fmt.Errorf("attestd client: GET %s: read: %w", streamPath, err)
 		}
 		watchdog.Reset(s.p.Idle)
 		if len(line) == 0 { // dispatch
-			if data.Len() > 0 || typ != "" {
-				if err := s.dispatch(typ, id, data.Bytes()); err != nil {
+			if ev.data.Len() > 0 || ev.typ != "" {
+				if err := s.dispatch(ev.typ, ev.id, ev.data.Bytes()); err != nil {
 					return err
 				}
 			}
-			typ, id = "", ""
-			data.Reset()
+			ev.typ, ev.id = "", ""
+			ev.data.Reset()
 			continue
 		}
 		if line[0] == ':' {
 			continue
 		}
-		field, value, _ := bytes.Cut(line, []byte{':'})
-		value = bytes.TrimPrefix(value, []byte{' '})
-		switch string(field) {
-		case "event":
-			typ = string(value)
-		case "id":
-			id = string(value)
-		case "data":
-			if data.Len()+len(value) > maxEventBytes {
-				return fmt.Errorf("attestd client: GET %s: an event larger than %d bytes", path, maxEventBytes)
-			}
-			if data.Len() > 0 {
-				data.WriteByte('\n')
-			}
-			data.Write(value)
-		case "retry":
-			if ms, err := strconv.Atoi(string(value)); err == nil && ms >= 0 && ms <= 600_000 {
-				s.retry = time.Duration(ms) * time.Millisecond
-			}
+		if err := s.field(&ev, line); err != nil {
+			return err
 		}
 	}
 }
 
+// field records one field line of the event being read (retry: sets the
+// reconnection delay); fields this client does not know are ignored.
+func (s *streamRun) field(ev *sseEvent, line []byte) error {
+	field, value, _ := bytes.Cut(line, []byte{':'})
+	value = bytes.TrimPrefix(value, []byte{' '})
+	switch string(field) {
+	case "event":
+		ev.typ = string(value)
+	case "id":
+		ev.id = string(value)
+	case "data":
+		if ev.data.Len()+len(value) > maxEventBytes {
+			return fmt.Errorf("attestd client: GET %s: an event larger than %d bytes", streamPath, maxEventBytes)
+		}
+		if ev.data.Len() > 0 {
+			ev.data.WriteByte('\n')
+		}
+		ev.data.Write(value)
+	case "retry":
+		if ms, err := strconv.Atoi(string(value)); err == nil && ms >= 0 && ms <= 600_000 {
+			s.retry = time.Duration(ms) * time.Millisecond
+		}
+	}
+	return nil
+}
+
+// dispatch decodes one event and gives it to the handler; an error
+// event ends the run (as an *APIError, or errStreamShed for
+// StreamBufferFull). Types this client does not know are skipped.
 func (s *streamRun) dispatch(typ, id string, data []byte) error {
-	const path = "/attestations/stream"
 	ev := StreamEvent{Type: typ}
 	switch typ {
 	case StreamAttestation, StreamCommitment:
 		ev.Attestation = new(Attestation)
 		if err := json.Unmarshal(data, ev.Attestation); err != nil {
-			return fmt.Errorf("attestd client: GET %s: decode %s event: %w", path, typ, err)
+			return fmt.Errorf("attestd client: GET %s: decode %s event: %w", streamPath, typ, err)
 		}
 		if typ == StreamAttestation {
 			ev.ID = id
@@ -265,10 +301,10 @@ func (s *streamRun) dispatch(typ, id string, data []byte) error {
 	case StreamRemoved:
 		ev.Removed = new(RemovedAttestation)
 		if err := json.Unmarshal(data, ev.Removed); err != nil {
-			return fmt.Errorf("attestd client: GET %s: decode removed event: %w", path, err)
+			return fmt.Errorf("attestd client: GET %s: decode removed event: %w", streamPath, err)
 		}
 	case "error":
-		e := newAPIError(http.MethodGet, path, 0, nil, data)
+		e := newAPIError(http.MethodGet, streamPath, 0, nil, data)
 		if e.Code == StreamBufferFull {
 			return errStreamShed
 		}

@@ -128,6 +128,28 @@ func DecodeTransaction(raw []byte) (*Transaction, error) {
 	}
 	r := &reader{b: raw}
 	tx := &Transaction{Raw: raw}
+	nsig := r.signatures(tx)
+	msgStart := r.off
+	nkeys := r.messageHead(tx)
+	r.instructions(tx, nkeys)
+	if tx.Versioned && r.err == nil {
+		r.lookups(tx)
+	}
+	if r.err == nil && r.off != len(raw) {
+		r.failf("%d bytes after the message", len(raw)-r.off)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if err := tx.checkAccounts(nsig, nkeys); err != nil {
+		return nil, err
+	}
+	tx.Message = raw[msgStart:]
+	return tx, nil
+}
+
+// signatures reads the transaction's signatures; it returns their count.
+func (r *reader) signatures(tx *Transaction) int {
 	nsig := r.count("signatures", maxSignatures, 64)
 	if nsig > 0 {
 		tx.Signatures = make([]solana.Signature, nsig)
@@ -135,9 +157,15 @@ func DecodeTransaction(raw []byte) (*Transaction, error) {
 			copy(tx.Signatures[i][:], r.take(64, "signature"))
 		}
 	}
-	msgStart := r.off
-	if r.err == nil && r.off < len(raw) && raw[r.off]&0x80 != 0 {
-		if v := raw[r.off] & 0x7f; v != 0 {
+	return nsig
+}
+
+// messageHead reads the message up to its instructions: its version (a
+// legacy message has none), header, static account keys and recent
+// blockhash; it returns the number of keys.
+func (r *reader) messageHead(tx *Transaction) int {
+	if r.err == nil && r.off < len(r.b) && r.b[r.off]&0x80 != 0 {
+		if v := r.b[r.off] & 0x7f; v != 0 {
 			r.failf("message version %d is not supported (legacy and 0 are)", v)
 		}
 		r.off++
@@ -155,6 +183,12 @@ func DecodeTransaction(raw []byte) (*Transaction, error) {
 		}
 	}
 	copy(tx.Blockhash[:], r.take(32, "recent blockhash"))
+	return nkeys
+}
+
+// instructions reads the compiled instructions, checking their program
+// and account indices against the nkeys keys.
+func (r *reader) instructions(tx *Transaction, nkeys int) {
 	nix := r.count("instructions", maxInstructions, 3)
 	if r.err == nil {
 		tx.Instructions = make([]Instruction, nix)
@@ -175,34 +209,34 @@ func DecodeTransaction(raw []byte) (*Transaction, error) {
 			}
 		}
 	}
-	if tx.Versioned && r.err == nil {
-		tx.Lookups = r.count("address table lookups", 8, 34)
-		for i := 0; i < tx.Lookups && r.err == nil; i++ {
-			r.take(32, "lookup table")
-			r.take(r.count("writable lookups", 256, 1), "writable lookups")
-			r.take(r.count("readonly lookups", 256, 1), "readonly lookups")
-		}
+}
+
+// lookups reads a v0 message's address table lookups (counted, not kept).
+func (r *reader) lookups(tx *Transaction) {
+	tx.Lookups = r.count("address table lookups", 8, 34)
+	for i := 0; i < tx.Lookups && r.err == nil; i++ {
+		r.take(32, "lookup table")
+		r.take(r.count("writable lookups", 256, 1), "writable lookups")
+		r.take(r.count("readonly lookups", 256, 1), "readonly lookups")
 	}
-	if r.err == nil && r.off != len(raw) {
-		r.failf("%d bytes after the message", len(raw)-r.off)
-	}
-	if r.err != nil {
-		return nil, r.err
-	}
+}
+
+// checkAccounts refuses a message whose header does not match its nsig
+// signatures and nkeys keys, or that lists an account twice.
+func (tx *Transaction) checkAccounts(nsig, nkeys int) error {
 	hd := tx.Header
 	if int(hd.NumRequiredSignatures) != nsig || int(hd.NumRequiredSignatures)+int(hd.NumReadonlyUnsignedAccounts) > nkeys ||
 		hd.NumReadonlySignedAccounts >= hd.NumRequiredSignatures {
-		return nil, fail(ReasonInvalidTransaction, "the message header does not match its %d signatures and %d keys", nsig, nkeys)
+		return fail(ReasonInvalidTransaction, "the message header does not match its %d signatures and %d keys", nsig, nkeys)
 	}
 	seen := make(map[solana.PublicKey]struct{}, nkeys)
 	for _, k := range tx.Keys {
 		if _, dup := seen[k]; dup {
-			return nil, fail(ReasonInvalidTransaction, "account %s is listed twice", k)
+			return fail(ReasonInvalidTransaction, "account %s is listed twice", k)
 		}
 		seen[k] = struct{}{}
 	}
-	tx.Message = raw[msgStart:]
-	return tx, nil
+	return nil
 }
 
 // IsSigner reports whether key index i must sign.

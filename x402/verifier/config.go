@@ -119,22 +119,47 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	var c Config
 	payTo := e.String("ATTESTD_X402_PAY_TO", "")
 	if payTo == "" {
-		var set []string
-		for _, v := range Vars {
-			if e.String(v.Name, "") != "" {
-				set = append(set, v.Name)
-			}
-		}
-		if len(set) > 0 {
-			return c, fmt.Errorf("ATTESTD_X402_PAY_TO is not set, but %v are: set ATTESTD_X402_PAY_TO to the wallet that receives payments to turn pay per request on, or unset them", set)
-		}
-		return c, nil
+		return c, offConfig(e)
 	}
 	pk, err := solana.PublicKeyFromBase58(payTo)
 	if err != nil {
 		e.Fail("ATTESTD_X402_PAY_TO", "want a base58 Solana address (32 bytes), got %q", payTo)
 	}
 	c.PayTo = pk
+	c.readAsset(e)
+	c.readPrices(e)
+	if k, err := receipt.KeyFromEnv(getenv); err != nil {
+		e.Fail(receipt.EnvKey, "%v", err)
+	} else {
+		c.ReceiptKey = k
+	}
+	c.AnswerRetention = e.Duration("ATTESTD_X402_ANSWER_RETENTION", DefaultAnswerRetention, time.Minute, 30*24*time.Hour)
+	c.AnswerStoreBytes = int64(e.Int("ATTESTD_X402_ANSWER_STORE_MB", DefaultAnswerStoreBytes>>20, 16, 1<<20)) << 20
+	c.readSettler(e)
+	if err := e.Err(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// offConfig checks a configuration with payments off: no other x402
+// variable may be set.
+func offConfig(e *config.Env) error {
+	var set []string
+	for _, v := range Vars {
+		if e.String(v.Name, "") != "" {
+			set = append(set, v.Name)
+		}
+	}
+	if len(set) > 0 {
+		return fmt.Errorf("ATTESTD_X402_PAY_TO is not set, but %v are: set ATTESTD_X402_PAY_TO to the wallet that receives payments to turn pay per request on, or unset them", set)
+	}
+	return nil
+}
+
+// readAsset reads the network, and the asset prices are paid in with its
+// decimals (USDC of the network unless set).
+func (c *Config) readAsset(e *config.Env) {
 	name := e.OneOf("ATTESTD_X402_NETWORK", x402.Mainnet.Name, x402.Mainnet.Name, x402.Devnet.Name)
 	c.Network, _ = x402.NetworkByName(name)
 	c.Asset, c.Decimals = c.Network.USDC, x402.USDCDecimals
@@ -154,6 +179,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.Asset == x402.Mainnet.USDC && c.Network.Name != x402.Mainnet.Name || c.Asset == x402.Devnet.USDC && c.Network.Name != x402.Devnet.Name {
 		e.Fail("ATTESTD_X402_ASSET", "%s is USDC of another network than ATTESTD_X402_NETWORK=%s", c.Asset, c.Network.Name)
 	}
+}
+
+// readPrices reads the routes' prices, in units of the asset (at most
+// 1000 units: more is likely a price written in atomic units).
+func (c *Config) readPrices(e *config.Env) {
 	c.Prices = map[string]uint64{}
 	for _, r := range Routes {
 		v := e.String(r.Env, r.Default)
@@ -167,13 +197,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.Prices[r.Path] = n
 	}
-	if k, err := receipt.KeyFromEnv(getenv); err != nil {
-		e.Fail(receipt.EnvKey, "%v", err)
-	} else {
-		c.ReceiptKey = k
-	}
-	c.AnswerRetention = e.Duration("ATTESTD_X402_ANSWER_RETENTION", DefaultAnswerRetention, time.Minute, 30*24*time.Hour)
-	c.AnswerStoreBytes = int64(e.Int("ATTESTD_X402_ANSWER_STORE_MB", DefaultAnswerStoreBytes>>20, 16, 1<<20)) << 20
+}
+
+// readSettler reads who settles: a facilitator, or this node with its own
+// fee payer keypair (and an RPC), exactly one of them.
+func (c *Config) readSettler(e *config.Env) {
 	c.FacilitatorURL = e.String("ATTESTD_X402_FACILITATOR_URL", "")
 	c.FacilitatorTimeout = e.Duration("ATTESTD_X402_FACILITATOR_TIMEOUT", 10*time.Second, 100*time.Millisecond, 2*time.Minute)
 	c.SettleTimeout = e.Duration("ATTESTD_X402_SETTLE_TIMEOUT", x402.DefaultSettleTimeout, time.Second, 5*time.Minute)
@@ -190,26 +218,28 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			e.Fail("ATTESTD_X402_FACILITATOR_URL", "want an absolute http(s) URL, got %q", c.FacilitatorURL)
 		}
 	default:
-		k, err := solana.PrivateKeyFromSolanaKeygenFile(c.FeePayerFile)
-		if err != nil {
-			e.Fail("ATTESTD_X402_FEE_PAYER_KEYPAIR", "%v (want a Solana CLI keypair file: a JSON array of 64 bytes)", err)
-		} else {
-			c.FeePayer = k
-			if k.PublicKey() == c.PayTo {
-				// Allowed by the scheme, but then the fee payer's own
-				// token account receives: say so, it is rarely meant.
-				c.FeePayerIsPayTo = true
-			}
-		}
-		u, err := url.Parse(c.RPCURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			e.Fail("ATTESTD_X402_RPC_URL", "want an absolute http(s) URL, got %q", c.RPCURL)
+		c.readFeePayer(e)
+	}
+}
+
+// readFeePayer reads the fee payer keypair of a node that settles itself,
+// and checks its RPC URL.
+func (c *Config) readFeePayer(e *config.Env) {
+	k, err := solana.PrivateKeyFromSolanaKeygenFile(c.FeePayerFile)
+	if err != nil {
+		e.Fail("ATTESTD_X402_FEE_PAYER_KEYPAIR", "%v (want a Solana CLI keypair file: a JSON array of 64 bytes)", err)
+	} else {
+		c.FeePayer = k
+		if k.PublicKey() == c.PayTo {
+			// Allowed by the scheme, but then the fee payer's own
+			// token account receives: say so, it is rarely meant.
+			c.FeePayerIsPayTo = true
 		}
 	}
-	if err := e.Err(); err != nil {
-		return Config{}, err
+	u, err := url.Parse(c.RPCURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		e.Fail("ATTESTD_X402_RPC_URL", "want an absolute http(s) URL, got %q", c.RPCURL)
 	}
-	return c, nil
 }
 
 func pow10(n int) uint64 {

@@ -38,105 +38,142 @@ const maxResourceURL = 512
 func New(v *verifier.Verifier, origin config.Origin) fiber.Handler {
 	// One slot per payable route, made before any request: read-only
 	// after this, so requests look theirs up without a lock.
-	slots := map[string]*slot{}
+	m := &middleware{v: v, origin: origin, slots: map[string]*slot{}}
 	for _, r := range verifier.Routes {
 		if v.Payable(r.Path) {
-			slots[r.Path] = &slot{path: r.Path, param: r.Input.PathParam, payable: true}
+			m.slots[r.Path] = &slot{path: r.Path, param: r.Input.PathParam, payable: true}
 		}
 	}
-	return func(c *fiber.Ctx) error {
-		path := strings.TrimPrefix(c.Route().Path, Prefix)
-		sl := slots[path]
-		if sl == nil {
-			sl = &slot{path: path} // not payable: Begin refuses it, never cached
-		}
-		if ch := sl.last.Load(); ch != nil && ch.repeats(c) && v.UnpaidAgain(path, ch.key.extra) {
-			// The same unpaid GET as the one this 402 answered (its
-			// request line byte for byte, so it validated the same), and
-			// nothing the 402 names has moved: the same bytes.
-			return writeChallenge(c, ch, ch.key.status)
-		}
-		// An invalid request is refused before any payment work: no
-		// simulation, no claim, no ledger row.
-		if validate, ok := c.Locals(validateKey{}).(func(*fiber.Ctx) error); ok {
-			if err := validate(c); err != nil {
-				return err
-			}
-		}
-		resource := resourceURL(origin, c)
-		// Header values live in Fiber's buffers: copy them before they are
-		// decoded or kept.
-		req := verifier.Request{Path: path, ResourceURL: resource,
-			PaymentV2: utils.CopyString(c.Get(x402.HeaderPaymentSignature)),
-			PaymentV1: utils.CopyString(c.Get(x402.HeaderPaymentV1))}
-		if req.PaymentV2 == "" && req.PaymentV1 == "" {
-			// No payment: the challenge. Nothing to hash, decode or claim.
-			q, res, ref := v.Unpaid(path, resource)
-			return refuse(c, v, sl, resource, refused{Refusal: ref, known: &q, res: res})
-		}
-		// Only a payment is matched to its request: a bare challenge
-		// neither hashes the body nor parses the query.
-		req.Fingerprint = verifier.Fingerprint(c.Method(), c.Path(), string(c.Request().URI().QueryString()), c.Request().Body())
-		req.Described = c.Method() + " " + strings.Clone(c.Path())
-		ctx := context.Background()
-		if tracing.Enabled() {
-			// The request's span only: a payment's work is never
-			// cancelled with the request.
-			ctx = trace.ContextWithSpan(ctx, trace.SpanFromContext(c.UserContext()))
-		}
-		p, ref := v.Begin(ctx, req)
-		if ref != nil {
-			return refuse(c, v, sl, resource, refused{Refusal: ref, v1: req.PaymentV2 == "" && req.PaymentV1 != ""})
-		}
-		if k := p.Kept(); k != nil {
-			// Presented again: the answer it bought, byte for byte; no
-			// handler runs, nothing is charged.
-			return writeKept(c, k)
-		}
-		settled := false
-		defer func() {
-			// A panic in the handler: nothing was charged, give it back.
-			if !settled {
-				v.Release(p)
-			}
-		}()
-		if err := c.Next(); err != nil {
-			settled = true
-			v.Release(p)
+	return m.serve
+}
+
+// middleware is the payment middleware New returns.
+type middleware struct {
+	v      *verifier.Verifier
+	origin config.Origin
+	slots  map[string]*slot // by route path, read-only
+}
+
+// serve answers a request of a payable route: the challenge when it
+// carries no payment (the last 402's bytes when nothing it names has
+// moved), a refusal when its payment does not verify, the answer a
+// payment presented again bought; otherwise the route's handler runs
+// (answer).
+func (m *middleware) serve(c *fiber.Ctx) error {
+	v := m.v
+	path := strings.TrimPrefix(c.Route().Path, Prefix)
+	sl := m.slots[path]
+	if sl == nil {
+		sl = &slot{path: path} // not payable: Begin refuses it, never cached
+	}
+	if ch := sl.last.Load(); ch != nil && ch.repeats(c) && v.UnpaidAgain(path, ch.key.extra) {
+		// The same unpaid GET as the one this 402 answered (its
+		// request line byte for byte, so it validated the same), and
+		// nothing the 402 names has moved: the same bytes.
+		return writeChallenge(c, ch, ch.key.status)
+	}
+	// An invalid request is refused before any payment work: no
+	// simulation, no claim, no ledger row.
+	if validate, ok := c.Locals(validateKey{}).(func(*fiber.Ctx) error); ok {
+		if err := validate(c); err != nil {
 			return err
 		}
-		if c.Response().StatusCode() >= http.StatusBadRequest {
-			settled = true
+	}
+	resource := resourceURL(m.origin, c)
+	// Header values live in Fiber's buffers: copy them before they are
+	// decoded or kept.
+	req := verifier.Request{Path: path, ResourceURL: resource,
+		PaymentV2: utils.CopyString(c.Get(x402.HeaderPaymentSignature)),
+		PaymentV1: utils.CopyString(c.Get(x402.HeaderPaymentV1))}
+	if req.PaymentV2 == "" && req.PaymentV1 == "" {
+		// No payment: the challenge. Nothing to hash, decode or claim.
+		q, res, ref := v.Unpaid(path, resource)
+		return refuse(c, v, sl, resource, refused{Refusal: ref, known: &q, res: res})
+	}
+	// Only a payment is matched to its request: a bare challenge
+	// neither hashes the body nor parses the query.
+	req.Fingerprint = verifier.Fingerprint(c.Method(), c.Path(), string(c.Request().URI().QueryString()), c.Request().Body())
+	req.Described = c.Method() + " " + strings.Clone(c.Path())
+	ctx := paymentContext(c)
+	p, ref := v.Begin(ctx, req)
+	if ref != nil {
+		return refuse(c, v, sl, resource, refused{Refusal: ref, v1: req.PaymentV2 == "" && req.PaymentV1 != ""})
+	}
+	if k := p.Kept(); k != nil {
+		// Presented again: the answer it bought, byte for byte; no
+		// handler runs, nothing is charged.
+		return writeKept(c, k)
+	}
+	return m.answer(ctx, c, sl, resource, p)
+}
+
+// paymentContext is the context of a payment's work.
+func paymentContext(c *fiber.Ctx) context.Context {
+	ctx := context.Background()
+	if tracing.Enabled() {
+		// The request's span only: a payment's work is never
+		// cancelled with the request.
+		ctx = trace.ContextWithSpan(ctx, trace.SpanFromContext(c.UserContext()))
+	}
+	return ctx
+}
+
+// answer runs the route's handler for the verified payment p: an error
+// answer (or a panic) gives the payment back, nothing charged; any other
+// is kept and settled (settle).
+func (m *middleware) answer(ctx context.Context, c *fiber.Ctx, sl *slot, resource string, p *verifier.Payment) error {
+	v := m.v
+	settled := false
+	defer func() {
+		// A panic in the handler: nothing was charged, give it back.
+		if !settled {
 			v.Release(p)
-			return nil
 		}
+	}()
+	if err := c.Next(); err != nil {
 		settled = true
-		// The answer is kept before the payment is settled: a payment is
-		// charged only for an answer it can get again.
-		if kref := v.Keep(ctx, p, answerOf(c)); kref != nil {
-			v.Release(p)
-			withhold(c)
-			return refuse(c, v, sl, resource, refused{Refusal: kref, v1: p.V1})
-		}
-		resp, sref := v.Settle(ctx, p)
-		hdr := x402.HeaderPaymentResponse
-		if p.V1 {
-			hdr = x402.HeaderPaymentResponseV1
-		}
-		enc, err := x402.EncodeHeader(resp)
-		if err != nil {
-			return err
-		}
-		if sref != nil {
-			withhold(c)
-			return refuse(c, v, sl, resource, refused{Refusal: sref, v1: p.V1, headers: map[string]string{hdr: enc}})
-		}
-		hdr, enc = v.Delivered(ctx, p, hdr, enc)
-		c.Set(hdr, enc)
-		httpcache.Private(c)
-		c.Set("Access-Control-Expose-Headers", hdr)
+		v.Release(p)
+		return err
+	}
+	if c.Response().StatusCode() >= http.StatusBadRequest {
+		settled = true
+		v.Release(p)
 		return nil
 	}
+	settled = true
+	return m.settle(ctx, c, sl, resource, p)
+}
+
+// settle keeps the handler's answer, then charges the payment: the answer
+// leaves with its PAYMENT-RESPONSE header, or is withheld with a refusal
+// when it cannot be kept (the payment given back) or settled.
+func (m *middleware) settle(ctx context.Context, c *fiber.Ctx, sl *slot, resource string, p *verifier.Payment) error {
+	v := m.v
+	// The answer is kept before the payment is settled: a payment is
+	// charged only for an answer it can get again.
+	if kref := v.Keep(ctx, p, answerOf(c)); kref != nil {
+		v.Release(p)
+		withhold(c)
+		return refuse(c, v, sl, resource, refused{Refusal: kref, v1: p.V1})
+	}
+	resp, sref := v.Settle(ctx, p)
+	hdr := x402.HeaderPaymentResponse
+	if p.V1 {
+		hdr = x402.HeaderPaymentResponseV1
+	}
+	enc, err := x402.EncodeHeader(resp)
+	if err != nil {
+		return err
+	}
+	if sref != nil {
+		withhold(c)
+		return refuse(c, v, sl, resource, refused{Refusal: sref, v1: p.V1, headers: map[string]string{hdr: enc}})
+	}
+	hdr, enc = v.Delivered(ctx, p, hdr, enc)
+	c.Set(hdr, enc)
+	httpcache.Private(c)
+	c.Set("Access-Control-Expose-Headers", hdr)
+	return nil
 }
 
 // withhold drops an answer's body and content headers (its payment is not
