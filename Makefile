@@ -66,7 +66,7 @@ test-race:
 ## the clients tests (openapi/answers_test.go, clients_test.go) validate and decode: first what
 ## TestDriveEveryOperation provokes, then the first answer of every other one the packages' tests receive
 ANSWERS     ?= $(CURDIR)/openapi/testdata/answers
-ANSWER_PKGS := ./app/ ./internal/apikey/ ./internal/premium/ ./internal/web/ ./internal/webhook/ ./x402/x402fiber/ ./client/
+ANSWER_PKGS := ./app/ ./internal/apikey/ ./internal/premium/ ./internal/web/ ./internal/webhook/ ./internal/webhookapi/ ./x402/x402fiber/ ./client/
 answers: build
 	rm -rf $(ANSWERS)
 	./$(BIN) stores -- $(GO) test -count=1 -run '^TestDriveEveryOperation$$' ./openapi -args -record -answers=$(ANSWERS)

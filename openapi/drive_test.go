@@ -27,6 +27,7 @@ import (
 	"github.com/attestd/attestd/internal/webhook"
 	"github.com/attestd/attestd/internal/webhook/keyring"
 	"github.com/attestd/attestd/internal/webhook/queue"
+	"github.com/attestd/attestd/internal/webhookapi"
 	"github.com/mr-tron/base58"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -86,7 +87,7 @@ func fullNode(t *testing.T, env *apptest.Env, limit int) (*apptest.Node, *apikey
 				MaxActiveKeys: maxKeys})
 			testenv.Must(t, err, "key service")
 			keys.Routes(api)
-			hooks, err := webhook.NewAPI(webhook.APIOptions{Store: deps.Store, Queue: queue.New(rdb, env.Prefix, wcfg.Partitions),
+			hooks, err := webhookapi.NewAPI(webhookapi.APIOptions{Store: deps.Store, Queue: queue.New(rdb, env.Prefix, wcfg.Partitions),
 				Config: wcfg, Logger: apptest.Logger()})
 			testenv.Must(t, err, "webhook api")
 			hooks.Routes(api, keys.Require(apikey.RequireOptions{AllowSession: true}))

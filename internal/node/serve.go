@@ -21,8 +21,8 @@ import (
 	"github.com/attestd/attestd/internal/tracing"
 	"github.com/attestd/attestd/internal/translog"
 	"github.com/attestd/attestd/internal/web"
-	"github.com/attestd/attestd/internal/webhook"
 	"github.com/attestd/attestd/internal/webhook/queue"
+	"github.com/attestd/attestd/internal/webhookapi"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/x402"
 	"github.com/attestd/attestd/x402/receipt"
@@ -355,7 +355,7 @@ func (n *node) premium(api *app.API, keys *apikey.Service, payPerRequest fiber.H
 // webhooks adds the /webhooks routes behind keys.
 func (n *node) webhooks(api *app.API, keys *apikey.Service) error {
 	wcfg := n.s.Webhook
-	h, err := webhook.NewAPI(webhook.APIOptions{Store: n.store, Queue: queue.New(n.redis, n.cfg.RedisPrefix, wcfg.Partitions),
+	h, err := webhookapi.NewAPI(webhookapi.APIOptions{Store: n.store, Queue: queue.New(n.redis, n.cfg.RedisPrefix, wcfg.Partitions),
 		Config: wcfg, Logger: n.log, Origin: deliveryOrigin(n.cfg)})
 	if err != nil {
 		return err

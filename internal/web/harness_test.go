@@ -20,6 +20,7 @@ import (
 	"github.com/attestd/attestd/internal/webhook"
 	"github.com/attestd/attestd/internal/webhook/keyring"
 	"github.com/attestd/attestd/internal/webhook/queue"
+	"github.com/attestd/attestd/internal/webhookapi"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/mr-tron/base58"
 	"github.com/redis/go-redis/v9"
@@ -105,7 +106,7 @@ func newHarness(t testing.TB, o harnessOpt) *harness {
 			h.keys, err = apikey.New(context.Background(), apikey.Config{Store: deps.Store, Logger: apptest.Logger(), Sessions: h.web})
 			testenv.Must(t, err, "key service")
 			h.keys.Routes(api)
-			hooks, err := webhook.NewAPI(webhook.APIOptions{Store: deps.Store, Queue: queue.New(rdb, h.env.Prefix, wcfg.Partitions),
+			hooks, err := webhookapi.NewAPI(webhookapi.APIOptions{Store: deps.Store, Queue: queue.New(rdb, h.env.Prefix, wcfg.Partitions),
 				Config: wcfg, Logger: apptest.Logger()})
 			testenv.Must(t, err, "webhook api")
 			hooks.Routes(api, h.keys.Require(apikey.RequireOptions{AllowSession: true}))

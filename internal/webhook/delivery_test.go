@@ -13,6 +13,7 @@ import (
 
 	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/attestd/attestd/internal/webhook"
+	"github.com/attestd/attestd/internal/webhookapi"
 )
 
 func TestDeliversSignedEventsToMatchingWebhooks(t *testing.T) {
@@ -202,11 +203,11 @@ func TestFailedDeliveryManualRetryAndTestEvent(t *testing.T) {
 	// A test event, even to a deactivated webhook; but no retry to one.
 	h.do(t, http.MethodPatch, "/webhooks/"+w.ID, key, map[string]any{"active": false})
 	if r := h.do(t, http.MethodPost, "/webhooks/"+w.ID+"/deliveries/"+did+"/retry", key, nil); r.Status != http.StatusConflict ||
-		r.ErrorCode() != webhook.CodeWebhookInactive {
+		r.ErrorCode() != webhookapi.CodeWebhookInactive {
 		t.Fatalf("retry to an inactive webhook: %d %s", r.Status, r.Body)
 	}
 	r = h.do(t, http.MethodPost, "/webhooks/"+w.ID+"/test", key, nil)
-	var q struct{ Data webhook.QueuedView }
+	var q struct{ Data webhookapi.QueuedView }
 	r.JSON(t, &q)
 	if r.Status != http.StatusAccepted || q.Data.EventType != "webhook.test" {
 		t.Fatalf("test: %d %s", r.Status, r.Body)
@@ -236,8 +237,8 @@ func TestFailingWebhooksAreDeactivated(t *testing.T) {
 	wg := h.create(t, key, map[string]any{"url": gone.URL(), "events": []string{"attestation.created"}})
 	h.startWorker(t, cfg, "w1")
 	insertEvents(t, h.env.Store, 3, agentA, "ToolCall")
-	get := func(id string) webhook.View {
-		var v struct{ Data webhook.View }
+	get := func(id string) webhookapi.View {
+		var v struct{ Data webhookapi.View }
 		h.do(t, http.MethodGet, "/webhooks/"+id, key, nil).JSON(t, &v)
 		return v.Data
 	}

@@ -1,8 +1,9 @@
 // Package webhook delivers every new event (attestation.created,
 // agent.registered, agent.revoked, agent.policy_updated) to the webhooks
 // that subscribe to it, signed, retried and logged. It provides the
-// /webhooks routes through which an account manages its webhooks and reads
-// their delivery log, and the Worker that `attestd worker` runs: a relay
+// Worker that `attestd worker` runs (the /webhooks routes through which an
+// account manages its webhooks and reads their delivery log are package
+// internal/webhookapi's, which builds on this one): a relay
 // from the PostgreSQL outbox to a Redis stream, the fan-out of each event
 // to the matching webhooks, and senders that take delivery jobs from
 // partitioned Redis streams in a consumer group. Every active webhook gets

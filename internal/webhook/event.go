@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
-	"time"
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/config"
@@ -13,16 +12,6 @@ import (
 
 // Events lists the event names a webhook can subscribe to.
 var Events = []string{store.EventAttestationCreated, store.EventAgentRegistered, store.EventAgentRevoked, store.EventAgentPolicyUpdated}
-
-// knownEvent reports whether name is in Events.
-func knownEvent(name string) bool {
-	for _, e := range Events {
-		if e == name {
-			return true
-		}
-	}
-	return false
-}
 
 // EventID is the public id of an outbox event.
 func EventID(outboxID int64) string { return "evt_" + strconv.FormatInt(outboxID, 10) }
@@ -131,14 +120,5 @@ func base58Address(s string) bool {
 
 func quote(s string) []byte {
 	b, _ := json.Marshal(s)
-	return b
-}
-
-// testMessage is the message of every test event.
-const testMessage = "A test delivery from attestd: your endpoint received it and can check its signature."
-
-// testPayload is the data of a test event.
-func testPayload(webhookID string, at time.Time) []byte {
-	b, _ := json.Marshal(WebhookTestData{WebhookID: webhookID, Message: testMessage, SentAt: attestation.At(at)})
 	return b
 }

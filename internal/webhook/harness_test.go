@@ -1,8 +1,6 @@
 package webhook_test
 
 import (
-	"github.com/attestd/attestd/internal/tracing"
-
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -24,9 +22,11 @@ import (
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/testing/apptest"
 	"github.com/attestd/attestd/internal/testing/testenv"
+	"github.com/attestd/attestd/internal/tracing"
 	"github.com/attestd/attestd/internal/webhook"
 	"github.com/attestd/attestd/internal/webhook/keyring"
 	"github.com/attestd/attestd/internal/webhook/queue"
+	"github.com/attestd/attestd/internal/webhookapi"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 )
@@ -112,7 +112,7 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 			testenv.Must(t, err, "key service")
 			h.keys = svc
 			svc.Routes(api)
-			a, err := webhook.NewAPI(webhook.APIOptions{Store: deps.Store, Queue: h.q, Config: h.cfg, Logger: apptest.Logger()})
+			a, err := webhookapi.NewAPI(webhookapi.APIOptions{Store: deps.Store, Queue: h.q, Config: h.cfg, Logger: apptest.Logger()})
 			testenv.Must(t, err, "webhook api")
 			a.Routes(api, svc.Require(apikey.RequireOptions{}))
 		},

@@ -135,7 +135,7 @@ func signerOf(keys *keyring.Keyring, w store.Webhook) (*signature.Signer, error)
 		k.Previous, k.PreviousUntil = string(prev), *w.PreviousSecretUntil
 	}
 	if w.SignatureScheme != store.SchemeV1 && w.Ed25519Sealed != nil {
-		seed, err := keys.Open(w.Ed25519Sealed, w.SecretKeyID, ed25519AAD(w.ID))
+		seed, err := keys.Open(w.Ed25519Sealed, w.SecretKeyID, Ed25519AAD(w.ID))
 		if err != nil || len(seed) != ed25519.SeedSize {
 			return nil, fmt.Errorf("open the Ed25519 key of webhook %s: %v", w.ID, err)
 		}

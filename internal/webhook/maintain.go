@@ -270,12 +270,14 @@ func resealOne(keys *keyring.Keyring, s store.SealedSecret) (store.SealedSecret,
 	if r.Previous, err = again(s.Previous, []byte(s.WebhookID)); err != nil {
 		return r, err
 	}
-	if r.Ed25519, err = again(s.Ed25519, ed25519AAD(s.WebhookID)); err != nil {
+	if r.Ed25519, err = again(s.Ed25519, Ed25519AAD(s.WebhookID)); err != nil {
 		return r, err
 	}
 	return r, nil
 }
 
-// ed25519AAD binds a sealed Ed25519 key to its webhook, apart from its
-// secrets (one cannot be put in place of the other).
-func ed25519AAD(webhookID string) []byte { return []byte(webhookID + "/ed25519") }
+// Ed25519AAD is the additional data a webhook's Ed25519 key is sealed
+// with: it binds the sealed key to its webhook, apart from its secrets
+// (one cannot be put in place of the other). The management API seals and
+// opens the key with it too.
+func Ed25519AAD(webhookID string) []byte { return []byte(webhookID + "/ed25519") }

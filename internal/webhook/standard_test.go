@@ -21,6 +21,7 @@ import (
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/attestd/attestd/internal/webhook"
+	"github.com/attestd/attestd/internal/webhookapi"
 )
 
 // This file tests issue 26: recovery by time window, secret rotation with
@@ -299,7 +300,7 @@ func TestGoneDisablesAndTellsTheOthers(t *testing.T) {
 	checkSignatures(t, o.Secret, d)
 	var ev struct {
 		Type string
-		Data webhook.WebhookDisabledData
+		Data webhookapi.WebhookDisabledData
 	}
 	dec := json.NewDecoder(bytes.NewReader(d.Body))
 	testenv.Must(t, json.Unmarshal(d.Body, &ev), "decode")
@@ -324,9 +325,9 @@ func checkAgainstCatalog(t *testing.T, dec *json.Decoder) {
 	var target any
 	switch env.Type {
 	case store.EventWebhookDisabled:
-		target = &webhook.WebhookDisabledData{}
+		target = &webhookapi.WebhookDisabledData{}
 	case store.EventWebhookTest:
-		target = &webhook.WebhookTestData{}
+		target = &webhookapi.WebhookTestData{}
 	default:
 		return
 	}

@@ -160,29 +160,6 @@ func TestWrongAnswersStayUnverified(t *testing.T) {
 	}
 }
 
-// TestVerifyRouteRefusesBadInput: a body, another account's webhook, a
-// malformed id.
-func TestVerifyRouteRefusesBadInput(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, harnessOpt{})
-	key, other := h.key(t, "acme"), h.key(t, "other")
-	w := h.create(t, key, map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"attestation.created"}})
-	for _, c := range []struct {
-		key, path string
-		body      any
-		want      int
-	}{
-		{key, "/webhooks/" + w.ID + "/verify", `{"x":1}`, http.StatusBadRequest},
-		{other, "/webhooks/" + w.ID + "/verify", nil, http.StatusNotFound},
-		{key, "/webhooks/wh_nothex/verify", nil, http.StatusBadRequest},
-		{key, "/webhooks/" + w.ID + "/verify?now=1", nil, http.StatusBadRequest},
-	} {
-		if r := h.do(t, http.MethodPost, c.path, c.key, c.body); r.Status != c.want {
-			t.Errorf("POST %s: %d %s, want %d", c.path, r.Status, r.Body, c.want)
-		}
-	}
-}
-
 // TestPatchURLRestartsVerification: a verified webhook whose URL changes
 // is pending again (under the unverified cap) until the new receiver
 // answers, and its events go to the new URL all the same; a PATCH that

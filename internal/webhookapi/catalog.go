@@ -1,4 +1,4 @@
-package webhook
+package webhookapi
 
 import (
 	"crypto/sha256"
@@ -12,6 +12,7 @@ import (
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/webhook"
 )
 
 // The data of each event type, as the code writes it: attestation.created
@@ -144,7 +145,7 @@ func buildCatalog() []EventType {
 		if err != nil {
 			panic(err)
 		}
-		ex, err := json.Marshal(json.RawMessage(Body(store.OutboxEvent{ID: 1234, Type: c.name, CreatedAt: exampleAt.Time, Payload: data}, exampleOrigin)))
+		ex, err := json.Marshal(json.RawMessage(webhook.Body(store.OutboxEvent{ID: 1234, Type: c.name, CreatedAt: exampleAt.Time, Payload: data}, exampleOrigin)))
 		if err != nil {
 			panic(err)
 		}
@@ -169,9 +170,9 @@ func EventSchema(name string) map[string]any {
 		}
 		required := []string{"id", "type", "createdAt", "data"}
 		if name == store.EventAttestationCreated {
-			l := schemaOf(reflect.TypeOf(LogLink{}))
+			l := schemaOf(reflect.TypeOf(webhook.LogLink{}))
 			l["description"] = "Where the attestation's offline proof (a C2SP tlog-proof) is served, and its state in the log when the event was written. A field added to the SPEC's delivery shape: receivers that do not know it ignore it."
-			l["properties"].(map[string]any)["state"].(map[string]any)["enum"] = []string{LogAwaitingAppend, LogAwaitingFinalization}
+			l["properties"].(map[string]any)["state"].(map[string]any)["enum"] = []string{webhook.LogAwaitingAppend, webhook.LogAwaitingFinalization}
 			props["log"] = l
 			required = append(required, "log")
 		}

@@ -1,4 +1,4 @@
-package webhook
+package webhookapi
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/attestd/attestd/internal/apikey"
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/webhook"
 	"github.com/attestd/attestd/internal/webhook/egress"
 	"github.com/attestd/attestd/internal/webhook/queue"
 	"github.com/attestd/attestd/webhook/signature"
@@ -49,10 +50,10 @@ var (
 
 // APIOptions configure the routes.
 type APIOptions struct {
-	Store  *store.Store // required
-	Queue  *queue.Queue // required: manual retries are queued at once
-	Config Config       // Config.Keys nil: every route answers 503
-	Logger *slog.Logger // default slog.Default()
+	Store  *store.Store   // required
+	Queue  *queue.Queue   // required: manual retries are queued at once
+	Config webhook.Config // Config.Keys nil: every route answers 503
+	Logger *slog.Logger   // default slog.Default()
 	// Origin is the public origin: deliveries' links are absolute on it
 	// (zero: paths). The same as the workers'.
 	Origin config.Origin
@@ -162,7 +163,7 @@ type VerificationView struct {
 }
 
 // viewOf is w as the API shows it under the configuration c.
-func viewOf(c Config, w store.Webhook) View {
+func viewOf(c webhook.Config, w store.Webhook) View {
 	v := View{ID: w.ID, URL: w.URL, Events: w.Events, Filter: Filter{Agents: w.Agents, ActionTypes: w.ActionTypes},
 		Description: w.Description, Active: w.Active, DisabledReason: w.DisabledReason,
 		CreatedAt: attestation.At(w.CreatedAt), UpdatedAt: attestation.At(w.UpdatedAt)}
@@ -491,7 +492,7 @@ func (a *API) deliveries(c *fiber.Ctx) error {
 	}
 	views := make([]AttemptView, len(atts))
 	for i, at := range atts {
-		views[i] = AttemptView{ID: at.ID, DeliveryID: at.DeliveryID, EventID: EventID(at.EventID), EventType: at.EventType,
+		views[i] = AttemptView{ID: at.ID, DeliveryID: at.DeliveryID, EventID: webhook.EventID(at.EventID), EventType: at.EventType,
 			DeliveryStatus: at.DeliveryStatus, Attempt: at.Attempt, Manual: at.Manual, AttemptedAt: attestation.At(at.At),
 			Succeeded: at.Succeeded, StatusCode: at.StatusCode, LatencyMS: at.LatencyMS, Error: at.Error, Response: at.Response}
 		views[i].NextAttemptAt = attestation.OptTime(at.NextAttemptAt)
@@ -542,7 +543,7 @@ func (a *API) retry(c *fiber.Ctx) error {
 	now := a.opt.Now()
 	job := queue.Job{ID: d.ID + ":m" + hex.EncodeToString(suffix[:]), Delivery: d.ID, Webhook: d.WebhookID, Event: d.Event.ID,
 		Type: d.Event.Type, Created: d.Event.CreatedAt.UnixMilli(), Queued: now.UnixMilli(), Attempts: d.Attempts, Manual: true,
-		Body: Body(d.Event, a.opt.Origin)}
+		Body: webhook.Body(d.Event, a.opt.Origin)}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 	defer cancel()
 	if err := a.opt.Queue.Enqueue(ctx, []queue.Job{job}); err != nil {
@@ -552,7 +553,7 @@ func (a *API) retry(c *fiber.Ctx) error {
 	a.log.Info("manual retry queued", "account", p.AccountID, "webhook", id, "delivery", did)
 	return c.Status(http.StatusAccepted).JSON(struct {
 		Data QueuedView `json:"data"`
-	}{QueuedView{DeliveryID: d.ID, EventID: EventID(d.Event.ID), EventType: d.Event.Type, Status: "queued"}})
+	}{QueuedView{DeliveryID: d.ID, EventID: webhook.EventID(d.Event.ID), EventType: d.Event.Type, Status: "queued"}})
 }
 
 func (a *API) test(c *fiber.Ctx) error {
@@ -573,7 +574,7 @@ func (a *API) test(c *fiber.Ctx) error {
 	a.log.Info("test event queued", "account", p.AccountID, "webhook", id, "delivery", d.ID)
 	return c.Status(http.StatusAccepted).JSON(struct {
 		Data QueuedView `json:"data"`
-	}{QueuedView{DeliveryID: d.ID, EventID: EventID(d.OutboxID), EventType: store.EventWebhookTest, Status: "queued"}})
+	}{QueuedView{DeliveryID: d.ID, EventID: webhook.EventID(d.OutboxID), EventType: store.EventWebhookTest, Status: "queued"}})
 }
 
 // noBody refuses a body on a route that takes none.

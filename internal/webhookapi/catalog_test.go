@@ -1,13 +1,15 @@
-package webhook_test
+package webhookapi_test
 
 import (
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +17,7 @@ import (
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/testing/apptest"
 	"github.com/attestd/attestd/internal/testing/testenv"
-	"github.com/attestd/attestd/internal/webhook"
+	"github.com/attestd/attestd/internal/webhookapi"
 	"github.com/gagliardetto/solana-go"
 	"go.yaml.in/yaml/v3"
 )
@@ -31,7 +33,7 @@ func TestCatalogSchemasInOpenAPI(t *testing.T) {
 		} `yaml:"components"`
 	}
 	testenv.Must(t, yaml.Unmarshal(b, &doc), "parse openapi.yaml")
-	for name, want := range webhook.CatalogSchemas() {
+	for name, want := range webhookapi.CatalogSchemas() {
 		got, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("openapi.yaml has no schema %s", name)
@@ -86,11 +88,11 @@ func TestWritePathPayloadsMatchTheCatalog(t *testing.T) {
 		var target any
 		switch typ {
 		case store.EventAgentRegistered:
-			target = &webhook.AgentRegisteredData{}
+			target = &webhookapi.AgentRegisteredData{}
 		case store.EventAgentPolicyUpdated:
-			target = &webhook.AgentPolicyUpdatedData{}
+			target = &webhookapi.AgentPolicyUpdatedData{}
 		case store.EventAgentRevoked:
-			target = &webhook.AgentRevokedData{}
+			target = &webhookapi.AgentRevokedData{}
 		default:
 			continue
 		}
@@ -108,5 +110,40 @@ func TestWritePathPayloadsMatchTheCatalog(t *testing.T) {
 	}
 	if len(seen) != 3 {
 		t.Fatalf("payloads seen: %v", seen)
+	}
+}
+
+// TestEventCatalog: public, cacheable (304 on its ETag), every event type
+// with its schema and an example (the harness validates the answer, and so
+// each example, against openapi.yaml's schemas).
+func TestEventCatalog(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpt{})
+	r := h.do(t, http.MethodGet, "/webhooks/event-types", "", nil)
+	if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("Cache-Control"), "public") || r.Header.Get("ETag") == "" {
+		t.Fatalf("catalog: %d %v", r.Status, r.Header)
+	}
+	var out struct {
+		Data []struct {
+			Name         string
+			Subscribable bool
+			SchemaName   string
+		}
+	}
+	r.JSON(t, &out)
+	var names []string
+	for _, e := range out.Data {
+		names = append(names, e.Name)
+	}
+	want := "attestation.created agent.registered agent.revoked agent.policy_updated webhook.test webhook.disabled"
+	if strings.Join(names, " ") != want {
+		t.Fatalf("catalog lists %v, want %s", names, want)
+	}
+	r2 := h.node.Do(t, http.MethodGet, "/webhooks/event-types", nil, map[string]string{"If-None-Match": r.Header.Get("ETag")})
+	if r2.Status != http.StatusNotModified {
+		t.Fatalf("revalidation: %d", r2.Status)
+	}
+	if r := h.do(t, http.MethodGet, "/webhooks/event-types?x=1", "", nil); r.Status != http.StatusBadRequest {
+		t.Errorf("unknown query parameter: %d", r.Status)
 	}
 }

@@ -1,4 +1,4 @@
-package webhook
+package webhookapi
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/jsonbody"
 	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/webhook"
 	"github.com/attestd/attestd/webhook/signature"
 	"github.com/gofiber/fiber/v2"
 )
@@ -277,7 +278,7 @@ func (a *API) open(w store.Webhook) (sealedMaterial, error) {
 		m.until = w.PreviousSecretUntil
 	}
 	if w.Ed25519Sealed != nil {
-		if m.seed, err = keys.Open(w.Ed25519Sealed, w.SecretKeyID, ed25519AAD(w.ID)); err != nil {
+		if m.seed, err = keys.Open(w.Ed25519Sealed, w.SecretKeyID, webhook.Ed25519AAD(w.ID)); err != nil {
 			return m, err
 		}
 		m.publicKey = w.PublicKey
@@ -300,7 +301,7 @@ func (a *API) seal(id string, m sealedMaterial) (store.Secrets, error) {
 		s.PreviousUntil = m.until
 	}
 	if m.seed != nil {
-		if s.Ed25519, _, err = keys.Seal(m.seed, ed25519AAD(id)); err != nil {
+		if s.Ed25519, _, err = keys.Seal(m.seed, webhook.Ed25519AAD(id)); err != nil {
 			return s, err
 		}
 		s.PublicKey = m.publicKey

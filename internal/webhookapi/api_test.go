@@ -1,4 +1,4 @@
-package webhook_test
+package webhookapi_test
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/attestd/attestd/internal/apikey"
 	"github.com/attestd/attestd/internal/testing/testenv"
-	"github.com/attestd/attestd/internal/webhook"
+	"github.com/attestd/attestd/internal/webhookapi"
 )
 
 func TestWebhookRoutes(t *testing.T) {
@@ -63,7 +63,7 @@ func TestWebhookRoutes(t *testing.T) {
 	// PATCH: change some fields, switch off and on.
 	r = h.do(t, http.MethodPatch, "/webhooks/"+w.ID, key, map[string]any{"events": []string{"agent.revoked", "attestation.created"},
 		"filter": map[string]any{}, "active": false})
-	var got struct{ Data webhook.View }
+	var got struct{ Data webhookapi.View }
 	r.JSON(t, &got)
 	if r.Status != http.StatusOK || got.Data.Active || got.Data.DisabledReason == nil || len(got.Data.Filter.Agents) != 0 ||
 		len(got.Data.Events) != 2 || got.Data.Description != "audit feed" {
@@ -79,12 +79,12 @@ func TestWebhookRoutes(t *testing.T) {
 	h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"agent.registered"}})
 	h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"agent.registered"}})
 	r = h.do(t, http.MethodPost, "/webhooks", key, map[string]any{"url": rc.URL(), "events": []string{"agent.registered"}})
-	if r.Status != http.StatusConflict || r.ErrorCode() != webhook.CodeWebhookLimitReached {
+	if r.Status != http.StatusConflict || r.ErrorCode() != webhookapi.CodeWebhookLimitReached {
 		t.Fatalf("fourth webhook: %d %s", r.Status, r.Body)
 	}
 	r = h.do(t, http.MethodGet, "/webhooks?limit=2&offset=1", key, nil)
 	var list struct {
-		Data       []webhook.View
+		Data       []webhookapi.View
 		Pagination struct{ Limit, Offset, Total int }
 	}
 	r.JSON(t, &list)
@@ -115,7 +115,7 @@ func TestWebhookRoutes(t *testing.T) {
 	}
 	// Unknown delivery of one's own webhook.
 	r = h.do(t, http.MethodPost, "/webhooks/"+w.ID+"/deliveries/msg_0123456789abcdef0123456789abcdef/retry", key, nil)
-	if r.Status != http.StatusNotFound || r.ErrorCode() != webhook.CodeDeliveryNotFound {
+	if r.Status != http.StatusNotFound || r.ErrorCode() != webhookapi.CodeDeliveryNotFound {
 		t.Fatalf("unknown delivery: %d %s", r.Status, r.Body)
 	}
 
@@ -332,7 +332,7 @@ func TestReadKeysCannotManageWebhooks(t *testing.T) {
 			t.Errorf("%s %s with a read key: %d %s", tc.method, tc.path, r.Status, r.Body)
 		}
 	}
-	var list struct{ Data []webhook.View }
+	var list struct{ Data []webhookapi.View }
 	h.do(t, http.MethodGet, "/webhooks", admin, nil).JSON(t, &list)
 	if len(list.Data) != 1 || !list.Data[0].Active {
 		t.Fatalf("the read key changed the account's webhooks: %+v", list.Data)

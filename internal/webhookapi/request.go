@@ -1,4 +1,4 @@
-package webhook
+package webhookapi
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/jsonbody"
 	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/webhook"
 )
 
 // Limits of the request bodies.
@@ -80,7 +81,7 @@ func parseBody(contentType string, body []byte, allowed ...string) (request, err
 			}
 		case "events":
 			var ev []string
-			if ev, err = strs(name, raw, len(Events)); err == nil {
+			if ev, err = strs(name, raw, len(webhook.Events)); err == nil {
 				err = checkEvents(ev)
 				r.Events = &ev
 			}
@@ -159,13 +160,23 @@ func strs(name string, raw json.RawMessage, max int) ([]string, error) {
 	return s, nil
 }
 
+// knownEvent reports whether name is in webhook.Events.
+func knownEvent(name string) bool {
+	for _, e := range webhook.Events {
+		if e == name {
+			return true
+		}
+	}
+	return false
+}
+
 func checkEvents(ev []string) error {
 	if len(ev) == 0 {
-		return apierror.Invalid("events must name at least one of %s", strings.Join(Events, ", "))
+		return apierror.Invalid("events must name at least one of %s", strings.Join(webhook.Events, ", "))
 	}
 	for _, e := range ev {
 		if !knownEvent(e) {
-			return apierror.Invalid("unknown event %q; known events: %s", e, strings.Join(Events, ", "))
+			return apierror.Invalid("unknown event %q; known events: %s", e, strings.Join(webhook.Events, ", "))
 		}
 	}
 	return nil
