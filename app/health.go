@@ -141,35 +141,11 @@ func (a *API) health(c *fiber.Ctx) error {
 	}
 	// The indexer and the chain are judged only when the node was given a
 	// way to know them (a serving node always is): data may then be stale.
-	indexer := a.deps.Indexer
-	if indexer == nil {
-		indexer = a.defaultIndexerStatus
-	}
 	if pgUp {
-		st, err := indexer(ctx)
-		switch {
-		case err != nil && a.deps.Indexer != nil:
-			h.Reasons = append(h.Reasons, "indexer: its progress cannot be read now; data may be stale")
-		case err == nil:
-			h.Indexer = st
-			if a.deps.Indexer != nil && !st.Synced {
-				why := st.NotSynced
-				if why == "" {
-					why = "not synced with the chain"
-				}
-				h.Reasons = append(h.Reasons, "indexer: "+why+"; data may be stale")
-			}
-		}
+		a.healthOfIndexer(ctx, &h)
 	}
 	if a.deps.Chain != nil {
-		h.Chain = a.deps.Chain(ctx)
-		if !h.Chain.Reachable {
-			rpc := h.Chain.RPC
-			if rpc == "" {
-				rpc = "the RPC node"
-			}
-			h.Reasons = append(h.Reasons, "chain: "+rpc+" does not answer getHealth with ok; new attestations are not indexed")
-		}
+		a.healthOfChain(ctx, &h)
 	}
 	if a.deps.Log != nil && pgUp {
 		lh, why := a.deps.Log(ctx)
@@ -178,18 +154,7 @@ func (a *API) health(c *fiber.Ctx) error {
 			h.Reasons = append(h.Reasons, why)
 		}
 	}
-	h.Replicas = []Replica{}
-	for i, r := range a.deps.Store.Replicas() {
-		rep := Replica{Index: i + 1, Status: r.Status}
-		if r.LagSeconds >= 0 {
-			lag := math.Round(r.LagSeconds*1000) / 1000
-			rep.LagSeconds = &lag
-		}
-		if r.Status != "ok" {
-			h.Reasons = append(h.Reasons, fmt.Sprintf("replica %d: %s; its reads go to the primary", i+1, strings.ReplaceAll(r.Status, "_", " ")))
-		}
-		h.Replicas = append(h.Replicas, rep)
-	}
+	a.healthOfReplicas(&h)
 	status := http.StatusOK
 	switch {
 	case a.draining.Load():
@@ -204,6 +169,59 @@ func (a *API) health(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderCacheControl, httpcache.NoStore)
 	return c.Status(status).JSON(h)
+}
+
+// healthOfIndexer puts the indexer's progress into h, with a reason when
+// a node given a way to know it finds it unreadable or not synced.
+func (a *API) healthOfIndexer(ctx context.Context, h *Health) {
+	indexer := a.deps.Indexer
+	if indexer == nil {
+		indexer = a.defaultIndexerStatus
+	}
+	st, err := indexer(ctx)
+	switch {
+	case err != nil && a.deps.Indexer != nil:
+		h.Reasons = append(h.Reasons, "indexer: its progress cannot be read now; data may be stale")
+	case err == nil:
+		h.Indexer = st
+		if a.deps.Indexer != nil && !st.Synced {
+			why := st.NotSynced
+			if why == "" {
+				why = "not synced with the chain"
+			}
+			h.Reasons = append(h.Reasons, "indexer: "+why+"; data may be stale")
+		}
+	}
+}
+
+// healthOfChain puts the chain's state into h, with a reason when its
+// RPC node does not answer.
+func (a *API) healthOfChain(ctx context.Context, h *Health) {
+	h.Chain = a.deps.Chain(ctx)
+	if !h.Chain.Reachable {
+		rpc := h.Chain.RPC
+		if rpc == "" {
+			rpc = "the RPC node"
+		}
+		h.Reasons = append(h.Reasons, "chain: "+rpc+" does not answer getHealth with ok; new attestations are not indexed")
+	}
+}
+
+// healthOfReplicas lists the read replicas in h, with a reason for each
+// one not ok.
+func (a *API) healthOfReplicas(h *Health) {
+	h.Replicas = []Replica{}
+	for i, r := range a.deps.Store.Replicas() {
+		rep := Replica{Index: i + 1, Status: r.Status}
+		if r.LagSeconds >= 0 {
+			lag := math.Round(r.LagSeconds*1000) / 1000
+			rep.LagSeconds = &lag
+		}
+		if r.Status != "ok" {
+			h.Reasons = append(h.Reasons, fmt.Sprintf("replica %d: %s; its reads go to the primary", i+1, strings.ReplaceAll(r.Status, "_", " ")))
+		}
+		h.Replicas = append(h.Replicas, rep)
+	}
 }
 
 // openAPIControl: the document changes only with a release.

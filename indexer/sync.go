@@ -201,7 +201,32 @@ func (ix *Indexer) process(ctx context.Context, sigs []sigEntry, from store.Chec
 	return err
 }
 
+// processBatches runs process's producer (fetching, in chunks) and
+// consumer (applying batches) until both are done or one fails.
 func (ix *Indexer) processBatches(ctx context.Context, sigs []sigEntry, from store.Checkpoint, hasFrom bool, chainSlot, finalSlot uint64, started time.Time) error {
+	g, gctx := errgroup.WithContext(ctx)
+	ch := make(chan built, 2)
+	g.Go(func() error {
+		defer close(ch)
+		return ix.fetchBatches(gctx, sigs, from, hasFrom, finalSlot, ch)
+	})
+	g.Go(func() error {
+		p := progress{ix: ix, start: started, total: len(sigs), firstSlot: sigs[0].slot, chainSlot: chainSlot, last: time.Now()}
+		for b := range ch {
+			if err := ix.applyBuilt(gctx, b, chainSlot); err != nil {
+				return err
+			}
+			p.step(b)
+		}
+		return nil
+	})
+	return g.Wait()
+}
+
+// fetchBatches fetches sigs chunk by chunk and sends their batches to ch
+// in order. A pending transaction holds the checkpoint just before it in
+// the listing (from, unless hasFrom is false: before everything).
+func (ix *Indexer) fetchBatches(ctx context.Context, sigs []sigEntry, from store.Checkpoint, hasFrom bool, finalSlot uint64, ch chan<- built) error {
 	pred := func(i int) *store.Checkpoint {
 		if i == 0 {
 			if !hasFrom {
@@ -211,89 +236,90 @@ func (ix *Indexer) processBatches(ctx context.Context, sigs []sigEntry, from sto
 		}
 		return &store.Checkpoint{Name: ix.cfg.Checkpoint, Slot: sigs[i-1].slot, Signature: sigs[i-1].sig.String()}
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	ch := make(chan built, 2)
-	g.Go(func() error {
-		defer close(ch)
-		for lo := 0; lo < len(sigs); lo += ix.cfg.ChunkTxs {
-			chunk := sigs[lo:min(lo+ix.cfg.ChunkTxs, len(sigs))]
-			fctx := gctx
-			var fspan trace.Span
-			if tracing.Enabled() {
-				fctx, fspan = tracing.Start(gctx, "indexer fetch", trace.SpanKindInternal, attribute.Int("attestd.indexer.transactions", len(chunk)))
-			}
-			recs, err := ix.fetchChunk(fctx, chunk, finalSlot, quickTries)
-			if fspan != nil {
-				tracing.End(fspan, err)
-			}
-			if err != nil {
-				return err
-			}
-			for i, r := range recs {
-				if r.pending {
-					r.pred = pred(lo + i)
-				}
-			}
-			for _, b := range ix.batches(recs) {
-				select {
-				case ch <- b:
-				case <-gctx.Done():
-					return gctx.Err()
-				}
+	for lo := 0; lo < len(sigs); lo += ix.cfg.ChunkTxs {
+		chunk := sigs[lo:min(lo+ix.cfg.ChunkTxs, len(sigs))]
+		recs, err := ix.fetchChunkTraced(ctx, chunk, finalSlot)
+		if err != nil {
+			return err
+		}
+		for i, r := range recs {
+			if r.pending {
+				r.pred = pred(lo + i)
 			}
 		}
-		return nil
-	})
-	g.Go(func() error {
-		p := progress{ix: ix, start: started, total: len(sigs), firstSlot: sigs[0].slot, chainSlot: chainSlot, last: time.Now()}
-		for b := range ch {
-			listed := store.Checkpoint{Name: ix.cfg.Checkpoint, Slot: b.last.slot, Signature: b.last.sig.String()}
-			ix.mu.Lock()
-			for _, r := range b.pending {
-				ix.addPendingLocked(r, true)
+		for _, b := range ix.batches(recs) {
+			select {
+			case ch <- b:
+			case <-ctx.Done():
+				return ctx.Err()
 			}
-			cp, ok := ix.durableLocked(&listed)
-			ix.mu.Unlock()
-			if ok {
-				b.batch.Checkpoint = &cp
-			}
-			t0 := time.Now()
-			actx := gctx
-			var bspan trace.Span
-			if tracing.Enabled() {
-				actx, bspan = tracing.Start(gctx, "indexer batch", trace.SpanKindInternal,
-					attribute.Int("attestd.indexer.transactions", b.txs), attribute.Int64("attestd.indexer.last_slot", int64(b.last.slot)))
-			}
-			applied, err := ix.st.Apply(actx, b.batch)
-			if bspan != nil {
-				bspan.SetAttributes(attribute.Int("attestd.indexer.attestations", applied.Attestations))
-				tracing.End(bspan, err)
-			}
-			if err != nil {
-				return fmt.Errorf("apply batch ending at %s: %w", b.last.sig, err)
-			}
-			ix.m.batchDuration.Observe(time.Since(t0).Seconds())
-			ix.m.attestations.Add(float64(applied.Attestations))
-			ix.m.transactions.Add(float64(b.txs))
-			ix.ingested.Add(int64(applied.Attestations))
-			ix.mu.Lock()
-			ix.listed, ix.hasListed = listed, true
-			if ok {
-				ix.cp, ix.hasCP = cp, true
-			}
-			ix.rememberSettledLocked(b.settled)
-			ix.mu.Unlock()
-			lag := uint64(0)
-			if chainSlot > b.last.slot {
-				lag = chainSlot - b.last.slot
-			}
-			ix.m.lag.Set(float64(lag))
-			ix.m.indexedSlot.Set(float64(b.last.slot))
-			p.step(b)
 		}
-		return nil
-	})
-	return g.Wait()
+	}
+	return nil
+}
+
+// fetchChunkTraced is fetchChunk with quick tries, in a span of its own
+// when tracing is on.
+func (ix *Indexer) fetchChunkTraced(ctx context.Context, chunk []sigEntry, finalSlot uint64) ([]*txRecords, error) {
+	if !tracing.Enabled() {
+		return ix.fetchChunk(ctx, chunk, finalSlot, quickTries)
+	}
+	fctx, fspan := tracing.Start(ctx, "indexer fetch", trace.SpanKindInternal, attribute.Int("attestd.indexer.transactions", len(chunk)))
+	recs, err := ix.fetchChunk(fctx, chunk, finalSlot, quickTries)
+	tracing.End(fspan, err)
+	return recs, err
+}
+
+// applyBuilt applies one batch with the durable checkpoint it may carry,
+// then records what it moved: the metrics, the listed and durable
+// checkpoints, the transactions settled empty.
+func (ix *Indexer) applyBuilt(ctx context.Context, b built, chainSlot uint64) error {
+	listed := store.Checkpoint{Name: ix.cfg.Checkpoint, Slot: b.last.slot, Signature: b.last.sig.String()}
+	ix.mu.Lock()
+	for _, r := range b.pending {
+		ix.addPendingLocked(r, true)
+	}
+	cp, ok := ix.durableLocked(&listed)
+	ix.mu.Unlock()
+	if ok {
+		b.batch.Checkpoint = &cp
+	}
+	t0 := time.Now()
+	applied, err := ix.applyTraced(ctx, b)
+	if err != nil {
+		return fmt.Errorf("apply batch ending at %s: %w", b.last.sig, err)
+	}
+	ix.m.batchDuration.Observe(time.Since(t0).Seconds())
+	ix.m.attestations.Add(float64(applied.Attestations))
+	ix.m.transactions.Add(float64(b.txs))
+	ix.ingested.Add(int64(applied.Attestations))
+	ix.mu.Lock()
+	ix.listed, ix.hasListed = listed, true
+	if ok {
+		ix.cp, ix.hasCP = cp, true
+	}
+	ix.rememberSettledLocked(b.settled)
+	ix.mu.Unlock()
+	lag := uint64(0)
+	if chainSlot > b.last.slot {
+		lag = chainSlot - b.last.slot
+	}
+	ix.m.lag.Set(float64(lag))
+	ix.m.indexedSlot.Set(float64(b.last.slot))
+	return nil
+}
+
+// applyTraced applies b's batch, in a span of its own when tracing is on.
+func (ix *Indexer) applyTraced(ctx context.Context, b built) (store.Applied, error) {
+	if !tracing.Enabled() {
+		return ix.st.Apply(ctx, b.batch)
+	}
+	actx, bspan := tracing.Start(ctx, "indexer batch", trace.SpanKindInternal,
+		attribute.Int("attestd.indexer.transactions", b.txs), attribute.Int64("attestd.indexer.last_slot", int64(b.last.slot)))
+	applied, err := ix.st.Apply(actx, b.batch)
+	bspan.SetAttributes(attribute.Int("attestd.indexer.attestations", applied.Attestations))
+	tracing.End(bspan, err)
+	return applied, err
 }
 
 // batches groups per-transaction records into batches of at most
@@ -373,26 +399,12 @@ var maxTxVersion uint64 = 0
 // dropped it); one whose logs cannot be parsed is skipped loudly rather
 // than blocking the index.
 func (ix *Indexer) fetchTx(ctx context.Context, e sigEntry, finalSlot uint64, tries int) (*txRecords, error) {
-	var res *rpc.GetTransactionResult
-	for attempt := 0; ; attempt++ {
-		cctx, cancel := ix.rpcCtx(ctx)
-		r, err := ix.rpc.GetTransaction(cctx, e.sig, &rpc.GetTransactionOpts{
-			Encoding: solana.EncodingBase64, Commitment: rpc.CommitmentConfirmed, MaxSupportedTransactionVersion: &maxTxVersion})
-		cancel()
-		if err == nil && r != nil && r.Meta != nil {
-			res = r
-			break
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if attempt+1 >= tries {
-			if err == nil || errors.Is(err, rpc.ErrNotFound) {
-				return &txRecords{entry: e, pending: true}, nil
-			}
-			return nil, fmt.Errorf("getTransaction %s: %w", e.sig, err)
-		}
-		pause.For(ctx, time.Duration(50<<attempt)*time.Millisecond)
+	res, err := ix.getTransaction(ctx, e, tries)
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		return &txRecords{entry: e, pending: true}, nil
 	}
 	e.slot = res.Slot
 	out := &txRecords{entry: e}
@@ -400,11 +412,57 @@ func (ix *Indexer) fetchTx(ctx context.Context, e sigEntry, finalSlot uint64, tr
 		out.skipped = "failed"
 		return out, nil
 	}
-	var tx *solana.Transaction
-	events, err := prova.ParseLogs(res.Meta.LogMessages, ix.cfg.ProgramID)
+	events, tx, ok, err := ix.txEvents(e, res)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		out.skipped = "undecodable"
+		return out, nil
+	}
+	if err := ix.addRecords(ctx, out, res, tx, events, finalSlot); err != nil {
+		return nil, err
+	}
+	if out.size() == 0 {
+		out.skipped = "no_events"
+	}
+	return out, nil
+}
+
+// getTransaction asks for one transaction at confirmed up to tries times,
+// backing off between; nil (with no error) when the node does not return
+// it.
+func (ix *Indexer) getTransaction(ctx context.Context, e sigEntry, tries int) (*rpc.GetTransactionResult, error) {
+	for attempt := 0; ; attempt++ {
+		cctx, cancel := ix.rpcCtx(ctx)
+		r, err := ix.rpc.GetTransaction(cctx, e.sig, &rpc.GetTransactionOpts{
+			Encoding: solana.EncodingBase64, Commitment: rpc.CommitmentConfirmed, MaxSupportedTransactionVersion: &maxTxVersion})
+		cancel()
+		if err == nil && r != nil && r.Meta != nil {
+			return r, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if attempt+1 >= tries {
+			if err == nil || errors.Is(err, rpc.ErrNotFound) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("getTransaction %s: %w", e.sig, err)
+		}
+		pause.For(ctx, time.Duration(50<<attempt)*time.Millisecond)
+	}
+}
+
+// txEvents reads the program's events from a transaction's logs, or, when
+// the logs were truncated, from its instructions (tx is then the decoded
+// transaction, else nil). ok is false, and it is logged, when the events
+// cannot be decoded: the transaction is skipped.
+func (ix *Indexer) txEvents(e sigEntry, res *rpc.GetTransactionResult) (events []prova.LoggedEvent, tx *solana.Transaction, ok bool, err error) {
+	events, err = prova.ParseLogs(res.Meta.LogMessages, ix.cfg.ProgramID)
 	if errors.Is(err, prova.ErrLogsTruncated) && res.BlockTime != nil {
 		if tx, err = res.Transaction.GetTransaction(); err != nil {
-			return nil, fmt.Errorf("decode tx %s: %w", e.sig, err)
+			return nil, nil, false, fmt.Errorf("decode tx %s: %w", e.sig, err)
 		}
 		events, err = eventsFromInstructions(tx, ix.cfg.ProgramID, int64(*res.BlockTime), len(res.Meta.InnerInstructions) > 0 && hasOurInner(tx, res.Meta, ix.cfg.ProgramID))
 		if err == nil {
@@ -413,22 +471,29 @@ func (ix *Indexer) fetchTx(ctx context.Context, e sigEntry, finalSlot uint64, tr
 	}
 	if err != nil {
 		ix.log.Error("cannot decode the program's events; transaction skipped", "signature", e.sig.String(), "slot", res.Slot, "err", err)
-		out.skipped = "undecodable"
-		return out, nil
+		return nil, nil, false, nil
 	}
+	return events, tx, true, nil
+}
 
+// addRecords turns the program's events of one transaction into out's
+// records, at confirmed or, at or below finalSlot, finalized. tx is the
+// decoded transaction when the caller has it (nil: decoded here when a
+// registration needs it).
+func (ix *Indexer) addRecords(ctx context.Context, out *txRecords, res *rpc.GetTransactionResult, tx *solana.Transaction, events []prova.LoggedEvent, finalSlot uint64) error {
 	commitment := attestation.Confirmed
 	if res.Slot <= finalSlot {
 		commitment = attestation.Finalized
 	}
-	sigStr := e.sig.String()
+	sig := out.entry.sig
+	sigStr := sig.String()
 	for _, le := range events {
 		pos := store.Event{TxSignature: sigStr, EventIndex: le.Index, Slot: res.Slot, Commitment: commitment}
 		switch ev := le.Event.(type) {
 		case prova.AttestationIssued:
-			pda, err := attestation.DerivePDA(ix.cfg.ProgramID, e.sig, le.Index)
+			pda, err := attestation.DerivePDA(ix.cfg.ProgramID, sig, le.Index)
 			if err != nil {
-				return nil, fmt.Errorf("tx %s event %d: %w", sigStr, le.Index, err)
+				return fmt.Errorf("tx %s event %d: %w", sigStr, le.Index, err)
 			}
 			out.atts = append(out.atts, store.AttestationRecord{
 				Event: pos, PDA: pda.String(), AgentPDA: ev.Agent.String(), AgentID: ev.AgentID,
@@ -438,13 +503,14 @@ func (ix *Indexer) fetchTx(ctx context.Context, e sigEntry, finalSlot uint64, tr
 			})
 		case prova.AgentRegistered:
 			if tx == nil {
+				var err error
 				if tx, err = res.Transaction.GetTransaction(); err != nil {
-					return nil, fmt.Errorf("decode tx %s: %w", sigStr, err)
+					return fmt.Errorf("decode tx %s: %w", sigStr, err)
 				}
 			}
 			root, err := ix.policyRoot(ctx, tx, res.Meta, ev.Agent)
 			if err != nil {
-				return nil, fmt.Errorf("tx %s: policy root of %s: %w", sigStr, ev.Agent, err)
+				return fmt.Errorf("tx %s: policy root of %s: %w", sigStr, ev.Agent, err)
 			}
 			out.regs = append(out.regs, store.AgentRegistration{Event: pos, PDA: ev.Agent.String(), Operator: ev.Operator.String(),
 				AgentID: ev.AgentID, PolicyRoot: root, At: time.Unix(ev.Timestamp, 0).UTC()})
@@ -455,10 +521,7 @@ func (ix *Indexer) fetchTx(ctx context.Context, e sigEntry, finalSlot uint64, tr
 			out.revokes = append(out.revokes, store.AgentRevocation{Event: pos, PDA: ev.Agent.String(), At: time.Unix(ev.Timestamp, 0).UTC()})
 		}
 	}
-	if out.size() == 0 {
-		out.skipped = "no_events"
-	}
-	return out, nil
+	return nil
 }
 
 // policyRoot finds the policy root an agent was registered with: from the

@@ -24,116 +24,43 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
+// localFlags is what `attestd local` was asked for.
+type localFlags struct {
+	dir          string // --dir as given
+	abs          string // --dir made absolute
+	agents, atts int
+	reset        bool
+}
+
 func runLocal(ctx context.Context, args []string) error {
-	fs := newFlags("local")
-	dir := fs.String("dir", ".run", "where the local servers keep their files")
-	agents := fs.Int("agents", 50, "agents to seed the first time")
-	atts := fs.Int("attestations", 100_000, "attestations to seed the first time")
-	reset := fs.Bool("reset", false, "delete the demo data (--dir, and the PostgreSQL data kept outside it) and exit; refused while make run runs there")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("local: unexpected arguments %q", fs.Args())
-	}
-	abs, err := filepath.Abs(*dir)
+	f, err := parseLocalFlags(args)
 	if err != nil {
 		return err
 	}
-	if *reset {
-		return resetLocal(abs, os.Stdout)
+	if f.reset {
+		return resetLocal(f.abs, os.Stdout)
 	}
 	log := newLogger(slog.LevelInfo)
 	// What this command starts (stores, chain, keys) is handed to the roles
 	// it runs layered over the environment, which stays as it was.
 	env := settings.NewOverlay(os.Getenv)
-	// Every setting of the three roles is checked before anything starts;
-	// they are read again below, once the stores, chain and keys this
-	// command starts are layered over them.
-	if _, err := settings.Load(settings.Local, env.Getenv); err != nil {
-		return err
-	}
-	cfg, err := config.FromEnv(env.Getenv)
+	cfg, err := checkLocalSettings(env)
 	if err != nil {
 		return err
 	}
-	if err := checkListen(cfg.HTTPAddr); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", abs, err)
-	}
-	release, err := lockRunDir(abs)
-	if errors.Is(err, errLocalRunning) {
-		return fmt.Errorf("%w: stop it first (Ctrl-C in its terminal), or give this one another --dir", err)
-	}
+	release, err := claimRunDir(f.abs)
 	if err != nil {
 		return err
 	}
 	defer release()
-	// A stores.env left by a local that was killed names stores gone by
-	// now; one-shot commands must not take it for this run's meanwhile.
-	if err := os.Remove(filepath.Join(abs, storesFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	banner := localBanner{addr: cfg.HTTPAddr, dir: abs}
-	if env.Getenv("DATABASE_URL") == "" {
-		want := filepath.Join(abs, "pg")
-		pg, err := devstack.StartPostgres(ctx, want)
-		if err != nil {
-			return fmt.Errorf("local postgres: %w", err)
-		}
-		defer pg.Stop()
-		banner.pgData = pg.Dir
-		if pg.Relocated {
-			log.Info("local postgres data lives outside "+*dir+": the account postgres runs as cannot reach "+abs,
-				"data", pg.Dir, "wanted", want)
-		} else {
-			log.Info("local postgres started", "data", pg.Dir)
-		}
-		env.Set("DATABASE_URL", pg.URL)
-	}
-	if env.Getenv("REDIS_URL") == "" {
-		// One server for state and cache here, bounded and never evicting
-		// (docs/operations.md, Redis memory; make cluster runs the pair).
-		log.Info("starting local redis (no persistence)")
-		r, err := devstack.StartRedisWith(ctx, filepath.Join(abs, "redis"), 0, devstack.StateRedisArgs...)
-		if err != nil {
-			return fmt.Errorf("local redis: %w", err)
-		}
-		defer r.Stop()
-		env.Set("REDIS_URL", r.URL)
-	}
-	log.Info("local stores ready", "DATABASE_URL", env.Getenv("DATABASE_URL"), "REDIS_URL", env.Getenv("REDIS_URL"))
-	// One-shot commands in another terminal find the stores here.
-	removeStores, err := writeStoresFile(abs, env.Getenv)
+	banner := localBanner{addr: cfg.HTTPAddr, dir: f.abs}
+	stopStores, err := startLocalStores(ctx, env, f, &banner, log)
+	defer stopStores()
 	if err != nil {
 		return err
 	}
-	defer removeStores()
-	// Seeding applies the schema first (the roles started below change none).
-	if err := seedWith(ctx, env.Getenv, []string{"--if-empty", "--agents", strconv.Itoa(*agents), "--attestations", strconv.Itoa(*atts)}); err != nil {
+	if err := prepareLocalRoles(ctx, env, f, &banner, log); err != nil {
 		return err
-	}
-	if err := setLocalPublicURL(env, log); err != nil {
-		return err
-	}
-	if err := startLocalDevnet(ctx, env, abs, log); err != nil {
-		return err
-	}
-	banner.rpc = env.Getenv("ATTESTD_SOLANA_RPC_URL")
-	lcfg, err := localLogKey(env, abs, log)
-	if err != nil {
-		return err
-	}
-	if err := startLocalWitness(ctx, env, abs, lcfg, log); err != nil {
-		return err
-	}
-	if err := localWebhookKeys(env, abs, log); err != nil {
-		return err
-	}
-	if env.Getenv("ATTESTD_DRAIN_TIMEOUT") == "" { // no load balancer to tell: Ctrl-C stops at once
-		env.Set("ATTESTD_DRAIN_TIMEOUT", "0s")
 	}
 	// Every setting of the three roles, read once and checked together.
 	s, err := settings.Load(settings.Local, env.Getenv)
@@ -151,6 +78,144 @@ func runLocal(ctx context.Context, args []string) error {
 	startLocal(ctx, "webhook worker", log, func() error { return node.Worker(ctx, s, log, prometheus.NewRegistry(), nil) })
 	go banner.printWhenReady(ctx, os.Stderr)
 	return node.Serve(ctx, s, log, node.ServeOptions{SkipDrain: secondSignal(ctx)})
+}
+
+// parseLocalFlags reads `attestd local`'s flags.
+func parseLocalFlags(args []string) (localFlags, error) {
+	fs := newFlags("local")
+	dir := fs.String("dir", ".run", "where the local servers keep their files")
+	agents := fs.Int("agents", 50, "agents to seed the first time")
+	atts := fs.Int("attestations", 100_000, "attestations to seed the first time")
+	reset := fs.Bool("reset", false, "delete the demo data (--dir, and the PostgreSQL data kept outside it) and exit; refused while make run runs there")
+	if err := parseFlags(fs, args); err != nil {
+		return localFlags{}, err
+	}
+	if fs.NArg() > 0 {
+		return localFlags{}, usageErrorf("local: unexpected arguments %q", fs.Args())
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return localFlags{}, err
+	}
+	return localFlags{dir: *dir, abs: abs, agents: *agents, atts: *atts, reset: *reset}, nil
+}
+
+// checkLocalSettings checks every setting of the three roles before
+// anything starts and returns the node's configuration; they are read
+// again once the stores, chain and keys this command starts are layered
+// over them. The HTTP address must be free.
+func checkLocalSettings(env *settings.Overlay) (config.Config, error) {
+	if _, err := settings.Load(settings.Local, env.Getenv); err != nil {
+		return config.Config{}, err
+	}
+	cfg, err := config.FromEnv(env.Getenv)
+	if err != nil {
+		return config.Config{}, err
+	}
+	if err := checkListen(cfg.HTTPAddr); err != nil {
+		return config.Config{}, err
+	}
+	return cfg, nil
+}
+
+// claimRunDir creates the run directory and locks it for this run;
+// release unlocks it.
+func claimRunDir(abs string) (release func(), err error) {
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", abs, err)
+	}
+	release, err = lockRunDir(abs)
+	if errors.Is(err, errLocalRunning) {
+		return nil, fmt.Errorf("%w: stop it first (Ctrl-C in its terminal), or give this one another --dir", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// A stores.env left by a local that was killed names stores gone by
+	// now; one-shot commands must not take it for this run's meanwhile.
+	if err := os.Remove(filepath.Join(abs, storesFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		release()
+		return nil, err
+	}
+	return release, nil
+}
+
+// startLocalStores starts PostgreSQL and Redis unless the environment
+// names them, and writes the stores file one-shot commands read. stop
+// (never nil, also on error) undoes what was started, last first.
+func startLocalStores(ctx context.Context, env *settings.Overlay, f localFlags, banner *localBanner, log *slog.Logger) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	if env.Getenv("DATABASE_URL") == "" {
+		want := filepath.Join(f.abs, "pg")
+		pg, err := devstack.StartPostgres(ctx, want)
+		if err != nil {
+			return stop, fmt.Errorf("local postgres: %w", err)
+		}
+		stops = append(stops, pg.Stop)
+		banner.pgData = pg.Dir
+		if pg.Relocated {
+			log.Info("local postgres data lives outside "+f.dir+": the account postgres runs as cannot reach "+f.abs,
+				"data", pg.Dir, "wanted", want)
+		} else {
+			log.Info("local postgres started", "data", pg.Dir)
+		}
+		env.Set("DATABASE_URL", pg.URL)
+	}
+	if env.Getenv("REDIS_URL") == "" {
+		// One server for state and cache here, bounded and never evicting
+		// (docs/operations.md, Redis memory; make cluster runs the pair).
+		log.Info("starting local redis (no persistence)")
+		r, err := devstack.StartRedisWith(ctx, filepath.Join(f.abs, "redis"), 0, devstack.StateRedisArgs...)
+		if err != nil {
+			return stop, fmt.Errorf("local redis: %w", err)
+		}
+		stops = append(stops, r.Stop)
+		env.Set("REDIS_URL", r.URL)
+	}
+	log.Info("local stores ready", "DATABASE_URL", env.Getenv("DATABASE_URL"), "REDIS_URL", env.Getenv("REDIS_URL"))
+	// One-shot commands in another terminal find the stores here.
+	removeStores, err := writeStoresFile(f.abs, env.Getenv)
+	if err != nil {
+		return stop, err
+	}
+	stops = append(stops, removeStores)
+	return stop, nil
+}
+
+// prepareLocalRoles seeds the database (applying the schema first: the
+// roles started after change none) and layers over env what the roles
+// need: the public origin, the chain, the log key and its witness, the
+// webhook keys and no drain wait.
+func prepareLocalRoles(ctx context.Context, env *settings.Overlay, f localFlags, banner *localBanner, log *slog.Logger) error {
+	if err := seedWith(ctx, env.Getenv, []string{"--if-empty", "--agents", strconv.Itoa(f.agents), "--attestations", strconv.Itoa(f.atts)}); err != nil {
+		return err
+	}
+	if err := setLocalPublicURL(env, log); err != nil {
+		return err
+	}
+	if err := startLocalDevnet(ctx, env, f.abs, log); err != nil {
+		return err
+	}
+	banner.rpc = env.Getenv("ATTESTD_SOLANA_RPC_URL")
+	lcfg, err := localLogKey(env, f.abs, log)
+	if err != nil {
+		return err
+	}
+	if err := startLocalWitness(ctx, env, f.abs, lcfg, log); err != nil {
+		return err
+	}
+	if err := localWebhookKeys(env, f.abs, log); err != nil {
+		return err
+	}
+	if env.Getenv("ATTESTD_DRAIN_TIMEOUT") == "" { // no load balancer to tell: Ctrl-C stops at once
+		env.Set("ATTESTD_DRAIN_TIMEOUT", "0s")
+	}
+	return nil
 }
 
 // startLocal runs one of make run's roles in the background, logging why

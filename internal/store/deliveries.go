@@ -347,86 +347,120 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, disabl
 	if len(recs) == 0 {
 		return nil, nil
 	}
-	n := len(recs)
-	var (
-		dids, wids, errs, resps = make([]string, n), make([]string, n), make([]*string, n), make([]string, n)
-		attempts, latency       = make([]int32, n), make([]int32, n)
-		codes                   = make([]*int32, n)
-		manual, ok, gone, final = make([]bool, n), make([]bool, n), make([]bool, n), make([]bool, n)
-		at                      = make([]time.Time, n)
-		next                    = make([]*time.Time, n)
-	)
-	for i, r := range recs {
-		dids[i], wids[i], resps[i] = r.DeliveryID, r.WebhookID, r.Response
-		attempts[i], latency[i] = int32(r.Attempt), int32(r.Latency.Milliseconds())
-		if r.StatusCode != 0 {
-			c := int32(r.StatusCode)
-			codes[i] = &c
-		}
-		if r.Error != "" {
-			e := r.Error
-			errs[i] = &e
-		}
-		manual[i], ok[i], gone[i], at[i], next[i] = r.Manual, r.Succeeded, r.Gone, r.At.UTC(), r.NextAttemptAt
-		final[i] = !r.Succeeded && !r.Manual && r.NextAttemptAt == nil
-	}
+	a := newAttemptColumns(recs)
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	var disabled []string
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, manual, at, succeeded, status_code,
-				latency_ms, error, response, next_attempt_at)
-			SELECT a.* FROM unnest($1::text[], $2::text[], $3::int[], $4::bool[], $5::timestamptz[], $6::bool[], $7::int[],
-				$8::int[], $9::text[], $10::text[], $11::timestamptz[]) AS a(d, w, n, m, at, ok, code, ms, err, resp, next)
-			WHERE EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.id = a.d)`,
-			dids, wids, attempts, manual, at, ok, codes, latency, errs, resps, next); err != nil {
-			return fmt.Errorf("insert attempts: %w", err)
+		if err := a.record(ctx, tx); err != nil {
+			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries d SET attempts = d.attempts + 1, updated_at = now(),
-				status = CASE WHEN d.status = 'succeeded' OR a.ok THEN 'succeeded' WHEN a.m THEN d.status WHEN a.final THEN 'failed' ELSE 'pending' END,
-				next_attempt_at = CASE WHEN a.ok OR a.final THEN NULL WHEN a.m THEN d.next_attempt_at ELSE a.next END
-			FROM unnest($1::text[], $2::bool[], $3::bool[], $4::bool[], $5::timestamptz[]) AS a(id, ok, m, final, next)
-			WHERE d.id = a.id`, dids, ok, manual, final, next); err != nil {
-			return fmt.Errorf("update deliveries: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE webhooks w SET failing_since = CASE WHEN h.ok THEN NULL ELSE COALESCE(w.failing_since, h.first_fail) END
-			FROM (SELECT w AS id, bool_or(ok) AS ok, min(at) FILTER (WHERE NOT ok) AS first_fail
-				FROM unnest($1::text[], $2::bool[], $3::timestamptz[]) AS a(w, ok, at) GROUP BY w) h
-			WHERE w.id = h.id AND ((h.ok AND w.failing_since IS NOT NULL) OR (NOT h.ok AND w.failing_since IS NULL))`,
-			wids, ok, at); err != nil {
-			return fmt.Errorf("update webhook failure runs: %w", err)
-		}
-		var goneIDs []string
-		for i, g := range gone {
-			if g {
-				goneIDs = append(goneIDs, wids[i])
-			}
-		}
-		rows, err := tx.Query(ctx, `UPDATE webhooks w SET active = false, disabled_at = now(), updated_at = now(),
-				disabled_reason = CASE WHEN w.id = ANY($2) THEN 'the receiver answered 410 Gone, asking for no more deliveries'
-					ELSE 'every delivery failed since ' || to_char(w.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-						|| ', for longer than ' || $4 END
-			WHERE w.id = ANY($1) AND w.active AND (w.id = ANY($2) OR w.failing_since < now() - make_interval(secs => $3))
-			RETURNING w.id`, wids, goneIDs, disableAfter.Seconds(), disableAfter.String())
-		if err != nil {
-			return fmt.Errorf("deactivate failing webhooks: %w", err)
-		}
-		if disabled, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
-			return fmt.Errorf("deactivate failing webhooks: %w", err)
-		}
-		if len(disabled) > 0 {
-			if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = now()
-				WHERE webhook_id = ANY($1) AND status = 'pending'`, disabled); err != nil {
-				return fmt.Errorf("fail deliveries of deactivated webhooks: %w", err)
-			}
-			if err := disabledEvents(ctx, tx, disabled); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		disabled, err = a.deactivate(ctx, tx, disableAfter)
+		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("record %d attempts: %w", n, err)
+		return nil, fmt.Errorf("record %d attempts: %w", len(recs), err)
+	}
+	return disabled, nil
+}
+
+// attemptColumns are RecordAttempts' records as the columns its
+// statements unnest, one row per attempt.
+type attemptColumns struct {
+	dids, wids, resps       []string
+	errp                    []*string
+	attempts, latency       []int32
+	codes                   []*int32
+	manual, ok, gone, final []bool
+	at                      []time.Time
+	next                    []*time.Time
+}
+
+func newAttemptColumns(recs []AttemptRecord) *attemptColumns {
+	n := len(recs)
+	a := &attemptColumns{
+		dids: make([]string, n), wids: make([]string, n), errp: make([]*string, n), resps: make([]string, n),
+		attempts: make([]int32, n), latency: make([]int32, n), codes: make([]*int32, n),
+		manual: make([]bool, n), ok: make([]bool, n), gone: make([]bool, n), final: make([]bool, n),
+		at: make([]time.Time, n), next: make([]*time.Time, n),
+	}
+	for i, r := range recs {
+		a.dids[i], a.wids[i], a.resps[i] = r.DeliveryID, r.WebhookID, r.Response
+		a.attempts[i], a.latency[i] = int32(r.Attempt), int32(r.Latency.Milliseconds())
+		if r.StatusCode != 0 {
+			c := int32(r.StatusCode)
+			a.codes[i] = &c
+		}
+		if r.Error != "" {
+			e := r.Error
+			a.errp[i] = &e
+		}
+		a.manual[i], a.ok[i], a.gone[i], a.at[i], a.next[i] = r.Manual, r.Succeeded, r.Gone, r.At.UTC(), r.NextAttemptAt
+		a.final[i] = !r.Succeeded && !r.Manual && r.NextAttemptAt == nil
+	}
+	return a
+}
+
+// record logs the attempts (of deliveries that still exist), moves their
+// deliveries on and keeps each webhook's failure run.
+func (a *attemptColumns) record(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, `INSERT INTO webhook_attempts (delivery_id, webhook_id, attempt, manual, at, succeeded, status_code,
+			latency_ms, error, response, next_attempt_at)
+		SELECT a.* FROM unnest($1::text[], $2::text[], $3::int[], $4::bool[], $5::timestamptz[], $6::bool[], $7::int[],
+			$8::int[], $9::text[], $10::text[], $11::timestamptz[]) AS a(d, w, n, m, at, ok, code, ms, err, resp, next)
+		WHERE EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.id = a.d)`,
+		a.dids, a.wids, a.attempts, a.manual, a.at, a.ok, a.codes, a.latency, a.errp, a.resps, a.next); err != nil {
+		return fmt.Errorf("insert attempts: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries d SET attempts = d.attempts + 1, updated_at = now(),
+			status = CASE WHEN d.status = 'succeeded' OR a.ok THEN 'succeeded' WHEN a.m THEN d.status WHEN a.final THEN 'failed' ELSE 'pending' END,
+			next_attempt_at = CASE WHEN a.ok OR a.final THEN NULL WHEN a.m THEN d.next_attempt_at ELSE a.next END
+		FROM unnest($1::text[], $2::bool[], $3::bool[], $4::bool[], $5::timestamptz[]) AS a(id, ok, m, final, next)
+		WHERE d.id = a.id`, a.dids, a.ok, a.manual, a.final, a.next); err != nil {
+		return fmt.Errorf("update deliveries: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE webhooks w SET failing_since = CASE WHEN h.ok THEN NULL ELSE COALESCE(w.failing_since, h.first_fail) END
+		FROM (SELECT w AS id, bool_or(ok) AS ok, min(at) FILTER (WHERE NOT ok) AS first_fail
+			FROM unnest($1::text[], $2::bool[], $3::timestamptz[]) AS a(w, ok, at) GROUP BY w) h
+		WHERE w.id = h.id AND ((h.ok AND w.failing_since IS NOT NULL) OR (NOT h.ok AND w.failing_since IS NULL))`,
+		a.wids, a.ok, a.at); err != nil {
+		return fmt.Errorf("update webhook failure runs: %w", err)
+	}
+	return nil
+}
+
+// deactivate deactivates the attempts' webhooks whose receiver answered
+// 410 or whose deliveries all failed for longer than disableAfter,
+// failing their pending deliveries, and returns them.
+func (a *attemptColumns) deactivate(ctx context.Context, tx pgx.Tx, disableAfter time.Duration) ([]string, error) {
+	var goneIDs []string
+	for i, g := range a.gone {
+		if g {
+			goneIDs = append(goneIDs, a.wids[i])
+		}
+	}
+	rows, err := tx.Query(ctx, `UPDATE webhooks w SET active = false, disabled_at = now(), updated_at = now(),
+			disabled_reason = CASE WHEN w.id = ANY($2) THEN 'the receiver answered 410 Gone, asking for no more deliveries'
+				ELSE 'every delivery failed since ' || to_char(w.failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+					|| ', for longer than ' || $4 END
+		WHERE w.id = ANY($1) AND w.active AND (w.id = ANY($2) OR w.failing_since < now() - make_interval(secs => $3))
+		RETURNING w.id`, a.wids, goneIDs, disableAfter.Seconds(), disableAfter.String())
+	if err != nil {
+		return nil, fmt.Errorf("deactivate failing webhooks: %w", err)
+	}
+	disabled, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("deactivate failing webhooks: %w", err)
+	}
+	if len(disabled) > 0 {
+		if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = now()
+			WHERE webhook_id = ANY($1) AND status = 'pending'`, disabled); err != nil {
+			return nil, fmt.Errorf("fail deliveries of deactivated webhooks: %w", err)
+		}
+		if err := disabledEvents(ctx, tx, disabled); err != nil {
+			return nil, err
+		}
 	}
 	return disabled, nil
 }

@@ -216,26 +216,58 @@ func (c counters) add(agent string, typ attestation.ActionType, ts time.Time, pr
 	}
 }
 
+// applyAttestations inserts the attestations not yet stored and, for
+// those inserted, counts them, adds their outbox rows and appends them to
+// the stream; it returns how many were inserted.
 func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord) (int, error) {
 	if len(recs) == 0 {
 		return 0, nil
 	}
-	cols := struct {
-		pda, agent, txSig          []string
-		agentID, hash, sig, digest [][]byte
-		typ                        []int16
-		privacy, valid, final      []bool
-		ts                         []time.Time
-		eventIndex                 []int32
-		slot                       []int64
-	}{}
+	cols, err := newAttestationRows(recs)
+	if err != nil {
+		return 0, err
+	}
+	if err := recordRepeats(ctx, tx, recs); err != nil {
+		return 0, err
+	}
+	inserted, err := cols.insert(ctx, tx)
+	if err != nil {
+		return 0, err
+	}
+	if len(inserted) == 0 {
+		return 0, nil
+	}
 	byPDA := make(map[string]*AttestationRecord, len(recs))
+	for i := range recs {
+		byPDA[recs[i].PDA] = &recs[i]
+	}
+	if err := announceAttestations(ctx, tx, inserted, byPDA); err != nil {
+		return 0, err
+	}
+	return len(inserted), nil
+}
+
+// attestationRows are attestation records as the columns the insert
+// unnests, one row per record.
+type attestationRows struct {
+	pda, agent, txSig          []string
+	agentID, hash, sig, digest [][]byte
+	typ                        []int16
+	privacy, valid, final      []bool
+	ts                         []time.Time
+	eventIndex                 []int32
+	slot                       []int64
+}
+
+// newAttestationRows lays recs out as columns, refusing an invalid
+// action type.
+func newAttestationRows(recs []AttestationRecord) (*attestationRows, error) {
+	cols := &attestationRows{}
 	for i := range recs {
 		r := &recs[i]
 		if !r.ActionType.Valid() {
-			return 0, fmt.Errorf("attestation %s: invalid action type %d", r.PDA, r.ActionType)
+			return nil, fmt.Errorf("attestation %s: invalid action type %d", r.PDA, r.ActionType)
 		}
-		byPDA[r.PDA] = r
 		cols.pda = append(cols.pda, r.PDA)
 		cols.agent = append(cols.agent, r.AgentPDA)
 		cols.txSig = append(cols.txSig, r.TxSignature)
@@ -251,9 +283,11 @@ func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord)
 		cols.eventIndex = append(cols.eventIndex, int32(r.EventIndex))
 		cols.slot = append(cols.slot, int64(r.Slot))
 	}
-	if err := recordRepeats(ctx, tx, recs); err != nil {
-		return 0, err
-	}
+	return cols, nil
+}
+
+// insert inserts the attestations not stored yet and returns their PDAs.
+func (cols *attestationRows) insert(ctx context.Context, tx pgx.Tx) ([]string, error) {
 	rows, err := tx.Query(ctx, `INSERT INTO attestations (pda, agent_pda, agent_id, action_type, action_hash, privacy_mode,
 			ts, agent_signature, signature_valid, tx_signature, event_index, slot, finalized, verified_digest)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::smallint[], $5::bytea[], $6::boolean[],
@@ -262,15 +296,18 @@ func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord)
 		cols.pda, cols.agent, cols.agentID, cols.typ, cols.hash, cols.privacy,
 		cols.ts, cols.sig, cols.valid, cols.txSig, cols.eventIndex, cols.slot, cols.final, cols.digest)
 	if err != nil {
-		return 0, fmt.Errorf("insert attestations: %w", err)
+		return nil, fmt.Errorf("insert attestations: %w", err)
 	}
 	inserted, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return 0, fmt.Errorf("insert attestations: %w", err)
+		return nil, fmt.Errorf("insert attestations: %w", err)
 	}
-	if len(inserted) == 0 {
-		return 0, nil
-	}
+	return inserted, nil
+}
+
+// announceAttestations counts the inserted attestations (by PDA, in
+// byPDA), adds their outbox rows and appends them to the stream.
+func announceAttestations(ctx context.Context, tx pgx.Tx, inserted []string, byPDA map[string]*AttestationRecord) error {
 	counts := newCounters()
 	types, payloads := make([]string, 0, len(inserted)), make([][]byte, 0, len(inserted))
 	evs := make([]StreamEvent, 0, len(inserted))
@@ -279,7 +316,7 @@ func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord)
 		counts.add(r.AgentPDA, r.ActionType, r.Timestamp, r.PrivacyMode, 1)
 		b, err := json.Marshal(r.API())
 		if err != nil {
-			return 0, fmt.Errorf("encode outbox payload: %w", err)
+			return fmt.Errorf("encode outbox payload: %w", err)
 		}
 		types = append(types, EventAttestationCreated)
 		payloads = append(payloads, b)
@@ -287,17 +324,14 @@ func applyAttestations(ctx context.Context, tx pgx.Tx, recs []AttestationRecord)
 			ActionHash: r.ActionHash[:], TxSignature: r.TxSignature, Timestamp: r.Timestamp, Slot: r.Slot})
 	}
 	if err := addCounts(ctx, tx, counts); err != nil {
-		return 0, err
+		return err
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_type, payload)
 		SELECT * FROM unnest($1::text[], $2::jsonb[])`, types, payloads); err != nil {
-		return 0, fmt.Errorf("insert outbox rows: %w", err)
+		return fmt.Errorf("insert outbox rows: %w", err)
 	}
 	sortStream(evs)
-	if err := appendStream(ctx, tx, evs); err != nil {
-		return 0, err
-	}
-	return len(inserted), nil
+	return appendStream(ctx, tx, evs)
 }
 
 // addCounts applies counter changes. Rows are upserted in key order, so

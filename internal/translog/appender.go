@@ -147,23 +147,10 @@ func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
 			cancel(fmt.Errorf("appender %w", err)) // "appender lock connection lost: …"
 		}
 	}()
-	var lastSigned, lastBacklog time.Time
-	var signedSize int64 = -1
-	// The witnesses hear of each checkpoint from here, and work on their
-	// own: appending never waits for them.
-	var cos *cosigner
-	if len(a.opt.Config.Witnesses) > 0 {
-		cos = newCosigner(a.opt.Store, a.opt.Config, a.log, a.wm)
-		done := make(chan struct{})
-		defer func() { cancel(nil); <-done }()
-		go func() {
-			defer close(done)
-			cos.run(ctx)
-		}()
-		if c, ok, err := a.opt.Store.LatestLogCheckpoint(ctx, a.opt.Config.Origin()); err == nil && ok {
-			cos.signed(c) // a new leader picks up where the last one stood
-		}
-	}
+	t := leadTerm{signedSize: -1}
+	var stop func()
+	t.cos, stop = a.startCosigner(ctx, cancel)
+	defer stop()
 	for {
 		res, err := a.opt.Store.LogAppend(ctx, a.opt.Config.Batch)
 		if err != nil {
@@ -180,46 +167,91 @@ func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
 			a.m.appended.Add(float64(res.Leaves))
 		}
 		a.m.size.Set(float64(res.Size))
-		if res.Size != signedSize && time.Since(lastSigned) >= a.opt.Config.CheckpointInterval {
-			c, made, err := a.SignCheckpoint(ctx)
-			switch {
-			case err != nil && ctx.Err() == nil:
-				a.log.Warn("log checkpoint failed; will try again", "err", err)
-			case err == nil:
-				signedSize, lastSigned = c.Size, time.Now()
-				if made {
-					a.m.checkpoints.Inc()
-				}
-				if cos != nil {
-					cos.signed(c)
-				}
-			}
+		if res.Size != t.signedSize && time.Since(t.lastSigned) >= a.opt.Config.CheckpointInterval {
+			a.sign(ctx, &t)
 		}
-		if time.Since(lastBacklog) >= backlogEvery {
+		if time.Since(t.lastBacklog) >= backlogEvery {
 			// The count scans the queue: a backfill's millions are read
 			// once every few seconds, not at each append.
-			lastBacklog = time.Now()
-			if b, err := a.opt.Store.LogBacklog(ctx); err == nil {
-				a.m.queued.Set(float64(b.Queued))
-				a.m.lag.Set(b.Oldest.Seconds())
-			}
+			t.lastBacklog = time.Now()
+			a.refreshBacklog(ctx)
 		}
 		full := res.Leaves+res.Dropped >= a.opt.Config.Batch
 		if full {
 			continue // more waits: no pause
 		}
-		wait := a.opt.Config.Poll
-		if res.Size != signedSize {
-			// Grown but signed too recently: come back when the next
-			// checkpoint is due, or at the next poll if sooner.
-			if due := a.opt.Config.CheckpointInterval - time.Since(lastSigned); due < wait {
-				wait = max(due, time.Millisecond)
-			}
-		}
-		if !pause.For(ctx, wait) {
+		if !pause.For(ctx, a.nextWait(res, t)) {
 			return context.Cause(ctx)
 		}
 	}
+}
+
+// leadTerm is what one leadership term of the appender keeps between
+// appends.
+type leadTerm struct {
+	lastSigned, lastBacklog time.Time
+	signedSize              int64 // -1: none signed yet this term
+	cos                     *cosigner
+}
+
+// startCosigner starts the cosigner when witnesses are configured (nil
+// otherwise): the witnesses hear of each checkpoint from it, and work on
+// their own, so appending never waits for them. stop cancels ctx and
+// waits for it.
+func (a *Appender) startCosigner(ctx context.Context, cancel context.CancelCauseFunc) (cos *cosigner, stop func()) {
+	if len(a.opt.Config.Witnesses) == 0 {
+		return nil, func() {}
+	}
+	cos = newCosigner(a.opt.Store, a.opt.Config, a.log, a.wm)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cos.run(ctx)
+	}()
+	if c, ok, err := a.opt.Store.LatestLogCheckpoint(ctx, a.opt.Config.Origin()); err == nil && ok {
+		cos.signed(c) // a new leader picks up where the last one stood
+	}
+	return cos, func() { cancel(nil); <-done }
+}
+
+// sign signs a checkpoint, recording it in t and telling the witnesses;
+// a failure is logged and tried again at the next append.
+func (a *Appender) sign(ctx context.Context, t *leadTerm) {
+	c, made, err := a.SignCheckpoint(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		a.log.Warn("log checkpoint failed; will try again", "err", err)
+	case err == nil:
+		t.signedSize, t.lastSigned = c.Size, time.Now()
+		if made {
+			a.m.checkpoints.Inc()
+		}
+		if t.cos != nil {
+			t.cos.signed(c)
+		}
+	}
+}
+
+// refreshBacklog sets the queue metrics from the store.
+func (a *Appender) refreshBacklog(ctx context.Context) {
+	if b, err := a.opt.Store.LogBacklog(ctx); err == nil {
+		a.m.queued.Set(float64(b.Queued))
+		a.m.lag.Set(b.Oldest.Seconds())
+	}
+}
+
+// nextWait is how long to pause after an append that did not fill its
+// batch.
+func (a *Appender) nextWait(res store.LogAppended, t leadTerm) time.Duration {
+	wait := a.opt.Config.Poll
+	if res.Size != t.signedSize {
+		// Grown but signed too recently: come back when the next
+		// checkpoint is due, or at the next poll if sooner.
+		if due := a.opt.Config.CheckpointInterval - time.Since(t.lastSigned); due < wait {
+			wait = max(due, time.Millisecond)
+		}
+	}
+	return wait
 }
 
 // SignCheckpoint signs a checkpoint of the log's current size when the

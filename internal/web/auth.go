@@ -109,58 +109,15 @@ func refused(format string, args ...any) error {
 
 func (w *Web) signIn(c *fiber.Ctx) error {
 	httpcache.Private(c)
-	if _, err := app.QueryParams(c); err != nil {
-		return err
-	}
-	body, err := app.Body(c, maxSignInBody)
+	text, m, sig, err := readSignIn(c)
 	if err != nil {
 		return err
-	}
-	if mt, _, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType)); err != nil || mt != "application/json" {
-		return apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia, "send the body as application/json")
-	}
-	var req struct {
-		Message   *string `json:"message"`
-		Signature *string `json:"signature"`
-	}
-	if err := jsonbody.Decode(body, &req); err != nil || req.Message == nil || req.Signature == nil {
-		return jsonbody.Refusal(err, `the body must be {"message": "<the signed Sign-In-With-Solana text>", "signature": "<base64 of the 64-byte Ed25519 signature>"}`)
-	}
-	m, err := ParseMessage(*req.Message)
-	if err != nil {
-		return apierror.Invalid("message: %s", err.Error())
-	}
-	sig, err := base64.StdEncoding.DecodeString(*req.Signature)
-	if err != nil || len(sig) != 64 {
-		return apierror.Invalid("signature must be the 64-byte Ed25519 signature in standard base64")
-	}
-	// The domain is the configured origin's, never a request header's: a
-	// signature made for another site cannot open a session here.
-	if want := w.opt.Config.Origin.Host; m.Domain != want {
-		return refused("the message is for %q, not for this server (%q): sign in from this site", excerpt.Of(m.Domain, 64), excerpt.Of(want, 64))
-	}
-	if u, err := url.Parse(m.URI); err != nil || u.Host != m.Domain || (u.Scheme != "https" && u.Scheme != "http") {
-		return apierror.Invalid("message: URI must be an http(s) URL on %q", excerpt.Of(m.Domain, 64))
-	}
-	if m.Version != "1" {
-		return apierror.Invalid("message: Version must be 1")
-	}
-	if want := w.opt.Config.chainID(); m.ChainID != want && m.ChainID != "solana:"+want {
-		return refused("the message is for chain %q; this server signs in on %q", excerpt.Of(m.ChainID, 64), want)
 	}
 	now := w.opt.Now()
-	switch {
-	case m.IssuedAt.After(now.Add(ClockSkew)):
-		return refused("the message was issued in the future (%s); check your clock", m.IssuedAt.UTC().Format(time.RFC3339))
-	case !m.ExpirationTime.After(now):
-		return refused("the message expired at %s; sign in again", m.ExpirationTime.UTC().Format(time.RFC3339))
-	case !m.ExpirationTime.After(m.IssuedAt) || m.ExpirationTime.Sub(m.IssuedAt) > MaxMessageLifetime:
-		return refused("the message must expire after it is issued and within %s of it", MaxMessageLifetime)
+	if err := w.checkMessage(m, now); err != nil {
+		return err
 	}
-	if !noncePattern.MatchString(m.Nonce) {
-		return refused("unknown nonce: get one from GET /api/v1/auth/nonce")
-	}
-	if err := VerifySignature(*req.Message, m.Address, sig); err != nil {
+	if err := VerifySignature(text, m.Address, sig); err != nil {
 		return refused("%s", err.Error())
 	}
 	ctx, cancel := w.ctx(c)
@@ -193,6 +150,69 @@ func (w *Web) signIn(c *fiber.Ctx) error {
 	c.Cookie(&fiber.Cookie{Name: CookieName, Value: token, Path: "/", Expires: expires, MaxAge: int(w.opt.Config.SessionTTL / time.Second),
 		HTTPOnly: true, Secure: w.opt.Config.Origin.Secure(), SameSite: fiber.CookieSameSiteStrictMode})
 	return c.JSON(fiber.Map{"data": SessionView{Account: acct.Name, Wallet: m.Address, CSRFToken: csrf, ExpiresAt: attestation.At(expires)}})
+}
+
+// readSignIn reads a sign-in request's JSON body: the signed message's
+// text, parsed, and the signature.
+func readSignIn(c *fiber.Ctx) (text string, m Message, sig []byte, err error) {
+	if _, err := app.QueryParams(c); err != nil {
+		return "", Message{}, nil, err
+	}
+	body, err := app.Body(c, maxSignInBody)
+	if err != nil {
+		return "", Message{}, nil, err
+	}
+	if mt, _, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType)); err != nil || mt != "application/json" {
+		return "", Message{}, nil, apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia, "send the body as application/json")
+	}
+	var req struct {
+		Message   *string `json:"message"`
+		Signature *string `json:"signature"`
+	}
+	if err := jsonbody.Decode(body, &req); err != nil || req.Message == nil || req.Signature == nil {
+		return "", Message{}, nil, jsonbody.Refusal(err, `the body must be {"message": "<the signed Sign-In-With-Solana text>", "signature": "<base64 of the 64-byte Ed25519 signature>"}`)
+	}
+	m, err = ParseMessage(*req.Message)
+	if err != nil {
+		return "", Message{}, nil, apierror.Invalid("message: %s", err.Error())
+	}
+	sig, err = base64.StdEncoding.DecodeString(*req.Signature)
+	if err != nil || len(sig) != 64 {
+		return "", Message{}, nil, apierror.Invalid("signature must be the 64-byte Ed25519 signature in standard base64")
+	}
+	return *req.Message, m, sig, nil
+}
+
+// checkMessage refuses a sign-in message that is not for this server and
+// chain, is not valid at now, or names no nonce this server could have
+// issued.
+func (w *Web) checkMessage(m Message, now time.Time) error {
+	// The domain is the configured origin's, never a request header's: a
+	// signature made for another site cannot open a session here.
+	if want := w.opt.Config.Origin.Host; m.Domain != want {
+		return refused("the message is for %q, not for this server (%q): sign in from this site", excerpt.Of(m.Domain, 64), excerpt.Of(want, 64))
+	}
+	if u, err := url.Parse(m.URI); err != nil || u.Host != m.Domain || (u.Scheme != "https" && u.Scheme != "http") {
+		return apierror.Invalid("message: URI must be an http(s) URL on %q", excerpt.Of(m.Domain, 64))
+	}
+	if m.Version != "1" {
+		return apierror.Invalid("message: Version must be 1")
+	}
+	if want := w.opt.Config.chainID(); m.ChainID != want && m.ChainID != "solana:"+want {
+		return refused("the message is for chain %q; this server signs in on %q", excerpt.Of(m.ChainID, 64), want)
+	}
+	switch {
+	case m.IssuedAt.After(now.Add(ClockSkew)):
+		return refused("the message was issued in the future (%s); check your clock", m.IssuedAt.UTC().Format(time.RFC3339))
+	case !m.ExpirationTime.After(now):
+		return refused("the message expired at %s; sign in again", m.ExpirationTime.UTC().Format(time.RFC3339))
+	case !m.ExpirationTime.After(m.IssuedAt) || m.ExpirationTime.Sub(m.IssuedAt) > MaxMessageLifetime:
+		return refused("the message must expire after it is issued and within %s of it", MaxMessageLifetime)
+	}
+	if !noncePattern.MatchString(m.Nonce) {
+		return refused("unknown nonce: get one from GET /api/v1/auth/nonce")
+	}
+	return nil
 }
 
 // lookup reads the request's session: ok false when it carries no session

@@ -149,6 +149,32 @@ type Chain struct {
 // clock and generates the configured initial traffic (synchronously), then
 // starts the rate loop when Config.Rate is set. Close stops everything.
 func Start(ctx context.Context, cfg Config) (*Chain, error) {
+	saved, resumed, err := cfg.complete()
+	if err != nil {
+		return nil, err
+	}
+	c := newChain(cfg)
+	if resumed {
+		if err := c.restore(saved); err != nil {
+			return nil, err
+		}
+	} else {
+		c.genesisState()
+	}
+	if err := c.listen(cfg.Addr); err != nil {
+		return nil, err
+	}
+	if err := c.run(ctx, saved, resumed); err != nil {
+		return nil, err
+	}
+	c.log.Info("devnet listening", "rpc", c.RPCURL(), "ws", c.WSURL(), "program", cfg.ProgramID.String(),
+		"slotInterval", cfg.SlotInterval.String(), "finalityDepth", cfg.FinalityDepth)
+	return c, nil
+}
+
+// complete fills in cfg's defaults and, with a StateDir, loads the saved
+// chain there: resumed says there was one, whose seed cfg takes.
+func (cfg *Config) complete() (saved savedState, resumed bool, err error) {
 	if cfg.ProgramID.IsZero() {
 		cfg.ProgramID = solana.MustPublicKeyFromBase58(attestation.DefaultProgramID)
 	}
@@ -158,15 +184,12 @@ func Start(ctx context.Context, cfg Config) (*Chain, error) {
 	if cfg.FinalityDepth == 0 {
 		cfg.FinalityDepth = 32
 	}
-	var saved savedState
-	resumed := false
 	if cfg.StateDir != "" {
 		if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-			return nil, fmt.Errorf("devnet: state directory: %w", err)
+			return savedState{}, false, fmt.Errorf("devnet: state directory: %w", err)
 		}
-		var err error
 		if saved, resumed, err = loadState(cfg.StateDir); err != nil {
-			return nil, err
+			return savedState{}, false, err
 		}
 		switch {
 		case resumed:
@@ -184,6 +207,11 @@ func Start(ctx context.Context, cfg Config) (*Chain, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	return saved, resumed, nil
+}
+
+// newChain is an empty chain for cfg (completed), not yet started.
+func newChain(cfg Config) *Chain {
 	c := &Chain{
 		cfg:         cfg,
 		log:         cfg.Logger.With("component", "devnet"),
@@ -198,16 +226,14 @@ func Start(ctx context.Context, cfg Config) (*Chain, error) {
 		genesis:     time.Now(),
 	}
 	c.ps = newPubsub(c)
-	if resumed {
-		if err := c.restore(saved); err != nil {
-			return nil, err
-		}
-	} else {
-		c.genesisState()
-	}
-	if err := c.listen(cfg.Addr); err != nil {
-		return nil, err
-	}
+	return c
+}
+
+// run serves the bound listeners and starts the background loops (the
+// subscriptions, the slot clock, saving, the rate), generating the initial
+// traffic of a new chain first; on an error it closes the chain.
+func (c *Chain) run(ctx context.Context, saved savedState, resumed bool) error {
+	cfg := c.cfg
 	runCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	c.serve()
@@ -221,13 +247,13 @@ func Start(ctx context.Context, cfg Config) (*Chain, error) {
 		agents := max(cfg.Agents, 1)
 		if _, err := c.Generate(ctx, agents, cfg.Attestations, cfg.Batch); err != nil {
 			c.Close()
-			return nil, fmt.Errorf("devnet: initial traffic: %w", err)
+			return fmt.Errorf("devnet: initial traffic: %w", err)
 		}
 	}
 	if cfg.StateDir != "" {
 		if err := c.save(); err != nil {
 			c.Close()
-			return nil, err
+			return err
 		}
 		c.wg.Add(1)
 		go func() { defer c.wg.Done(); c.saveLoop(runCtx) }()
@@ -239,9 +265,7 @@ func Start(ctx context.Context, cfg Config) (*Chain, error) {
 		c.wg.Add(1)
 		go func() { defer c.wg.Done(); c.rateLoop(runCtx, cfg.Rate) }()
 	}
-	c.log.Info("devnet listening", "rpc", c.RPCURL(), "ws", c.WSURL(), "program", cfg.ProgramID.String(),
-		"slotInterval", cfg.SlotInterval.String(), "finalityDepth", cfg.FinalityDepth)
-	return c, nil
+	return nil
 }
 
 // listen binds the RPC port and the websocket on the next port.

@@ -96,57 +96,90 @@ func (x *exec) tokenAccount(k solana.PublicKey) (*Account, TokenAccount, bool) {
 	return a, t, err == nil
 }
 
+// tokenTransfer is an SPL Token Transfer or TransferChecked as decoded:
+// account indexes into the transaction's keys, and the instruction data.
+type tokenTransfer struct {
+	src, dst, owner int
+	mint            int // TransferChecked only
+	amount          uint64
+	decimals        uint8 // TransferChecked only
+	checked         bool
+}
+
 // token executes SPL Token Transfer (3) and TransferChecked (12).
 func (x *exec) token(accts []int, data []byte) (uint64, *ixFailure) {
-	fail := func(msg string, code int) (uint64, *ixFailure) {
-		x.log(prova.LogMessage("Error: " + msg))
-		return 3000, customFailure(code)
-	}
-	if len(data) == 0 {
+	tr, ok := x.decodeTransfer(accts, data)
+	if !ok {
 		return 1000, namedFailure("InvalidInstructionData", "invalid instruction data")
 	}
-	var src, dst, owner int
-	var amount uint64
-	checked := false
-	var decimals uint8
-	var mintIdx int
+	sa, st, ok := x.tokenAccount(x.keys[tr.src])
+	if !ok {
+		return 2000, namedFailure("InvalidAccountData", "invalid account data for instruction")
+	}
+	da, dt, ok := x.tokenAccount(x.keys[tr.dst])
+	if !ok {
+		return 2000, namedFailure("InvalidAccountData", "invalid account data for instruction")
+	}
+	if !x.isWritable(tr.src) || !x.isWritable(tr.dst) {
+		return 2000, namedFailure("InvalidArgument", "invalid program argument")
+	}
+	if units, f := x.checkTransfer(tr, st, dt); f != nil {
+		return units, f
+	}
+	x.applyTransfer(tr, sa, st, da, dt)
+	if tr.checked {
+		return 6200, nil
+	}
+	return 4645, nil
+}
+
+// decodeTransfer reads a Transfer or TransferChecked instruction, logging
+// which it is; ok is false for other data or too few accounts.
+func (x *exec) decodeTransfer(accts []int, data []byte) (tr tokenTransfer, ok bool) {
+	if len(data) == 0 {
+		return tokenTransfer{}, false
+	}
 	switch data[0] {
 	case 3:
 		x.log(prova.LogMessage("Instruction: Transfer"))
 		if len(data) != 9 || len(accts) < 3 {
-			return 1000, namedFailure("InvalidInstructionData", "invalid instruction data")
+			return tokenTransfer{}, false
 		}
-		src, dst, owner = accts[0], accts[1], accts[2]
-		amount = binary.LittleEndian.Uint64(data[1:])
+		tr.src, tr.dst, tr.owner = accts[0], accts[1], accts[2]
+		tr.amount = binary.LittleEndian.Uint64(data[1:])
 	case 12:
 		x.log(prova.LogMessage("Instruction: TransferChecked"))
 		if len(data) != 10 || len(accts) < 4 {
-			return 1000, namedFailure("InvalidInstructionData", "invalid instruction data")
+			return tokenTransfer{}, false
 		}
-		src, mintIdx, dst, owner = accts[0], accts[1], accts[2], accts[3]
-		amount = binary.LittleEndian.Uint64(data[1:])
-		decimals = data[9]
-		checked = true
+		tr.src, tr.mint, tr.dst, tr.owner = accts[0], accts[1], accts[2], accts[3]
+		tr.amount = binary.LittleEndian.Uint64(data[1:])
+		tr.decimals = data[9]
+		tr.checked = true
 	default:
-		return 1000, namedFailure("InvalidInstructionData", "invalid instruction data")
+		return tokenTransfer{}, false
 	}
-	sa, st, ok := x.tokenAccount(x.keys[src])
-	if !ok {
-		return 2000, namedFailure("InvalidAccountData", "invalid account data for instruction")
-	}
-	da, dt, ok := x.tokenAccount(x.keys[dst])
-	if !ok {
-		return 2000, namedFailure("InvalidAccountData", "invalid account data for instruction")
-	}
-	if !x.isWritable(src) || !x.isWritable(dst) {
-		return 2000, namedFailure("InvalidArgument", "invalid program argument")
-	}
+	return tr, true
+}
+
+// tokenError logs msg as the token program does and fails with its
+// custom error code.
+func (x *exec) tokenError(msg string, code int) (uint64, *ixFailure) {
+	x.log(prova.LogMessage("Error: " + msg))
+	return 3000, customFailure(code)
+}
+
+// checkTransfer applies the token program's rules to a transfer between
+// the token accounts st and dt: one mint (and, checked, the named mint
+// and its decimals), the owner signing, enough funds. A nil failure
+// passes.
+func (x *exec) checkTransfer(tr tokenTransfer, st, dt TokenAccount) (uint64, *ixFailure) {
 	if st.Mint != dt.Mint {
-		return fail("Account not associated with this Mint", 3)
+		return x.tokenError("Account not associated with this Mint", 3)
 	}
-	if checked {
-		if x.keys[mintIdx] != st.Mint {
-			return fail("Account not associated with this Mint", 3)
+	if tr.checked {
+		if x.keys[tr.mint] != st.Mint {
+			return x.tokenError("Account not associated with this Mint", 3)
 		}
 		ma := x.get(st.Mint)
 		if ma == nil {
@@ -156,20 +189,27 @@ func (x *exec) token(accts []int, data []byte) (uint64, *ixFailure) {
 		if err != nil {
 			return 2000, namedFailure("InvalidAccountData", "invalid account data for instruction")
 		}
-		if m.Decimals != decimals {
-			return fail("Mint decimals mismatch", 18)
+		if m.Decimals != tr.decimals {
+			return x.tokenError("Mint decimals mismatch", 18)
 		}
 	}
-	if x.keys[owner] != st.Owner {
-		return fail("owner does not match", 4)
+	if x.keys[tr.owner] != st.Owner {
+		return x.tokenError("owner does not match", 4)
 	}
-	if !x.isSigner(owner) {
+	if !x.isSigner(tr.owner) {
 		return 2000, namedFailure("MissingRequiredSignature", "missing required signature for instruction")
 	}
-	if st.Amount < amount {
-		return fail("insufficient funds", 1)
+	if st.Amount < tr.amount {
+		return x.tokenError("insufficient funds", 1)
 	}
-	srcKey, dstKey := x.keys[src], x.keys[dst]
+	return 0, nil
+}
+
+// applyTransfer moves the amount from sa to da (a transfer to itself
+// leaves the balance) and records how to undo it.
+func (x *exec) applyTransfer(tr tokenTransfer, sa *Account, st TokenAccount, da *Account, dt TokenAccount) {
+	amount := tr.amount
+	srcKey, dstKey := x.keys[tr.src], x.keys[tr.dst]
 	setTokenAmount(sa.Data, st.Amount-amount)
 	if srcKey == dstKey {
 		setTokenAmount(da.Data, st.Amount)
@@ -184,10 +224,6 @@ func (x *exec) token(accts []int, data []byte) (uint64, *ixFailure) {
 			setTokenAmount(a.Data, binary.LittleEndian.Uint64(a.Data[64:])-amount)
 		}
 	})
-	if checked {
-		return 6200, nil
-	}
-	return 4645, nil
 }
 
 // ata executes the associated-token-account program's Create (empty data

@@ -197,93 +197,115 @@ func (wc *wsConn) readLoop() {
 	}
 }
 
+// handle answers one JSON-RPC request on the websocket.
 func (wc *wsConn) handle(req rpcRequest) (any, *rpcError) {
-	ps := wc.ps
-	newSub := func(s *subscription) uint64 {
-		ps.mu.Lock()
-		ps.nextID++
-		s.id = ps.nextID
-		ps.mu.Unlock()
-		wc.mu.Lock()
-		wc.subs[s.id] = s
-		wc.mu.Unlock()
-		return s.id
-	}
 	switch req.Method {
 	case "logsSubscribe":
-		if len(req.Params) == 0 {
-			return nil, invalidParams("missing filter")
-		}
-		s := &subscription{method: req.Method}
-		var name string
-		if json.Unmarshal(req.Params[0], &name) == nil {
-			if name != "all" && name != "allWithVotes" {
-				return nil, invalidParams("unknown filter %q", name)
-			}
-		} else {
-			var f struct {
-				Mentions []string `json:"mentions"`
-			}
-			if err := json.Unmarshal(req.Params[0], &f); err != nil || len(f.Mentions) != 1 {
-				return nil, invalidParams("Invalid Request: Only 1 address supported")
-			}
-			pk, err := solana.PublicKeyFromBase58(f.Mentions[0])
-			if err != nil {
-				return nil, invalidParams("Invalid pubkey provided")
-			}
-			s.mentions = &pk
-		}
-		cfg, rerr := parseConfig(req.Params, 1)
-		if rerr != nil {
-			return nil, rerr
-		}
-		s.commitment = cfg.Commitment
-		return newSub(s), nil
+		return wc.logsSubscribe(req)
 	case "signatureSubscribe":
-		str, rerr := paramString(req.Params, 0, "signature")
-		if rerr != nil {
-			return nil, rerr
-		}
-		sig, rerr := parseSignature(str)
-		if rerr != nil {
-			return nil, rerr
-		}
-		cfg, rerr := parseConfig(req.Params, 1)
-		if rerr != nil {
-			return nil, rerr
-		}
-		s := &subscription{method: req.Method, signature: sig, commitment: cfg.Commitment}
-		id := newSub(s)
-		// Already at the commitment: notify right away.
-		ps.c.mu.RLock()
-		r, ok := ps.c.txs[sig]
-		reached := ok && (!finalCommitment(s.commitment) || r.slot <= ps.c.finalizedSlotLocked())
-		slot := ps.c.slot
-		ps.c.mu.RUnlock()
-		if reached {
-			go func() {
-				time.Sleep(time.Millisecond) // after the subscription id reaches the client
-				wc.notifySignature(s, r, slot)
-			}()
-		}
-		return id, nil
+		return wc.signatureSubscribe(req)
 	case "slotSubscribe":
-		return newSub(&subscription{method: req.Method}), nil
+		return wc.subscribe(&subscription{method: req.Method}), nil
 	case "logsUnsubscribe", "signatureUnsubscribe", "slotUnsubscribe":
-		var id uint64
-		if len(req.Params) == 0 || json.Unmarshal(req.Params[0], &id) != nil {
-			return nil, invalidParams("subscription id")
-		}
-		wc.mu.Lock()
-		_, ok := wc.subs[id]
-		delete(wc.subs, id)
-		wc.mu.Unlock()
-		if !ok {
-			return nil, &rpcError{Code: codeInvalidParams, Message: "Invalid subscription id."}
-		}
-		return true, nil
+		return wc.unsubscribe(req)
 	}
 	return nil, &rpcError{Code: codeMethodNotFound, Message: "Method not found"}
+}
+
+// subscribe gives s the next subscription id and adds it to the
+// connection's subscriptions.
+func (wc *wsConn) subscribe(s *subscription) uint64 {
+	ps := wc.ps
+	ps.mu.Lock()
+	ps.nextID++
+	s.id = ps.nextID
+	ps.mu.Unlock()
+	wc.mu.Lock()
+	wc.subs[s.id] = s
+	wc.mu.Unlock()
+	return s.id
+}
+
+// logsSubscribe subscribes to the logs of every transaction ("all",
+// "allWithVotes") or of those mentioning one address.
+func (wc *wsConn) logsSubscribe(req rpcRequest) (any, *rpcError) {
+	if len(req.Params) == 0 {
+		return nil, invalidParams("missing filter")
+	}
+	s := &subscription{method: req.Method}
+	var name string
+	if json.Unmarshal(req.Params[0], &name) == nil {
+		if name != "all" && name != "allWithVotes" {
+			return nil, invalidParams("unknown filter %q", name)
+		}
+	} else {
+		var f struct {
+			Mentions []string `json:"mentions"`
+		}
+		if err := json.Unmarshal(req.Params[0], &f); err != nil || len(f.Mentions) != 1 {
+			return nil, invalidParams("Invalid Request: Only 1 address supported")
+		}
+		pk, err := solana.PublicKeyFromBase58(f.Mentions[0])
+		if err != nil {
+			return nil, invalidParams("Invalid pubkey provided")
+		}
+		s.mentions = &pk
+	}
+	cfg, rerr := parseConfig(req.Params, 1)
+	if rerr != nil {
+		return nil, rerr
+	}
+	s.commitment = cfg.Commitment
+	return wc.subscribe(s), nil
+}
+
+// signatureSubscribe subscribes to one transaction reaching a commitment,
+// notifying at once when it has.
+func (wc *wsConn) signatureSubscribe(req rpcRequest) (any, *rpcError) {
+	ps := wc.ps
+	str, rerr := paramString(req.Params, 0, "signature")
+	if rerr != nil {
+		return nil, rerr
+	}
+	sig, rerr := parseSignature(str)
+	if rerr != nil {
+		return nil, rerr
+	}
+	cfg, rerr := parseConfig(req.Params, 1)
+	if rerr != nil {
+		return nil, rerr
+	}
+	s := &subscription{method: req.Method, signature: sig, commitment: cfg.Commitment}
+	id := wc.subscribe(s)
+	// Already at the commitment: notify right away.
+	ps.c.mu.RLock()
+	r, ok := ps.c.txs[sig]
+	reached := ok && (!finalCommitment(s.commitment) || r.slot <= ps.c.finalizedSlotLocked())
+	slot := ps.c.slot
+	ps.c.mu.RUnlock()
+	if reached {
+		go func() {
+			time.Sleep(time.Millisecond) // after the subscription id reaches the client
+			wc.notifySignature(s, r, slot)
+		}()
+	}
+	return id, nil
+}
+
+// unsubscribe ends one of the connection's subscriptions.
+func (wc *wsConn) unsubscribe(req rpcRequest) (any, *rpcError) {
+	var id uint64
+	if len(req.Params) == 0 || json.Unmarshal(req.Params[0], &id) != nil {
+		return nil, invalidParams("subscription id")
+	}
+	wc.mu.Lock()
+	_, ok := wc.subs[id]
+	delete(wc.subs, id)
+	wc.mu.Unlock()
+	if !ok {
+		return nil, &rpcError{Code: codeInvalidParams, Message: "Invalid subscription id."}
+	}
+	return true, nil
 }
 
 func finalCommitment(c string) bool {

@@ -83,11 +83,41 @@ const SampleCount = 5
 
 // Run generates the data and applies it with st.Apply.
 func Run(ctx context.Context, st *store.Store, opt Options) (Result, error) {
+	if err := opt.complete(); err != nil {
+		return Result{}, err
+	}
+	start := time.Now()
+	g := &generator{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15))}
+	agents, agentBatch := g.agents()
+	if _, err := st.Apply(ctx, agentBatch); err != nil {
+		return Result{}, fmt.Errorf("seed agents: %w", err)
+	}
+	written, err := g.writeAttestations(ctx, st, agents, start)
+	if err != nil {
+		return Result{}, err
+	}
+	payloads := make([]string, len(g.samples))
+	for i, x := range g.samples {
+		payloads[i] = x.Payload
+	}
+	if err := st.PublishSamples(ctx, payloads); err != nil {
+		return Result{}, fmt.Errorf("seed sample payloads: %w", err)
+	}
+	// Revocations and policy updates last, so they come after the agents' activity.
+	if _, err := st.Apply(ctx, g.agentChanges(agents)); err != nil {
+		return Result{}, fmt.Errorf("seed agent changes: %w", err)
+	}
+	return Result{Agents: agents, Attestations: written, Duration: time.Since(start), Samples: g.samples}, nil
+}
+
+// complete checks the options and fills in their defaults (not the
+// logger's: Run's progress log falls back to slog.Default itself).
+func (opt *Options) complete() error {
 	if opt.Agents < 1 {
-		return Result{}, fmt.Errorf("seed needs at least one agent")
+		return fmt.Errorf("seed needs at least one agent")
 	}
 	if opt.Attestations < 0 {
-		return Result{}, fmt.Errorf("attestations must not be negative")
+		return fmt.Errorf("attestations must not be negative")
 	}
 	if opt.Span <= 0 {
 		opt.Span = 90 * 24 * time.Hour
@@ -101,20 +131,21 @@ func Run(ctx context.Context, st *store.Store, opt Options) (Result, error) {
 	if opt.BatchSize <= 0 {
 		opt.BatchSize = 2000
 	}
+	return nil
+}
+
+// writeAttestations generates the run's attestations by agents in
+// batches and applies them, reporting progress since start; it returns
+// how many it wrote. One goroutine generates (signing and pda derivation
+// on every core) while this one writes the previous batch: the database
+// and the signing overlap. Batches come in order, so the same seed still
+// gives the same data.
+func (g *generator) writeAttestations(ctx context.Context, st *store.Store, agents []Agent, start time.Time) (int, error) {
+	opt := g.opt
 	log := opt.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	start := time.Now()
-	g := &generator{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15))}
-	agents, agentBatch := g.agents()
-	if _, err := st.Apply(ctx, agentBatch); err != nil {
-		return Result{}, fmt.Errorf("seed agents: %w", err)
-	}
-	// One goroutine generates (signing and pda derivation on every core)
-	// while this one writes the previous batch: the database and the
-	// signing overlap. Batches come in order, so the same seed still gives
-	// the same data.
 	gctx, stopGen := context.WithCancel(ctx)
 	defer stopGen()
 	batches := make(chan []store.AttestationRecord, 2)
@@ -135,7 +166,7 @@ func Run(ctx context.Context, st *store.Store, opt Options) (Result, error) {
 	lastLog := start
 	for recs := range batches {
 		if _, err := st.Apply(ctx, &store.Batch{Attestations: recs}); err != nil {
-			return Result{}, fmt.Errorf("seed attestations: %w", err)
+			return 0, fmt.Errorf("seed attestations: %w", err)
 		}
 		written += len(recs)
 		p := progressAt(written, opt.Attestations, time.Since(start))
@@ -149,20 +180,9 @@ func Run(ctx context.Context, st *store.Store, opt Options) (Result, error) {
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return Result{}, fmt.Errorf("seed attestations: %w", err)
+		return 0, fmt.Errorf("seed attestations: %w", err)
 	}
-	payloads := make([]string, len(g.samples))
-	for i, x := range g.samples {
-		payloads[i] = x.Payload
-	}
-	if err := st.PublishSamples(ctx, payloads); err != nil {
-		return Result{}, fmt.Errorf("seed sample payloads: %w", err)
-	}
-	// Revocations and policy updates last, so they come after the agents' activity.
-	if _, err := st.Apply(ctx, g.agentChanges(agents)); err != nil {
-		return Result{}, fmt.Errorf("seed agent changes: %w", err)
-	}
-	return Result{Agents: agents, Attestations: written, Duration: time.Since(start), Samples: g.samples}, nil
+	return written, nil
 }
 
 type generator struct {

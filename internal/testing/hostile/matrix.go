@@ -90,13 +90,6 @@ var hostileValues = []string{
 func Matrix(t Target) []Case {
 	var cs []Case
 	key := map[string]string{"x-api-key": t.APIKey}
-	fill := func(p string) string {
-		return strings.NewReplacer("{asset}", "app.js", "{agent}", t.Agent, "{pda}", t.PDA, "{prefix}", "zzzzzzzz", "{webhook}", t.Webhook,
-			"{delivery}", "msg_00000000000000000000000000000000").Replace(p)
-	}
-	add := func(name, method, path string, header map[string]string, body []byte) {
-		cs = append(cs, Case{Name: name, Method: method, Path: path, Header: header, Body: body})
-	}
 	// A method that is a route of its own on the same path (DELETE on
 	// /webhooks/{webhook}) is left to that route's cases: sent from another
 	// route's method cases it would act for real, mid-matrix.
@@ -105,89 +98,141 @@ func Matrix(t Target) []Case {
 		own[r.method+" "+r.path] = true
 	}
 	for _, r := range routes(t) {
-		first := len(cs)
-		var h map[string]string
-		if r.keyed {
-			h = key
+		rc := routeCases(t, r, key, own)
+		for i := range rc {
+			rc[i].Private = r.keyed || r.private
+			rc[i].Page = r.page
 		}
-		base := fill(r.path)
-		if r.method == http.MethodGet {
-			cs = append(cs, cachingCases(r, base, h, t.ETags[r.path], t.GzipETags[r.path])...)
-		}
-		// Parameters, one hostile value at a time, and their abuse.
-		for _, q := range r.query {
-			for i, v := range hostileValues {
-				add(fmt.Sprintf("%s %s ?%s=value#%d", r.method, r.path, q, i), r.method, base+"?"+q+"="+url.QueryEscape(v), h, nil)
-			}
-			add(r.method+" "+r.path+" repeated "+q, r.method, base+"?"+q+"=1&"+q+"=2", h, nil)
-		}
-		add(r.method+" "+r.path+" unknown parameter", r.method, base+"?nope=1", h, nil)
-		add(r.method+" "+r.path+" 500 parameters", r.method, base+"?"+strings.Repeat("a=1&", 500), h, nil)
-		add(r.method+" "+r.path+" raw query junk", r.method, base+"?%ZZ&&&=&;=", h, nil)
-		// Path parameters.
-		if strings.Contains(r.path, "{") {
-			for i, v := range hostileValues {
-				p := strings.NewReplacer("{asset}", url.PathEscape(v), "{agent}", url.PathEscape(v), "{pda}", url.PathEscape(v), "{prefix}", url.PathEscape(v),
-					"{webhook}", url.PathEscape(v), "{delivery}", url.PathEscape(v)).Replace(r.path)
-				add(fmt.Sprintf("%s %s path value#%d", r.method, r.path, i), r.method, p, h, nil)
-			}
-			for _, suffix := range []string{"/", "//", "/..", "/%2e%2e", "%2F..%2F..", "/extra", "?", "#frag"} {
-				add(r.method+" "+r.path+" suffix "+suffix, r.method, base+suffix, h, nil)
-			}
-		}
-		// Methods.
-		for _, m := range []string{"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "FOO", "get", "M-SEARCH"} {
-			if m != r.method && own[m+" "+r.path] {
-				continue
-			}
-			add(m+" on "+r.path, m, base, h, nil)
-		}
-		// Keys.
-		if r.keyed {
-			for i, k := range []string{"", "atst_", "atst_" + strings.Repeat("z", 43), "atst_" + strings.Repeat("1", 44),
-				"atst_" + strings.Repeat("z", 4000), "Bearer x", "atst_\u00e9\u00e9\u00e9", t.APIKey + " ", " " + t.APIKey, strings.ToUpper(t.APIKey)} {
-				add(fmt.Sprintf("%s %s key#%d", r.method, r.path, i), r.method, base, map[string]string{"x-api-key": k}, nil)
-			}
-		}
-		// Session cookies (no key: the session decides).
-		if r.session {
-			for i, c := range []string{"attestd_session=", "attestd_session=" + strings.Repeat("A", 43), "attestd_session=" + strings.Repeat("A", 44),
-				"attestd_session=" + strings.Repeat("/", 43), "attestd_session=a; attestd_session=b",
-				"attestd_session=" + strings.Repeat("z", 6000), "attestd_session=%41%41"} {
-				add(fmt.Sprintf("%s %s cookie#%d", r.method, r.path, i), r.method, base, map[string]string{"Cookie": c, "X-CSRF-Token": "x"}, nil)
-			}
-		}
-		// Headers.
-		for i, hv := range []map[string]string{
-			{"X-Request-ID": strings.Repeat("r", 4000)}, {"X-Request-ID": "a b"},
-			{"Accept-Encoding": "gzip;q=2"}, {"Accept-Encoding": "*;q=0"}, {"Accept-Encoding": strings.Repeat("gzip, ", 500)},
-			{"X-Forwarded-For": "garbage"}, {"X-Forwarded-For": strings.Repeat("1.2.3.4, ", 800)}, {"X-Real-IP": "::ffff:1.2.3.4%eth0"},
-			{"If-None-Match": strings.Repeat("\"x\",", 500)}, {"Range": "bytes=0-0,1-1,2-2"}, {"Cookie": strings.Repeat("c=1; ", 1000)},
-			{"Content-Type": "application/json; charset=utf-7"}, {"Host": "evil.example"}, {"Expect": "100-continue"},
-			{"Big": strings.Repeat("b", 20<<10)},
-		} {
-			hh := map[string]string{}
-			for k, v := range h {
-				hh[k] = v
-			}
-			for k, v := range hv {
-				hh[k] = v
-			}
-			add(fmt.Sprintf("%s %s header#%d", r.method, r.path, i), r.method, base, hh, nil)
-		}
-		if r.body {
-			cs = append(cs, bodyCases(r.method, r.path, base, key)...)
-			cs = append(cs, duplicateKeyCases(r.method, r.path, base, key)...)
-		}
-		if r.body || r.path == "/stats" { // the body routes, and one public GET
-			cs = append(cs, framingCases(r.method, r.path, base, r.page)...)
-		}
-		for i := first; i < len(cs); i++ {
-			cs[i].Private = r.keyed || r.private
-			cs[i].Page = r.page
-		}
+		cs = append(cs, rc...)
 	}
 	return append(cs, rawCases()...)
+}
+
+// caseList collects cases in the order they are sent.
+type caseList []Case
+
+func (cs *caseList) add(name, method, path string, header map[string]string, body []byte) {
+	*cs = append(*cs, Case{Name: name, Method: method, Path: path, Header: header, Body: body})
+}
+
+// fillPath puts the target's agent, attestation, webhook and harmless
+// stand-ins into a route's path parameters.
+func fillPath(t Target, p string) string {
+	return strings.NewReplacer("{asset}", "app.js", "{agent}", t.Agent, "{pda}", t.PDA, "{prefix}", "zzzzzzzz", "{webhook}", t.Webhook,
+		"{delivery}", "msg_00000000000000000000000000000000").Replace(p)
+}
+
+// routeCases is every case of one route: key is the target's key header,
+// own the method and path of every route.
+func routeCases(t Target, r route, key map[string]string, own map[string]bool) caseList {
+	var cs caseList
+	var h map[string]string
+	if r.keyed {
+		h = key
+	}
+	base := fillPath(t, r.path)
+	if r.method == http.MethodGet {
+		cs = append(cs, cachingCases(r, base, h, t.ETags[r.path], t.GzipETags[r.path])...)
+	}
+	cs.parameters(r, base, h)
+	cs.pathValues(r, base, h)
+	cs.methods(r, base, h, own)
+	if r.keyed {
+		cs.keys(r, base, t.APIKey)
+	}
+	if r.session {
+		cs.cookies(r, base)
+	}
+	cs.headers(r, base, h)
+	if r.body {
+		cs = append(cs, bodyCases(r.method, r.path, base, key)...)
+		cs = append(cs, duplicateKeyCases(r.method, r.path, base, key)...)
+	}
+	if r.body || r.path == "/stats" { // the body routes, and one public GET
+		cs = append(cs, framingCases(r.method, r.path, base, r.page)...)
+	}
+	return cs
+}
+
+// parameters sends every query parameter one hostile value at a time,
+// and their abuse.
+func (cs *caseList) parameters(r route, base string, h map[string]string) {
+	for _, q := range r.query {
+		for i, v := range hostileValues {
+			cs.add(fmt.Sprintf("%s %s ?%s=value#%d", r.method, r.path, q, i), r.method, base+"?"+q+"="+url.QueryEscape(v), h, nil)
+		}
+		cs.add(r.method+" "+r.path+" repeated "+q, r.method, base+"?"+q+"=1&"+q+"=2", h, nil)
+	}
+	cs.add(r.method+" "+r.path+" unknown parameter", r.method, base+"?nope=1", h, nil)
+	cs.add(r.method+" "+r.path+" 500 parameters", r.method, base+"?"+strings.Repeat("a=1&", 500), h, nil)
+	cs.add(r.method+" "+r.path+" raw query junk", r.method, base+"?%ZZ&&&=&;=", h, nil)
+}
+
+// pathValues sends every hostile value as each path parameter, and odd
+// suffixes.
+func (cs *caseList) pathValues(r route, base string, h map[string]string) {
+	if !strings.Contains(r.path, "{") {
+		return
+	}
+	for i, v := range hostileValues {
+		p := strings.NewReplacer("{asset}", url.PathEscape(v), "{agent}", url.PathEscape(v), "{pda}", url.PathEscape(v), "{prefix}", url.PathEscape(v),
+			"{webhook}", url.PathEscape(v), "{delivery}", url.PathEscape(v)).Replace(r.path)
+		cs.add(fmt.Sprintf("%s %s path value#%d", r.method, r.path, i), r.method, p, h, nil)
+	}
+	for _, suffix := range []string{"/", "//", "/..", "/%2e%2e", "%2F..%2F..", "/extra", "?", "#frag"} {
+		cs.add(r.method+" "+r.path+" suffix "+suffix, r.method, base+suffix, h, nil)
+	}
+}
+
+// methods sends the route's path with other methods, real and not,
+// leaving out those that are routes of their own there.
+func (cs *caseList) methods(r route, base string, h map[string]string, own map[string]bool) {
+	for _, m := range []string{"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "FOO", "get", "M-SEARCH"} {
+		if m != r.method && own[m+" "+r.path] {
+			continue
+		}
+		cs.add(m+" on "+r.path, m, base, h, nil)
+	}
+}
+
+// keys sends a keyed route malformed and near-miss keys.
+func (cs *caseList) keys(r route, base, apiKey string) {
+	for i, k := range []string{"", "atst_", "atst_" + strings.Repeat("z", 43), "atst_" + strings.Repeat("1", 44),
+		"atst_" + strings.Repeat("z", 4000), "Bearer x", "atst_\u00e9\u00e9\u00e9", apiKey + " ", " " + apiKey, strings.ToUpper(apiKey)} {
+		cs.add(fmt.Sprintf("%s %s key#%d", r.method, r.path, i), r.method, base, map[string]string{"x-api-key": k}, nil)
+	}
+}
+
+// cookies sends a session route malformed session cookies (no key: the
+// session decides).
+func (cs *caseList) cookies(r route, base string) {
+	for i, c := range []string{"attestd_session=", "attestd_session=" + strings.Repeat("A", 43), "attestd_session=" + strings.Repeat("A", 44),
+		"attestd_session=" + strings.Repeat("/", 43), "attestd_session=a; attestd_session=b",
+		"attestd_session=" + strings.Repeat("z", 6000), "attestd_session=%41%41"} {
+		cs.add(fmt.Sprintf("%s %s cookie#%d", r.method, r.path, i), r.method, base, map[string]string{"Cookie": c, "X-CSRF-Token": "x"}, nil)
+	}
+}
+
+// headers sends the route with hostile headers, one set at a time, over
+// h.
+func (cs *caseList) headers(r route, base string, h map[string]string) {
+	for i, hv := range []map[string]string{
+		{"X-Request-ID": strings.Repeat("r", 4000)}, {"X-Request-ID": "a b"},
+		{"Accept-Encoding": "gzip;q=2"}, {"Accept-Encoding": "*;q=0"}, {"Accept-Encoding": strings.Repeat("gzip, ", 500)},
+		{"X-Forwarded-For": "garbage"}, {"X-Forwarded-For": strings.Repeat("1.2.3.4, ", 800)}, {"X-Real-IP": "::ffff:1.2.3.4%eth0"},
+		{"If-None-Match": strings.Repeat("\"x\",", 500)}, {"Range": "bytes=0-0,1-1,2-2"}, {"Cookie": strings.Repeat("c=1; ", 1000)},
+		{"Content-Type": "application/json; charset=utf-7"}, {"Host": "evil.example"}, {"Expect": "100-continue"},
+		{"Big": strings.Repeat("b", 20<<10)},
+	} {
+		hh := map[string]string{}
+		for k, v := range h {
+			hh[k] = v
+		}
+		for k, v := range hv {
+			hh[k] = v
+		}
+		cs.add(fmt.Sprintf("%s %s header#%d", r.method, r.path, i), r.method, base, hh, nil)
+	}
 }
 
 // cachingCases attack conditional requests and caching headers on a GET
