@@ -74,3 +74,17 @@ func testDeadline(tb testing.TB) (time.Time, bool) {
 	}
 	return time.Time{}, false
 }
+
+// Every paces a WaitForState condition: it is asked at most once per d.
+// For a condition that asks a server through a rate limit (or one costly
+// to ask), which WaitFor's faster checks would use up.
+func Every(d time.Duration, cond func() (bool, string)) func() (bool, string) {
+	var last time.Time
+	return func() (bool, string) {
+		if wait := d - time.Since(last); !last.IsZero() && wait > 0 {
+			time.Sleep(wait)
+		}
+		last = time.Now()
+		return cond()
+	}
+}

@@ -123,3 +123,15 @@ func TestWaitForStateGivesUpBeforeTheTestDeadline(t *testing.T) {
 		t.Errorf("failure %q, want it to name the deadline and the state", rec.msg)
 	}
 }
+
+func TestEveryPacesTheChecks(t *testing.T) {
+	checks := 0
+	start := time.Now()
+	WaitForState(t, "the fifth check", time.Minute, Every(20*time.Millisecond, func() (bool, string) {
+		checks++
+		return checks == 5, ""
+	}))
+	if took := time.Since(start); took < 4*20*time.Millisecond {
+		t.Fatalf("five checks paced 20 ms apart took %s", took)
+	}
+}
