@@ -54,9 +54,11 @@ func indexedSlot(base string) uint64 {
 
 // TestLocalContinuesItsChain runs `attestd local` (make run) twice in the
 // same directory. The first run lasts about 20 s past its first traffic
-// (its chain passes slot 50); the second must index new attestations within 10 s of its API
-// answering, because its simulator continues the kept chain (.run/chain)
-// instead of replaying it from slot 1 below the indexer's checkpoint.
+// (its chain passes slot 50); the second must index new attestations past
+// the first's last slot sooner after its API answers than the first run's
+// chain took to reach that slot, because its simulator continues the kept
+// chain (.run/chain) instead of replaying it from slot 1 below the
+// indexer's checkpoint.
 func TestLocalContinuesItsChain(t *testing.T) {
 	bin := testenv.BuildAttestd(t)
 	dir := t.TempDir()
