@@ -33,10 +33,16 @@ func exchange(t *testing.T, root, request string) (res *http.Response, body []by
 	res.Body.Close()
 	// Whatever was left on the wire (a smuggled request) must not be
 	// answered: the next read sees the end of the connection.
-	_ = conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+	_ = conn.SetReadDeadline(time.Now().Add(closeWait))
 	_, err = br.ReadByte()
 	return res, body, errors.Is(err, io.EOF) || isReset(err)
 }
+
+// closeWait is how long a test waits for the node to close a connection
+// after its answer: room for a loaded machine, and short of the read
+// timeout (15 s), at which a connection kept open would be closed all the
+// same.
+const closeWait = 10 * time.Second
 
 func isReset(err error) bool {
 	var op *net.OpError
@@ -161,7 +167,7 @@ func withheld(t *testing.T, root, head string) (took time.Duration, status int, 
 	took = time.Since(start)
 	b, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	_ = conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+	_ = conn.SetReadDeadline(time.Now().Add(closeWait))
 	_, err = br.ReadByte()
 	return took, res.StatusCode, string(b), errors.Is(err, io.EOF) || isReset(err)
 }
