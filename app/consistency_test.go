@@ -129,7 +129,9 @@ func TestWriteOnOneNodeIsVisibleOnAnother(t *testing.T) {
 	if _, err := a.Store.Apply(context.Background(), &store.Batch{Attestations: recs}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, "node B sees the new attestation in every view", 5*time.Second, func() bool {
+	// Well within the cache's IndexedTTL (30 s), after which node B would
+	// see it without the epoch bump: the deadline is the assertion.
+	testenv.WaitFor(t, "node B sees the new attestation in every view", 20*time.Second, func() bool {
 		var st struct{ Attestations int64 }
 		b.Get(t, "/stats").JSON(t, &st)
 		var lr listResp
@@ -244,13 +246,14 @@ func TestInvalidationSurvivesRedisReset(t *testing.T) {
 				again, err := devstack.StartRedis(ctx, testenv.TempDir(t, "redis-again-"), port)
 				testenv.Must(t, err, "restart redis")
 				t.Cleanup(again.Stop)
-				testenv.WaitFor(t, "the node reaches Redis again", 5*time.Second, func() bool { return !node.Cache.Degraded() && node.Redis.Ping(ctx).Err() == nil })
+				testenv.WaitFor(t, "the node reaches Redis again", testenv.Patience, func() bool { return !node.Cache.Degraded() && node.Redis.Ping(ctx).Err() == nil })
 			}
 			recs := seed.NewAttestations(env.Seeded.Agents, 1, time.Now().Add(time.Hour), maxSlot(t, env)+10, 3)
 			if _, err := env.Store.Apply(ctx, &store.Batch{Attestations: recs}); err != nil {
 				t.Fatal(err)
 			}
-			testenv.WaitFor(t, "stats count the new attestation", 5*time.Second, func() bool {
+			// Within IndexedTTL (30 s), as above.
+			testenv.WaitFor(t, "stats count the new attestation", 20*time.Second, func() bool {
 				var st struct{ Attestations int64 }
 				node.Get(t, "/stats").JSON(t, &st)
 				return st.Attestations == before.Attestations+int64(len(recs))

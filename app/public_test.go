@@ -414,11 +414,10 @@ func TestMethodsRoutesAndPanics(t *testing.T) {
 			res.Body.Close()
 		}
 	}()
-	for deadline := time.Now().Add(5 * time.Second); inFlight(t, node) != 1; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("in flight while /slow is served: %v, want 1", inFlight(t, node))
-		}
-	}
+	testenv.WaitForState(t, "/slow in flight", testenv.Patience, func() (bool, string) {
+		n := inFlight(t, node)
+		return n == 1, fmt.Sprintf("in flight %v, want 1", n)
+	})
 	close(release)
 	<-done
 	if n := inFlight(t, node); n != 0 {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -91,13 +92,10 @@ func TestEpochBumpReachesOtherNodes(t *testing.T) {
 	// Node b hits Redis for what node a loaded? Its own local layer first.
 	version.Store(1)
 	testenv.Must(t, writer.BumpEpoch(context.Background(), 0), "bump")
-	deadline := time.Now().Add(5 * time.Second)
-	for a.Epoch() != writer.Epoch() || b.Epoch() != writer.Epoch() {
-		if time.Now().After(deadline) {
-			t.Fatalf("epochs a=%d b=%d writer=%d", a.Epoch(), b.Epoch(), writer.Epoch())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.WaitForState(t, "both nodes at the writer's epoch", testenv.Patience, func() (bool, string) {
+		ea, eb, ew := a.Epoch(), b.Epoch(), writer.Epoch()
+		return ea == ew && eb == ew, fmt.Sprintf("epochs a=%d b=%d writer=%d", ea, eb, ew)
+	})
 	for _, c := range []*Cache{a, b} {
 		if v, _, _ := c.Get(context.Background(), "list", load); string(v) != "1" {
 			t.Fatalf("after bump %q, want the new value", v)
@@ -172,8 +170,8 @@ func TestRedisDownThenBack(t *testing.T) {
 	c.Get(context.Background(), "final", func(context.Context) ([]byte, bool, error) { return []byte("f"), true, nil })
 	port := r.Port()
 	r.Kill()
-	// The poll notices within its interval.
-	testenv.WaitFor(t, "the cache notices the Redis outage", 5*time.Second, c.Degraded)
+	// The poll notices.
+	testenv.WaitFor(t, "the cache notices the Redis outage", testenv.Patience, c.Degraded)
 	// Then indexed values are not served from memory: a write elsewhere
 	// could not be announced. Every read loads.
 	before := loads
@@ -190,7 +188,7 @@ func TestRedisDownThenBack(t *testing.T) {
 	}
 	_, err := startRedisOn(t, port)
 	testenv.Must(t, err, "restart redis")
-	testenv.WaitFor(t, "the cache recovers", 5*time.Second, func() bool { return !c.Degraded() })
+	testenv.WaitFor(t, "the cache recovers", testenv.Patience, func() bool { return !c.Degraded() })
 }
 
 func TestLargeValuesAreStoredCompressed(t *testing.T) {
@@ -296,21 +294,15 @@ func TestBumpedHearsEveryBump(t *testing.T) {
 	}
 	_, err := startRedisOn(t, port)
 	testenv.Must(t, err, "restart redis")
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var got []uint64
+	testenv.WaitForState(t, "three bumps heard", testenv.Patience, func() (bool, string) {
 		mu.Lock()
-		got := append([]uint64(nil), heard...)
+		got = append([]uint64(nil), heard...)
 		mu.Unlock()
-		if len(got) == 3 {
-			if got[0] != 1 || got[1] != 1000 || got[2] != 5000 {
-				t.Fatalf("heard %v, want [1 1000 5000]", got)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("heard %v within 5 s, want three bumps", got)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return len(got) >= 3, fmt.Sprintf("heard %v", got)
+	})
+	if !slices.Equal(got, []uint64{1, 1000, 5000}) {
+		t.Fatalf("heard %v, want [1 1000 5000]", got)
 	}
 }
 
@@ -330,17 +322,10 @@ func TestFailedBumpIsRetriedByWriters(t *testing.T) {
 	testenv.Must(t, err, "restart redis")
 	check := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
 	defer check.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		v, _ := check.Get(context.Background(), "w:epoch").Uint64()
-		if v >= 123_456_789 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("epoch in Redis %d, want the failed bump's floor 123456789", v)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitForState(t, "the failed bump's floor in Redis", testenv.Patience, func() (bool, string) {
+		v, err := check.Get(context.Background(), "w:epoch").Uint64()
+		return v >= 123_456_789, fmt.Sprintf("epoch in Redis %d (%v), want the failed bump's floor 123456789", v, err)
+	})
 }
 
 // TestPeekAnswersFromMemoryOnly: Peek holds what GetValue would answer
@@ -377,11 +362,10 @@ func TestPeekAnswersFromMemoryOnly(t *testing.T) {
 		t.Fatalf("peek allocates %v times", n)
 	}
 	testenv.Must(t, writer.BumpEpoch(ctx, 0), "bump")
-	for deadline := time.Now().Add(5 * time.Second); c.Epoch() != writer.Epoch(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("epoch %d, writer at %d", c.Epoch(), writer.Epoch())
-		}
-	}
+	testenv.WaitForState(t, "the node at the writer's epoch", testenv.Patience, func() (bool, string) {
+		e, w := c.Epoch(), writer.Epoch()
+		return e == w, fmt.Sprintf("epoch %d, writer at %d", e, w)
+	})
 	if _, ok := c.Peek([]byte("list")); ok {
 		t.Fatal("peek of an older epoch's value: hit")
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -86,20 +87,13 @@ func TestVerifyAgainstNode(t *testing.T) {
 	_, err = env.Store.Finalize(bg, txs)
 	testenv.Must(t, err, "finalize")
 	lg.AppendAll(t)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.WaitForState(t, "the node serves the grown tree", testenv.Patience, testenv.Every(30*time.Millisecond, func() (bool, string) {
 		res, err = m.Check(bg)
 		if err != nil {
 			t.Fatalf("monitor after growth: %v", err)
 		}
-		if res.Current.Size == 43 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node still serves a tree of %d", res.Current.Size)
-		}
-		time.Sleep(30 * time.Millisecond)
-	}
+		return res.Current.Size == 43, fmt.Sprintf("a tree of %d, want 43", res.Current.Size)
+	}))
 	if !res.Proved || res.Previous.Size != 40 {
 		t.Fatalf("growth not proved: %+v", res)
 	}

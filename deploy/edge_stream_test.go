@@ -31,16 +31,17 @@ func TestEdgeStreamsUnbuffered(t *testing.T) {
 	testenv.Must(t, err, "request")
 	req.Header.Set("Accept-Encoding", "gzip")
 	var res *http.Response
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		// The nodes' hubs read the log head once they start.
-		res, err = (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(req)
+	// The nodes' hubs read the log head once they start.
+	testenv.WaitForState(t, "the stream past its 503", testenv.Patience, testenv.Every(50*time.Millisecond, func() (bool, string) {
+		r, err := (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(req)
 		testenv.Must(t, err, "open through the edge")
-		if res.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
-			break
+		if r.StatusCode == http.StatusServiceUnavailable {
+			r.Body.Close()
+			return false, r.Status
 		}
-		res.Body.Close()
-		time.Sleep(50 * time.Millisecond)
-	}
+		res = r
+		return true, ""
+	}))
 	defer res.Body.Close()
 	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" || res.Header.Get("Content-Encoding") != "" {
 		t.Fatalf("through the edge: %d %q %q", res.StatusCode, res.Header.Get("Content-Type"), res.Header.Get("Content-Encoding"))

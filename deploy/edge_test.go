@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -216,20 +217,15 @@ func (f *fleet) get(t *testing.T, pathQuery string, header map[string]string) an
 // warm requests pathQuery until the edge answers it from its cache.
 func (f *fleet) warm(t *testing.T, pathQuery string, header map[string]string) answer {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		a := f.get(t, pathQuery, header)
+	var a answer
+	testenv.WaitForState(t, pathQuery+" a HIT", testenv.Patience, func() (bool, string) {
+		a = f.get(t, pathQuery, header)
 		if a.status != 200 {
 			t.Fatalf("%s: %d %s", pathQuery, a.status, a.body)
 		}
-		if a.cache() == "HIT" {
-			return a
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not a HIT within 20 s (last %q)", pathQuery, a.cache())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return a.cache() == "HIT", fmt.Sprintf("cache %q", a.cache())
+	})
+	return a
 }
 
 // long is a policy under which nothing public expires during a test.

@@ -75,26 +75,29 @@ func TestTryItAgainstLocal(t *testing.T) {
 	})
 
 	api := fmt.Sprintf("http://127.0.0.1:%d/api/v1", port)
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	served := false
+	defer func() {
+		if !served {
+			t.Logf("attestd local output:\n%s", out.String())
+		}
+	}()
+	testenv.WaitForState(t, "attestd local serves its seeded attestations", testenv.Patience, testenv.Every(200*time.Millisecond, func() (bool, string) {
 		select {
 		case <-done:
-			t.Fatalf("attestd local exited:\n%s", out.String())
+			t.Fatal("attestd local exited")
 		default:
 		}
 		var st struct{ Attestations int }
-		if resp, err := http.Get(api + "/stats"); err == nil {
-			err = json.NewDecoder(resp.Body).Decode(&st)
-			resp.Body.Close()
-			if err == nil && resp.StatusCode == http.StatusOK && st.Attestations >= 50 {
-				break
-			}
+		resp, err := http.Get(api + "/stats")
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("attestd local did not serve its seeded attestations within 2 min:\n%s", out.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		err = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		return err == nil && resp.StatusCode == http.StatusOK && st.Attestations >= 50,
+			fmt.Sprintf("/stats %s, %d attestations (%v)", resp.Status, st.Attestations, err)
+	}))
+	served = true
 
 	script := strings.ReplaceAll(block, "localhost:8080", fmt.Sprintf("localhost:%d", port)) +
 		"\n" + `for v in PDA AGENT CURSOR KEY HASH; do eval "test -n \"\$$v\"" || { echo "$v is empty" >&2; exit 1; }; done` + "\n"

@@ -53,8 +53,8 @@ func TestForkDroppedNeverLogged(t *testing.T) {
 	testenv.Must(t, c.DropTransaction(dropped), "drop")
 	c.AdvanceSlots(10)
 	waitExact(t, st, c, 20*time.Second)
-	testenv.WaitFor(t, "every row finalized", 20*time.Second, func() bool { return unfinalized(t, st) == 0 })
-	testenv.WaitFor(t, "the log holds every finalized attestation", 20*time.Second, func() bool {
+	testenv.WaitFor(t, "every row finalized", testenv.Patience, func() bool { return unfinalized(t, st) == 0 })
+	testenv.WaitFor(t, "the log holds every finalized attestation", testenv.Patience, func() bool {
 		return count(`SELECT count(*) FROM log_queue`) == 0 &&
 			count(`SELECT count(*) FROM log_leaves`) == count(`SELECT count(*) FROM attestations WHERE finalized`)
 	})

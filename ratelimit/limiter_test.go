@@ -438,7 +438,7 @@ func TestFallbackWhenRedisDies(t *testing.T) {
 	back, err := devstack.StartRedis(ctx, srv.Dir, srv.Port())
 	testenv.Must(t, err, "restart redis")
 	t.Cleanup(back.Stop)
-	testenv.WaitFor(t, "recovery", 15*time.Second, func() bool { return !n.lim.Degraded() })
+	testenv.WaitFor(t, "recovery", testenv.Patience, func() bool { return !n.lim.Degraded() })
 
 	// Redis never saw "a"'s requests, but the node remembers them.
 	if d := allow("a"); d.Allowed || !d.Local {
@@ -495,7 +495,7 @@ func TestFallbackOnHungRedis(t *testing.T) {
 	if v := metricValue(t, n.lim.m.errTimeout); v < 1 {
 		t.Errorf("timeouts counted %v", v)
 	}
-	testenv.WaitFor(t, "recovery after the pause", 15*time.Second, func() bool { return !n.lim.Degraded() })
+	testenv.WaitFor(t, "recovery after the pause", testenv.Patience, func() bool { return !n.lim.Degraded() })
 }
 
 // TestScriptReloaded: a Redis that lost its scripts (restart, SCRIPT FLUSH)

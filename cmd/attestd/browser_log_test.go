@@ -44,7 +44,7 @@ func TestBrowserLogProof(t *testing.T) {
 			LeafIndex, TreeSize int64
 		}
 	}
-	testenv.WaitFor(t, "a proof", 15*time.Second, func() bool {
+	testenv.WaitFor(t, "a proof", testenv.Patience, func() bool {
 		return get(t, api+"/attestations/"+a.PDA+"/proof", "198.18.201.2", "", &proof) == 200
 	})
 
@@ -137,7 +137,7 @@ func TestBrowserLogProofWitnessed(t *testing.T) {
 	get(t, api+"/attestations?limit=10", "198.18.202.1", "", &list)
 	a := list.Data[2]
 	var proof struct{ Data struct{ LeafIndex int64 } }
-	testenv.WaitFor(t, "a proof", 15*time.Second, func() bool {
+	testenv.WaitFor(t, "a proof", testenv.Patience, func() bool {
 		return get(t, api+"/attestations/"+a.PDA+"/proof", "198.18.202.2", "", &proof) == 200
 	})
 	open := func(base, what string) (result, text string) {

@@ -54,9 +54,11 @@ func indexedSlot(base string) uint64 {
 
 // TestLocalContinuesItsChain runs `attestd local` (make run) twice in the
 // same directory. The first run lasts about 20 s past its first traffic
-// (its chain passes slot 50); the second must index new attestations within 10 s of its API
-// answering, because its simulator continues the kept chain (.run/chain)
-// instead of replaying it from slot 1 below the indexer's checkpoint.
+// (its chain passes slot 50); the second must index new attestations past
+// the first's last slot sooner after its API answers than the first run's
+// chain took to reach that slot, because its simulator continues the kept
+// chain (.run/chain) instead of replaying it from slot 1 below the
+// indexer's checkpoint.
 func TestLocalContinuesItsChain(t *testing.T) {
 	bin := testenv.BuildAttestd(t)
 	dir := t.TempDir()
@@ -65,24 +67,17 @@ func TestLocalContinuesItsChain(t *testing.T) {
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "ATTESTD_HTTP_ADDR=127.0.0.1:" + fmt.Sprint(port),
 		"ATTESTD_METRICS_ADDR=", "ATTESTD_INDEXER_METRICS_ADDR=", "ATTESTD_WORKER_METRICS_ADDR=", "ATTESTD_RATE_LIMIT=0"}
-	// waitCount polls /stats until cond holds or the deadline passes.
-	waitCount := func(d *daemon, deadline time.Time, what string, cond func(int) bool) int {
+	// waitCount polls /stats until cond holds, and returns the count and
+	// how long that took.
+	waitCount := func(d *daemon, what string, cond func(int) bool) (int, time.Duration) {
 		t.Helper()
-		for {
-			select {
-			case <-d.done:
-				t.Fatalf("attestd local exited while waiting for %s:\n%s", what, d.output.String())
-			default:
-			}
-			if n, ok := statsCount(base); ok && cond(n) {
-				return n
-			}
-			if time.Now().After(deadline) {
-				n, _ := statsCount(base)
-				t.Fatalf("%s: not within the deadline (count %d):\n%s", what, n, d.output.String())
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		var n int
+		took := d.waitFor(t, what, 200*time.Millisecond, func() (bool, string) {
+			c, ok := statsCount(base)
+			n = c
+			return ok && cond(c), fmt.Sprintf("count %d (answered: %t)", c, ok)
+		})
+		return n, took
 	}
 	// Run from the checkout, as make run does (its local witness is built
 	// from the project's tool dependency), keeping the data in dir.
@@ -100,22 +95,31 @@ func TestLocalContinuesItsChain(t *testing.T) {
 	}
 	first := startDaemonIn(t, checkout, bin, env, args...)
 	// 20 seeded + 2,000 of the simulator's first traffic, then 2 a second.
-	seeded := waitCount(first, time.Now().Add(3*time.Minute), "first run indexes the simulator", func(n int) bool { return n >= 2020 })
+	seeded, _ := waitCount(first, "first run indexes the simulator", func(n int) bool { return n >= 2020 })
+	live := time.Now() // the chain runs: its slots pass from here on, at least
 	// About 20 s of live traffic (2 a second): the chain passes slot 50.
-	before := waitCount(first, time.Now().Add(time.Minute), "live attestations in the first run", func(n int) bool { return n >= seeded+40 })
+	before, _ := waitCount(first, "live attestations in the first run", func(n int) bool { return n >= seeded+40 })
 	lastSlot := indexedSlot(base)
+	// A chain replayed from its start stays below lastSlot for at least
+	// as long as the first run's chain took to reach it: as long as the
+	// machine's load makes it.
+	lastSlotAfter := time.Since(live)
 	witnessed("the first run's log is witnessed")
 	first.stop()
 	chainFile := filepath.Join(dir, ".run", "chain", "chain.json")
 	firstChain, firstErr := os.ReadFile(chainFile) // checked after the second run
 
 	second := startDaemonIn(t, checkout, bin, env, args...)
-	waitCount(second, time.Now().Add(3*time.Minute), "second run serves", func(int) bool { return true })
+	waitCount(second, "second run serves", func(int) bool { return true })
 	// New attestations, from slots past those the first run indexed (a
 	// replayed chain would be below them for as long as the first run
-	// lasted).
-	after := waitCount(second, time.Now().Add(10*time.Second), "new attestations within 10 s of the second start",
+	// took to reach them).
+	after, took := waitCount(second, "new attestations past the first run's last slot",
 		func(n int) bool { return n > before && indexedSlot(base) > lastSlot })
+	if took >= lastSlotAfter {
+		t.Fatalf("new attestations past slot %d %s after the second start, no sooner than the first run's chain reached it (%s): the chain was replayed, not continued",
+			lastSlot, took.Round(time.Millisecond), lastSlotAfter.Round(time.Millisecond))
+	}
 	// The witness kept its key and the size it cosigned: it goes on
 	// cosigning the same log.
 	witnessed("the second run's log is witnessed")
@@ -171,6 +175,20 @@ func rowCounts(t *testing.T, dbURL string) (atts, agents, slot int64) {
 	return atts, agents, slot
 }
 
+// unfinalizedRows counts the attestation, agent and agent event rows not
+// finalized yet.
+func unfinalizedRows(t *testing.T, dbURL string) (n int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	testenv.Must(t, err, "connect")
+	defer conn.Close(ctx)
+	testenv.Must(t, conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM attestations WHERE NOT finalized)
+		+ (SELECT count(*) FROM agents WHERE NOT finalized) + (SELECT count(*) FROM agent_events WHERE NOT finalized)`).Scan(&n), "count unfinalized rows")
+	return n
+}
+
 // TestHealthOnAnotherChain points an API node and an indexer at a second
 // simulator (another genesis) after the database was indexed from a first
 // one: /health is degraded and names both genesis hashes and the flag,
@@ -190,14 +208,15 @@ func TestHealthOnAnotherChain(t *testing.T) {
 	nodeA := serveNode(t, bin, onA)
 	ixA := startDaemon(t, bin, onA, "index")
 	waitHealth(t, nodeA, "ok on the first chain", func(h health) bool { return h.Status == "ok" && h.Indexer.Synced })
-	deadline := time.Now().Add(30 * time.Second)
-	for a, _, _ := rowCounts(t, db); a < 40; a, _, _ = rowCounts(t, db) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the first chain's 40 attestations not indexed (%d)", a)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	time.Sleep(2 * time.Second) // finality: the first chain's rows are final before the switch
+	testenv.WaitForState(t, "the first chain's 40 attestations indexed", testenv.Patience, func() (bool, string) {
+		a, _, _ := rowCounts(t, db)
+		return a >= 40, fmt.Sprintf("%d attestations", a)
+	})
+	// Finality: the first chain's rows are final before the switch.
+	testenv.WaitForState(t, "the first chain's rows finalized", testenv.Patience, func() (bool, string) {
+		n := unfinalizedRows(t, db)
+		return n == 0, fmt.Sprintf("%d rows not finalized", n)
+	})
 	ixA.stop()
 	atts, agents, slot := rowCounts(t, db)
 
@@ -227,13 +246,10 @@ func TestHealthOnAnotherChain(t *testing.T) {
 
 	startDaemon(t, bin, onB, "index", "--start-over")
 	waitHealth(t, nodeB, "ok after starting over", func(h health) bool { return h.Status == "ok" && h.Indexer.Synced })
-	deadline = time.Now().Add(30 * time.Second)
-	for a, _, _ := rowCounts(t, db); a < atts+25; a, _, _ = rowCounts(t, db) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after --start-over: %d attestations, want the first chain's %d and the second's 25", a, atts)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.WaitForState(t, "after --start-over, the first chain's attestations and the second's 25", testenv.Patience, func() (bool, string) {
+		a, _, _ := rowCounts(t, db)
+		return a >= atts+25, fmt.Sprintf("%d attestations, want %d and 25", a, atts)
+	})
 	_ = chainB
 }
 

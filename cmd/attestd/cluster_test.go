@@ -66,6 +66,30 @@ func startDaemonIn(t *testing.T, dir, bin string, env []string, args ...string) 
 	return d
 }
 
+// waitFor is testenv.WaitForState for a condition on what the daemon
+// serves, asked at most once per every (it goes through the daemon's
+// rate limit): the wait also ends when the daemon exits, and either
+// failure shows its output. It returns how long the wait took.
+func (d *daemon) waitFor(t *testing.T, what string, every time.Duration, cond func() (bool, string)) time.Duration {
+	t.Helper()
+	held := false
+	defer func() {
+		if !held {
+			t.Logf("attestd %s output:\n%s", strings.Join(d.cmd.Args[1:], " "), d.output.String())
+		}
+	}()
+	took := testenv.WaitForState(t, what, testenv.Patience, testenv.Every(every, func() (bool, string) {
+		select {
+		case <-d.done:
+			t.Fatalf("%s: attestd %s exited", what, strings.Join(d.cmd.Args[1:], " "))
+		default:
+		}
+		return cond()
+	}))
+	held = true
+	return took
+}
+
 // stop sends SIGTERM twice (the second ends an API node's drain) and
 // waits up to 15 s before killing the process.
 func (d *daemon) stop() {
@@ -100,24 +124,15 @@ func serveProcess(t *testing.T, bin string, env []string) (string, int) {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	d := startDaemon(t, bin, append(env, "ATTESTD_HTTP_ADDR="+addr), "serve")
 	base := "http://" + addr + "/api/v1"
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case <-d.done:
-			t.Fatalf("attestd serve exited:\n%s", d.output.String())
-		default:
+	d.waitFor(t, "attestd serve healthy", 50*time.Millisecond, func() (bool, string) {
+		resp, err := http.Get(base + "/health")
+		if err != nil {
+			return false, err.Error()
 		}
-		if resp, err := http.Get(base + "/health"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base, d.cmd.Process.Pid
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("attestd serve not healthy within 30 s:\n%s", d.output.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	return base, d.cmd.Process.Pid
 }
 
 // startChain starts a chain simulator on free loopback ports (slots pass
@@ -162,19 +177,14 @@ var healthPolls atomic.Uint32
 // returns the last answer.
 func waitHealth(t *testing.T, node, what string, cond func(h health) bool) health {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var h health
+	var h health
+	testenv.WaitForState(t, what, testenv.Patience, testenv.Every(100*time.Millisecond, func() (bool, string) {
+		h = health{}
 		n := healthPolls.Add(1)
 		status := get(t, node+"/health", fmt.Sprintf("198.18.%d.%d", n/250%250, n%250+1), "", &h)
-		if status == http.StatusOK && cond(h) {
-			return h
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: /health not so within 30 s; last %d %+v", what, status, h)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return status == http.StatusOK && cond(h), fmt.Sprintf("/health %d %+v", status, h)
+	}))
+	return h
 }
 
 // get sends a GET as the client ip (through the trusted loopback proxy)
@@ -248,13 +258,10 @@ func TestServeOnRedisCluster(t *testing.T) {
 	// both nodes, whose first answer is cached under the old epoch.
 	runCmd(t, bin, env, "seed", "--agents", "1", "--attestations", "10", "--seed", "2")
 	for i, n := range nodes {
-		deadline := time.Now().Add(5 * time.Second)
-		for got := total(n, "203.0.113.1"); got != 50; got = total(n, "203.0.113.1") {
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d: total %d 5 s after the write, want 50", i, got)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testenv.WaitForState(t, fmt.Sprintf("node %d sees the write", i), testenv.Patience, func() (bool, string) {
+			got := total(n, "203.0.113.1")
+			return got == 50, fmt.Sprintf("total %d, want 50", got)
+		})
 	}
 
 	// The limit holds for the fleet: one client over both nodes.

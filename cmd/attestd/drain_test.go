@@ -42,27 +42,15 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&body)
 		return resp.StatusCode, body
 	}
-	until := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !cond() {
-			select {
-			case <-d.done:
-				t.Fatalf("%s: attestd serve exited:\n%s", what, d.output.String())
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 30 s:\n%s", what, d.output.String())
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	until("serving", func() bool { code, _ := status("/health"); return code == http.StatusOK })
+	d.waitFor(t, "serving", 50*time.Millisecond, func() (bool, string) {
+		code, body := status("/health")
+		return code == http.StatusOK, fmt.Sprintf("/health %d %v", code, body)
+	})
 
 	testenv.Must(t, d.cmd.Process.Signal(syscall.SIGTERM), "SIGTERM")
-	until("draining", func() bool {
+	d.waitFor(t, "draining", 50*time.Millisecond, func() (bool, string) {
 		code, body := status("/health")
-		return code == http.StatusServiceUnavailable && body["status"] == "draining"
+		return code == http.StatusServiceUnavailable && body["status"] == "draining", fmt.Sprintf("/health %d %v", code, body)
 	})
 	if code, _ := status("/stats"); code != http.StatusOK {
 		t.Fatalf("GET /stats while draining: %d, want 200", code)

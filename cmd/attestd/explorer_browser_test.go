@@ -364,20 +364,18 @@ func TestBrowserLiveStream(t *testing.T) {
 	// A node just started answers 503 with Retry-After until its stream hub
 	// has read the log's head; an EventSource retries, and so does this.
 	var res *http.Response
-	for deadline := time.Now().Add(20 * time.Second); ; {
+	testenv.WaitForState(t, "the stream past its 503 with Retry-After", testenv.Patience, testenv.Every(500*time.Millisecond, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.api+"/attestations/stream", nil)
 		testenv.Must(t, err, "request")
 		req.Header.Set("Accept", "text/event-stream")
 		res, err = http.DefaultClient.Do(req)
 		testenv.Must(t, err, "GET /attestations/stream")
 		res.Body.Close()
-		cancel()
-		if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "",
+			fmt.Sprintf("%s, Retry-After %q", res.Status, res.Header.Get("Retry-After"))
+	}))
 	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("GET /api/v1/attestations/stream answers %d %q, not a text/event-stream: the stream endpoint is not on this branch (without it the path falls to GET /attestations/:id, 400; it lands with the stream work of issue 23)",
 			res.StatusCode, res.Header.Get("Content-Type"))

@@ -39,42 +39,29 @@ func TestLocalFromPrivateDirectory(t *testing.T) {
 		d := startDaemonIn(t, dir, bin, env, "local", "--agents", "2", "--attestations", "20")
 		defer d.stop()
 		base := fmt.Sprintf("http://127.0.0.1:%d/api/v1", port)
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
-			select {
-			case <-d.done:
-				t.Fatalf("attestd local exited:\n%s", d.output.String())
-			default:
-			}
+		d.waitFor(t, "attestd local serves the seeded attestations", 200*time.Millisecond, func() (bool, string) {
 			var st struct{ Attestations int }
-			if resp, err := http.Get(base + "/stats"); err == nil {
-				err = json.NewDecoder(resp.Body).Decode(&st)
-				resp.Body.Close()
-				if err == nil && resp.StatusCode == http.StatusOK && st.Attestations >= 20 {
-					break
-				}
+			resp, err := http.Get(base + "/stats")
+			if err != nil {
+				return false, err.Error()
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("attestd local did not serve the seeded attestations within 2 min:\n%s", d.output.String())
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			err = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			return err == nil && resp.StatusCode == http.StatusOK && st.Attestations >= 20,
+				fmt.Sprintf("/stats %s, %d attestations (%v)", resp.Status, st.Attestations, err)
+		})
 		// make run turns the transparency log on: the seeded finalized
 		// attestations get a signed checkpoint.
-		for {
+		d.waitFor(t, "attestd local serves a log checkpoint", 200*time.Millisecond, func() (bool, string) {
 			resp, err := http.Get(strings.TrimSuffix(base, "/api/v1") + "/log/checkpoint") // at the log's origin
-			if err == nil {
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if lines := strings.Split(string(body), "\n"); resp.StatusCode == http.StatusOK && len(lines) > 2 && lines[1] != "0" {
-					break
-				}
+			if err != nil {
+				return false, err.Error()
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("attestd local served no log checkpoint within 2 min:\n%s", d.output.String())
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			lines := strings.Split(string(body), "\n")
+			return resp.StatusCode == http.StatusOK && len(lines) > 2 && lines[1] != "0", fmt.Sprintf("/log/checkpoint %s %q", resp.Status, body)
+		})
 		return d.output.String()
 	}
 	first := run(t)

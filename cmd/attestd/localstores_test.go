@@ -38,18 +38,9 @@ func TestLocalStoresForOneShotCommands(t *testing.T) {
 			"ATTESTD_METRICS_ADDR=", "ATTESTD_INDEXER_METRICS_ADDR=", "ATTESTD_WORKER_METRICS_ADDR="}
 	}
 	d := startDaemonIn(t, dir, bin, env(addr), "local", "--agents", "2", "--attestations", "20")
-	deadline := time.Now().Add(2 * time.Minute)
-	for !strings.Contains(d.output.String(), "Ctrl-C") {
-		select {
-		case <-d.done:
-			t.Fatalf("attestd local exited:\n%s", d.output.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("attestd local printed no ready banner within 2 min:\n%s", d.output.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	d.waitFor(t, "attestd local prints its ready banner", 100*time.Millisecond, func() (bool, string) {
+		return strings.Contains(d.output.String(), "Ctrl-C"), "no Ctrl-C line in its output"
+	})
 	logs := d.output.String()
 	for _, want := range []string{"http://" + addr + "/", "http://" + addr + "/api/v1/", "keys create", ".run/stores.env", "make reset", "Ctrl-C",
 		"chain RPC    http://127.0.0.1:"} {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -99,20 +100,19 @@ func TestPaymentKilledMidSettle(t *testing.T) {
 	}
 	waitStatus := func(id int64, want store.PaymentStatus) store.Payment {
 		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for {
+		var got store.Payment
+		testenv.WaitForState(t, fmt.Sprintf("payment %d %s", id, want), testenv.Patience, testenv.Every(200*time.Millisecond, func() (bool, string) {
 			ps, err := st.ListPayments(context.Background(), store.PaymentFilter{})
 			testenv.Must(t, err, "list")
 			for _, p := range ps {
 				if p.ID == id && p.Status == want {
-					return p
+					got = p
+					return true, ""
 				}
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("payment %d not %s within a minute: %+v", id, want, ps)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			return false, fmt.Sprintf("payments %+v", ps)
+		}))
+		return got
 	}
 	balance := func() uint64 {
 		b, err := chain.TokenBalance(payToATA)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/devtools/devnet"
@@ -48,17 +47,12 @@ func TestServeWithReadReplica(t *testing.T) {
 	}
 	waitHealth := func(what string, ok func(app.Health) bool) app.Health {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			h := health()
-			if ok(h) {
-				return h
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; health %+v", what, h)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		var h app.Health
+		testenv.WaitForState(t, what, testenv.Patience, func() (bool, string) {
+			h = health()
+			return ok(h), fmt.Sprintf("health %+v", h)
+		})
+		return h
 	}
 	h := waitHealth("the replica ok", func(h app.Health) bool { return len(h.Replicas) == 1 && h.Replicas[0].Status == "ok" })
 	// No chain or indexer runs here, so the status is degraded for them;

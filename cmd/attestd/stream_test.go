@@ -33,19 +33,18 @@ func TestServeEndsStreamsOnSIGTERM(t *testing.T) {
 	url := "http://" + addr + "/api/v1/attestations/stream"
 	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	var res *http.Response
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		res, err = c.Get(url)
-		if err == nil && res.StatusCode == http.StatusOK {
-			break
+	d.waitFor(t, "a stream", 50*time.Millisecond, func() (bool, string) {
+		r, err := c.Get(url)
+		if err != nil {
+			return false, err.Error()
 		}
-		if err == nil {
-			res.Body.Close()
+		if r.StatusCode != http.StatusOK {
+			r.Body.Close()
+			return false, r.Status
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no stream within 30 s (%v):\n%s", err, d.output.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		res = r
+		return true, ""
+	})
 	defer res.Body.Close()
 	br := bufio.NewReader(res.Body)
 	if l, err := br.ReadString('\n'); err != nil || l != "retry: 2000\n" {

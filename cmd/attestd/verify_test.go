@@ -89,7 +89,7 @@ func TestVerifyCommand(t *testing.T) {
 	a := list.Data[2]
 	// The node reads the newest checkpoint every second.
 	waitProof := func(pda string) {
-		testenv.WaitFor(t, "a proof for "+pda, 15*time.Second, func() bool {
+		testenv.WaitFor(t, "a proof for "+pda, testenv.Patience, func() bool {
 			return get(t, api+"/attestations/"+pda+"/proof", "198.18.200.2", "", nil) == http.StatusOK
 		})
 	}

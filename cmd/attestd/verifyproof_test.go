@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -57,8 +58,7 @@ func TestVerifyProofFileOffline(t *testing.T) {
 	var pda string
 	testenv.Must(t, e.Store.Pool().QueryRow(context.Background(), `SELECT pda FROM log_leaves WHERE idx = 7`).Scan(&pda), "pda")
 	var proof []byte
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testenv.WaitForState(t, "a tlog-proof", testenv.Patience, testenv.Every(100*time.Millisecond, func() (bool, string) {
 		req, _ := http.NewRequest(http.MethodGet, api+"/attestations/"+pda+"/proof", nil)
 		req.Header.Set("Accept", "text/x-tlog-proof")
 		req.Header.Set("X-Forwarded-For", "198.18.201.1")
@@ -70,13 +70,10 @@ func TestVerifyProofFileOffline(t *testing.T) {
 			if ct := res.Header.Get("Content-Type"); ct != "text/x-tlog-proof" || !strings.Contains(res.Header.Get("Content-Disposition"), pda+".tlog-proof") {
 				t.Fatalf("tlog-proof answer: Content-Type %q, Content-Disposition %q", ct, res.Header.Get("Content-Disposition"))
 			}
-			break
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no tlog-proof within 15 s: %d %s", res.StatusCode, proof)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("%d %s", res.StatusCode, proof)
+	}))
 	if !bytes.HasPrefix(proof, []byte("c2sp.org/tlog-proof@v1\nextra ")) || bytes.Count(proof, []byte("\n— ")) != 3 {
 		t.Fatalf("not a tlog-proof with the log's signature and two cosignatures:\n%s", proof)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -116,6 +117,11 @@ func TestWorkerKilledMidBatchLosesNothing(t *testing.T) {
 	}
 	victim := startWorkerProc(t, bin, env)
 	survivor := startWorkerProc(t, bin, env)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the workers' output:\n%s\n%s", victim.out, survivor.out)
+		}
+	})
 
 	const n = 600
 	_, err = st.Pool().Exec(ctx, `INSERT INTO outbox (event_type, payload)
@@ -123,31 +129,18 @@ func TestWorkerKilledMidBatchLosesNothing(t *testing.T) {
 		FROM generate_series(1, $1) i`, n)
 	testenv.Must(t, err, "insert events")
 
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if d, _ := received(); d >= n/6 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("deliveries did not start:\n%s\n%s", victim.out, survivor.out)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.WaitForState(t, "deliveries under way", testenv.Patience, func() (bool, string) {
+		d, _ := received()
+		return d >= n/6, fmt.Sprintf("%d of %d events delivered", d, n)
+	})
 	testenv.Must(t, victim.cmd.Process.Signal(syscall.SIGKILL), "kill -9")
 	<-victim.done
 	atKill, _ := received()
 
-	deadline = time.Now().Add(120 * time.Second)
-	for {
-		if d, _ := received(); d == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			d, _ := received()
-			t.Fatalf("%d of %d events delivered after the kill:\n%s", d, n, survivor.out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitForState(t, "every event delivered after the kill", testenv.Patience, func() (bool, string) {
+		d, _ := received()
+		return d == n, fmt.Sprintf("%d of %d events delivered after the kill", d, n)
+	})
 	_, all := received()
 	t.Logf("killed one of two workers after %d of %d events; every event arrived (%d requests: at least once)", atKill, n, all)
 	if survivor.out.Count("took over jobs a stopped worker held") == 0 {

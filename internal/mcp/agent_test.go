@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -259,18 +260,12 @@ func (f *fixture) addAttestation(t *testing.T, node *apptest.Node) {
 	testenv.Must(t, err, "stats")
 	_, err = f.env.Store.Apply(ctx, &store.Batch{Attestations: seed.NewAttestations([]seed.Agent{agent}, 1, time.Now(), stats.IndexedSlot+5000, 4242)})
 	testenv.Must(t, err, "apply an attestation")
-	for {
+	testenv.WaitForState(t, "the node counts the new attestation", testenv.Patience, testenv.Every(100*time.Millisecond, func() (bool, string) {
 		now, err := api.GetAgentStats(ctx, f.agent)
 		testenv.Must(t, err, "agent stats")
-		if now.TotalAttestations == st.TotalAttestations+1 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the node still counts %d attestations", now.TotalAttestations)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return now.TotalAttestations == st.TotalAttestations+1,
+			fmt.Sprintf("the node counts %d attestations, want %d", now.TotalAttestations, st.TotalAttestations+1)
+	}))
 }
 
 // canonical decodes JSON for comparison (nil for none).

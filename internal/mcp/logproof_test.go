@@ -162,16 +162,15 @@ func TestGetAttestationWitnessPolicy(t *testing.T) {
 	api, err := client.New(node.Root)
 	testenv.Must(t, err, "client")
 	var pda string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	testenv.WaitForState(t, "a proof served", testenv.Patience, testenv.Every(50*time.Millisecond, func() (bool, string) {
 		page, err := api.ListAttestations(ctx, client.ListParams{Limit: 1})
 		testenv.Must(t, err, "list")
 		pda = page.Data[0].PDA
-		if _, err := api.LogProof(ctx, pda); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no proof served within 10 s: %v", err)
+		if _, err := api.LogProof(ctx, pda); err != nil {
+			return false, err.Error()
 		}
-	}
+		return true, ""
+	}))
 	type policy struct {
 		keys   []string
 		quorum int

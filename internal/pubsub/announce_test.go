@@ -35,14 +35,14 @@ func TestMessagesAndResyncAfterReconnect(t *testing.T) {
 	defer l.Close()
 	select {
 	case <-l.Subscribed():
-	case <-time.After(5 * time.Second):
-		t.Fatal("Subscribed not closed within 5 s")
+	case <-time.After(testenv.Patience):
+		t.Fatalf("Subscribed not closed within %s", testenv.Patience)
 	}
 	if n := resyncs.Load(); n != 1 {
 		t.Fatalf("Subscribed closed after %d resyncs, want 1 (Resync runs first)", n)
 	}
 	testenv.Must(t, Publish(context.Background(), rdb, "ch", "hello", time.Second), "publish")
-	testenv.WaitFor(t, "message", 5*time.Second, func() bool { v, _ := last.Load().(string); return v == "hello" })
+	testenv.WaitFor(t, "message", testenv.Patience, func() bool { v, _ := last.Load().(string); return v == "hello" })
 
 	// The server restarts: the listener resubscribes and resyncs.
 	port := r.Port()
@@ -50,9 +50,9 @@ func TestMessagesAndResyncAfterReconnect(t *testing.T) {
 	r2, err := devstack.StartRedis(context.Background(), testenv.TempDir(t, "announce-"), port)
 	testenv.Must(t, err, "restart redis")
 	t.Cleanup(r2.Stop)
-	testenv.WaitFor(t, "resync after reconnect", 5*time.Second, func() bool { return resyncs.Load() >= 2 })
+	testenv.WaitFor(t, "resync after reconnect", testenv.Patience, func() bool { return resyncs.Load() >= 2 })
 	testenv.Must(t, Publish(context.Background(), rdb, "ch", "again", time.Second), "publish")
-	testenv.WaitFor(t, "message after reconnect", 5*time.Second, func() bool { v, _ := last.Load().(string); return v == "again" })
+	testenv.WaitFor(t, "message after reconnect", testenv.Patience, func() bool { v, _ := last.Load().(string); return v == "again" })
 }
 
 func TestCloseReturnsWhileBlocked(t *testing.T) {
@@ -62,7 +62,7 @@ func TestCloseReturnsWhileBlocked(t *testing.T) {
 	go func() { l.Close(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testenv.Patience):
 		t.Fatal("Close blocked on a listener waiting for messages")
 	}
 }
@@ -90,13 +90,13 @@ func TestRedisCluster(t *testing.T) {
 	cc := redis.NewClusterClient(opt)
 	t.Cleanup(func() { cc.Close() })
 	listen(3, cc)
-	testenv.WaitFor(t, "four subscriptions", 5*time.Second, func() bool { return subscribed.Load() == 4 })
+	testenv.WaitFor(t, "four subscriptions", testenv.Patience, func() bool { return subscribed.Load() == 4 })
 
 	for i, n := range cl.Nodes {
 		msg := "from-" + n.Addr
 		testenv.Must(t, Publish(context.Background(), client(t, "redis://"+n.Addr), "ch", msg, time.Second), "publish on %s", n.Addr)
 		for j := range heard {
-			testenv.WaitFor(t, fmt.Sprintf("listener %d hears what master %d published", j, i), 5*time.Second, func() bool {
+			testenv.WaitFor(t, fmt.Sprintf("listener %d hears what master %d published", j, i), testenv.Patience, func() bool {
 				v, _ := heard[j].Load().(string)
 				return v == msg
 			})
@@ -104,7 +104,7 @@ func TestRedisCluster(t *testing.T) {
 	}
 	testenv.Must(t, Publish(context.Background(), cc, "ch", "via-cluster-client", time.Second), "publish via cluster client")
 	for j := range heard {
-		testenv.WaitFor(t, fmt.Sprintf("listener %d hears the cluster client", j), 5*time.Second, func() bool {
+		testenv.WaitFor(t, fmt.Sprintf("listener %d hears the cluster client", j), testenv.Patience, func() bool {
 			v, _ := heard[j].Load().(string)
 			return v == "via-cluster-client"
 		})

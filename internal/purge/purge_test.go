@@ -102,7 +102,7 @@ func TestWriterPurgesOncePerEpochChange(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		testenv.Must(t, writer.BumpEpoch(context.Background(), 0), "bump")
 		e := writer.Epoch()
-		testenv.WaitFor(t, "the purge of epoch "+strconv.FormatUint(e, 10), 10*time.Second, func() bool { return len(d.snapshot()) == i })
+		testenv.WaitFor(t, "the purge of epoch "+strconv.FormatUint(e, 10), testenv.Patience, func() bool { return len(d.snapshot()) == i })
 		c := d.snapshot()[i-1]
 		if c.epoch != e || len(c.tags) != 4 || c.tags[0] != "lists" || c.header.Get("Surrogate-Key") != "lists stats agents confirmed" ||
 			c.header.Get("Authorization") != "Bearer s3cret" {
@@ -126,7 +126,7 @@ func TestBurstIsOneCall(t *testing.T) {
 	testenv.Must(t, err, "purger")
 	defer p.Close()
 	p.Epoch(1)
-	testenv.WaitFor(t, "the first call", 10*time.Second, func() bool { return len(d.snapshot()) == 1 })
+	testenv.WaitFor(t, "the first call", testenv.Patience, func() bool { return len(d.snapshot()) == 1 })
 	for e := uint64(2); e <= 50; e++ {
 		p.Epoch(e)
 	}
@@ -135,7 +135,7 @@ func TestBurstIsOneCall(t *testing.T) {
 	close(d.hold)
 	d.hold = nil
 	d.mu.Unlock()
-	testenv.WaitFor(t, "the second call", 10*time.Second, func() bool { return len(d.snapshot()) == 2 })
+	testenv.WaitFor(t, "the second call", testenv.Patience, func() bool { return len(d.snapshot()) == 2 })
 	p.Close()
 	calls := d.snapshot()
 	if len(calls) != 2 || calls[0].epoch != 1 || calls[1].epoch != 50 {
@@ -159,7 +159,7 @@ func TestFailuresAreRetriedThenGivenUp(t *testing.T) {
 	p, err := New(Config{URL: d.srv.URL, MinInterval: -1, Retries: 3, Registerer: reg})
 	testenv.Must(t, err, "purger")
 	p.Epoch(9)
-	testenv.WaitFor(t, "two failures then a success", 10*time.Second, func() bool { return value(p.m.epoch) == 9 })
+	testenv.WaitFor(t, "two failures then a success", testenv.Patience, func() bool { return value(p.m.epoch) == 9 })
 	if calls := d.snapshot(); len(calls) != 3 || value(p.m.calls.WithLabelValues("error")) != 2 {
 		t.Fatalf("%d calls, %v errors", len(calls), value(p.m.calls.WithLabelValues("error")))
 	}
@@ -174,7 +174,7 @@ func TestFailuresAreRetriedThenGivenUp(t *testing.T) {
 	testenv.Must(t, err, "purger")
 	defer q.Close()
 	q.Epoch(3)
-	testenv.WaitFor(t, "the purge given up", 10*time.Second, func() bool { return value(q.m.givenUp) == 1 })
+	testenv.WaitFor(t, "the purge given up", testenv.Patience, func() bool { return value(q.m.givenUp) == 1 })
 	if n := len(hang.snapshot()); n != 2 {
 		t.Fatalf("%d calls, want 2 (one retry)", n)
 	}
@@ -188,7 +188,7 @@ func TestCloseSendsWhatIsPending(t *testing.T) {
 	p, err := New(Config{URL: d.srv.URL, MinInterval: time.Hour})
 	testenv.Must(t, err, "purger")
 	p.Epoch(1)
-	testenv.WaitFor(t, "the first call", 10*time.Second, func() bool { return len(d.snapshot()) == 1 })
+	testenv.WaitFor(t, "the first call", testenv.Patience, func() bool { return len(d.snapshot()) == 1 })
 	p.Epoch(2) // waits an hour for its turn
 	p.Close()
 	if calls := d.snapshot(); len(calls) != 2 || calls[1].epoch != 2 {

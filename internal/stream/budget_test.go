@@ -32,10 +32,10 @@ func (x *harness) behindTheRing() (string, []string) {
 			ids = append(ids, cursorOf(a))
 		}
 	}
-	testenv.WaitFor(x.t, "the hub read every row", 20*time.Second, func() bool {
+	testenv.WaitForState(x.t, "the hub read every row", testenv.Patience, func() (bool, string) {
 		x.hub.mu.RLock()
 		defer x.hub.mu.RUnlock()
-		return len(x.hub.ring) == ringSize
+		return len(x.hub.ring) == ringSize, fmt.Sprintf("%d rows in the ring of %d", len(x.hub.ring), ringSize)
 	})
 	return cursorOf(first), ids
 }
@@ -53,6 +53,37 @@ func (x *harness) neverReading(cursor string) net.Conn {
 	_, err = fmt.Fprintf(c, "GET /api/v1/attestations/stream HTTP/1.1\r\nHost: x\r\nLast-Event-ID: %s\r\n\r\n", cursor)
 	testenv.Must(x.t, err, "send")
 	return c
+}
+
+// blocked counts the streams that hold part of the node's budget, and
+// those of them whose write has been blocked on their client for longer
+// than d.
+func (x *harness) blocked(d time.Duration) (blocked, holding int) {
+	limit := time.Now().Add(-d).UnixNano()
+	x.h.mu.Lock()
+	defer x.h.mu.Unlock()
+	for s := range x.h.live {
+		if s.holds.Load() == 0 {
+			continue
+		}
+		holding++
+		if w := s.writing.Load(); w != 0 && w < limit {
+			blocked++
+		}
+	}
+	return blocked, holding
+}
+
+// waitBlocked waits until every stream holding part of the budget has had
+// its write blocked on its client for longer than d: the event the budget
+// tests wait for before they measure or ask for room (how long it takes
+// depends on the machine's load, so no fixed pause stands for it).
+func (x *harness) waitBlocked(what string, d time.Duration) {
+	x.t.Helper()
+	testenv.WaitForState(x.t, what, testenv.Patience, func() (bool, string) {
+		b, h := x.blocked(d)
+		return h > 0 && b == h, fmt.Sprintf("%d of the %d streams holding budget blocked for over %s", b, h, d)
+	})
 }
 
 // liveHeap is the heap's live bytes after two collections (the second
@@ -82,11 +113,15 @@ func TestNeverReadingCatchUpStaysWithinBudget(t *testing.T) {
 	for range streams {
 		x.neverReading(cursor)
 	}
-	testenv.WaitFor(t, "streams answered", 20*time.Second, func() bool {
-		return x.h.Open()+int(testutil.ToFloat64(x.h.m.ended.WithLabelValues("budget"))) >= streams
+	testenv.WaitForState(t, "streams answered", testenv.Patience, func() (bool, string) {
+		open, shed := x.h.Open(), int(testutil.ToFloat64(x.h.m.ended.WithLabelValues("budget")))
+		return open+shed >= streams, fmt.Sprintf("%d open, %d ended for the budget", open, shed)
 	})
+	// Every stream has filled its socket and blocked, or was ended: what
+	// they hold is at its most from here on.
+	x.waitBlocked("every stream holding budget blocked on its client", 0)
 	var most int64
-	for range 60 { // 3 s: every stream has filled its socket and blocked, or was ended
+	for range 60 { // 3 s of samples of what they hold
 		most = max(most, x.h.Buffered())
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -130,14 +165,16 @@ func (x *harness) fillBudget(cursor string, streams int) []net.Conn {
 	full := x.h.budget.max*3/4 - minCatchUp
 	var held int64
 	var open, same int
-	testenv.WaitFor(x.t, "the catch-up share of the budget full and settled", 20*time.Second, func() bool {
+	testenv.WaitForState(x.t, "the catch-up share of the budget full and settled", testenv.Patience, func() (bool, string) {
 		time.Sleep(50 * time.Millisecond)
 		if b, o := x.h.Buffered(), x.h.Open(); b != held || o != open {
 			held, open, same = b, o, 0
 		} else {
 			same++
 		}
-		return held > full && same >= 10
+		blocked, holding := x.blocked(0)
+		return held > full && same >= 10 && blocked == holding,
+			fmt.Sprintf("%d bytes held (full past %d) by %d streams of which %d blocked on their client, %d open, unchanged for %d checks", held, full, holding, blocked, open, same)
 	})
 	return cs
 }
@@ -198,7 +235,7 @@ func TestBufferFullIsAResumableErrorEvent(t *testing.T) {
 			return nil
 		})
 	}()
-	testenv.WaitFor(t, "the client shed", 20*time.Second, func() bool { return testutil.ToFloat64(x.h.m.ended.WithLabelValues("budget")) > shedBefore })
+	testenv.WaitFor(t, "the client shed", testenv.Patience, func() bool { return testutil.ToFloat64(x.h.m.ended.WithLabelValues("budget")) > shedBefore })
 	for _, c := range hogs { // the never-reading clients go: room comes back
 		c.Close()
 	}
@@ -210,7 +247,7 @@ func TestBufferFullIsAResumableErrorEvent(t *testing.T) {
 			seen = append(seen, id)
 		case err := <-done:
 			t.Fatalf("Stream returned %v after %d events", err, len(seen))
-		case <-time.After(60 * time.Second):
+		case <-time.After(testenv.Patience):
 			t.Fatalf("got %d of %d events", len(seen), len(want))
 		}
 	}
@@ -292,7 +329,7 @@ func TestBlockedStreamsEndedForReaders(t *testing.T) {
 	cursor, ids := x.behindTheRing()
 	x.fillBudget(cursor, 24)
 	before := testutil.ToFloat64(x.h.m.ended.WithLabelValues("budget"))
-	time.Sleep(400 * time.Millisecond) // every write of theirs is blocked past evictAfter by now
+	x.waitBlocked("every write of theirs blocked past evictAfter", 300*time.Millisecond)
 	r, resp := x.open("", http.Header{"Last-Event-ID": {cursor}})
 	if r == nil {
 		t.Fatalf("status %d", resp.StatusCode)

@@ -65,16 +65,7 @@ func newHarnessWith(t *testing.T, cfg Config, configure func(*apptest.Env, *app.
 
 func (x *harness) waitReady() {
 	x.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, ok := x.hub.position(); ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			x.t.Fatal("hub not ready within 10 s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.WaitFor(x.t, "hub ready", testenv.Patience, func() bool { _, ok := x.hub.position(); return ok })
 }
 
 // add applies n new attestations (of agent i % agents) in one batch and
@@ -191,10 +182,10 @@ func (r *sseReader) mustNext(t *testing.T) event {
 	go func() { e, err = r.nextEvent(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(testenv.Patience):
 		r.resp.Body.Close()
 		<-done
-		t.Fatalf("no event within 20 s")
+		t.Fatalf("no event within %s", testenv.Patience)
 	}
 	if err != nil {
 		t.Fatalf("read event: %v", err)

@@ -109,7 +109,7 @@ func TestHostileRequests(t *testing.T) {
 		}
 	}
 	t.Logf("%d hostile requests", len(cases))
-	testenv.WaitFor(t, "every stream of the matrix closed", 20*time.Second, func() bool { return x.h.Open() == 0 })
+	testenv.WaitFor(t, "every stream of the matrix closed", testenv.Patience, func() bool { return x.h.Open() == 0 })
 
 	// Many streams: the cap holds, X-Forwarded-For from an untrusted peer
 	// does not dodge it, and half-open connections (the client shut its
@@ -118,14 +118,14 @@ func TestHostileRequests(t *testing.T) {
 	for range 3 {
 		held = append(held, x.rawConn("", ""))
 	}
-	testenv.WaitFor(t, "three streams", 20*time.Second, func() bool { return x.h.Open() == 3 })
+	testenv.WaitFor(t, "three streams", testenv.Patience, func() bool { return x.h.Open() == 3 })
 	status, _, body := x.rawAnswer(t, req("", "X-Forwarded-For: 203.0.113.9\r\n"))
 	if !strings.HasPrefix(status, "429") || !strings.Contains(body, "RATE_LIMITED") {
 		t.Fatalf("a fourth stream with a spoofed X-Forwarded-For: %s %s", status, body)
 	}
 	held[0].(*net.TCPConn).CloseWrite() // half-closed
 	held[1].Close()
-	testenv.WaitFor(t, "slots of closed connections given back", 20*time.Second, func() bool { return x.h.Open() == 1 })
+	testenv.WaitFor(t, "slots of closed connections given back", testenv.Patience, func() bool { return x.h.Open() == 1 })
 }
 
 // padded encodes a cursor whose base64 needs padding, with the padding.

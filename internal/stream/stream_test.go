@@ -246,7 +246,7 @@ func TestPerIPCap(t *testing.T) {
 		t.Fatalf("third stream: %d %s", resp.StatusCode, body)
 	}
 	a.resp.Body.Close()
-	testenv.WaitFor(t, "the closed stream's slot given back", 20*time.Second, func() bool { return x.h.Open() == 1 })
+	testenv.WaitFor(t, "the closed stream's slot given back", testenv.Patience, func() bool { return x.h.Open() == 1 })
 	if c, resp := x.open("", nil); c == nil {
 		t.Fatalf("after one closed: %d", resp.StatusCode)
 	}
@@ -268,14 +268,14 @@ func TestSlowReaderDropped(t *testing.T) {
 	if _, err := io.WriteString(c, "GET /api/v1/attestations/stream HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, "stream open", 20*time.Second, func() bool { return x.h.Open() == 1 })
+	testenv.WaitFor(t, "stream open", testenv.Patience, func() bool { return x.h.Open() == 1 })
 	for i := 0; testutil.ToFloat64(x.h.m.dropped) == 0; i++ {
 		if i == 200 {
 			t.Fatal("a client that never reads was not dropped after 20,000 attestations")
 		}
 		x.add(100, i, attestation.Confirmed)
 	}
-	testenv.WaitFor(t, "dropped stream closed", 20*time.Second, func() bool { return x.h.Open() == 0 })
+	testenv.WaitFor(t, "dropped stream closed", testenv.Patience, func() bool { return x.h.Open() == 0 })
 	x.hub.mu.RLock()
 	n := len(x.hub.ring)
 	x.hub.mu.RUnlock()
@@ -349,7 +349,7 @@ func TestHeartbeatLifetimeAndDrain(t *testing.T) {
 	if !sawComment {
 		t.Fatal("no heartbeat comment")
 	}
-	testenv.WaitFor(t, "lifetime end counted", 20*time.Second, func() bool { return testutil.ToFloat64(x.h.m.ended.WithLabelValues("lifetime")) == 1 })
+	testenv.WaitFor(t, "lifetime end counted", testenv.Patience, func() bool { return testutil.ToFloat64(x.h.m.ended.WithLabelValues("lifetime")) == 1 })
 
 	r, _ = x.open("", nil)
 	x.hub.Drain()
@@ -408,7 +408,7 @@ func TestGoClientResumes(t *testing.T) {
 			return nil
 		})
 	}()
-	testenv.WaitFor(t, "client connected", 20*time.Second, func() bool { return x.h.Open() == 1 })
+	testenv.WaitFor(t, "client connected", testenv.Patience, func() bool { return x.h.Open() == 1 })
 	var want []string
 	// Attestations keep arriving until the server has ended two streams
 	// (each resumed by the client).
@@ -505,7 +505,7 @@ func TestRateAndConnectionLimits(t *testing.T) {
 	// Then one kept-alive connection for the reads: with stream b, the
 	// cap's two.
 	reads := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1}}
-	testenv.WaitFor(t, "stream a's connection given back", 20*time.Second, func() bool {
+	testenv.WaitFor(t, "stream a's connection given back", testenv.Patience, func() bool {
 		status, body := get(reads)
 		if status == http.StatusOK {
 			return true
@@ -564,7 +564,7 @@ func TestMissedAnnouncementsStillDelivered(t *testing.T) {
 	t.Cleanup(hub.Close)
 	h := New(Options{Hub: hub})
 	node := x.env.StartNode(t, apptest.NodeOptions{Routes: func(a *app.API) { a.SetStream(h.Serve) }})
-	testenv.WaitFor(t, "deaf hub ready", 20*time.Second, func() bool { _, ok := hub.position(); return ok })
+	testenv.WaitFor(t, "deaf hub ready", testenv.Patience, func() bool { _, ok := hub.position(); return ok })
 	req, _ := http.NewRequest(http.MethodGet, node.URL+"/attestations/stream", nil)
 	resp, err := streamClient.Do(req)
 	testenv.Must(t, err, "open")
@@ -616,7 +616,7 @@ func TestRemovedBeforeSent(t *testing.T) {
 	t.Cleanup(hub.Close)
 	h := New(Options{Hub: hub})
 	node := x.env.StartNode(t, apptest.NodeOptions{Routes: func(a *app.API) { a.SetStream(h.Serve) }})
-	testenv.WaitFor(t, "second hub ready", 20*time.Second, func() bool { _, ok := hub.position(); return ok })
+	testenv.WaitFor(t, "second hub ready", testenv.Patience, func() bool { _, ok := hub.position(); return ok })
 	req, _ := http.NewRequest(http.MethodGet, node.URL+"/attestations/stream?after="+cursorOf(first), nil)
 	resp, err := streamClient.Do(req)
 	testenv.Must(t, err, "open")

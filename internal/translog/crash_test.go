@@ -142,7 +142,7 @@ func TestLeaderChange(t *testing.T) {
 		return m
 	}
 	a, b := start("appA"), start("appB")
-	testenv.WaitFor(t, "a leader", 20*time.Second, func() bool { return a.a.IsLeader() || b.a.IsLeader() })
+	testenv.WaitFor(t, "a leader", testenv.Patience, func() bool { return a.a.IsLeader() || b.a.IsLeader() })
 	leader, other := a, b
 	if b.a.IsLeader() {
 		leader, other = b, a

@@ -3,10 +3,10 @@ package translog_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/testing/apptest"
@@ -122,22 +122,19 @@ func TestProofAnswerVerifiesAndStates(t *testing.T) {
 	_ = testenv.Must
 }
 
-// waitCheckpoint waits (5 s at most) until the node serves a checkpoint
-// of at least size.
+// waitCheckpoint waits until the node serves a checkpoint of at least
+// size.
 func waitCheckpoint(t *testing.T, n *apptest.Node, size int64) string {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var body string
+	testenv.WaitForState(t, fmt.Sprintf("a checkpoint of size %d", size), testenv.Patience, func() (bool, string) {
 		r := n.GetRoot(t, "/log/checkpoint")
-		if r.Status == http.StatusOK {
-			c, err := logformat.ParseCheckpoint(string(r.Body))
-			if err == nil && c.Size >= size {
-				return string(r.Body)
-			}
+		body = string(r.Body)
+		if r.Status != http.StatusOK {
+			return false, fmt.Sprintf("%d %s", r.Status, r.Body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no checkpoint of size %d within 5 s: %d %s", size, r.Status, r.Body)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		c, err := logformat.ParseCheckpoint(body)
+		return err == nil && c.Size >= size, fmt.Sprintf("%d %s", r.Status, r.Body)
+	})
+	return body
 }

@@ -121,13 +121,10 @@ func TestSupersededCheckpointsWhileAWitnessCallIsInFlight(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	want := le.count(t, `SELECT count(*) FROM attestations WHERE finalized`)
-	deadline := time.Now().Add(40 * time.Second)
-	for le.count(t, sprintf(`SELECT count(*) FROM log_checkpoints WHERE size = %d AND cosignatures = 2`, want)) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the newest checkpoint (size %d) was not cosigned by both witnesses within 40 s; the held witness was sent %+v", want, proxy.requests())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.WaitForState(t, sprintf("the newest checkpoint (size %d) cosigned by both witnesses", want), testenv.Patience, testenv.Every(50*time.Millisecond, func() (bool, string) {
+		done := le.count(t, sprintf(`SELECT count(*) FROM log_checkpoints WHERE size = %d AND cosignatures = 2`, want)) > 0
+		return done, sprintf("the held witness was sent %+v", proxy.requests())
+	}))
 	waitCheckpoint(t, node, want)
 
 	reqs := proxy.requests()

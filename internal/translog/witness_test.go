@@ -112,14 +112,13 @@ func TestTwoLitewitnessesCosignEveryCheckpoint(t *testing.T) {
 		time.Sleep(150 * time.Millisecond)
 	}
 	want := le.count(t, `SELECT count(*) FROM attestations WHERE finalized`)
-	deadline := time.Now().Add(30 * time.Second)
-	for le.count(t, sprintf(`SELECT count(*) FROM log_checkpoints WHERE size = %d AND cosignatures = 2`, want)) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the checkpoint of all %d leaves was not cosigned by both witnesses within 30 s (%d checkpoints, cosignatures %d)", want,
-				le.count(t, `SELECT count(*) FROM log_checkpoints`), le.count(t, `SELECT coalesce(max(cosignatures), 0) FROM log_checkpoints`))
+	testenv.WaitForState(t, sprintf("the checkpoint of all %d leaves cosigned by both witnesses", want), testenv.Patience, testenv.Every(50*time.Millisecond, func() (bool, string) {
+		if le.count(t, sprintf(`SELECT count(*) FROM log_checkpoints WHERE size = %d AND cosignatures = 2`, want)) > 0 {
+			return true, ""
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false, sprintf("%d checkpoints, cosignatures %d", le.count(t, `SELECT count(*) FROM log_checkpoints`),
+			le.count(t, `SELECT coalesce(max(cosignatures), 0) FROM log_checkpoints`))
+	}))
 	// Every checkpoint signed got both: witnesses are never skipped while
 	// they answer (a checkpoint signed while a call was under way is sent
 	// next; none is left without).
@@ -280,16 +279,14 @@ func TestWitnessShownAForkRefuses(t *testing.T) {
 	runAppender(t, le, cfg, &logs, reg)
 	le.bulk(t, 100, attestation.Finalized)
 
-	deadline := time.Now().Add(30 * time.Second)
 	// The refusal is logged, then recorded (what /health reads): wait for both.
 	recorded := sprintf(`SELECT count(*) FROM log_witnesses WHERE witness = '%s' AND coalesce(error, '') <> ''`, ws[1].VerifierKey)
-	for !strings.Contains(logs.String(), "REFUSED") || le.count(t, recorded) == 0 ||
-		le.count(t, `SELECT count(*) FROM log_checkpoints WHERE size = 100 AND cosignatures = 1`) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("within 30 s: no refusal logged, or the real checkpoint not cosigned by the first witness; logs:\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.WaitForState(t, "the refusal logged and recorded, and the real checkpoint cosigned by the first witness", testenv.Patience,
+		testenv.Every(50*time.Millisecond, func() (bool, string) {
+			logged, rec := strings.Contains(logs.String(), "REFUSED"), le.count(t, recorded)
+			cosigned := le.count(t, `SELECT count(*) FROM log_checkpoints WHERE size = 100 AND cosignatures = 1`)
+			return logged && rec > 0 && cosigned > 0, sprintf("refusal logged %t, recorded %d, cosigned once %d; logs:\n%s", logged, rec, cosigned, logs.String())
+		}))
 	var werr string
 	testenv.Must(t, le.st.Pool().QueryRow(context.Background(), `SELECT coalesce(error, '') FROM log_witnesses WHERE witness = $1`,
 		ws[1].VerifierKey).Scan(&werr), "witness state")

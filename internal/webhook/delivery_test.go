@@ -94,7 +94,7 @@ func TestDeliversSignedEventsToMatchingWebhooks(t *testing.T) {
 		id, _ := d.event(t)
 		sent[d.Header.Get("webhook-id")] = id
 	}
-	testenv.WaitFor(t, "the log", 10*time.Second, func() bool { _, n := h.log(t, key, wAll.ID, ""); return n >= len(wantAll) })
+	testenv.WaitFor(t, "the log", testenv.Patience, func() bool { _, n := h.log(t, key, wAll.ID, ""); return n >= len(wantAll) })
 	entries, total := h.log(t, key, wAll.ID, "?limit=100")
 	if total != len(wantAll) {
 		t.Errorf("log has %d attempts, want %d", total, len(wantAll))
@@ -135,7 +135,7 @@ func TestRetriesUntilTheReceiverAccepts(t *testing.T) {
 			t.Errorf("attempt %d carries %s", i+1, id)
 		}
 	}
-	testenv.WaitFor(t, "the log", 10*time.Second, func() bool {
+	testenv.WaitFor(t, "the log", testenv.Patience, func() bool {
 		e, n := h.log(t, key, w.ID, "")
 		return n == 3 && e[0].DeliveryStatus == "succeeded"
 	})
@@ -251,7 +251,7 @@ func TestFailingWebhooksAreDeactivated(t *testing.T) {
 		t.Errorf("gone webhook: %+v", v)
 	}
 	// Nothing stays pending, and no more requests come.
-	testenv.WaitFor(t, "no pending delivery", 10*time.Second, func() bool {
+	testenv.WaitFor(t, "no pending delivery", testenv.Patience, func() bool {
 		var n int
 		testenv.Must(t, h.env.Store.Pool().QueryRow(context.Background(),
 			`SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'`).Scan(&n), "count")
@@ -293,10 +293,11 @@ func TestSlowReceiverDoesNotDelayHealthyOnes(t *testing.T) {
 	h.startWorker(t, cfg, "w1")
 	const n = 60
 	insertEvents(t, h.env.Store, n, agentA, "ToolCall")
-	// Each healthy delivery takes a millisecond; 10 s is room for a loaded
-	// machine, not for waiting on the slow receiver (its requests hang
-	// until released, far beyond).
-	testenv.WaitFor(t, "every event at the healthy receiver", 10*time.Second, func() bool { return len(healthy.eventIDs(t)) == n })
+	// Each healthy delivery takes a millisecond; half the delivery
+	// timeout is room for a loaded machine, not for waiting on the slow
+	// receiver (its requests hang until released, after this wait, or
+	// until that timeout ends them).
+	testenv.WaitFor(t, "every event at the healthy receiver", cfg.Timeout/2, func() bool { return len(healthy.eventIDs(t)) == n })
 	if got := hanging.Load(); got > int64(cfg.EndpointConcurrency) {
 		t.Fatalf("%d requests hang at the slow receiver, more than its %d senders", got, cfg.EndpointConcurrency)
 	}

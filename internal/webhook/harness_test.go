@@ -211,13 +211,10 @@ func (h *harness) verification(t *testing.T, key, id string) verificationView {
 func (h *harness) waitVerification(t *testing.T, key, id, want string) verificationView {
 	t.Helper()
 	var v verificationView
-	deadline := time.Now().Add(30 * time.Second)
-	for v = h.verification(t, key, id); v.Status != want; v = h.verification(t, key, id) {
-		if time.Now().After(deadline) {
-			t.Fatalf("verification of %s: not %s within 30s: %+v (error %v)", id, want, v, deref(v.Error))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitForState(t, fmt.Sprintf("verification of %s %s", id, want), testenv.Patience, func() (bool, string) {
+		v = h.verification(t, key, id)
+		return v.Status == want, fmt.Sprintf("%+v (error %v)", v, deref(v.Error))
+	})
 	return v
 }
 

@@ -208,7 +208,23 @@ func TestLaneBooking(t *testing.T) {
 		}
 		return true
 	}
-	if waiting(tasks[0]) {
+	// returns: tk does not wait. Its call returns before bookingWait
+	// could have ended it (three quarters of it: a call that waits for
+	// its turn returns no sooner than bookingWait), however long short
+	// of that the machine's load makes it take.
+	returns := func(tk *task) bool {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan struct{})
+		go func() { d.awaitBooking(ctx, tk); close(done) }()
+		select {
+		case <-done:
+			return true
+		case <-time.After(bookingWait * 3 / 4):
+			return false
+		}
+	}
+	if !returns(tasks[0]) {
 		t.Fatal("the first job waits")
 	}
 	if !waiting(tasks[2]) {
@@ -238,7 +254,7 @@ func TestLaneBooking(t *testing.T) {
 		t.Fatalf("turn %d, passed %v after jobs 5 and 4 asked before job 3", l.turn, l.passed)
 	}
 	d.booked(tasks[2])
-	if l.turn != 5 || len(l.passed) != 0 || waiting(tasks[5]) {
+	if l.turn != 5 || len(l.passed) != 0 || !returns(tasks[5]) {
 		t.Fatalf("turn %d, passed %v after jobs 3, 4 and 5 asked", l.turn, l.passed)
 	}
 	d.booked(tasks[0]) // again, long after: nothing
@@ -247,7 +263,7 @@ func TestLaneBooking(t *testing.T) {
 	}
 	free := &task{} // recovered: no lane
 	d.booked(free)
-	if waiting(free) {
+	if !returns(free) {
 		t.Fatal("a job without a lane waits")
 	}
 	// A job whose earlier ones never ask (their worker is stopping)

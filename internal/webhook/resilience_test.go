@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -22,8 +23,7 @@ import (
 // waitAll waits until the receiver got every event of ids at least once.
 func waitAll(t *testing.T, rc *receiver, ids []int64, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	testenv.WaitForState(t, "every event at the receiver", within, testenv.Every(50*time.Millisecond, func() (bool, string) {
 		got := rc.eventIDs(t)
 		missing := 0
 		for _, id := range ids {
@@ -31,14 +31,8 @@ func waitAll(t *testing.T, rc *receiver, ids []int64, within time.Duration) {
 				missing++
 			}
 		}
-		if missing == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d events never arrived within %s", missing, len(ids), within)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return missing == 0, fmt.Sprintf("%d of %d events missing", missing, len(ids))
+	}))
 }
 
 // TestRedisRestartLosesNothing: Redis dies mid-delivery and comes back

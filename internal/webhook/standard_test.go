@@ -153,9 +153,7 @@ func TestRotationOverlap(t *testing.T) {
 	before := len(rc.deliveries())
 	insertEvents(t, h.env.Store, 5, agentA, "ToolCall")
 	testenv.WaitFor(t, "deliveries during the overlap", 30*time.Second, func() bool { return len(rc.deliveries()) >= before+5 })
-	for time.Now().Before(expires.Add(1500 * time.Millisecond)) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	time.Sleep(time.Until(expires.Add(1500 * time.Millisecond))) // the overlap is over
 	mid := len(rc.deliveries())
 	insertEvents(t, h.env.Store, 3, agentA, "ToolCall")
 	testenv.WaitFor(t, "deliveries after the overlap", 30*time.Second, func() bool { return len(rc.deliveries()) >= mid+3 })

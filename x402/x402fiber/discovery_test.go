@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -418,20 +419,16 @@ func TestReused402FollowsHintAndResource(t *testing.T) {
 	}
 	f.chain.AdvanceSlots(5)
 	want := f.chain.LatestBlockhash().String()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.WaitForState(t, "402s name the chain's new blockhash", testenv.Patience, testenv.Every(100*time.Millisecond, func() (bool, string) {
 		pr := n.challenge(t, http.MethodGet, path, nil)
-		if pr.Accepts[0].Extra.RecentBlockhash == want {
-			if pr.Resource.URL != first.Resource.URL {
-				t.Fatalf("resource moved: %s, want %s", pr.Resource.URL, first.Resource.URL)
-			}
-			break
+		if pr.Accepts[0].Extra.RecentBlockhash != want {
+			return false, fmt.Sprintf("402s still name %s, the chain is at %s", pr.Accepts[0].Extra.RecentBlockhash, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("402s still name %s after the chain moved to %s", pr.Accepts[0].Extra.RecentBlockhash, want)
+		if pr.Resource.URL != first.Resource.URL {
+			t.Fatalf("resource moved: %s, want %s", pr.Resource.URL, first.Resource.URL)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return true, ""
+	}))
 	// Another agent: its own resource and bazaar path value, not the
 	// reused bytes of the first.
 	var other string

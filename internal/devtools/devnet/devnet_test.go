@@ -12,6 +12,7 @@ import (
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/prova"
+	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/programs/token"
 	"github.com/gagliardetto/solana-go/rpc"
@@ -617,13 +618,7 @@ func TestLaggingNodeAndForkInsert(t *testing.T) {
 	if getOrNil(hidden) != nil || known(hidden) || getOrNil(shown) == nil || listed()[1] != hidden {
 		t.Fatal("the next transaction was not hidden (and listed), or the one after was")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for getOrNil(hidden) == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("hidden for 300 ms, still hidden after 5 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitFor(t, "the transaction hidden for 300 ms shown", testenv.Patience, func() bool { return getOrNil(hidden) != nil })
 	if !known(hidden) {
 		t.Fatal("status still hidden after the period")
 	}

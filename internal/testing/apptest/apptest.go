@@ -1,6 +1,7 @@
 package apptest
 
 import (
+	"fmt"
 	"github.com/attestd/attestd/internal/tracing"
 
 	"context"
@@ -193,18 +194,12 @@ var httpClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transp
 func (n *Node) SettleEpoch(t testing.TB) {
 	t.Helper()
 	key := n.prefix + "epoch"
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testenv.WaitForState(t, "the node's epoch settled", testenv.Patience, func() (bool, string) {
 		want, err := n.Redis.Get(context.Background(), key).Uint64()
 		if err != nil && err != redis.Nil {
 			t.Fatalf("read epoch: %v", err)
 		}
-		if n.Cache.Epoch() >= want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node epoch %d, announced %d: not settled within 5 s", n.Cache.Epoch(), want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		e := n.Cache.Epoch()
+		return e >= want, fmt.Sprintf("node epoch %d, announced %d", e, want)
+	})
 }

@@ -258,6 +258,12 @@ func send(ctx context.Context, client *http.Client, base string, c Case) (int, h
 // it, when a connection that had to close after the answer did not.
 const stayedOpen = "X-Hostile-Stayed-Open"
 
+// closeWait is how long sendRaw waits for the node to close a connection
+// that had to close after the answer: generous, for a loaded machine, and
+// well short of the node's idle timeout (90 s), past which it would close
+// a connection kept open all the same.
+const closeWait = 30 * time.Second
+
 // sendRaw writes raw on a fresh connection and reads one answer; with
 // closes, it then checks that the node closed the connection.
 func sendRaw(ctx context.Context, base, raw string, closes bool) (int, http.Header, []byte, error) {
@@ -283,11 +289,11 @@ func sendRaw(ctx context.Context, base, raw string, closes bool) (int, http.Head
 	defer res.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
 	if err == nil && closes {
-		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_ = conn.SetReadDeadline(time.Now().Add(closeWait))
 		if _, rerr := br.ReadByte(); rerr == nil {
 			res.Header.Set(stayedOpen, "it answered again")
 		} else if ne, ok := rerr.(net.Error); ok && ne.Timeout() {
-			res.Header.Set(stayedOpen, "still open after 5 s")
+			res.Header.Set(stayedOpen, "still open after "+closeWait.String())
 		}
 	}
 	return res.StatusCode, res.Header, b, err

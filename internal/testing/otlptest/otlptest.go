@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/attestd/attestd/internal/tracing"
 	collpb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -183,20 +184,17 @@ func (r *Receiver) Enable(t testing.TB, role string) (flush func()) {
 // WaitFor waits up to d for a span matching ok and returns it.
 func (r *Receiver) WaitFor(t testing.TB, d time.Duration, what string, ok func(Span) bool) Span {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
+	var found Span
+	testenv.WaitForState(t, "a "+what+" span", d, func() (bool, string) {
+		var names []string
 		for _, s := range r.Spans() {
 			if ok(s) {
-				return s
+				found = s
+				return true, ""
 			}
+			names = append(names, s.Name)
 		}
-		if time.Now().After(deadline) {
-			var names []string
-			for _, s := range r.Spans() {
-				names = append(names, s.Name)
-			}
-			t.Fatalf("no %s span within %s; received: %s", what, d, strings.Join(names, ", "))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false, "received: " + strings.Join(names, ", ")
+	})
+	return found
 }

@@ -253,27 +253,20 @@ func OwnReplicated(tb testing.TB) Replicated {
 func (r Replicated) PauseReplay(tb testing.TB) {
 	tb.Helper()
 	r.replay(tb, "SELECT pg_wal_replay_pause()")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience+time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, r.ReplicaURL)
 	if err != nil {
 		tb.Fatalf("connect replica: %v", err)
 	}
 	defer conn.Close(ctx)
-	for {
+	WaitForState(tb, "replay paused", Patience, func() (bool, string) {
 		var state string
 		if err := conn.QueryRow(ctx, "SELECT pg_get_wal_replay_pause_state()").Scan(&state); err != nil {
 			tb.Fatalf("replay pause state: %v", err)
 		}
-		if state == "paused" {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			tb.Fatalf("replay not paused within 30 s (state %s)", state)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+		return state == "paused", "state " + state
+	})
 }
 
 // ResumeReplay resumes WAL replay on the replica.

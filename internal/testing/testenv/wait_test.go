@@ -3,6 +3,7 @@ package testenv
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -69,5 +70,68 @@ func TestWaitFor(t *testing.T) {
 				t.Errorf("returned %s, but the wait took %s", took, elapsed)
 			}
 		})
+	}
+}
+
+// deadlineRecorder is a fatalRecorder run by a test binary whose deadline
+// is at.
+type deadlineRecorder struct {
+	fatalRecorder
+	at time.Time
+}
+
+func (r *deadlineRecorder) Deadline() (time.Time, bool) { return r.at, true }
+
+// wait runs WaitForState on rec in a goroutine of its own (its Fatalf
+// ends the goroutine) and returns how long the wait took.
+func wait(rec testing.TB, within time.Duration, cond func() (bool, string)) time.Duration {
+	start := time.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		WaitForState(rec, "the thing", within, cond)
+	}()
+	<-done
+	return time.Since(start)
+}
+
+func TestWaitForStateNamesTheLastState(t *testing.T) {
+	rec := &fatalRecorder{TB: t}
+	checks := 0
+	wait(rec, 30*time.Millisecond, func() (bool, string) {
+		checks++
+		return false, fmt.Sprintf("%d rows", checks)
+	})
+	if want := fmt.Sprintf("the thing: not within 30ms; last seen: %d rows", checks); rec.msg != want {
+		t.Fatalf("failure %q, want %q", rec.msg, want)
+	}
+
+	rec = &fatalRecorder{TB: t}
+	wait(rec, time.Second, func() (bool, string) { return true, "done" })
+	if rec.msg != "" {
+		t.Fatalf("a condition that holds failed: %q", rec.msg)
+	}
+}
+
+func TestWaitForStateGivesUpBeforeTheTestDeadline(t *testing.T) {
+	rec := &deadlineRecorder{fatalRecorder: fatalRecorder{TB: t}, at: time.Now().Add(reportMargin + 50*time.Millisecond)}
+	took := wait(rec, Patience, func() (bool, string) { return false, "stuck" })
+	if took > 5*time.Second {
+		t.Errorf("waited %s, past the test binary's deadline less the margin", took)
+	}
+	if !strings.Contains(rec.msg, "the test binary's deadline near; last seen: stuck") {
+		t.Errorf("failure %q, want it to name the deadline and the state", rec.msg)
+	}
+}
+
+func TestEveryPacesTheChecks(t *testing.T) {
+	checks := 0
+	start := time.Now()
+	WaitForState(t, "the fifth check", time.Minute, Every(20*time.Millisecond, func() (bool, string) {
+		checks++
+		return checks == 5, ""
+	}))
+	if took := time.Since(start); took < 4*20*time.Millisecond {
+		t.Fatalf("five checks paced 20 ms apart took %s", took)
 	}
 }
