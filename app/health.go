@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/attestd/attestd/internal/httpapi"
+
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/buildinfo"
 	"github.com/attestd/attestd/internal/httpcache"
@@ -117,7 +119,7 @@ func (a *API) defaultIndexerStatus(ctx context.Context) (IndexerStatus, error) {
 }
 
 func (a *API) health(c *fiber.Ctx) error {
-	if _, err := QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 3*time.Second)

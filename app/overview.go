@@ -5,6 +5,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/attestd/attestd/internal/httpapi"
+
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/httpcache"
@@ -74,7 +76,7 @@ func perMinute(n int64, d time.Duration) float64 {
 }
 
 func (a *API) overview(c *fiber.Ctx) error {
-	if _, err := QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
 	how := cacheable{control: a.control.index, general: httpcache.KeyStats}

@@ -11,6 +11,7 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/devtools/seed"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/stream"
 	"github.com/attestd/attestd/internal/testing/apptest"
@@ -27,7 +28,7 @@ func TestEdgeStreamsUnbuffered(t *testing.T) {
 		t.Cleanup(hub.Close)
 		api.SetStream(stream.New(stream.Options{Hub: hub}).Serve)
 	}})
-	req, err := http.NewRequest(http.MethodGet, f.edge.URL+app.Prefix+"/attestations/stream", nil)
+	req, err := http.NewRequest(http.MethodGet, f.edge.URL+httpapi.Prefix+"/attestations/stream", nil)
 	testenv.Must(t, err, "request")
 	req.Header.Set("Accept-Encoding", "gzip")
 	var res *http.Response

@@ -19,6 +19,7 @@ import (
 	"github.com/attestd/attestd/internal/apikey"
 	"github.com/attestd/attestd/internal/devtools/devstack"
 	"github.com/attestd/attestd/internal/devtools/seed"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/premium"
 	"github.com/attestd/attestd/internal/store"
@@ -81,7 +82,7 @@ func (c *counter) get(pathQuery string) int {
 	if p, ok := strings.CutPrefix(pathQuery, "^"); ok {
 		return c.n[p] // below the root
 	}
-	return c.n[app.Prefix+pathQuery]
+	return c.n[httpapi.Prefix+pathQuery]
 }
 
 // fleet is two API nodes behind nginx run from deploy/nginx.conf.
@@ -184,7 +185,7 @@ var client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 
 func (f *fleet) do(t *testing.T, c *http.Client, method, pathQuery string, header map[string]string) answer {
 	t.Helper()
-	target := f.edge.URL + app.Prefix + pathQuery
+	target := f.edge.URL + httpapi.Prefix + pathQuery
 	if p, ok := strings.CutPrefix(pathQuery, "^"); ok {
 		target = f.edge.URL + p // below the root, not the API
 	}

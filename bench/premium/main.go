@@ -37,6 +37,7 @@ import (
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apikey"
 	"github.com/attestd/attestd/internal/devtools/seed"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/premium"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/gofiber/fiber/v2"
@@ -234,7 +235,7 @@ func (rg *rig) startNode(ctx context.Context, name string, cacheOff bool, memo i
 	}
 	go func() { _ = a.Fiber().Listener(ln) }()
 	rg.closers = append(rg.closers, func() { _ = a.Fiber().Shutdown(); c.Close() })
-	return &node{name: name, url: "http://" + ln.Addr().String() + app.Prefix, rec: rec}, nil
+	return &node{name: name, url: "http://" + ln.Addr().String() + httpapi.Prefix, rec: rec}, nil
 }
 
 // sampler returns a bulk-verify body of 1000 ids drawn (seeded) from

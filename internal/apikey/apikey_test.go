@@ -16,6 +16,7 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/apikey"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/testing/apptest"
 	"github.com/attestd/attestd/internal/testing/testenv"
@@ -109,7 +110,7 @@ func newKey(t *testing.T, svc *apikey.Service, account, label string) apikey.Cre
 // of the contract, so it is not checked against openapi.yaml).
 func seam(t *testing.T, kn *keyNode, key string) int {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodGet, app.Prefix+"/test/seam", nil)
+	req := httptest.NewRequest(http.MethodGet, httpapi.Prefix+"/test/seam", nil)
 	req.Header.Set("x-api-key", key)
 	res, err := kn.Fiber().Test(req, 5000)
 	testenv.Must(t, err, "request")
@@ -433,7 +434,7 @@ func TestMissingKeySeam(t *testing.T) {
 	kn := startNode(t, env, nodeOpt{onMissing: paid})
 	k := newKey(t, kn.svc, "acme", "")
 	do := func(h map[string]string) (int, string) {
-		req := httptest.NewRequest(http.MethodGet, app.Prefix+"/test/seam", nil)
+		req := httptest.NewRequest(http.MethodGet, httpapi.Prefix+"/test/seam", nil)
 		for name, v := range h {
 			req.Header.Set(name, v)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/jsonbody"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/gofiber/fiber/v2"
@@ -72,10 +73,10 @@ func (s *Service) createKey(c *fiber.Ctx) error {
 	if !ok {
 		return unauthorized(c, msgMissing)
 	}
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
-	body, err := app.Body(c, maxCreateBody)
+	body, err := httpapi.Body(c, maxCreateBody)
 	if err != nil {
 		return err
 	}
@@ -94,7 +95,7 @@ func (s *Service) createKey(c *fiber.Ctx) error {
 	case errors.Is(err, store.ErrNotFound):
 		return unauthorized(c, msgUnknown) // the account vanished under us
 	case err != nil:
-		return app.StoreError(err)
+		return httpapi.StoreError(err)
 	}
 	return c.Status(http.StatusCreated).JSON(struct {
 		Data CreatedView `json:"data"`
@@ -163,32 +164,32 @@ func (s *Service) listKeys(c *fiber.Ctx) error {
 	if !ok {
 		return unauthorized(c, msgMissing)
 	}
-	q, err := app.QueryParams(c, "limit", "offset")
+	q, err := httpapi.QueryParams(c, "limit", "offset")
 	if err != nil {
 		return err
 	}
 	v, present := q["limit"]
-	limit, err := app.ParseLimit(v, present, ListDefaultLimit, ListMaxLimit)
+	limit, err := httpapi.ParseLimit(v, present, ListDefaultLimit, ListMaxLimit)
 	if err != nil {
 		return err
 	}
 	v, present = q["offset"]
-	offset, err := app.ParseOffset(v, present, listMaxOffset)
+	offset, err := httpapi.ParseOffset(v, present, listMaxOffset)
 	if err != nil {
 		return err
 	}
 	keys, total, err := s.List(c.UserContext(), p.AccountID, limit, offset)
 	if err != nil {
-		return app.StoreError(err)
+		return httpapi.StoreError(err)
 	}
 	views := make([]KeyView, len(keys))
 	for i, k := range keys {
 		views[i] = View(k)
 	}
 	return c.JSON(struct {
-		Data       []KeyView      `json:"data"`
-		Pagination app.Pagination `json:"pagination"`
-	}{views, app.Pagination{Limit: limit, Offset: offset, Total: total}})
+		Data       []KeyView          `json:"data"`
+		Pagination httpapi.Pagination `json:"pagination"`
+	}{views, httpapi.Pagination{Limit: limit, Offset: offset, Total: total}})
 }
 
 func (s *Service) revokeKey(c *fiber.Ctx) error {
@@ -196,7 +197,7 @@ func (s *Service) revokeKey(c *fiber.Ctx) error {
 	if !ok {
 		return unauthorized(c, msgMissing)
 	}
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
 	prefix := c.Params("prefix")
@@ -212,7 +213,7 @@ func (s *Service) revokeKey(c *fiber.Ctx) error {
 		return apierror.NotFound(apierror.CodeKeyNotFound, "your account has no key with prefix %s", prefix)
 	}
 	if err != nil {
-		return app.StoreError(fmt.Errorf("revoke key: %w", err))
+		return httpapi.StoreError(fmt.Errorf("revoke key: %w", err))
 	}
 	return c.SendStatus(http.StatusNoContent)
 }

@@ -7,9 +7,9 @@ import (
 	"mime"
 	"net/http"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/jsonbody"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/gofiber/fiber/v2"
@@ -126,10 +126,10 @@ func canonicalPDA(id string) bool {
 // parseBulkVerify reads a bulk-verify request: no query parameters, a
 // JSON body of ids (fresh strings, not Fiber buffers).
 func parseBulkVerify(c *fiber.Ctx) ([]string, error) {
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return nil, err
 	}
-	body, err := app.Body(c, MaxBulkBody)
+	body, err := httpapi.Body(c, MaxBulkBody)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func (h *Handler) bulkVerify(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return app.SendJSON(c, b)
+	return httpapi.SendJSON(c, b)
 }
 
 // verify answers ids in order with one database round trip.
@@ -178,7 +178,7 @@ func (h *Handler) verify(ctx context.Context, ids []string) (verifyBody, error) 
 		return h.store.EachVerifyRow(ctx, lookup, emit)
 	})
 	if err != nil {
-		return verifyBody{}, app.StoreError(err)
+		return verifyBody{}, httpapi.StoreError(err)
 	}
 	out := verifyBody{Data: make([]VerifyResult, len(ids)), Summary: VerifySummary{Total: len(ids)}}
 	for i, id := range ids {

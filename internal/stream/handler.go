@@ -17,8 +17,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/gofiber/fiber/v2"
@@ -126,31 +126,31 @@ var streamParams = []string{"agentPda", "actionType", "after", "actionHash", "tx
 // sends it with the URL it first opened, ?after= included), else after.
 func parse(c *fiber.Ctx) (request, error) {
 	var r request
-	q, err := app.QueryParams(c, streamParams...)
+	q, err := httpapi.QueryParams(c, streamParams...)
 	if err != nil {
 		return r, err
 	}
 	if v, ok := q["agentPda"]; ok {
-		if r.filter.AgentPDA, err = app.ParseAddress("agentPda", v); err != nil {
+		if r.filter.AgentPDA, err = httpapi.ParseAddress("agentPda", v); err != nil {
 			return r, err
 		}
 	}
 	if v, ok := q["actionType"]; ok {
-		t, err := app.ParseActionType(v)
+		t, err := httpapi.ParseActionType(v)
 		if err != nil {
 			return r, err
 		}
 		r.filter.ActionType = &t
 	}
 	if v, ok := q["actionHash"]; ok {
-		h, err := app.ParseActionHash(v)
+		h, err := httpapi.ParseActionHash(v)
 		if err != nil {
 			return r, err
 		}
 		r.filter.ActionHash = h[:]
 	}
 	if v, ok := q["txSignature"]; ok {
-		if r.filter.TxSignature, err = app.ParseTxSignature(v); err != nil {
+		if r.filter.TxSignature, err = httpapi.ParseTxSignature(v); err != nil {
 			return r, err
 		}
 	}
@@ -174,7 +174,7 @@ func ParseCursor(s string) (*store.Cursor, error) {
 	if len(s) > MaxCursorLen {
 		return nil, errors.New("cursor too long")
 	}
-	return app.DecodeCursor(s)
+	return httpapi.DecodeCursor(s)
 }
 
 var (
@@ -235,7 +235,7 @@ func (h *Handler) Serve(c *fiber.Ctx) error {
 		switch {
 		case err != nil:
 			c.Set(fiber.HeaderRetryAfter, "2")
-			return app.LoadError(err)
+			return httpapi.LoadError(err)
 		case found:
 			pos = seq
 		case known:
@@ -255,7 +255,7 @@ func (h *Handler) Serve(c *fiber.Ctx) error {
 	}
 	hdr.SetConnectionClose()
 	head := append([]byte(nil), hdr.Header()...)
-	tcp := app.TCPConn(c.Context().Conn())
+	tcp := httpapi.TCPConn(c.Context().Conn())
 	ok = true
 	h.streams.Add(1)
 	h.m.open.Inc()

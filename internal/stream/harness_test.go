@@ -16,6 +16,7 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/devtools/seed"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/testing/apptest"
 	"github.com/attestd/attestd/internal/testing/testenv"
@@ -210,7 +211,7 @@ func listItem(t *testing.T, a attestation.Attestation) string {
 }
 
 func cursorOf(a attestation.Attestation) string {
-	return app.EncodeCursor(&store.Cursor{Timestamp: a.Timestamp.Time, Slot: a.Slot, PDA: a.PDA})
+	return httpapi.EncodeCursor(&store.Cursor{Timestamp: a.Timestamp.Time, Slot: a.Slot, PDA: a.PDA})
 }
 
 // rawConn opens a TCP connection and sends a stream request on it.

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/pubsub"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/redis/go-redis/v9"
@@ -60,7 +60,7 @@ func newEvent(r *store.StreamEvent) *Event {
 	if r.Kind == store.StreamAttestation {
 		c := r.Cursor()
 		b = append(b, "id: "...)
-		b = append(b, app.EncodeCursor(&c)...)
+		b = append(b, httpapi.EncodeCursor(&c)...)
 		b = append(b, '\n')
 	}
 	b = appendData(b, r.Data)

@@ -14,11 +14,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/apikey"
 	"github.com/attestd/attestd/internal/excerpt"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/jsonbody"
 	"github.com/attestd/attestd/internal/store"
@@ -76,7 +76,7 @@ func (w *Web) sessionKey(t string) string { return w.opt.Prefix + "session:" + h
 
 func (w *Web) nonce(c *fiber.Ctx) error {
 	httpcache.Private(c)
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
 	n, err := randomHex(16)
@@ -109,10 +109,10 @@ func refused(format string, args ...any) error {
 
 func (w *Web) signIn(c *fiber.Ctx) error {
 	httpcache.Private(c)
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
-	body, err := app.Body(c, maxSignInBody)
+	body, err := httpapi.Body(c, maxSignInBody)
 	if err != nil {
 		return err
 	}
@@ -260,7 +260,7 @@ func (w *Web) Principal(c *fiber.Ctx) (apikey.Principal, bool, error) {
 
 func (w *Web) session(c *fiber.Ctx) error {
 	httpcache.Private(c)
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
 	rec, _, err := w.signedIn(c)
@@ -273,7 +273,7 @@ func (w *Web) session(c *fiber.Ctx) error {
 
 func (w *Web) signOut(c *fiber.Ctx) error {
 	httpcache.Private(c)
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
 	rec, token, err := w.signedIn(c)
@@ -309,12 +309,12 @@ type PaymentView struct {
 // ledger's payer), newest first.
 func (w *Web) payments(c *fiber.Ctx) error {
 	httpcache.Private(c)
-	q, err := app.QueryParams(c, "limit")
+	q, err := httpapi.QueryParams(c, "limit")
 	if err != nil {
 		return err
 	}
 	v, present := q["limit"]
-	limit, err := app.ParseLimit(v, present, 50, 100)
+	limit, err := httpapi.ParseLimit(v, present, 50, 100)
 	if err != nil {
 		return err
 	}
@@ -324,7 +324,7 @@ func (w *Web) payments(c *fiber.Ctx) error {
 	}
 	ps, err := w.opt.Store.ListPayments(c.UserContext(), store.PaymentFilter{Payer: rec.Wallet, Limit: limit})
 	if err != nil {
-		return app.StoreError(err)
+		return httpapi.StoreError(err)
 	}
 	out := make([]PaymentView, len(ps))
 	for i, p := range ps {

@@ -17,6 +17,7 @@ import (
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/apikey"
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/webhook/egress"
 	"github.com/attestd/attestd/internal/webhook/queue"
@@ -219,7 +220,7 @@ func target(c *fiber.Ctx) (apikey.Principal, string, error) {
 	if err != nil {
 		return p, "", err
 	}
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return p, "", err
 	}
 	id, err := webhookID(c)
@@ -231,7 +232,7 @@ func webhookErr(err error, id string) error {
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound(id)
 	}
-	return app.StoreError(err)
+	return httpapi.StoreError(err)
 }
 
 // webhookID reads and checks :id (a copy: Fiber reuses the buffer).
@@ -279,10 +280,10 @@ func (a *API) create(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
-	body, err := app.Body(c, maxBody)
+	body, err := httpapi.Body(c, maxBody)
 	if err != nil {
 		return err
 	}
@@ -324,11 +325,11 @@ func (a *API) create(c *fiber.Ctx) error {
 	case errors.Is(err, store.ErrNotFound):
 		return apierror.New(http.StatusUnauthorized, apierror.CodeUnauthorized, "unknown API key")
 	case err != nil:
-		return app.StoreError(err)
+		return httpapi.StoreError(err)
 	}
 	v := viewOf(a.opt.Config, stored)
 	a.log.Info("webhook created", "account", p.AccountID, "webhook", id, "url", url, "filter", describe(v.Events, v.Filter))
-	c.Set(fiber.HeaderLocation, app.Prefix+"/webhooks/"+id)
+	c.Set(fiber.HeaderLocation, httpapi.Prefix+"/webhooks/"+id)
 	return c.Status(http.StatusCreated).JSON(struct {
 		Data CreatedView `json:"data"`
 	}{CreatedView{View: v, Secret: secret}})
@@ -339,32 +340,32 @@ func (a *API) list(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	q, err := app.QueryParams(c, "limit", "offset")
+	q, err := httpapi.QueryParams(c, "limit", "offset")
 	if err != nil {
 		return err
 	}
 	v, present := q["limit"]
-	limit, err := app.ParseLimit(v, present, listDefaultLimit, listMaxLimit)
+	limit, err := httpapi.ParseLimit(v, present, listDefaultLimit, listMaxLimit)
 	if err != nil {
 		return err
 	}
 	v, present = q["offset"]
-	offset, err := app.ParseOffset(v, present, maxOffset)
+	offset, err := httpapi.ParseOffset(v, present, maxOffset)
 	if err != nil {
 		return err
 	}
 	hooks, total, err := a.opt.Store.ListWebhooks(c.UserContext(), p.AccountID, limit, offset)
 	if err != nil {
-		return app.StoreError(err)
+		return httpapi.StoreError(err)
 	}
 	views := make([]View, len(hooks))
 	for i, w := range hooks {
 		views[i] = viewOf(a.opt.Config, w)
 	}
 	return c.JSON(struct {
-		Data       []View         `json:"data"`
-		Pagination app.Pagination `json:"pagination"`
-	}{views, app.Pagination{Limit: limit, Offset: offset, Total: total}})
+		Data       []View             `json:"data"`
+		Pagination httpapi.Pagination `json:"pagination"`
+	}{views, httpapi.Pagination{Limit: limit, Offset: offset, Total: total}})
 }
 
 func (a *API) get(c *fiber.Ctx) error {
@@ -386,7 +387,7 @@ func (a *API) update(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	body, err := app.Body(c, maxBody)
+	body, err := httpapi.Body(c, maxBody)
 	if err != nil {
 		return err
 	}
@@ -463,7 +464,7 @@ func (a *API) deliveries(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	q, err := app.QueryParams(c, "limit", "offset", "deliveryId")
+	q, err := httpapi.QueryParams(c, "limit", "offset", "deliveryId")
 	if err != nil {
 		return err
 	}
@@ -472,12 +473,12 @@ func (a *API) deliveries(c *fiber.Ctx) error {
 		return err
 	}
 	v, present := q["limit"]
-	limit, err := app.ParseLimit(v, present, logDefaultLimit, logMaxLimit)
+	limit, err := httpapi.ParseLimit(v, present, logDefaultLimit, logMaxLimit)
 	if err != nil {
 		return err
 	}
 	v, present = q["offset"]
-	offset, err := app.ParseOffset(v, present, maxOffset)
+	offset, err := httpapi.ParseOffset(v, present, maxOffset)
 	if err != nil {
 		return err
 	}
@@ -497,9 +498,9 @@ func (a *API) deliveries(c *fiber.Ctx) error {
 		views[i].NextAttemptAt = attestation.OptTime(at.NextAttemptAt)
 	}
 	return c.JSON(struct {
-		Data       []AttemptView  `json:"data"`
-		Pagination app.Pagination `json:"pagination"`
-	}{views, app.Pagination{Limit: limit, Offset: offset, Total: total}})
+		Data       []AttemptView      `json:"data"`
+		Pagination httpapi.Pagination `json:"pagination"`
+	}{views, httpapi.Pagination{Limit: limit, Offset: offset, Total: total}})
 }
 
 // QueuedView answers the retry and test routes.
@@ -523,7 +524,7 @@ func (a *API) retry(c *fiber.Ctx) error {
 	if w, err := a.opt.Store.WebhookOf(c.UserContext(), p.AccountID, id); errors.Is(err, store.ErrNotFound) {
 		return notFound(id)
 	} else if err != nil {
-		return app.StoreError(err)
+		return httpapi.StoreError(err)
 	} else if !w.Active {
 		return apierror.New(http.StatusConflict, CodeWebhookInactive,
 			"webhook %s is inactive; turn it back on with PATCH {\"active\": true} first", id)
@@ -533,7 +534,7 @@ func (a *API) retry(c *fiber.Ctx) error {
 		return apierror.NotFound(CodeDeliveryNotFound, "webhook %s has no delivery %s (or it was pruned)", id, did)
 	}
 	if err != nil {
-		return app.StoreError(err)
+		return httpapi.StoreError(err)
 	}
 	var suffix [4]byte
 	if _, err := rand.Read(suffix[:]); err != nil {
@@ -568,7 +569,7 @@ func (a *API) test(c *fiber.Ctx) error {
 		return notFound(id)
 	}
 	if err != nil {
-		return app.StoreError(fmt.Errorf("test event: %w", err))
+		return httpapi.StoreError(fmt.Errorf("test event: %w", err))
 	}
 	a.log.Info("test event queued", "account", p.AccountID, "webhook", id, "delivery", d.ID)
 	return c.Status(http.StatusAccepted).JSON(struct {
@@ -578,7 +579,7 @@ func (a *API) test(c *fiber.Ctx) error {
 
 // noBody refuses a body on a route that takes none.
 func noBody(c *fiber.Ctx) error {
-	body, err := app.Body(c, maxBody)
+	body, err := httpapi.Body(c, maxBody)
 	if err != nil {
 		return err
 	}

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/jsonbody"
 	"github.com/attestd/attestd/internal/store"
@@ -46,7 +46,7 @@ const catalogCacheControl = "public, max-age=3600"
 // eventTypes serves the event catalog: public (it is the same for
 // everyone), cacheable, with a strong ETag.
 func eventTypes(c *fiber.Ctx) error {
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, catalogCacheControl)
@@ -91,7 +91,7 @@ func recoveryView(r store.Recovery) RecoveryView {
 // jsonObject reads an optional JSON object body (empty: no fields) with
 // the allowed fields.
 func jsonObject(c *fiber.Ctx, allowed ...string) (map[string]json.RawMessage, error) {
-	body, err := app.Body(c, maxBody)
+	body, err := httpapi.Body(c, maxBody)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +227,7 @@ func (a *API) recover(c *fiber.Ctx) error {
 		a.log.Info("webhook recovery started", "account", p.AccountID, "webhook", id, "recovery", got.ID, "since", got.Since,
 			"until", got.Until, "only_failed", got.OnlyFailed, "deliveries", got.Total)
 	}
-	c.Set(fiber.HeaderLocation, app.Prefix+"/webhooks/"+id+"/recoveries/"+got.ID)
+	c.Set(fiber.HeaderLocation, httpapi.Prefix+"/webhooks/"+id+"/recoveries/"+got.ID)
 	return c.Status(status).JSON(struct {
 		Data RecoveryView `json:"data"`
 	}{recoveryView(got)})
@@ -247,7 +247,7 @@ func (a *API) recovery(c *fiber.Ctx) error {
 		return apierror.NotFound(apierror.CodeNotFound, "webhook %s has no recovery %s", id, rid)
 	}
 	if err != nil {
-		return app.StoreError(err)
+		return httpapi.StoreError(err)
 	}
 	return c.JSON(struct {
 		Data RecoveryView `json:"data"`
