@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/attestd/attestd/internal/httpapi"
 )
 
 // APIError is a non-2xx answer of the API, decoded from its envelope
@@ -94,22 +95,7 @@ func newAPIError(method, path string, status int, h http.Header, body []byte) *A
 const MaxRetryAfter = 24 * time.Hour
 
 // parseRetryAfter reads delay-seconds or an HTTP date, at most
-// MaxRetryAfter.
+// MaxRetryAfter, in whole seconds.
 func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
-		if n > uint64(MaxRetryAfter/time.Second) {
-			return MaxRetryAfter
-		}
-		return time.Duration(n) * time.Second
-	} else if errors.Is(err, strconv.ErrRange) {
-		return MaxRetryAfter
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return min(t.Sub(now).Round(time.Second), MaxRetryAfter)
-	}
-	return 0
+	return httpapi.ParseRetryAfter(v, now, MaxRetryAfter).Round(time.Second)
 }

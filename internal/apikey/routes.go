@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 
 	"github.com/attestd/attestd/app"
@@ -119,9 +118,8 @@ func parseCreateBody(contentType string, body []byte) (createRequest, error) {
 		return req, apierror.New(http.StatusRequestEntityTooLarge, apierror.CodePayloadTooLarge,
 			"the body must be at most %d bytes", maxCreateBody)
 	}
-	if !isJSON(contentType) {
-		return req, apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia,
-			"send the body as application/json")
+	if err := httpapi.RequireJSON(contentType, ""); err != nil {
+		return req, err
 	}
 	var fields map[string]json.RawMessage
 	if err := jsonbody.Decode(body, &fields); err != nil || fields == nil {
@@ -151,12 +149,6 @@ func parseCreateBody(contentType string, body []byte) (createRequest, error) {
 		return req, apierror.Invalid("%s", err.Error())
 	}
 	return req, nil
-}
-
-// isJSON reports whether a Content-Type is application/json (any parameters).
-func isJSON(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mt == "application/json"
 }
 
 func (s *Service) listKeys(c *fiber.Ctx) error {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"mime"
 	"net/http"
 
 	"github.com/attestd/attestd/attestation"
@@ -111,12 +110,6 @@ func ParseBulkRequest(body []byte) ([]string, error) {
 	return ids, nil
 }
 
-// isJSON reports whether a Content-Type is application/json (any parameters).
-func isJSON(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mt == "application/json"
-}
-
 // canonicalPDA returns id when it is a base58 address in canonical form.
 func canonicalPDA(id string) bool {
 	pk, err := attestation.ParseAddress(id)
@@ -133,9 +126,8 @@ func parseBulkVerify(c *fiber.Ctx) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !isJSON(c.Get(fiber.HeaderContentType)) {
-		return nil, apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia,
-			`send the body as application/json: {"ids": [...]}`)
+	if err := httpapi.RequireJSON(c.Get(fiber.HeaderContentType), `{"ids": [...]}`); err != nil {
+		return nil, err
 	}
 	return ParseBulkRequest(body)
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -116,8 +115,8 @@ func (w *Web) signIn(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if mt, _, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType)); err != nil || mt != "application/json" {
-		return apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia, "send the body as application/json")
+	if err := httpapi.RequireJSON(c.Get(fiber.HeaderContentType), ""); err != nil {
+		return err
 	}
 	var req struct {
 		Message   *string `json:"message"`

@@ -17,6 +17,7 @@ import (
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/apikey"
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/webhook/egress"
@@ -239,20 +240,13 @@ func webhookErr(err error, id string) error {
 func webhookID(c *fiber.Ctx) (string, error) {
 	id := c.Params("id")
 	if !webhookIDPattern.MatchString(id) {
-		return "", apierror.Invalid("webhook id must be wh_ followed by 24 hexadecimal digits, got %q", truncate(id, 64))
+		return "", apierror.Invalid("webhook id must be wh_ followed by 24 hexadecimal digits, got %q", excerpt.Of(id, 64))
 	}
 	return strings.Clone(id), nil
 }
 
 func notFound(id string) error {
 	return apierror.NotFound(apierror.CodeWebhookNotFound, "your account has no webhook %s", id)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 // checkURL applies the URL policy and resolves the host.
@@ -484,7 +478,7 @@ func (a *API) deliveries(c *fiber.Ctx) error {
 	}
 	delivery, filtered := q["deliveryId"]
 	if filtered && !deliveryIDPattern.MatchString(delivery) {
-		return apierror.Invalid("deliveryId must be msg_ followed by 32 hexadecimal digits, got %q", truncate(delivery, 64))
+		return apierror.Invalid("deliveryId must be msg_ followed by 32 hexadecimal digits, got %q", excerpt.Of(delivery, 64))
 	}
 	atts, total, err := a.opt.Store.ListAttempts(c.UserContext(), p.AccountID, id, delivery, limit, offset)
 	if err != nil {
@@ -518,7 +512,7 @@ func (a *API) retry(c *fiber.Ctx) error {
 	}
 	did := c.Params("deliveryId")
 	if !deliveryIDPattern.MatchString(did) {
-		return apierror.Invalid("delivery id must be msg_ followed by 32 hexadecimal digits, got %q", truncate(did, 64))
+		return apierror.Invalid("delivery id must be msg_ followed by 32 hexadecimal digits, got %q", excerpt.Of(did, 64))
 	}
 	did = strings.Clone(did)
 	if w, err := a.opt.Store.WebhookOf(c.UserContext(), p.AccountID, id); errors.Is(err, store.ErrNotFound) {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"mime"
 	"net/http"
 	"regexp"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/jsonbody"
@@ -98,8 +98,8 @@ func jsonObject(c *fiber.Ctx, allowed ...string) (map[string]json.RawMessage, er
 	if len(body) == 0 {
 		return map[string]json.RawMessage{}, nil
 	}
-	if mt, _, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType)); err != nil || mt != "application/json" {
-		return nil, apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia, "send the body as application/json")
+	if err := httpapi.RequireJSON(c.Get(fiber.HeaderContentType), ""); err != nil {
+		return nil, err
 	}
 	var fields map[string]json.RawMessage
 	if err := jsonbody.Decode(body, &fields); err != nil || fields == nil {
@@ -111,7 +111,7 @@ func jsonObject(c *fiber.Ctx, allowed ...string) (map[string]json.RawMessage, er
 			ok = ok || a == name
 		}
 		if !ok {
-			return nil, apierror.Invalid("unknown field %q; allowed: %s", truncate(name, 64), strings.Join(allowed, ", "))
+			return nil, apierror.Invalid("unknown field %q; allowed: %s", excerpt.Of(name, 64), strings.Join(allowed, ", "))
 		}
 	}
 	return fields, nil
@@ -134,7 +134,7 @@ func parseInstant(name string, raw json.RawMessage) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, *s)
 	if err != nil || t.Year() < 2000 || t.Year() > 9999 {
-		return time.Time{}, apierror.Invalid("%s must be an RFC 3339 time such as 2026-11-21T10:00:00Z, got %q", name, truncate(*s, 40))
+		return time.Time{}, apierror.Invalid("%s must be an RFC 3339 time such as 2026-11-21T10:00:00Z, got %q", name, excerpt.Of(*s, 40))
 	}
 	return t.UTC().Truncate(windowPrecision), nil
 }
@@ -177,7 +177,7 @@ func recoveryRequest(fields map[string]json.RawMessage, now time.Time, retention
 		case "all":
 			r.OnlyFailed = false
 		default:
-			return r, apierror.Invalid("status must be failed (the default) or all, got %q", truncate(*s, 32))
+			return r, apierror.Invalid("status must be failed (the default) or all, got %q", excerpt.Of(*s, 32))
 		}
 	}
 	switch {
@@ -240,7 +240,7 @@ func (a *API) recovery(c *fiber.Ctx) error {
 	}
 	rid := c.Params("recoveryId")
 	if !recoveryIDPattern.MatchString(rid) {
-		return apierror.Invalid("recovery id must be rcv_ followed by 24 hexadecimal digits, got %q", truncate(rid, 64))
+		return apierror.Invalid("recovery id must be rcv_ followed by 24 hexadecimal digits, got %q", excerpt.Of(rid, 64))
 	}
 	r, err := a.opt.Store.RecoveryOf(c.UserContext(), p.AccountID, id, strings.Clone(rid))
 	if errors.Is(err, store.ErrNotFound) {

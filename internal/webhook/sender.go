@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/pause"
 	"github.com/attestd/attestd/internal/tracing"
 	"go.opentelemetry.io/otel/attribute"
@@ -15,7 +16,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -972,7 +972,7 @@ func (w *Worker) sendAttempt(ctx context.Context, h *hook, job *queue.Job) resul
 	if !r.ok() {
 		r.err = fmt.Sprintf("the receiver answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 		if throttling(resp.StatusCode) {
-			r.retryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), r.at)
+			r.retryAfter = httpapi.ParseRetryAfter(resp.Header.Get("Retry-After"), r.at, maxRetryAfter)
 		}
 	}
 	return r
@@ -1049,37 +1049,6 @@ func throttling(status int) bool {
 		return true
 	}
 	return false
-}
-
-// ParseRetryAfter reads a Retry-After value (RFC 9110: delay-seconds, a
-// run of digits, or an HTTP date) as a wait from now, at most an hour; 0
-// when absent, invalid or not in the future. It never returns a negative
-// wait, whatever the value (a huge number of seconds is an hour).
-func ParseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" || len(v) > 64 {
-		return 0
-	}
-	if allDigits(v) {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil || n > uint64(maxRetryAfter/time.Second) {
-			return maxRetryAfter // overflows or beyond the bound
-		}
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return min(t.Sub(now), maxRetryAfter)
-	}
-	return 0
-}
-
-func allDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
 }
 
 // pauses are the receivers that asked this worker to wait (Retry-After).
