@@ -9,12 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/attestd/attestd/internal/httpapi"
-
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/excerpt"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/gofiber/fiber/v2"

@@ -5,12 +5,12 @@ import (
 	"math"
 	"time"
 
-	"github.com/attestd/attestd/internal/httpapi"
-
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/cache"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/translog/logreport"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -33,7 +33,7 @@ type Overview struct {
 	Indexer *IndexerStatus `json:"indexer"`
 	// Log is the transparency log's latest checkpoint; null when the log
 	// is off or has none yet.
-	Log *LogStatus `json:"log"`
+	Log *logreport.Status `json:"log"`
 }
 
 // OverviewRate is how fast the index grows: over the recent window and
@@ -52,16 +52,9 @@ type OverviewFinality struct {
 	OldestUnfinalizedAt *attestation.Time `json:"oldestUnfinalizedAt"`
 }
 
-// LogStatus is the transparency log's latest signed checkpoint.
-type LogStatus struct {
-	Origin       string           `json:"origin"`
-	Size         int64            `json:"size"`
-	CheckpointAt attestation.Time `json:"checkpointAt"`
-}
-
 // LogStatusFunc reports the log's latest checkpoint, and false when there
 // is none to report (the log is off, or nothing is signed yet).
-type LogStatusFunc func(ctx context.Context) (LogStatus, bool)
+type LogStatusFunc func(ctx context.Context) (logreport.Status, bool)
 
 // SetLogStatus sets where the overview reads the log's state (package
 // translog); until it is set the overview says null.

@@ -4,11 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/attestd/attestd/internal/httpapi"
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/attestd/attestd/internal/httpapi"
 )
 
 // APIError is a non-2xx answer of the API, decoded from its envelope

@@ -30,7 +30,7 @@ func TestEdgeServesLogTiles(t *testing.T) {
 				Logger: deps.Logger, Refresh: 20 * time.Millisecond})
 			srv.Start(t.Context())
 			deps.Unlimited = append(deps.Unlimited, srv.OriginRoutes()...)
-			return srv.Routes
+			return func(api *app.API) { srv.Routes(api) }
 		}})
 	// The 400 seeded attestations are finalized: append and sign.
 	a, err := translog.NewAppender(translog.AppenderOptions{Store: f.env.Store, Config: cfg, Logger: apptest.Logger()})

@@ -94,7 +94,7 @@ func discovery(t *testing.T, ledger *store.Store, api *app.API) {
 	t.Cleanup(v.Close)
 	d, err := x402fiber.NewDiscovery(v, origin)
 	testenv.Must(t, err, "discovery")
-	d.Routes(api.Page)
+	d.Routes(api)
 }
 
 // rootOf is node with its requests sent at the origin's root (the

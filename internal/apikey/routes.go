@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/httpapi"
@@ -61,10 +60,10 @@ type CreatedView struct {
 // Routes adds the account holder's key routes, each behind RequireAdmin
 // (a read key is 403 FORBIDDEN there): POST /keys, GET /keys and
 // DELETE /keys/:prefix.
-func (s *Service) Routes(api *app.API) {
-	api.Route(http.MethodPost, "/keys", s.RequireAdmin(), s.createKey)
-	api.Route(http.MethodGet, "/keys", s.RequireAdmin(), s.listKeys)
-	api.Route(http.MethodDelete, "/keys/:prefix", s.RequireAdmin(), s.revokeKey)
+func (s *Service) Routes(r httpapi.Router) {
+	r.Route(http.MethodPost, "/keys", s.RequireAdmin(), s.createKey)
+	r.Route(http.MethodGet, "/keys", s.RequireAdmin(), s.listKeys)
+	r.Route(http.MethodDelete, "/keys/:prefix", s.RequireAdmin(), s.revokeKey)
 }
 
 func (s *Service) createKey(c *fiber.Ctx) error {

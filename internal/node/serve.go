@@ -318,7 +318,7 @@ func (n *node) payPerRequest(ctx context.Context, api *app.API) (fiber.Handler, 
 		v.Close()
 		return nil, err
 	}
-	disc.Routes(api.Page)
+	disc.Routes(api)
 	n.closers = append(n.closers, v.Close)
 	v.Preflight(ctx)
 	settler := "facilitator " + cfg.FacilitatorURL

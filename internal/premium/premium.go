@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/httpapi"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/x402/x402fiber"
@@ -109,10 +109,10 @@ func (h *Handler) Rules() Rules { return h.rules }
 // Routes adds the three premium routes, each behind auth (the API-key
 // middleware, with its pay-per-request seam). Each route's validation is
 // recorded first so a payment is never taken for an invalid request.
-func (h *Handler) Routes(api *app.API, auth fiber.Handler) {
-	api.Route(http.MethodGet, "/premium/full-history/:agentId", x402fiber.Validate(validateHistory), auth, h.fullHistory)
-	api.Route(http.MethodGet, "/premium/forensic-report/:agentId", x402fiber.Validate(validateReport), auth, h.forensicReport)
-	api.Route(http.MethodPost, "/premium/bulk-verify", x402fiber.Validate(validateBulk), auth, h.bulkVerify)
+func (h *Handler) Routes(r httpapi.Router, auth fiber.Handler) {
+	r.Route(http.MethodGet, "/premium/full-history/:agentId", x402fiber.Validate(validateHistory), auth, h.fullHistory)
+	r.Route(http.MethodGet, "/premium/forensic-report/:agentId", x402fiber.Validate(validateReport), auth, h.forensicReport)
+	r.Route(http.MethodPost, "/premium/bulk-verify", x402fiber.Validate(validateBulk), auth, h.bulkVerify)
 }
 
 // validateHistory checks a full-history request as its handler will.

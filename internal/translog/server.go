@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apierror"
@@ -239,15 +238,15 @@ func (s *Server) recent() (*served, bool, error) {
 	return nil, false, nil
 }
 
-// Routes adds the log's API routes to api: the verifier key, inclusion
+// Routes adds the log's API routes to r: the verifier key, inclusion
 // proofs and consistency proofs (the checkpoint and tiles are
 // OriginRoutes).
-func (s *Server) Routes(api *app.API) {
+func (s *Server) Routes(r httpapi.Router) {
 	// GET and HEAD, as the API's other public reads.
 	for _, m := range []string{fiber.MethodGet, fiber.MethodHead} {
-		api.Route(m, "/log/key", s.getKey)
-		api.Route(m, "/log/consistency", s.getConsistency)
-		api.Route(m, "/attestations/:id/proof", s.getProof)
+		r.Route(m, "/log/key", s.getKey)
+		r.Route(m, "/log/consistency", s.getConsistency)
+		r.Route(m, "/attestations/:id/proof", s.getProof)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/apikey"
@@ -86,13 +85,13 @@ func NewAPI(opt APIOptions) (*API, error) {
 
 // Routes adds the webhook routes behind auth (the API-key middleware,
 // which also marks every answer private, no-store).
-func (a *API) Routes(api *app.API, auth fiber.Handler) {
+func (a *API) Routes(r httpapi.Router, auth fiber.Handler) {
 	mw := []fiber.Handler{auth, onlyAdmins, a.enabled}
 	route := func(method, path string, h fiber.Handler) {
-		api.Route(method, path, append(append([]fiber.Handler{}, mw...), h)...)
+		r.Route(method, path, append(append([]fiber.Handler{}, mw...), h)...)
 	}
 	// The catalog is public and cacheable: before /webhooks/:id.
-	api.Route(http.MethodGet, "/webhooks/event-types", eventTypes)
+	r.Route(http.MethodGet, "/webhooks/event-types", eventTypes)
 	route(http.MethodPost, "/webhooks", a.create)
 	route(http.MethodGet, "/webhooks", a.list)
 	route(http.MethodGet, "/webhooks/:id", a.get)

@@ -138,7 +138,7 @@ func (f *fixture) nodeAt(t *testing.T, cfg verifier.Config, hc *http.Client, red
 			h.Routes(api, svc.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, origin)}))
 			disc, err := x402fiber.NewDiscovery(v, origin)
 			testenv.Must(t, err, "discovery")
-			disc.Routes(api.Page)
+			disc.Routes(api)
 		},
 	})
 	return pn

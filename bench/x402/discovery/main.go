@@ -388,7 +388,7 @@ func startNode(ctx context.Context) (string, string, func(), error) {
 	if err != nil {
 		return fail(err)
 	}
-	disc.Routes(api.Page)
+	disc.Routes(api)
 	go func() { _ = api.Fiber().Listener(ln) }()
 	stops = append(stops, func() { _ = api.Fiber().ShutdownWithTimeout(5 * time.Second) })
 	return origin.String(), seeded.Agents[0].PDA.String(), stop, nil
