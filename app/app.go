@@ -52,6 +52,12 @@ type Deps struct {
 	// Log reports the transparency log's state and its witnesses (nil:
 	// /health says nothing of a log).
 	Log LogHealthFunc
+	// LogStatus reads the transparency log's newest checkpoint for the
+	// overview (nil: the overview's log is null).
+	LogStatus LogStatusFunc
+	// Stream serves GET /attestations/stream, the live stream (package
+	// stream; nil: the route answers 404).
+	Stream fiber.Handler
 	// Degradations are features with a fallback mode (the rate limiter's
 	// local decisions): /health is degraded, with the reason, while one is
 	// active.
@@ -86,11 +92,7 @@ type API struct {
 	// draining: the node is stopping (see ListenWith); /health says so
 	// and every answer closes its connection.
 	draining   atomic.Bool
-	drainStart atomic.Int64                  // unix nanoseconds the drain began
-	stream     atomic.Pointer[fiber.Handler] // GET /attestations/stream (SetStream)
-	// logStatus reads the transparency log's checkpoint for the overview
-	// (SetLogStatus).
-	logStatus atomic.Pointer[LogStatusFunc]
+	drainStart atomic.Int64 // unix nanoseconds the drain began
 	// statics are the patterns of the static routes (Static), set while
 	// the node is wired, before it serves.
 	statics []string
@@ -213,13 +215,11 @@ func (a *API) routes() {
 	// which handleError writes in the envelope.
 }
 
-// SetStream sets the handler of GET /attestations/stream, the live stream
-// (package stream). Until it is set the route answers 404.
-func (a *API) SetStream(h fiber.Handler) { a.stream.Store(&h) }
-
+// serveStream answers GET /attestations/stream with Deps.Stream (404
+// without one).
 func (a *API) serveStream(c *fiber.Ctx) error {
-	if h := a.stream.Load(); h != nil {
-		return (*h)(c)
+	if a.deps.Stream != nil {
+		return a.deps.Stream(c)
 	}
 	return apierror.NotFound(apierror.CodeNotFound, "no route %s %s", methodOf(c), excerpt.Of(c.Path(), httpapi.MaxEcho))
 }

@@ -56,10 +56,6 @@ type OverviewFinality struct {
 // is none to report (the log is off, or nothing is signed yet).
 type LogStatusFunc func(ctx context.Context) (logreport.Status, bool)
 
-// SetLogStatus sets where the overview reads the log's state (package
-// translog); until it is set the overview says null.
-func (a *API) SetLogStatus(f LogStatusFunc) { a.logStatus.Store(&f) }
-
 // overviewKey is the cache key of GET /stats/overview (no parameters).
 var overviewKey = cache.NewKey("overview").Bytes()
 
@@ -95,8 +91,8 @@ func (a *API) overview(c *fiber.Ctx) error {
 		if st, err := indexer(sctx); err == nil {
 			body.Indexer = &st
 		}
-		if f := a.logStatus.Load(); f != nil {
-			if ls, ok := (*f)(sctx); ok {
+		if f := a.deps.LogStatus; f != nil {
+			if ls, ok := f(sctx); ok {
 				body.Log = &ls
 			}
 		}

@@ -22,11 +22,12 @@ import (
 // heartbeat and a new attestation reach the client as they are written
 // (neither buffered nor cached nor compressed).
 func TestEdgeStreamsUnbuffered(t *testing.T) {
-	f := newFleet(t, fleetOptions{routes: func(t *testing.T, env *apptest.Env, api *app.API, deps app.Deps) {
-		hub := stream.NewHub(stream.HubOptions{Store: deps.Store, Redis: apptest.NewRedis(t, env.RedisURL), Prefix: env.Prefix,
+	f := newFleet(t, fleetOptions{unlimited: func(t *testing.T, env *apptest.Env, deps *app.Deps) func(*app.API) {
+		hub := stream.NewHub(stream.HubDeps{Store: deps.Store, Redis: apptest.NewRedis(t, env.RedisURL), Prefix: env.Prefix,
 			Config: stream.Config{Heartbeat: 200 * time.Millisecond}, Logger: deps.Logger})
 		t.Cleanup(hub.Close)
-		api.SetStream(stream.New(stream.Options{Hub: hub}).Serve)
+		deps.Stream = stream.New(stream.Deps{Hub: hub}).Serve
+		return nil
 	}})
 	req, err := http.NewRequest(http.MethodGet, f.edge.URL+httpapi.Prefix+"/attestations/stream", nil)
 	testenv.Must(t, err, "request")

@@ -154,12 +154,12 @@ func newFleet(t *testing.T, opt fleetOptions) *fleet {
 // keyed adds the key and premium routes to a node, and makes the fleet's
 // key the first time.
 func (f *fleet) keyed(t *testing.T, api *app.API, deps app.Deps) {
-	svc, err := apikey.New(context.Background(), apikey.Config{Store: deps.Store, Redis: apptest.NewRedis(t, f.env.RedisURL),
+	svc, err := apikey.New(context.Background(), apikey.Deps{Store: deps.Store, Redis: apptest.NewRedis(t, f.env.RedisURL),
 		Channel: f.env.Prefix + apikey.ChannelSuffix, Logger: deps.Logger})
 	testenv.Must(t, err, "key service")
 	t.Cleanup(svc.Close)
 	svc.Routes(api)
-	h, err := premium.New(premium.Config{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
+	h, err := premium.New(premium.Deps{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
 	testenv.Must(t, err, "premium")
 	h.Routes(api, svc.Require(apikey.RequireOptions{}))
 	if f.key == "" {

@@ -61,7 +61,7 @@ func fillLog(t *testing.T, st *store.Store, agents []seed.Agent, n int) {
 	_, err := st.Apply(ctx, &store.Batch{Attestations: recs})
 	testenv.Must(t, err, "apply finalized attestations")
 	cfg := logConfig(t)
-	a, err := translog.NewAppender(translog.AppenderOptions{Store: st, Config: cfg, Logger: apptest.Logger()})
+	a, err := translog.NewAppender(translog.AppenderDeps{Store: st, Config: cfg, Logger: apptest.Logger()})
 	testenv.Must(t, err, "appender")
 	for {
 		res, err := st.LogAppend(ctx, cfg.Batch)

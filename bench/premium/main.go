@@ -191,7 +191,7 @@ func openRig(ctx context.Context, atts int, quiet *slog.Logger) (_ *rig, err err
 	var pfx [4]byte
 	_, _ = rand.Read(pfx[:])
 	rg.prefix = "bench" + hex.EncodeToString(pfx[:]) + ":"
-	if rg.keys, err = apikey.New(ctx, apikey.Config{Store: rg.st, Redis: rg.rdb, Channel: rg.prefix + apikey.ChannelSuffix, Logger: quiet}); err != nil {
+	if rg.keys, err = apikey.New(ctx, apikey.Deps{Store: rg.st, Redis: rg.rdb, Channel: rg.prefix + apikey.ChannelSuffix, Logger: quiet}); err != nil {
 		return nil, err
 	}
 	rg.closers = append(rg.closers, rg.keys.Close)
@@ -222,7 +222,7 @@ func (rg *rig) startNode(ctx context.Context, name string, cacheOff bool, memo i
 		return err
 	}
 	a := app.New(app.Deps{Store: rg.st, Cache: c, Logger: rg.quiet, Middleware: []fiber.Handler{timing}})
-	h, err := premium.New(premium.Config{Store: rg.st, Cache: c, Logger: rg.quiet, MemoEntries: memo})
+	h, err := premium.New(premium.Deps{Store: rg.st, Cache: c, Logger: rg.quiet, Config: premium.Config{MemoEntries: memo}})
 	if err != nil {
 		c.Close()
 		return nil, err

@@ -68,8 +68,8 @@ func startNode(t *testing.T, env *apptest.Env, o nodeOpt) *keyNode {
 	kn.Node = env.StartNode(t, apptest.NodeOptions{
 		Configure: func(d *app.Deps) { deps = *d },
 		Routes: func(api *app.API) {
-			opt := apikey.Config{Store: deps.Store, Channel: env.Prefix + apikey.ChannelSuffix, MaxActiveKeys: o.maxActive,
-				TouchInterval: o.touch, Registerer: kn.reg, Logger: deps.Logger, Now: o.now}
+			opt := apikey.Deps{Config: apikey.Config{MaxActiveKeys: o.maxActive, TouchInterval: o.touch},
+				Store: deps.Store, Channel: env.Prefix + apikey.ChannelSuffix, Registerer: kn.reg, Logger: deps.Logger, Now: o.now}
 			switch {
 			case o.redis != nil:
 				opt.Redis = o.redis

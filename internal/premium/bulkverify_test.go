@@ -223,7 +223,7 @@ func TestConfigFromEnv(t *testing.T) {
 
 func TestNewAppliesDefaultRules(t *testing.T) {
 	h := &Handler{}
-	if _, err := New(Config{}); err == nil {
+	if _, err := New(Deps{}); err == nil {
 		t.Fatal("New without store and cache")
 	}
 	_ = h

@@ -37,7 +37,7 @@ type Rules struct {
 	RecheckNewest int `json:"recheckNewest"`
 }
 
-// DefaultRules are the thresholds used when Options.Rules is zero.
+// DefaultRules are the thresholds used when Config.Rules is zero.
 var DefaultRules = Rules{BurstPerMinute: 500, LongGapSeconds: 86400, MaxAnomaliesPerKind: 100, RecheckNewest: 1000}
 
 // Limits of GET /premium/full-history.
@@ -47,16 +47,22 @@ const (
 	DefaultMemoEntries  = 200_000
 )
 
-// Config configures the premium routes.
+// Config holds the premium routes' tunables, read from settings (Vars).
 type Config struct {
+	Rules Rules // zero fields take DefaultRules
+	// MemoEntries bounds the in-process memo of signature checks (default
+	// 200,000, about 20 MB; -1 disables it).
+	MemoEntries int
+}
+
+// Deps are what the premium routes work with: their Config, and their
+// connections.
+type Deps struct {
+	Config              // the tunables, from settings
 	Store  *store.Store // required
 	Cache  *cache.Cache // required
 	Logger *slog.Logger
 	Now    func() time.Time
-	Rules  Rules // zero fields take DefaultRules
-	// MemoEntries bounds the in-process memo of signature checks (default
-	// 200,000, about 20 MB; -1 disables it).
-	MemoEntries int
 }
 
 // Handler serves the premium routes.
@@ -71,7 +77,7 @@ type Handler struct {
 }
 
 // New makes the premium handlers.
-func New(opt Config) (*Handler, error) {
+func New(opt Deps) (*Handler, error) {
 	if opt.Store == nil || opt.Cache == nil {
 		return nil, errors.New("premium: a store and a cache are required")
 	}

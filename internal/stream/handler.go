@@ -87,8 +87,8 @@ type Handler struct {
 	streams    sync.WaitGroup
 }
 
-// Options configure a Handler.
-type Options struct {
+// Deps are what a Handler works with.
+type Deps struct {
 	Hub *Hub
 	// ClientIP resolves the client of a request as the rate limiter does
 	// (nil: the socket peer).
@@ -97,7 +97,7 @@ type Options struct {
 }
 
 // New returns the handler of the route (Handler.Serve).
-func New(o Options) *Handler {
+func New(o Deps) *Handler {
 	b := &budget{max: heldLimit(o.Hub.cfg)}
 	h := &Handler{hub: o.Hub, cfg: o.Hub.cfg, m: newMetrics(o.Registerer, b), budget: b, ip: o.ClientIP, perIP: map[netip.Prefix]int{},
 		live: map[*stream]struct{}{}}

@@ -51,11 +51,12 @@ func newHarnessWith(t *testing.T, cfg Config, configure func(*apptest.Env, *app.
 	st, err := store.Open(context.Background(), env.DatabaseURL, store.Options{MaxConns: 8})
 	testenv.Must(t, err, "open hub store")
 	t.Cleanup(st.Close)
-	x.hub = NewHub(HubOptions{Store: st, Redis: apptest.NewRedis(t, env.RedisURL), Prefix: env.Prefix, Config: cfg, Logger: apptest.Logger()})
+	x.hub = NewHub(HubDeps{Store: st, Redis: apptest.NewRedis(t, env.RedisURL), Prefix: env.Prefix, Config: cfg, Logger: apptest.Logger()})
 	t.Cleanup(x.hub.Close)
-	x.h = New(Options{Hub: x.hub, Registerer: x.reg})
-	x.node = env.StartNode(t, apptest.NodeOptions{Routes: func(a *app.API) { a.SetStream(x.h.Serve) },
+	x.h = New(Deps{Hub: x.hub, Registerer: x.reg})
+	x.node = env.StartNode(t, apptest.NodeOptions{
 		Configure: func(d *app.Deps) {
+			d.Stream = x.h.Serve
 			if configure != nil {
 				configure(env, d)
 			}

@@ -39,11 +39,11 @@ const (
 	ControlKey = "public, max-age=300"
 )
 
-// ServerOptions configure a Server.
-type ServerOptions struct {
+// ServerDeps configure a Server.
+type ServerDeps struct {
 	Store  *store.Store
 	Cache  *cache.Cache // tiles and proofs are kept there (immutable)
-	Config Config       // the zero Key: every route answers 503
+	Config              // the tunables, from settings; the zero Key: every route answers 503
 	Logger *slog.Logger
 	// Refresh is how often the newest checkpoint is read from PostgreSQL
 	// (default 1 s).
@@ -55,7 +55,7 @@ type ServerOptions struct {
 
 // Server answers the log's public routes.
 type Server struct {
-	opt    ServerOptions
+	opt    ServerDeps
 	log    *slog.Logger
 	path   string // where the checkpoint and tiles are: the origin's path ("/log")
 	guard  *guard
@@ -84,7 +84,7 @@ type served struct {
 }
 
 // NewServer builds the log's routes' handlers.
-func NewServer(opt ServerOptions) *Server {
+func NewServer(opt ServerDeps) *Server {
 	if opt.Refresh <= 0 {
 		opt.Refresh = time.Second
 	}

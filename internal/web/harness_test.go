@@ -98,18 +98,18 @@ func newHarness(t testing.TB, o harnessOpt) *harness {
 			deps = *d
 		},
 		Routes: func(api *app.API) {
-			h.web, err = web.New(web.Options{Store: deps.Store, Redis: rdb, Prefix: h.env.Prefix + "web:",
+			h.web, err = web.New(web.Deps{Store: deps.Store, Redis: rdb, Prefix: h.env.Prefix + "web:",
 				Config: cfg, Resolver: o.resolver, Logger: apptest.Logger(), Now: func() time.Time { return h.now() }})
 			testenv.Must(t, err, "web")
 			h.web.Routes(api)
-			h.keys, err = apikey.New(context.Background(), apikey.Config{Store: deps.Store, Logger: apptest.Logger(), Sessions: h.web})
+			h.keys, err = apikey.New(context.Background(), apikey.Deps{Store: deps.Store, Logger: apptest.Logger(), Sessions: h.web})
 			testenv.Must(t, err, "key service")
 			h.keys.Routes(api)
-			hooks, err := webhook.NewAPI(webhook.APIOptions{Store: deps.Store, Queue: queue.New(rdb, h.env.Prefix, wcfg.Partitions),
+			hooks, err := webhook.NewAPI(webhook.APIDeps{Store: deps.Store, Queue: queue.New(rdb, h.env.Prefix, wcfg.Partitions),
 				Config: wcfg, Logger: apptest.Logger()})
 			testenv.Must(t, err, "webhook api")
 			hooks.Routes(api, h.keys.Require(apikey.RequireOptions{AllowSession: true}))
-			prem, err := premium.New(premium.Config{Store: deps.Store, Cache: deps.Cache, Logger: apptest.Logger()})
+			prem, err := premium.New(premium.Deps{Store: deps.Store, Cache: deps.Cache, Logger: apptest.Logger()})
 			testenv.Must(t, err, "premium")
 			prem.Routes(api, h.keys.Require(apikey.RequireOptions{})) // as attestd serve without payments
 		},

@@ -29,12 +29,13 @@ const (
 	ReferrerPolicy = "strict-origin-when-cross-origin"
 )
 
-// Options configure the web application.
-type Options struct {
+// Deps are what the web application works with: its Config and its
+// connections.
+type Deps struct {
 	Store  *store.Store          // required: accounts of wallets
 	Redis  redis.UniversalClient // required: nonces and sessions
 	Prefix string                // Redis key prefix, such as "attestd:web:"
-	Config Config
+	Config                       // the tunables, from settings
 	// Resolver finds a request's client IP (for the bound on new
 	// accounts): the rate limiter's, so trusted proxies are believed
 	// alike. Nil: the socket peer.
@@ -46,13 +47,13 @@ type Options struct {
 // Web serves the pages, the assets and the sign-in routes, and
 // authenticates sessions for the account routes (apikey.Sessions).
 type Web struct {
-	opt    Options
+	opt    Deps
 	assets *assets
 	log    *slog.Logger
 }
 
 // New loads the embedded assets and checks the options.
-func New(opt Options) (*Web, error) {
+func New(opt Deps) (*Web, error) {
 	if opt.Store == nil || opt.Redis == nil {
 		return nil, errors.New("web: Store and Redis are required")
 	}

@@ -48,11 +48,11 @@ var (
 	deliveryIDPattern = regexp.MustCompile(`^msg_[0-9a-f]{32}$`)
 )
 
-// APIOptions configure the routes.
-type APIOptions struct {
+// APIDeps configure the routes.
+type APIDeps struct {
 	Store  *store.Store // required
 	Queue  *queue.Queue // required: manual retries are queued at once
-	Config Config       // Config.Keys nil: every route answers 503
+	Config              // the tunables, from settings; Config.Keys nil: every route answers 503
 	Logger *slog.Logger // default slog.Default()
 	// Origin is the public origin: deliveries' links are absolute on it
 	// (zero: paths). The same as the workers'.
@@ -64,13 +64,13 @@ type APIOptions struct {
 
 // API serves the /webhooks routes.
 type API struct {
-	opt    APIOptions
+	opt    APIDeps
 	policy egress.Policy
 	log    *slog.Logger
 }
 
 // NewAPI returns the routes' handlers.
-func NewAPI(opt APIOptions) (*API, error) {
+func NewAPI(opt APIDeps) (*API, error) {
 	if opt.Store == nil || opt.Queue == nil {
 		return nil, errors.New("webhook api: a store and a queue are required")
 	}

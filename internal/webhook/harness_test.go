@@ -108,11 +108,11 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 			deps = *d
 		},
 		Routes: func(api *app.API) {
-			svc, err := apikey.New(context.Background(), apikey.Config{Store: deps.Store, Logger: deps.Logger})
+			svc, err := apikey.New(context.Background(), apikey.Deps{Store: deps.Store, Logger: deps.Logger})
 			testenv.Must(t, err, "key service")
 			h.keys = svc
 			svc.Routes(api)
-			a, err := webhook.NewAPI(webhook.APIOptions{Store: deps.Store, Queue: h.q, Config: h.cfg, Logger: apptest.Logger()})
+			a, err := webhook.NewAPI(webhook.APIDeps{Store: deps.Store, Queue: h.q, Config: h.cfg, Logger: apptest.Logger()})
 			testenv.Must(t, err, "webhook api")
 			a.Routes(api, svc.Require(apikey.RequireOptions{}))
 		},

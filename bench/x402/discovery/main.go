@@ -372,14 +372,14 @@ func startNode(ctx context.Context) (string, string, func(), error) {
 		return fail(err)
 	}
 	stops = append(stops, v.Close)
-	keys, err := apikey.New(ctx, apikey.Config{Store: st, Redis: rdb, Channel: prefix + apikey.ChannelSuffix, Logger: quiet})
+	keys, err := apikey.New(ctx, apikey.Deps{Store: st, Redis: rdb, Channel: prefix + apikey.ChannelSuffix, Logger: quiet})
 	if err != nil {
 		return fail(err)
 	}
 	stops = append(stops, keys.Close)
 	api := app.New(app.Deps{Store: st, Cache: c, Logger: quiet, OpenAPIPatch: cfg.PatchOpenAPI})
 	keys.Routes(api)
-	h, err := premium.New(premium.Config{Store: st, Cache: c, Logger: quiet})
+	h, err := premium.New(premium.Deps{Store: st, Cache: c, Logger: quiet})
 	if err != nil {
 		return fail(err)
 	}
