@@ -321,9 +321,9 @@ func keyedNode(t *testing.T, env *apptest.Env) (*apptest.Node, string) {
 				Channel: env.Prefix + apikey.ChannelSuffix, Logger: deps.Logger})
 			testenv.Must(t, err, "key service")
 			svc.Routes(api)
-			h, err := premium.New(premium.Deps{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
+			h, err := premium.New(premium.Deps{Auth: svc.Require(apikey.RequireOptions{}), Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
 			testenv.Must(t, err, "premium")
-			h.Routes(api, svc.Require(apikey.RequireOptions{}))
+			h.Routes(api)
 		},
 	})
 	t.Cleanup(svc.Close)

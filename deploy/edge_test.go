@@ -159,9 +159,9 @@ func (f *fleet) keyed(t *testing.T, api *app.API, deps app.Deps) {
 	testenv.Must(t, err, "key service")
 	t.Cleanup(svc.Close)
 	svc.Routes(api)
-	h, err := premium.New(premium.Deps{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
+	h, err := premium.New(premium.Deps{Auth: svc.Require(apikey.RequireOptions{}), Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
 	testenv.Must(t, err, "premium")
-	h.Routes(api, svc.Require(apikey.RequireOptions{}))
+	h.Routes(api)
 	if f.key == "" {
 		acc, _, err := svc.Store().EnsureAccount(context.Background(), "edge")
 		testenv.Must(t, err, "account")

@@ -91,13 +91,13 @@ func fullNode(t *testing.T, env *apptest.Env, limit int) (*apptest.Node, *apikey
 				Config: apikey.Config{MaxActiveKeys: maxKeys}})
 			testenv.Must(t, err, "key service")
 			keys.Routes(api)
-			hooks, err := webhook.NewAPI(webhook.APIDeps{Store: deps.Store, Queue: queue.New(rdb, env.Prefix, wcfg.Partitions),
+			hooks, err := webhook.NewAPI(webhook.APIDeps{Auth: keys.Require(apikey.RequireOptions{AllowSession: true}), Store: deps.Store, Queue: queue.New(rdb, env.Prefix, wcfg.Partitions),
 				Config: wcfg, Logger: apptest.Logger()})
 			testenv.Must(t, err, "webhook api")
-			hooks.Routes(api, keys.Require(apikey.RequireOptions{AllowSession: true}))
-			prem, err := premium.New(premium.Deps{Store: deps.Store, Cache: deps.Cache, Logger: apptest.Logger()})
+			hooks.Routes(api)
+			prem, err := premium.New(premium.Deps{Auth: keys.Require(apikey.RequireOptions{}), Store: deps.Store, Cache: deps.Cache, Logger: apptest.Logger()})
 			testenv.Must(t, err, "premium")
-			prem.Routes(api, keys.Require(apikey.RequireOptions{}))
+			prem.Routes(api)
 			logSrv.Routes(api)
 			discovery(t, deps.Store, api)
 		},

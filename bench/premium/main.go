@@ -222,12 +222,13 @@ func (rg *rig) startNode(ctx context.Context, name string, cacheOff bool, memo i
 		return err
 	}
 	a := app.New(app.Deps{Store: rg.st, Cache: c, Logger: rg.quiet, Middleware: []fiber.Handler{timing}})
-	h, err := premium.New(premium.Deps{Store: rg.st, Cache: c, Logger: rg.quiet, Config: premium.Config{MemoEntries: memo}})
+	h, err := premium.New(premium.Deps{Store: rg.st, Cache: c, Logger: rg.quiet, Config: premium.Config{MemoEntries: memo},
+		Auth: rg.keys.Require(apikey.RequireOptions{})})
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	h.Routes(a, rg.keys.Require(apikey.RequireOptions{}))
+	h.Routes(a)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		c.Close()

@@ -113,9 +113,9 @@ func (f *fixture) payingNode(t *testing.T, cfg verifier.Config) *apptest.Node {
 				Redis: apptest.NewRedis(t, f.env.RedisURL), Logger: apptest.Logger(), Registerer: prometheus.NewRegistry(), Receipts: signer})
 			testenv.Must(t, err, "verifier")
 			t.Cleanup(v.Close)
-			h, err := premium.New(premium.Deps{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
+			h, err := premium.New(premium.Deps{Auth: svc.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, origin)}), Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
 			testenv.Must(t, err, "premium")
-			h.Routes(api, svc.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, origin)}))
+			h.Routes(api)
 		},
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/attestd/attestd/internal/apikey"
 	"github.com/attestd/attestd/internal/buildinfo"
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/premium"
 	"github.com/attestd/attestd/internal/settings"
 	"github.com/attestd/attestd/internal/store"
@@ -294,7 +295,7 @@ func (n *node) web() (*web.Web, error) {
 // payPerRequest builds the x402 verifier and its middleware when payments
 // are configured (nil otherwise): replay claims in Redis, the ledger in
 // Postgres, metrics on the node's registry.
-func (n *node) payPerRequest(ctx context.Context, api *app.API) (fiber.Handler, error) {
+func (n *node) payPerRequest(ctx context.Context, r httpapi.Router) (fiber.Handler, error) {
 	cfg := n.s.Verifier
 	if !cfg.Enabled() {
 		n.log.Info("pay per request off (set ATTESTD_X402_PAY_TO to turn it on)")
@@ -326,7 +327,7 @@ func (n *node) payPerRequest(ctx context.Context, api *app.API) (fiber.Handler, 
 		v.Close()
 		return nil, err
 	}
-	disc.Routes(api)
+	disc.Routes(r)
 	n.closers = append(n.closers, v.Close)
 	v.Preflight(ctx)
 	settler := "facilitator " + cfg.FacilitatorURL
@@ -345,12 +346,13 @@ func (n *node) payPerRequest(ctx context.Context, api *app.API) (fiber.Handler, 
 
 // premium adds the premium routes behind keys; payPerRequest (nil: none)
 // answers premium requests that carry no key.
-func (n *node) premium(api *app.API, keys *apikey.Service, payPerRequest fiber.Handler) error {
-	h, err := premium.New(premium.Deps{Config: n.s.Premium, Store: n.store, Cache: n.cache, Logger: n.log})
+func (n *node) premium(r httpapi.Router, keys *apikey.Service, payPerRequest fiber.Handler) error {
+	h, err := premium.New(premium.Deps{Config: n.s.Premium, Store: n.store, Cache: n.cache, Logger: n.log,
+		Auth: keys.Require(apikey.RequireOptions{OnMissingKey: payPerRequest})})
 	if err != nil {
 		return err
 	}
-	h.Routes(api, keys.Require(apikey.RequireOptions{OnMissingKey: payPerRequest}))
+	h.Routes(r)
 	rules := h.Rules()
 	n.log.Info("api keys and premium routes enabled", "key_cache_ttl", keys.CacheTTL().String(),
 		"pay_per_request", payPerRequest != nil, slog.Group("report_rules", "burst_per_minute", rules.BurstPerMinute,
@@ -359,14 +361,14 @@ func (n *node) premium(api *app.API, keys *apikey.Service, payPerRequest fiber.H
 }
 
 // webhooks adds the /webhooks routes behind keys.
-func (n *node) webhooks(api *app.API, keys *apikey.Service) error {
+func (n *node) webhooks(r httpapi.Router, keys *apikey.Service) error {
 	wcfg := n.s.Webhook
 	h, err := webhook.NewAPI(webhook.APIDeps{Store: n.store, Queue: queue.New(n.redis, n.cfg.RedisPrefix, wcfg.Partitions),
-		Config: wcfg, Logger: n.log, Origin: deliveryOrigin(n.cfg)})
+		Config: wcfg, Logger: n.log, Origin: deliveryOrigin(n.cfg), Auth: keys.Require(apikey.RequireOptions{AllowSession: true})})
 	if err != nil {
 		return err
 	}
-	h.Routes(api, keys.Require(apikey.RequireOptions{AllowSession: true}))
+	h.Routes(r)
 	if !wcfg.Enabled() {
 		n.log.Warn("webhooks disabled: set ATTESTD_WEBHOOK_SECRET_KEYS (the /webhooks routes answer 503)")
 		return nil

@@ -43,10 +43,10 @@ func startNode(t *testing.T, env *apptest.Env, opt premium.Config) *premiumNode 
 			testenv.Must(t, err, "key service")
 			pn.keys = svc
 			svc.Routes(api)
-			h, err := premium.New(premium.Deps{Config: opt, Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
+			h, err := premium.New(premium.Deps{Auth: svc.Require(apikey.RequireOptions{}), Config: opt, Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
 			testenv.Must(t, err, "premium")
 			pn.handler = h
-			h.Routes(api, svc.Require(apikey.RequireOptions{}))
+			h.Routes(api)
 		},
 	})
 	t.Cleanup(pn.keys.Close)

@@ -62,7 +62,10 @@ type Deps struct {
 	Store  *store.Store // required
 	Cache  *cache.Cache // required
 	Logger *slog.Logger
-	Now    func() time.Time
+	// Auth is the API-key middleware, with its pay-per-request seam, every
+	// route is behind; required by Routes.
+	Auth fiber.Handler
+	Now  func() time.Time
 }
 
 // Handler serves the premium routes.
@@ -71,6 +74,7 @@ type Handler struct {
 	cache    *cache.Cache
 	log      *slog.Logger
 	now      func() time.Time
+	auth     fiber.Handler // Deps.Auth
 	rules    Rules
 	rulesKey string
 	verifier *verifier
@@ -104,7 +108,7 @@ func New(opt Deps) (*Handler, error) {
 	if memo == 0 {
 		memo = DefaultMemoEntries
 	}
-	return &Handler{store: opt.Store, cache: opt.Cache, log: opt.Logger, now: opt.Now, rules: r,
+	return &Handler{store: opt.Store, cache: opt.Cache, log: opt.Logger, now: opt.Now, auth: opt.Auth, rules: r,
 		rulesKey: fmt.Sprintf("%d.%d.%d.%d", r.BurstPerMinute, r.LongGapSeconds, r.MaxAnomaliesPerKind, r.RecheckNewest),
 		verifier: newVerifier(memo)}, nil
 }
@@ -112,10 +116,15 @@ func New(opt Deps) (*Handler, error) {
 // Rules returns the thresholds in effect.
 func (h *Handler) Rules() Rules { return h.rules }
 
-// Routes adds the three premium routes, each behind auth (the API-key
-// middleware, with its pay-per-request seam). Each route's validation is
-// recorded first so a payment is never taken for an invalid request.
-func (h *Handler) Routes(r httpapi.Router, auth fiber.Handler) {
+// Routes adds the three premium routes, each behind Deps.Auth (the
+// API-key middleware, with its pay-per-request seam). Each route's
+// validation is recorded first so a payment is never taken for an invalid
+// request.
+func (h *Handler) Routes(r httpapi.Router) {
+	auth := h.auth
+	if auth == nil {
+		panic("premium: Routes needs Deps.Auth, the API-key middleware")
+	}
 	r.Route(http.MethodGet, "/premium/full-history/:agentId", x402fiber.Validate(validateHistory), auth, h.fullHistory)
 	r.Route(http.MethodGet, "/premium/forensic-report/:agentId", x402fiber.Validate(validateReport), auth, h.forensicReport)
 	r.Route(http.MethodPost, "/premium/bulk-verify", x402fiber.Validate(validateBulk), auth, h.bulkVerify)

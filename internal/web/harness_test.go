@@ -105,13 +105,13 @@ func newHarness(t testing.TB, o harnessOpt) *harness {
 			h.keys, err = apikey.New(context.Background(), apikey.Deps{Store: deps.Store, Logger: apptest.Logger(), Sessions: h.web})
 			testenv.Must(t, err, "key service")
 			h.keys.Routes(api)
-			hooks, err := webhook.NewAPI(webhook.APIDeps{Store: deps.Store, Queue: queue.New(rdb, h.env.Prefix, wcfg.Partitions),
+			hooks, err := webhook.NewAPI(webhook.APIDeps{Auth: h.keys.Require(apikey.RequireOptions{AllowSession: true}), Store: deps.Store, Queue: queue.New(rdb, h.env.Prefix, wcfg.Partitions),
 				Config: wcfg, Logger: apptest.Logger()})
 			testenv.Must(t, err, "webhook api")
-			hooks.Routes(api, h.keys.Require(apikey.RequireOptions{AllowSession: true}))
-			prem, err := premium.New(premium.Deps{Store: deps.Store, Cache: deps.Cache, Logger: apptest.Logger()})
+			hooks.Routes(api)
+			prem, err := premium.New(premium.Deps{Auth: h.keys.Require(apikey.RequireOptions{}), Store: deps.Store, Cache: deps.Cache, Logger: apptest.Logger()})
 			testenv.Must(t, err, "premium")
-			prem.Routes(api, h.keys.Require(apikey.RequireOptions{})) // as attestd serve without payments
+			prem.Routes(api) // as attestd serve without payments
 		},
 	})
 	t.Cleanup(h.keys.Close)

@@ -48,7 +48,8 @@ var (
 	deliveryIDPattern = regexp.MustCompile(`^msg_[0-9a-f]{32}$`)
 )
 
-// APIDeps configure the routes.
+// APIDeps are what the routes work with: their Config, and their
+// connections and collaborators.
 type APIDeps struct {
 	Store  *store.Store // required
 	Queue  *queue.Queue // required: manual retries are queued at once
@@ -59,7 +60,11 @@ type APIDeps struct {
 	Origin config.Origin
 	// Resolver checks the host of a URL at creation (nil: the system's).
 	Resolver egress.Resolver
-	Now      func() time.Time
+	// Auth is the API-key middleware every route but the catalog is
+	// behind (it also marks every answer private, no-store); required by
+	// Routes.
+	Auth fiber.Handler
+	Now  func() time.Time
 }
 
 // API serves the /webhooks routes.
@@ -83,10 +88,12 @@ func NewAPI(opt APIDeps) (*API, error) {
 	return &API{opt: opt, policy: egress.Policy{AllowLoopback: opt.Config.AllowLoopback}, log: opt.Logger}, nil
 }
 
-// Routes adds the webhook routes behind auth (the API-key middleware,
-// which also marks every answer private, no-store).
-func (a *API) Routes(r httpapi.Router, auth fiber.Handler) {
-	mw := []fiber.Handler{auth, onlyAdmins, a.enabled}
+// Routes adds the webhook routes behind APIDeps.Auth.
+func (a *API) Routes(r httpapi.Router) {
+	if a.opt.Auth == nil {
+		panic("webhook api: Routes needs APIDeps.Auth, the API-key middleware")
+	}
+	mw := []fiber.Handler{a.opt.Auth, onlyAdmins, a.enabled}
 	route := func(method, path string, h fiber.Handler) {
 		r.Route(method, path, append(append([]fiber.Handler{}, mw...), h)...)
 	}

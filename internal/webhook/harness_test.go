@@ -112,9 +112,9 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 			testenv.Must(t, err, "key service")
 			h.keys = svc
 			svc.Routes(api)
-			a, err := webhook.NewAPI(webhook.APIDeps{Store: deps.Store, Queue: h.q, Config: h.cfg, Logger: apptest.Logger()})
+			a, err := webhook.NewAPI(webhook.APIDeps{Auth: svc.Require(apikey.RequireOptions{}), Store: deps.Store, Queue: h.q, Config: h.cfg, Logger: apptest.Logger()})
 			testenv.Must(t, err, "webhook api")
-			a.Routes(api, svc.Require(apikey.RequireOptions{}))
+			a.Routes(api)
 		},
 	})
 	t.Cleanup(h.keys.Close)

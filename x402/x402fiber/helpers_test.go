@@ -133,9 +133,9 @@ func (f *fixture) nodeAt(t *testing.T, cfg verifier.Config, hc *http.Client, red
 			testenv.Must(t, err, "verifier")
 			t.Cleanup(v.Close)
 			pn.v = v
-			h, err := premium.New(premium.Deps{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
+			h, err := premium.New(premium.Deps{Auth: svc.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, origin)}), Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
 			testenv.Must(t, err, "premium")
-			h.Routes(api, svc.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, origin)}))
+			h.Routes(api)
 			disc, err := x402fiber.NewDiscovery(v, origin)
 			testenv.Must(t, err, "discovery")
 			disc.Routes(api)

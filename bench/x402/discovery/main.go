@@ -379,11 +379,11 @@ func startNode(ctx context.Context) (string, string, func(), error) {
 	stops = append(stops, keys.Close)
 	api := app.New(app.Deps{Store: st, Cache: c, Logger: quiet, OpenAPIPatch: cfg.PatchOpenAPI})
 	keys.Routes(api)
-	h, err := premium.New(premium.Deps{Store: st, Cache: c, Logger: quiet})
+	h, err := premium.New(premium.Deps{Auth: keys.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, origin)}), Store: st, Cache: c, Logger: quiet})
 	if err != nil {
 		return fail(err)
 	}
-	h.Routes(api, keys.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, origin)}))
+	h.Routes(api)
 	disc, err := x402fiber.NewDiscovery(v, origin)
 	if err != nil {
 		return fail(err)
