@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/pause"
 	"github.com/attestd/attestd/internal/tracing"
 	"go.opentelemetry.io/otel/attribute"
@@ -24,6 +23,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/attestd/attestd/internal/buildinfo"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/webhook/egress"
 	"github.com/attestd/attestd/internal/webhook/queue"
