@@ -13,6 +13,7 @@ import (
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/excerpt"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/gofiber/fiber/v2"
@@ -22,8 +23,8 @@ import (
 // /attestations (limit, offset, cursor).
 
 type agentListBody struct {
-	Data       []store.AgentItem `json:"data"`
-	Pagination Pagination        `json:"pagination"`
+	Data       []store.AgentItem  `json:"data"`
+	Pagination httpapi.Pagination `json:"pagination"`
 }
 
 var agentListParams = []string{"limit", "offset", "cursor", "operator"}
@@ -50,7 +51,7 @@ func DecodeAgentCursor(s string) (*store.AgentCursor, error) {
 	}
 	us, err := strconv.ParseInt(parts[1], 10, 64)
 	// Instants the API accepts elsewhere: years 0001 to 9999.
-	if err != nil || us < minTime.UnixMicro() || us > maxTime.UnixMicro() {
+	if err != nil || us < httpapi.MinTime.UnixMicro() || us > httpapi.MaxTime.UnixMicro() {
 		return nil, bad
 	}
 	if _, err := attestation.ParseAddress(parts[2]); err != nil {
@@ -66,15 +67,15 @@ type agentListQuery struct {
 
 func parseAgentListQuery(c *fiber.Ctx) (agentListQuery, error) {
 	var q agentListQuery
-	p, err := checkQuery(c, agentListParams)
+	p, err := httpapi.CheckQuery(c, agentListParams)
 	if err != nil {
 		return q, err
 	}
-	if q.filter.Limit, q.filter.Offset, q.cursor, q.filter.After, err = parsePage(p, DecodeAgentCursor); err != nil {
+	if q.filter.Limit, q.filter.Offset, q.cursor, q.filter.After, err = httpapi.ParsePage(p, DecodeAgentCursor); err != nil {
 		return q, err
 	}
-	if v, ok := p.get(3); ok {
-		q.filter.Operator, err = ParseAddress("operator", string(v))
+	if v, ok := p.Get(3); ok {
+		q.filter.Operator, err = httpapi.ParseAddress("operator", string(v))
 	}
 	return q, err
 }
@@ -96,7 +97,7 @@ func (a *API) listAgents(c *fiber.Ctx) error {
 		if err != nil {
 			return nil, false, err
 		}
-		body := agentListBody{Data: page.Items, Pagination: Pagination{Limit: q.filter.Limit, Offset: q.filter.Offset, Total: page.Total}}
+		body := agentListBody{Data: page.Items, Pagination: httpapi.Pagination{Limit: q.filter.Limit, Offset: q.filter.Offset, Total: page.Total}}
 		if body.Data == nil {
 			body.Data = []store.AgentItem{}
 		}
@@ -129,23 +130,23 @@ type activityQuery struct {
 // widened to bucket bounds (from down, to up).
 func parseActivityQuery(c *fiber.Ctx, now time.Time) (activityQuery, error) {
 	var q activityQuery
-	p, err := checkQuery(c, activityParams)
+	p, err := httpapi.CheckQuery(c, activityParams)
 	if err != nil {
 		return q, err
 	}
 	q.bucket = store.BucketHour
-	if v, ok := p.get(0); ok {
+	if v, ok := p.Get(0); ok {
 		switch string(v) {
 		case store.BucketHour, store.BucketDay:
 			q.bucket = string(v)
 		default:
-			return q, apierror.Invalid("bucket must be hour or day, got %q", excerpt.Of(string(v), maxTimeLen))
+			return q, apierror.Invalid("bucket must be hour or day, got %q", excerpt.Of(string(v), httpapi.MaxEcho))
 		}
 	}
 	step := q.step()
 	q.to = ceilTo(now.UTC(), step)
-	if v, ok := p.get(2); ok {
-		t, err := ParseTime("to", string(v))
+	if v, ok := p.Get(2); ok {
+		t, err := httpapi.ParseTime("to", string(v))
 		if err != nil {
 			return q, err
 		}
@@ -153,11 +154,11 @@ func parseActivityQuery(c *fiber.Ctx, now time.Time) (activityQuery, error) {
 	}
 	// A bucket ending after 9999-12-31T23:59:59Z has an end no RFC 3339
 	// instant writes ("10000-01-01..."): the series stops before it.
-	if q.to.After(maxTime) {
-		q.to = maxTime.Truncate(step)
+	if q.to.After(httpapi.MaxTime) {
+		q.to = httpapi.MaxTime.Truncate(step)
 	}
-	if v, ok := p.get(1); ok {
-		t, err := ParseTime("from", string(v))
+	if v, ok := p.Get(1); ok {
+		t, err := httpapi.ParseTime("from", string(v))
 		if err != nil {
 			return q, err
 		}
@@ -194,8 +195,8 @@ func (q activityQuery) maxSpan() time.Duration {
 // before year 0001, which no RFC 3339 instant writes (the mirror of the
 // to clamp above).
 func clampFrom(t time.Time) time.Time {
-	if t.Before(minTime) {
-		return minTime
+	if t.Before(httpapi.MinTime) {
+		return httpapi.MinTime
 	}
 	return t
 }
@@ -264,7 +265,7 @@ func (a *API) agentActivity(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	id, err := ParseAddress("agentId", c.Params("agentId"))
+	id, err := httpapi.ParseAddress("agentId", c.Params("agentId"))
 	if err != nil {
 		return err
 	}
@@ -290,13 +291,13 @@ func (a *API) agentActivity(c *fiber.Ctx) error {
 var sampleParams = []string{"actionHash", "limit"}
 
 func (a *API) listSamples(c *fiber.Ctx) error {
-	p, err := checkQuery(c, sampleParams)
+	p, err := httpapi.CheckQuery(c, sampleParams)
 	if err != nil {
 		return err
 	}
 	var hash []byte
 	hashText := ""
-	if v, ok := p.get(0); ok {
+	if v, ok := p.Get(0); ok {
 		if len(v) != 64 || strings.ToLower(string(v)) != string(v) {
 			return apierror.Invalid("actionHash must be 64 lowercase hexadecimal characters")
 		}
@@ -305,8 +306,8 @@ func (a *API) listSamples(c *fiber.Ctx) error {
 		}
 		hashText = string(v)
 	}
-	v, ok := p.get(1)
-	limit, err := ParseLimit(v, ok, DefaultLimit, MaxLimit)
+	v, ok := p.Get(1)
+	limit, err := httpapi.ParseLimit(v, ok, httpapi.DefaultLimit, httpapi.MaxLimit)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/buildinfo"
 	"github.com/attestd/attestd/internal/excerpt"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/metric"
 	"github.com/attestd/attestd/internal/store"
@@ -25,9 +26,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 )
-
-// Prefix is the path prefix of every API route.
-const Prefix = "/api/v1"
 
 // Deps are what the API needs. Store and Cache are required.
 type Deps struct {
@@ -47,13 +45,19 @@ type Deps struct {
 	// see (the transparency log's tiles, served at the log's origin and
 	// guarded by their own limit): only the front (request ids, metrics,
 	// the panic guard, framing checks) runs before them.
-	Unlimited []Route
+	Unlimited []httpapi.Route
 	// Health contributors beyond Postgres and the cache's Redis.
 	Indexer IndexerStatusFunc
 	Chain   ChainStatusFunc
 	// Log reports the transparency log's state and its witnesses (nil:
 	// /health says nothing of a log).
 	Log LogHealthFunc
+	// LogStatus reads the transparency log's newest checkpoint for the
+	// overview (nil: the overview's log is null).
+	LogStatus LogStatusFunc
+	// Stream serves GET /attestations/stream, the live stream (package
+	// stream; nil: the route answers 404).
+	Stream fiber.Handler
 	// Degradations are features with a fallback mode (the rate limiter's
 	// local decisions): /health is degraded, with the reason, while one is
 	// active.
@@ -88,11 +92,7 @@ type API struct {
 	// draining: the node is stopping (see ListenWith); /health says so
 	// and every answer closes its connection.
 	draining   atomic.Bool
-	drainStart atomic.Int64                  // unix nanoseconds the drain began
-	stream     atomic.Pointer[fiber.Handler] // GET /attestations/stream (SetStream)
-	// logStatus reads the transparency log's checkpoint for the overview
-	// (SetLogStatus).
-	logStatus atomic.Pointer[LogStatusFunc]
+	drainStart atomic.Int64 // unix nanoseconds the drain began
 	// statics are the patterns of the static routes (Static), set while
 	// the node is wired, before it serves.
 	statics []string
@@ -127,8 +127,8 @@ func New(d Deps) *API {
 		RequestMethods: append(fiber.DefaultMethods[:len(fiber.DefaultMethods):len(fiber.DefaultMethods)], unknownMethod),
 		AppName:        "attestd " + buildinfo.Version,
 		// c.JSON, everywhere on this app (errors included), ends its
-		// answer with a newline, as every JSON answer does (Marshal).
-		JSONEncoder:           Marshal,
+		// answer with a newline, as every JSON answer does (httpapi.Marshal).
+		JSONEncoder:           httpapi.Marshal,
 		DisableStartupMessage: true,
 		ErrorHandler:          a.handleError,
 		ReadTimeout:           d.Timeouts.Read,
@@ -149,7 +149,7 @@ func New(d Deps) *API {
 	next := srv.Handler
 	srv.Handler = func(rctx *fasthttp.RequestCtx) {
 		if m := rctx.Method(); !standardMethod(m) {
-			rctx.SetUserValue(sentMethodKey{}, excerpt.Of(string(m), maxTimeLen))
+			rctx.SetUserValue(sentMethodKey{}, excerpt.Of(string(m), httpapi.MaxEcho))
 			rctx.Request.Header.SetMethod(unknownMethod)
 		}
 		next(rctx)
@@ -179,13 +179,6 @@ func New(d Deps) *API {
 	return a
 }
 
-// Route is a route that a feature adds (Deps.Unlimited).
-type Route struct {
-	Method   string
-	Path     string
-	Handlers []fiber.Handler
-}
-
 // Fiber returns the underlying application (to listen or to test).
 func (a *API) Fiber() *fiber.App { return a.fiber }
 
@@ -204,7 +197,7 @@ func (a *API) Serve(ln net.Listener) error {
 }
 
 func (a *API) routes() {
-	r := a.fiber.Group(Prefix)
+	r := a.fiber.Group(httpapi.Prefix)
 	r.Get("/health", a.health)
 	r.Get("/stats", a.stats)
 	r.Get("/stats/activity", a.globalActivity)
@@ -222,20 +215,18 @@ func (a *API) routes() {
 	// which handleError writes in the envelope.
 }
 
-// SetStream sets the handler of GET /attestations/stream, the live stream
-// (package stream). Until it is set the route answers 404.
-func (a *API) SetStream(h fiber.Handler) { a.stream.Store(&h) }
-
+// serveStream answers GET /attestations/stream with Deps.Stream (404
+// without one).
 func (a *API) serveStream(c *fiber.Ctx) error {
-	if h := a.stream.Load(); h != nil {
-		return (*h)(c)
+	if a.deps.Stream != nil {
+		return a.deps.Stream(c)
 	}
-	return apierror.NotFound(apierror.CodeNotFound, "no route %s %s", methodOf(c), excerpt.Of(c.Path(), maxTimeLen))
+	return apierror.NotFound(apierror.CodeNotFound, "no route %s %s", methodOf(c), excerpt.Of(c.Path(), httpapi.MaxEcho))
 }
 
 // Route adds a route under the API prefix (for packages that add features).
 func (a *API) Route(method, path string, handlers ...fiber.Handler) {
-	a.fiber.Add(method, Prefix+path, handlers...)
+	a.fiber.Add(method, httpapi.Prefix+path, handlers...)
 }
 
 // Page adds a route outside the API prefix (discovery documents at the
@@ -292,12 +283,12 @@ func (a *API) handleError(c *fiber.Ctx, err error) error {
 	if errors.As(err, &fe) {
 		switch fe.Code {
 		case http.StatusNotFound:
-			return apierror.Write(c, fe.Code, apierror.CodeNotFound, "no route "+methodOf(c)+" "+excerpt.Of(c.Path(), maxTimeLen))
+			return apierror.Write(c, fe.Code, apierror.CodeNotFound, "no route "+methodOf(c)+" "+excerpt.Of(c.Path(), httpapi.MaxEcho))
 		case http.StatusMethodNotAllowed:
 			allow := a.allowedMethods(c.Path())
 			c.Set(fiber.HeaderAllow, allow)
 			return apierror.Write(c, fe.Code, apierror.CodeMethodNotAllowed,
-				"method "+methodOf(c)+" is not allowed on "+excerpt.Of(c.Path(), maxTimeLen)+"; allowed: "+allow)
+				"method "+methodOf(c)+" is not allowed on "+excerpt.Of(c.Path(), httpapi.MaxEcho)+"; allowed: "+allow)
 		case http.StatusRequestEntityTooLarge:
 			return apierror.Write(c, fe.Code, apierror.CodePayloadTooLarge, "request body too large (at most "+strconv.Itoa(a.fiber.Config().BodyLimit>>10)+" KiB)")
 		case http.StatusRequestHeaderFieldsTooLarge:

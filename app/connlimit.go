@@ -103,3 +103,6 @@ func (c *countedConn) Close() error {
 	c.once.Do(c.release)
 	return err
 }
+
+// NetConn returns the connection counted (see httpapi.TCPConn).
+func (c *countedConn) NetConn() net.Conn { return c.Conn }

@@ -124,3 +124,7 @@ func (c *deadlineConn) Write(p []byte) (int, error) {
 	}
 	return c.Conn.Write(p)
 }
+
+// NetConn returns the connection whose deadlines are kept (see
+// httpapi.TCPConn).
+func (c *deadlineConn) NetConn() net.Conn { return c.Conn }

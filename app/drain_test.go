@@ -10,6 +10,7 @@ import (
 
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/devtools/devstack"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/testing/apptest"
 	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,7 +36,7 @@ func TestDrainFailsHealthWhileServing(t *testing.T) {
 	go func() {
 		done <- api.ListenWith(ctx, addr, app.ListenOptions{Drain: time.Hour, SkipDrain: skip, Grace: 5 * time.Second})
 	}()
-	node := &apptest.Node{URL: "http://" + addr + app.Prefix, Root: "http://" + addr, API: api}
+	node := &apptest.Node{URL: "http://" + addr + httpapi.Prefix, Root: "http://" + addr, API: api}
 	testenv.WaitFor(t, "the node listens", 30*time.Second, func() bool { return healthStatus(node) == 200 })
 
 	var h app.Health
@@ -96,7 +97,7 @@ func TestNoDrainStopsAtOnce(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- api.Listen(ctx, addr, 5*time.Second) }()
-	node := &apptest.Node{URL: "http://" + addr + app.Prefix, Root: "http://" + addr, API: api}
+	node := &apptest.Node{URL: "http://" + addr + httpapi.Prefix, Root: "http://" + addr, API: api}
 	testenv.WaitFor(t, "the node listens", 30*time.Second, func() bool { return healthStatus(node) == 200 })
 	stop()
 	select {

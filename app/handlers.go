@@ -1,94 +1,26 @@
 package app
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/gofiber/fiber/v2"
 )
 
-// Pagination is the pagination object of list answers.
-type Pagination struct {
-	Limit      int    `json:"limit"`
-	Offset     int    `json:"offset"`
-	Total      int64  `json:"total"`
-	NextCursor string `json:"nextCursor,omitempty"`
-}
-
 type listBody struct {
 	Data       []attestation.Attestation `json:"data"`
-	Pagination Pagination                `json:"pagination"`
+	Pagination httpapi.Pagination        `json:"pagination"`
 }
 
 type dataBody struct {
 	Data any `json:"data"`
-}
-
-// compressFrom is the size from which SendJSON compresses an answer for a
-// client that accepts gzip; below it the saving is not worth the CPU.
-const compressFrom = 8 << 10
-
-// fastGzip compresses answers made per request (cached answers are
-// compressed once, when cached, at the default level).
-var fastGzip = sync.Pool{New: func() any { w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed); return w }}
-
-// SendJSON writes JSON bytes made for this request as the answer (with
-// a final newline, added when they lack one),
-// gzip-compressed (fastest level) when they are large and the client
-// accepts gzip. Cached bytes go through SendValue instead.
-func SendJSON(c *fiber.Ctx, b []byte) error {
-	if len(b) > 0 && b[len(b)-1] != '\n' {
-		b = append(b, '\n')
-	}
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
-	if len(b) < compressFrom {
-		return c.Send(b)
-	}
-	c.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
-	if !AcceptsGzip(c) {
-		return c.Send(b)
-	}
-	var buf bytes.Buffer
-	buf.Grow(len(b) / 4)
-	zw := fastGzip.Get().(*gzip.Writer)
-	zw.Reset(&buf)
-	_, err := zw.Write(b)
-	if err == nil {
-		err = zw.Close()
-	}
-	fastGzip.Put(zw)
-	if err != nil { // writing to memory does not fail; answer plain if it ever does
-		return c.Send(b)
-	}
-	c.Set(fiber.HeaderContentEncoding, "gzip")
-	return c.Send(buf.Bytes())
-}
-
-// SendValue writes a cached value, gzip-compressed (compressed once, when
-// it was cached) when the client accepts gzip. It sets no validator and no
-// Cache-Control: premium routes use it for private answers. Public answers
-// go through sendCacheable.
-func SendValue(c *fiber.Ctx, v cache.Value) error {
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
-	if v.Gzip == nil {
-		return c.Send(v.JSON)
-	}
-	c.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
-	if AcceptsGzip(c) {
-		c.Set(fiber.HeaderContentEncoding, "gzip")
-		return c.Send(v.Gzip)
-	}
-	return c.Send(v.JSON)
 }
 
 // cacheable says how a public answer may be cached: its Cache-Control, and
@@ -109,7 +41,7 @@ type cacheable struct {
 // answer is compressed depends on its size, which a cache cannot know
 // beforehand. The 304 carries the headers its 200 would (RFC 9110 15.4.5).
 func sendCacheable(c *fiber.Ctx, v cache.Value, how cacheable) error {
-	gz := v.Gzip != nil && AcceptsGzip(c)
+	gz := v.Gzip != nil && httpapi.AcceptsGzip(c)
 	etag := v.ETag
 	if gz {
 		etag = v.GzipETag
@@ -133,89 +65,12 @@ func sendCacheable(c *fiber.Ctx, v cache.Value, how cacheable) error {
 	return c.Send(v.JSON)
 }
 
-// AcceptsGzip reports whether the request's Accept-Encoding (every line
-// of it) makes gzip acceptable: listed with a q above 0, or not listed and
-// "*" listed with a q above 0. The q parameter's name is case-insensitive;
-// a malformed q counts as 0. It reads the request's buffers without
-// copying or allocating.
-func AcceptsGzip(c *fiber.Ctx) bool {
-	return gzipAcceptableLines(c.Request().Header.PeekAll(fiber.HeaderAcceptEncoding))
-}
-
-func gzipAcceptable(h string) bool { return gzipAcceptableLines([][]byte{[]byte(h)}) }
-
-func gzipAcceptableLines(lines [][]byte) bool {
-	gzipQ, starQ := -1, -1 // thousandths; -1: not listed
-	for _, line := range lines {
-		for more := true; more; {
-			var part []byte
-			part, line, more = bytes.Cut(line, comma)
-			name, params, _ := bytes.Cut(part, semicolon)
-			q := 1000
-			for len(params) > 0 {
-				var p []byte
-				p, params, _ = bytes.Cut(params, semicolon)
-				if k, v, ok := bytes.Cut(p, equals); ok && bytes.EqualFold(bytes.TrimSpace(k), qName) {
-					q = parseQValue(bytes.TrimSpace(v))
-				}
-			}
-			switch name = bytes.TrimSpace(name); {
-			case bytes.EqualFold(name, gzipName), bytes.EqualFold(name, xGzipName):
-				gzipQ = max(gzipQ, q)
-			case len(name) == 1 && name[0] == '*':
-				starQ = max(starQ, q)
-			}
-		}
-	}
-	if gzipQ >= 0 {
-		return gzipQ > 0
-	}
-	return starQ > 0
-}
-
-var (
-	comma, semicolon, equals = []byte{','}, []byte{';'}, []byte{'='}
-	qName, gzipName          = []byte("q"), []byte("gzip")
-	xGzipName                = []byte("x-gzip")
-)
-
-// parseQValue reads an RFC 9110 qvalue ("0", "0.5", "1.000") in
-// thousandths; anything else is 0.
-func parseQValue(v []byte) int {
-	whole, frac, _ := bytes.Cut(v, []byte{'.'})
-	if len(whole) != 1 || (whole[0] != '0' && whole[0] != '1') || len(frac) > 3 {
-		return 0
-	}
-	n := int(whole[0]-'0') * 1000
-	for i, scale := 0, 100; i < len(frac); i, scale = i+1, scale/10 {
-		if frac[i] < '0' || frac[i] > '9' {
-			return 0
-		}
-		n += int(frac[i]-'0') * scale
-	}
-	if n > 1000 {
-		return 0
-	}
-	return n
-}
-
 func marshal(v any) ([]byte, error) {
-	b, err := Marshal(v)
+	b, err := httpapi.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode response: %w", err)
 	}
 	return b, nil
-}
-
-// Marshal is v as the API answers JSON: encoding/json's bytes and a final
-// newline (so a terminal shows the prompt on its own line after curl).
-// Every JSON answer is made with it, cached or not.
-func Marshal(v any) ([]byte, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
 }
 
 // cached answers a public read from the cache with the caching headers of
@@ -238,7 +93,7 @@ func (a *API) load(c *fiber.Ctx, key string, load func(ctx context.Context) (any
 	v, _, err := a.deps.Cache.GetValue(c.UserContext(), key, func(ctx context.Context) ([]byte, bool, error) {
 		body, immutable, err := load(ctx)
 		if err != nil {
-			return nil, false, LoadError(err)
+			return nil, false, httpapi.LoadError(err)
 		}
 		b, err := marshal(body)
 		return b, immutable, err
@@ -268,7 +123,7 @@ type addressRead struct {
 // validated (400 when it is not one) and the answer loaded, under the
 // same key.
 func (a *API) readAddress(c *fiber.Ctx, r *addressRead) error {
-	if _, err := QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
 	raw := c.Params(r.param)                   // Fiber's buffer: used within this request only
@@ -277,7 +132,7 @@ func (a *API) readAddress(c *fiber.Ctx, r *addressRead) error {
 			return sendCacheable(c, v, r.caching(a, raw, v.Immutable))
 		}
 	}
-	id, err := ParseAddress(r.param, raw) // a copy, safe to keep
+	id, err := httpapi.ParseAddress(r.param, raw) // a copy, safe to keep
 	if err != nil {
 		return err
 	}
@@ -294,7 +149,7 @@ func (a *API) readAddress(c *fiber.Ctx, r *addressRead) error {
 }
 
 func (a *API) stats(c *fiber.Ctx) error {
-	if _, err := QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
 	how := cacheable{control: a.control.index, general: httpcache.KeyStats}
@@ -315,12 +170,12 @@ func (a *API) listAttestations(c *fiber.Ctx) error {
 		if err != nil {
 			return nil, false, err
 		}
-		body := listBody{Data: page.Items, Pagination: Pagination{Limit: q.filter.Limit, Offset: q.filter.Offset, Total: page.Total}}
+		body := listBody{Data: page.Items, Pagination: httpapi.Pagination{Limit: q.filter.Limit, Offset: q.filter.Offset, Total: page.Total}}
 		if body.Data == nil {
 			body.Data = []attestation.Attestation{}
 		}
 		if page.Next != nil {
-			body.Pagination.NextCursor = EncodeCursor(page.Next)
+			body.Pagination.NextCursor = httpapi.EncodeCursor(page.Next)
 		}
 		return body, false, nil
 	})

@@ -10,7 +10,9 @@ import (
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/buildinfo"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
+	"github.com/attestd/attestd/internal/translog/logreport"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -53,37 +55,12 @@ type Health struct {
 	Replicas []Replica `json:"replicas"`
 	// Log is the transparency log's state (absent when the node serves
 	// none): what it serves and who witnessed it.
-	Log *LogHealth `json:"log,omitempty"`
-}
-
-// LogHealth is the transparency log's part of /health.
-type LogHealth struct {
-	Origin string `json:"origin"`
-	// Size is the served checkpoint's (0: none yet); Newest the newest
-	// signed, witnessed or not.
-	Size   int64 `json:"size"`
-	Newest int64 `json:"newest"`
-	// Quorum of the Witnesses must cosign a checkpoint for it to be served
-	// (0: none configured); WitnessedBy names those whose cosignature the
-	// served checkpoint carries.
-	Quorum      int             `json:"quorum"`
-	WitnessedBy []string        `json:"witnessedBy"`
-	Witnesses   []WitnessHealth `json:"witnesses"`
-}
-
-// WitnessHealth is where one witness stands.
-type WitnessHealth struct {
-	Name string `json:"name"`
-	// Key is its verifier key (name+keyid+base64, C2SP tlog-cosignature),
-	// as configured: what the explorer checks cosignatures with.
-	Key   string `json:"key"`
-	Size  int64  `json:"size"`            // the size it last cosigned
-	Error string `json:"error,omitempty"` // its last failure, while it fails
+	Log *logreport.Health `json:"log,omitempty"`
 }
 
 // LogHealthFunc reports the log's state and, when something is wrong,
 // why (a sentence for /health's reasons).
-type LogHealthFunc func(ctx context.Context) (*LogHealth, string)
+type LogHealthFunc func(ctx context.Context) (*logreport.Health, string)
 
 // Degradation is a feature that can run in a fallback mode, and the reason
 // /health gives while it does.
@@ -117,7 +94,7 @@ func (a *API) defaultIndexerStatus(ctx context.Context) (IndexerStatus, error) {
 }
 
 func (a *API) health(c *fiber.Ctx) error {
-	if _, err := QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 3*time.Second)

@@ -317,13 +317,13 @@ func keyedNode(t *testing.T, env *apptest.Env) (*apptest.Node, string) {
 		Configure: func(d *app.Deps) { deps = *d },
 		Routes: func(api *app.API) {
 			var err error
-			svc, err = apikey.New(context.Background(), apikey.Config{Store: deps.Store, Redis: apptest.NewRedis(t, env.RedisURL),
+			svc, err = apikey.New(context.Background(), apikey.Deps{Store: deps.Store, Redis: apptest.NewRedis(t, env.RedisURL),
 				Channel: env.Prefix + apikey.ChannelSuffix, Logger: deps.Logger})
 			testenv.Must(t, err, "key service")
 			svc.Routes(api)
-			h, err := premium.New(premium.Config{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
+			h, err := premium.New(premium.Deps{Auth: svc.Require(apikey.RequireOptions{}), Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
 			testenv.Must(t, err, "premium")
-			h.Routes(api, svc.Require(apikey.RequireOptions{}))
+			h.Routes(api)
 		},
 	})
 	t.Cleanup(svc.Close)

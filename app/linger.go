@@ -49,24 +49,6 @@ func (c *lingerConn) Close() error {
 	return nil
 }
 
-// TCPConn returns the TCP socket under a connection this package's
-// listeners handed out (nil when there is none: an in-memory test
-// connection). A handler that takes its connection over (the live stream)
-// uses it to size the socket's send buffer and to wake a blocked read.
-func TCPConn(c net.Conn) *net.TCPConn {
-	for c != nil {
-		switch v := c.(type) {
-		case *net.TCPConn:
-			return v
-		case *lingerConn:
-			return v.TCPConn
-		case *deadlineConn:
-			c = v.Conn
-		case *countedConn:
-			c = v.Conn
-		default:
-			return nil
-		}
-	}
-	return nil
-}
+// NetConn returns the socket (httpapi.TCPConn unwraps this package's
+// connections by it).
+func (c *lingerConn) NetConn() net.Conn { return c.TCPConn }

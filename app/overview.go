@@ -7,8 +7,10 @@ import (
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/cache"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/translog/logreport"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -31,7 +33,7 @@ type Overview struct {
 	Indexer *IndexerStatus `json:"indexer"`
 	// Log is the transparency log's latest checkpoint; null when the log
 	// is off or has none yet.
-	Log *LogStatus `json:"log"`
+	Log *logreport.Status `json:"log"`
 }
 
 // OverviewRate is how fast the index grows: over the recent window and
@@ -50,20 +52,9 @@ type OverviewFinality struct {
 	OldestUnfinalizedAt *attestation.Time `json:"oldestUnfinalizedAt"`
 }
 
-// LogStatus is the transparency log's latest signed checkpoint.
-type LogStatus struct {
-	Origin       string           `json:"origin"`
-	Size         int64            `json:"size"`
-	CheckpointAt attestation.Time `json:"checkpointAt"`
-}
-
 // LogStatusFunc reports the log's latest checkpoint, and false when there
 // is none to report (the log is off, or nothing is signed yet).
-type LogStatusFunc func(ctx context.Context) (LogStatus, bool)
-
-// SetLogStatus sets where the overview reads the log's state (package
-// translog); until it is set the overview says null.
-func (a *API) SetLogStatus(f LogStatusFunc) { a.logStatus.Store(&f) }
+type LogStatusFunc func(ctx context.Context) (logreport.Status, bool)
 
 // overviewKey is the cache key of GET /stats/overview (no parameters).
 var overviewKey = cache.NewKey("overview").Bytes()
@@ -74,7 +65,7 @@ func perMinute(n int64, d time.Duration) float64 {
 }
 
 func (a *API) overview(c *fiber.Ctx) error {
-	if _, err := QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
 	how := cacheable{control: a.control.index, general: httpcache.KeyStats}
@@ -100,8 +91,8 @@ func (a *API) overview(c *fiber.Ctx) error {
 		if st, err := indexer(sctx); err == nil {
 			body.Indexer = &st
 		}
-		if f := a.logStatus.Load(); f != nil {
-			if ls, ok := (*f)(sctx); ok {
+		if f := a.deps.LogStatus; f != nil {
+			if ls, ok := f(sctx); ok {
 				body.Log = &ls
 			}
 		}

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/attestd/attestd/internal/httpapi"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -94,22 +94,7 @@ func newAPIError(method, path string, status int, h http.Header, body []byte) *A
 const MaxRetryAfter = 24 * time.Hour
 
 // parseRetryAfter reads delay-seconds or an HTTP date, at most
-// MaxRetryAfter.
+// MaxRetryAfter, in whole seconds.
 func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
-		if n > uint64(MaxRetryAfter/time.Second) {
-			return MaxRetryAfter
-		}
-		return time.Duration(n) * time.Second
-	} else if errors.Is(err, strconv.ErrRange) {
-		return MaxRetryAfter
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return min(t.Sub(now).Round(time.Second), MaxRetryAfter)
-	}
-	return 0
+	return httpapi.ParseRetryAfter(v, now, MaxRetryAfter).Round(time.Second)
 }

@@ -31,13 +31,13 @@ func premiumNode(t *testing.T, env *apptest.Env, onMissingKey fiber.Handler) (no
 	node = env.StartNode(t, apptest.NodeOptions{
 		Configure: func(d *app.Deps) { deps = *d },
 		Routes: func(api *app.API) {
-			svc, err := apikey.New(ctx, apikey.Config{Store: deps.Store, Logger: deps.Logger})
+			svc, err := apikey.New(ctx, apikey.Deps{Store: deps.Store, Logger: deps.Logger})
 			testenv.Must(t, err, "apikey service")
 			t.Cleanup(svc.Close)
 			svc.Routes(api)
-			h, err := premium.New(premium.Config{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
+			h, err := premium.New(premium.Deps{Auth: svc.Require(apikey.RequireOptions{OnMissingKey: onMissingKey}), Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
 			testenv.Must(t, err, "premium handler")
-			h.Routes(api, svc.Require(apikey.RequireOptions{OnMissingKey: onMissingKey}))
+			h.Routes(api)
 			k, err := svc.Create(ctx, acct.ID, "valid")
 			testenv.Must(t, err, "create key")
 			r, err := svc.Create(ctx, acct.ID, "revoked")

@@ -26,14 +26,14 @@ func TestEdgeServesLogTiles(t *testing.T) {
 	cfg := translog.Config{Key: key}
 	f := newFleet(t, fleetOptions{policy: long, middleware: limiter(t, 1_000_000),
 		unlimited: func(t *testing.T, env *apptest.Env, deps *app.Deps) func(*app.API) {
-			srv := translog.NewServer(translog.ServerOptions{Store: deps.Store, Cache: deps.Cache, Config: cfg,
+			srv := translog.NewServer(translog.ServerDeps{Store: deps.Store, Cache: deps.Cache, Config: cfg,
 				Logger: deps.Logger, Refresh: 20 * time.Millisecond})
 			srv.Start(t.Context())
 			deps.Unlimited = append(deps.Unlimited, srv.OriginRoutes()...)
-			return srv.Routes
+			return func(api *app.API) { srv.Routes(api) }
 		}})
 	// The 400 seeded attestations are finalized: append and sign.
-	a, err := translog.NewAppender(translog.AppenderOptions{Store: f.env.Store, Config: cfg, Logger: apptest.Logger()})
+	a, err := translog.NewAppender(translog.AppenderDeps{Store: f.env.Store, Config: cfg, Logger: apptest.Logger()})
 	testenv.Must(t, err, "appender")
 	for {
 		res, err := f.env.Store.LogAppend(context.Background(), 5000)

@@ -11,6 +11,7 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/devtools/seed"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/stream"
 	"github.com/attestd/attestd/internal/testing/apptest"
@@ -21,13 +22,14 @@ import (
 // heartbeat and a new attestation reach the client as they are written
 // (neither buffered nor cached nor compressed).
 func TestEdgeStreamsUnbuffered(t *testing.T) {
-	f := newFleet(t, fleetOptions{routes: func(t *testing.T, env *apptest.Env, api *app.API, deps app.Deps) {
-		hub := stream.NewHub(stream.HubOptions{Store: deps.Store, Redis: apptest.NewRedis(t, env.RedisURL), Prefix: env.Prefix,
+	f := newFleet(t, fleetOptions{unlimited: func(t *testing.T, env *apptest.Env, deps *app.Deps) func(*app.API) {
+		hub := stream.NewHub(stream.HubDeps{Store: deps.Store, Redis: apptest.NewRedis(t, env.RedisURL), Prefix: env.Prefix,
 			Config: stream.Config{Heartbeat: 200 * time.Millisecond}, Logger: deps.Logger})
 		t.Cleanup(hub.Close)
-		api.SetStream(stream.New(stream.Options{Hub: hub}).Serve)
+		deps.Stream = stream.New(stream.Deps{Hub: hub}).Serve
+		return nil
 	}})
-	req, err := http.NewRequest(http.MethodGet, f.edge.URL+app.Prefix+"/attestations/stream", nil)
+	req, err := http.NewRequest(http.MethodGet, f.edge.URL+httpapi.Prefix+"/attestations/stream", nil)
 	testenv.Must(t, err, "request")
 	req.Header.Set("Accept-Encoding", "gzip")
 	var res *http.Response

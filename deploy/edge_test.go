@@ -20,6 +20,7 @@ import (
 	"github.com/attestd/attestd/internal/apikey"
 	"github.com/attestd/attestd/internal/devtools/devstack"
 	"github.com/attestd/attestd/internal/devtools/seed"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/premium"
 	"github.com/attestd/attestd/internal/store"
@@ -82,7 +83,7 @@ func (c *counter) get(pathQuery string) int {
 	if p, ok := strings.CutPrefix(pathQuery, "^"); ok {
 		return c.n[p] // below the root
 	}
-	return c.n[app.Prefix+pathQuery]
+	return c.n[httpapi.Prefix+pathQuery]
 }
 
 // fleet is two API nodes behind nginx run from deploy/nginx.conf.
@@ -154,14 +155,14 @@ func newFleet(t *testing.T, opt fleetOptions) *fleet {
 // keyed adds the key and premium routes to a node, and makes the fleet's
 // key the first time.
 func (f *fleet) keyed(t *testing.T, api *app.API, deps app.Deps) {
-	svc, err := apikey.New(context.Background(), apikey.Config{Store: deps.Store, Redis: apptest.NewRedis(t, f.env.RedisURL),
+	svc, err := apikey.New(context.Background(), apikey.Deps{Store: deps.Store, Redis: apptest.NewRedis(t, f.env.RedisURL),
 		Channel: f.env.Prefix + apikey.ChannelSuffix, Logger: deps.Logger})
 	testenv.Must(t, err, "key service")
 	t.Cleanup(svc.Close)
 	svc.Routes(api)
-	h, err := premium.New(premium.Config{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
+	h, err := premium.New(premium.Deps{Auth: svc.Require(apikey.RequireOptions{}), Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
 	testenv.Must(t, err, "premium")
-	h.Routes(api, svc.Require(apikey.RequireOptions{}))
+	h.Routes(api)
 	if f.key == "" {
 		acc, _, err := svc.Store().EnsureAccount(context.Background(), "edge")
 		testenv.Must(t, err, "account")
@@ -185,7 +186,7 @@ var client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 
 func (f *fleet) do(t *testing.T, c *http.Client, method, pathQuery string, header map[string]string) answer {
 	t.Helper()
-	target := f.edge.URL + app.Prefix + pathQuery
+	target := f.edge.URL + httpapi.Prefix + pathQuery
 	if p, ok := strings.CutPrefix(pathQuery, "^"); ok {
 		target = f.edge.URL + p // below the root, not the API
 	}

@@ -45,7 +45,7 @@ func TestEdgeServesTheConsole(t *testing.T) {
 			}}
 		},
 		routes: func(t *testing.T, env *apptest.Env, api *app.API, deps app.Deps) {
-			w, err := web.New(web.Options{Store: deps.Store, Redis: apptest.NewRedis(t, env.RedisURL), Prefix: env.Prefix + "web:",
+			w, err := web.New(web.Deps{Store: deps.Store, Redis: apptest.NewRedis(t, env.RedisURL), Prefix: env.Prefix + "web:",
 				Config: web.Config{Origin: origin, SessionTTL: time.Hour}, Logger: deps.Logger})
 			testenv.Must(t, err, "web")
 			w.Routes(api)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -125,6 +126,41 @@ func TestLayoutSaysWhatShips(t *testing.T) {
 	for _, name := range []string{"testing", "devtools"} {
 		if _, err := os.Stat(filepath.Join(root, "internal", name)); err != nil {
 			t.Errorf("internal/%s: %v", name, err)
+		}
+	}
+}
+
+// TestOnlyTheWiringImportsApp: features share the API's conventions
+// through internal/httpapi and join a node by Routes(httpapi.Router), so
+// no production package but the wiring (internal/node) imports app; and
+// app takes every feature in its Deps, before it serves, with no setter
+// (docs/development.md, Wiring).
+func TestOnlyTheWiringImportsApp(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if support(p.path) || under(p.path, "cmd") || p.path == "internal/node" {
+			continue
+		}
+		for _, imp := range p.imports {
+			if imp == "app" {
+				t.Errorf("production package %s imports app: use internal/httpapi's helpers and httpapi.Router", p.path)
+			}
+		}
+	}
+	files, err := filepath.Glob(filepath.Join(root, "app", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	setter := regexp.MustCompile(`(?m)^func \(a \*API\) Set[A-Z]\w*\(`)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := setter.Find(b); m != nil {
+			t.Errorf("%s: %s: app.API takes its features in Deps, not by a setter after New", filepath.Base(f), m)
 		}
 	}
 }

@@ -23,7 +23,7 @@ func TestForkDroppedNeverLogged(t *testing.T) {
 	testenv.Must(t, err, "key")
 	key, err := translog.ParseKey(skey)
 	testenv.Must(t, err, "parse key")
-	a, err := translog.NewAppender(translog.AppenderOptions{Store: st, Logger: quietLogger(), LockRetry: 50 * time.Millisecond,
+	a, err := translog.NewAppender(translog.AppenderDeps{Store: st, Logger: quietLogger(), LockRetry: 50 * time.Millisecond,
 		Config: translog.Config{Key: key, Batch: 100, CheckpointInterval: 50 * time.Millisecond, Poll: 20 * time.Millisecond}})
 	testenv.Must(t, err, "appender")
 	ctx, cancel := context.WithCancel(context.Background())

@@ -61,7 +61,7 @@ func fillLog(t *testing.T, st *store.Store, agents []seed.Agent, n int) {
 	_, err := st.Apply(ctx, &store.Batch{Attestations: recs})
 	testenv.Must(t, err, "apply finalized attestations")
 	cfg := logConfig(t)
-	a, err := translog.NewAppender(translog.AppenderOptions{Store: st, Config: cfg, Logger: apptest.Logger()})
+	a, err := translog.NewAppender(translog.AppenderDeps{Store: st, Config: cfg, Logger: apptest.Logger()})
 	testenv.Must(t, err, "appender")
 	for {
 		res, err := st.LogAppend(ctx, cfg.Batch)
@@ -94,7 +94,7 @@ func discovery(t *testing.T, ledger *store.Store, api *app.API) {
 	t.Cleanup(v.Close)
 	d, err := x402fiber.NewDiscovery(v, origin)
 	testenv.Must(t, err, "discovery")
-	d.Routes(api.Page)
+	d.Routes(api)
 }
 
 // rootOf is node with its requests sent at the origin's root (the

@@ -72,34 +72,34 @@ func fullNode(t *testing.T, env *apptest.Env, limit int) (*apptest.Node, *apikey
 				d.Middleware = append(d.Middleware, env.NewLimiter(t, limit).Middleware())
 				lcfg.TileRate = limit // the tiles' own guard: a burst of 10, then 429
 			}
-			logSrv = translog.NewServer(translog.ServerOptions{Store: d.Store, Cache: d.Cache, Config: lcfg,
+			logSrv = translog.NewServer(translog.ServerDeps{Store: d.Store, Cache: d.Cache, Config: lcfg,
 				Logger: apptest.Logger(), Refresh: 20 * time.Millisecond})
 			logSrv.Start(t.Context())
 			d.Unlimited = append(d.Unlimited, logSrv.OriginRoutes()...)
+			scfg := stream.DefaultConfig()
+			scfg.Lifetime, scfg.Poll = time.Second, 50*time.Millisecond // a 200 that ends
+			hub := stream.NewHub(stream.HubDeps{Store: d.Store, Redis: rdb, Prefix: env.Prefix, Config: scfg, Logger: apptest.Logger()})
+			t.Cleanup(hub.Close)
+			d.Stream = stream.New(stream.Deps{Hub: hub, Registerer: prometheus.NewRegistry()}).Serve
 			deps = *d
 		},
 		Routes: func(api *app.API) {
-			site, err := web.New(web.Options{Store: deps.Store, Redis: rdb, Prefix: env.Prefix + "web:",
+			site, err := web.New(web.Deps{Store: deps.Store, Redis: rdb, Prefix: env.Prefix + "web:",
 				Config: web.Config{SessionTTL: time.Hour, Origin: origin}, Logger: apptest.Logger()})
 			testenv.Must(t, err, "web")
 			site.Routes(api)
-			keys, err = apikey.New(context.Background(), apikey.Config{Store: deps.Store, Logger: apptest.Logger(), Sessions: site,
-				MaxActiveKeys: maxKeys})
+			keys, err = apikey.New(context.Background(), apikey.Deps{Store: deps.Store, Logger: apptest.Logger(), Sessions: site,
+				Config: apikey.Config{MaxActiveKeys: maxKeys}})
 			testenv.Must(t, err, "key service")
 			keys.Routes(api)
-			hooks, err := webhookapi.NewAPI(webhookapi.APIOptions{Store: deps.Store, Queue: queue.New(rdb, env.Prefix, wcfg.Partitions),
+			hooks, err := webhookapi.NewAPI(webhookapi.APIDeps{Auth: keys.Require(apikey.RequireOptions{AllowSession: true}), Store: deps.Store, Queue: queue.New(rdb, env.Prefix, wcfg.Partitions),
 				Config: wcfg, Logger: apptest.Logger()})
 			testenv.Must(t, err, "webhook api")
-			hooks.Routes(api, keys.Require(apikey.RequireOptions{AllowSession: true}))
-			prem, err := premium.New(premium.Config{Store: deps.Store, Cache: deps.Cache, Logger: apptest.Logger()})
+			hooks.Routes(api)
+			prem, err := premium.New(premium.Deps{Auth: keys.Require(apikey.RequireOptions{}), Store: deps.Store, Cache: deps.Cache, Logger: apptest.Logger()})
 			testenv.Must(t, err, "premium")
-			prem.Routes(api, keys.Require(apikey.RequireOptions{}))
+			prem.Routes(api)
 			logSrv.Routes(api)
-			scfg := stream.DefaultConfig()
-			scfg.Lifetime, scfg.Poll = time.Second, 50*time.Millisecond // a 200 that ends
-			hub := stream.NewHub(stream.HubOptions{Store: deps.Store, Redis: rdb, Prefix: env.Prefix, Config: scfg, Logger: apptest.Logger()})
-			t.Cleanup(hub.Close)
-			api.SetStream(stream.New(stream.Options{Hub: hub, Registerer: prometheus.NewRegistry()}).Serve)
 			discovery(t, deps.Store, api)
 		},
 	})

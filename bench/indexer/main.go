@@ -28,6 +28,7 @@ import (
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/devtools/devnet"
 	"github.com/attestd/attestd/internal/devtools/devstack"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
@@ -361,7 +362,7 @@ func apiNode(ctx context.Context, indexerStore *store.Store, dbURL string, log *
 	}
 	go func() { _ = api.Fiber().Listener(ln) }()
 	stops = append(stops, func() { _ = api.Fiber().ShutdownWithTimeout(2 * time.Second) })
-	return "http://" + ln.Addr().String() + app.Prefix + "/attestations?limit=100", stop, nil
+	return "http://" + ln.Addr().String() + httpapi.Prefix + "/attestations?limit=100", stop, nil
 }
 
 var httpClient = &http.Client{Timeout: 5 * time.Second}

@@ -278,7 +278,7 @@ func (b *bench) proofPart(ctx context.Context, dur time.Duration, rounds int) er
 			break
 		}
 	}
-	a, err := translog.NewAppender(translog.AppenderOptions{Store: st, Config: translog.Config{Key: b.key}, Logger: b.quiet})
+	a, err := translog.NewAppender(translog.AppenderDeps{Store: st, Config: translog.Config{Key: b.key}, Logger: b.quiet})
 	if err != nil {
 		return err
 	}
@@ -491,7 +491,7 @@ func bulkLoad(ctx context.Context, st *store.Store, n int64) error {
 // startAppender runs an appender over st as attestd index runs it, once
 // it leads; stop ends it and waits for it.
 func (b *bench) startAppender(ctx context.Context, st *store.Store, cfg translog.Config) (func(), error) {
-	a, err := translog.NewAppender(translog.AppenderOptions{Store: st, Config: cfg, Logger: b.quiet})
+	a, err := translog.NewAppender(translog.AppenderDeps{Store: st, Config: cfg, Logger: b.quiet})
 	if err != nil {
 		return nil, fmt.Errorf("appender: %w", err)
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apikey"
 	"github.com/attestd/attestd/internal/devtools/seed"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/premium"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/gofiber/fiber/v2"
@@ -190,7 +191,7 @@ func openRig(ctx context.Context, atts int, quiet *slog.Logger) (_ *rig, err err
 	var pfx [4]byte
 	_, _ = rand.Read(pfx[:])
 	rg.prefix = "bench" + hex.EncodeToString(pfx[:]) + ":"
-	if rg.keys, err = apikey.New(ctx, apikey.Config{Store: rg.st, Redis: rg.rdb, Channel: rg.prefix + apikey.ChannelSuffix, Logger: quiet}); err != nil {
+	if rg.keys, err = apikey.New(ctx, apikey.Deps{Store: rg.st, Redis: rg.rdb, Channel: rg.prefix + apikey.ChannelSuffix, Logger: quiet}); err != nil {
 		return nil, err
 	}
 	rg.closers = append(rg.closers, rg.keys.Close)
@@ -221,12 +222,13 @@ func (rg *rig) startNode(ctx context.Context, name string, cacheOff bool, memo i
 		return err
 	}
 	a := app.New(app.Deps{Store: rg.st, Cache: c, Logger: rg.quiet, Middleware: []fiber.Handler{timing}})
-	h, err := premium.New(premium.Config{Store: rg.st, Cache: c, Logger: rg.quiet, MemoEntries: memo})
+	h, err := premium.New(premium.Deps{Store: rg.st, Cache: c, Logger: rg.quiet, Config: premium.Config{MemoEntries: memo},
+		Auth: rg.keys.Require(apikey.RequireOptions{})})
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	h.Routes(a, rg.keys.Require(apikey.RequireOptions{}))
+	h.Routes(a)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		c.Close()
@@ -234,7 +236,7 @@ func (rg *rig) startNode(ctx context.Context, name string, cacheOff bool, memo i
 	}
 	go func() { _ = a.Fiber().Listener(ln) }()
 	rg.closers = append(rg.closers, func() { _ = a.Fiber().Shutdown(); c.Close() })
-	return &node{name: name, url: "http://" + ln.Addr().String() + app.Prefix, rec: rec}, nil
+	return &node{name: name, url: "http://" + ln.Addr().String() + httpapi.Prefix, rec: rec}, nil
 }
 
 // sampler returns a bulk-verify body of 1000 ids drawn (seeded) from

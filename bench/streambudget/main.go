@@ -41,10 +41,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/bench/internal/benchkit"
 	"github.com/attestd/attestd/internal/devtools/devstack"
 	"github.com/attestd/attestd/internal/devtools/seed"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/store"
 )
 
@@ -114,7 +114,7 @@ func run(ctx context.Context, addresses, perIP int, hold time.Duration, bin, bas
 	for _, r := range rows {
 		if r.Kind == store.StreamAttestation {
 			c := r.Cursor()
-			cursor = app.EncodeCursor(&c)
+			cursor = httpapi.EncodeCursor(&c)
 			break
 		}
 	}

@@ -164,7 +164,7 @@ func endToEnd(ctx context.Context, dur time.Duration, conc int) error {
 		return err
 	}
 	defer v.Close()
-	keys, err := apikey.New(ctx, apikey.Config{Store: st, Redis: rdb, Channel: prefix + apikey.ChannelSuffix, Logger: quiet})
+	keys, err := apikey.New(ctx, apikey.Deps{Store: st, Redis: rdb, Channel: prefix + apikey.ChannelSuffix, Logger: quiet})
 	if err != nil {
 		return err
 	}
@@ -179,15 +179,15 @@ func endToEnd(ctx context.Context, dur time.Duration, conc int) error {
 	}
 	api := app.New(app.Deps{Store: st, Cache: c, Logger: quiet})
 	keys.Routes(api)
-	h, err := premium.New(premium.Config{Store: st, Cache: c, Logger: quiet})
-	if err != nil {
-		return err
-	}
 	origin, err := config.ParseOrigin("http://bench.invalid")
 	if err != nil {
 		return err
 	}
-	h.Routes(api, keys.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, origin)}))
+	h, err := premium.New(premium.Deps{Auth: keys.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, origin)}), Store: st, Cache: c, Logger: quiet})
+	if err != nil {
+		return err
+	}
+	h.Routes(api)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err

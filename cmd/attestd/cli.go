@@ -12,17 +12,9 @@ import (
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/apikey"
 	"github.com/attestd/attestd/internal/config"
-	"github.com/attestd/attestd/internal/httpcache"
-	"github.com/attestd/attestd/internal/mcp"
-	"github.com/attestd/attestd/internal/premium"
 	"github.com/attestd/attestd/internal/purge"
-	"github.com/attestd/attestd/internal/store"
-	"github.com/attestd/attestd/internal/stream"
-	"github.com/attestd/attestd/internal/translog"
-	"github.com/attestd/attestd/internal/web"
+	"github.com/attestd/attestd/internal/settings"
 	"github.com/attestd/attestd/internal/webhook"
-	"github.com/attestd/attestd/ratelimit"
-	"github.com/attestd/attestd/x402/verifier"
 )
 
 // exitUsage is the status of a command line attestd cannot act on (an
@@ -86,45 +78,34 @@ type helpInfo struct {
 
 // one-shot commands reading the database (and Redis to announce changes)
 // need few of the common variables.
-var storeVars = pick(config.Vars, "DATABASE_URL", "REDIS_URL", "ATTESTD_REDIS_PREFIX", "ATTESTD_LOG_LEVEL", "ATTESTD_LOG_FORMAT")
-
-// serveVars is every variable an API node reads.
-var serveVars = join(config.Vars, store.Vars, httpcache.Vars, ratelimit.Vars, apikey.Vars, premium.Vars,
-	pick(indexer.Vars, "ATTESTD_SOLANA_RPC_URL", "ATTESTD_PROGRAM_ID"), verifier.Vars, webhook.Vars, web.Vars, stream.Vars,
-	pick(translog.Vars, "ATTESTD_LOG_KEY", "ATTESTD_LOG_KEY_FILE"))
-
-// indexVars is every variable an indexer reads.
-var indexVars = join(config.Vars, indexer.Vars, purge.Vars, verifier.ReconcileVars, translog.Vars)
-
-// workerVars is every variable a webhook worker reads.
-var workerVars = join(config.Vars, webhook.Vars)
+var storeVars = settings.Pick(config.Vars, "DATABASE_URL", "REDIS_URL", "ATTESTD_REDIS_PREFIX", "ATTESTD_LOG_LEVEL", "ATTESTD_LOG_FORMAT")
 
 // help is each command's help beyond its flags.
 var help = map[string]helpInfo{
-	"serve":  {vars: serveVars, example: "DATABASE_URL=postgres://... REDIS_URL=redis://... attestd serve"},
-	"index":  {vars: indexVars, example: "ATTESTD_SOLANA_RPC_URL=https://api.devnet.solana.com DATABASE_URL=postgres://... attestd index"},
-	"worker": {vars: workerVars, example: "ATTESTD_WEBHOOK_SECRET_KEYS=... DATABASE_URL=... REDIS_URL=... attestd worker"},
+	"serve":  {vars: settings.ServeVars, example: "DATABASE_URL=postgres://... REDIS_URL=redis://... attestd serve"},
+	"index":  {vars: settings.IndexVars, example: "ATTESTD_SOLANA_RPC_URL=https://api.devnet.solana.com DATABASE_URL=postgres://... attestd index"},
+	"worker": {vars: settings.WorkerVars, example: "ATTESTD_WEBHOOK_SECRET_KEYS=... DATABASE_URL=... REDIS_URL=... attestd worker"},
 	"migrate": {vars: storeVars, example: "DATABASE_URL=postgres://... attestd migrate\n" +
 		"attestd migrate        # while make run runs: uses its stores (.run/stores.env)"},
-	"seed": {vars: join(storeVars, purge.Vars), example: "attestd seed --agents 10 --attestations 1000"},
-	"keys": {usage: keysUsage, vars: join(storeVars, apikey.Vars),
+	"seed": {vars: settings.Join(storeVars, purge.Vars), example: "attestd seed --agents 10 --attestations 1000"},
+	"keys": {usage: keysUsage, vars: settings.Join(storeVars, apikey.Vars),
 		example: "attestd keys create --account demo --label laptop   # while make run runs, in a second terminal"},
 	"accounts": {usage: accountsUsage, vars: storeVars,
 		example: "attestd accounts link-wallet --account demo --wallet 7xKXtg2CW87d97TXJSDpbD5jBkheTqA83TZRuJosgAsU"},
 	"verify": {usage: verifyUsage, example: "attestd verify 7Hq...PDA --log-key 'attestd.example/log+1a2b3c4d+AV...' --url https://attestd.example\n" +
 		"attestd verify --monitor --log-key 'attestd.example/log+1a2b3c4d+AV...' --url https://attestd.example --watch 1m"},
-	"log": {usage: logUsage, vars: pick(config.Vars, "ATTESTD_PUBLIC_URL"),
+	"log": {usage: logUsage, vars: settings.Pick(config.Vars, "ATTESTD_PUBLIC_URL"),
 		example: "attestd log keygen --name attestd.example.com/log"},
 	"payments": {usage: paymentsUsage, vars: storeVars, example: "attestd payments list --status pending --since 24h"},
-	"mcp": {usage: "usage: attestd mcp [--http ADDR]", vars: join(mcp.Vars, pick(config.Vars, "ATTESTD_LOG_LEVEL", "ATTESTD_LOG_FORMAT")),
+	"mcp": {usage: "usage: attestd mcp [--http ADDR]", vars: settings.MCPVars,
 		example: "ATTESTD_API_URL=http://127.0.0.1:8080 attestd mcp"},
-	"local": {vars: join(serveVars, indexer.Vars, webhook.Vars),
+	"local": {vars: settings.LocalVars,
 		example: "attestd local            # what make run does\nattestd local --reset    # delete the demo data (make reset)"},
-	"cluster": {vars: pick(config.Vars, "ATTESTD_LOG_FORMAT"), example: "attestd cluster -redis-cluster   # what make cluster CLUSTER=redis-cluster does"},
-	"devnet":  {vars: pick(indexer.Vars, "ATTESTD_PROGRAM_ID"), example: "attestd devnet --addr 127.0.0.1:8899 --rate 5"},
+	"cluster": {vars: settings.Pick(config.Vars, "ATTESTD_LOG_FORMAT"), example: "attestd cluster -redis-cluster   # what make cluster CLUSTER=redis-cluster does"},
+	"devnet":  {vars: settings.Pick(indexer.Vars, "ATTESTD_PROGRAM_ID"), example: "attestd devnet --addr 127.0.0.1:8899 --rate 5"},
 	"stores":  {usage: storesUsage, example: "attestd stores -- go test -count=1 ./internal/store/..."},
-	"healthcheck": {vars: append(append(pick(config.Vars, "ATTESTD_HTTP_ADDR"), pick(indexer.Vars, "ATTESTD_INDEXER_METRICS_ADDR")...),
-		pick(webhook.Vars, "ATTESTD_WORKER_METRICS_ADDR")...), example: "attestd healthcheck -addr 127.0.0.1:8080 -q; attestd healthcheck -role index"},
+	"healthcheck": {vars: append(append(settings.Pick(config.Vars, "ATTESTD_HTTP_ADDR"), settings.Pick(indexer.Vars, "ATTESTD_INDEXER_METRICS_ADDR")...),
+		settings.Pick(webhook.Vars, "ATTESTD_WORKER_METRICS_ADDR")...), example: "attestd healthcheck -addr 127.0.0.1:8080 -q; attestd healthcheck -role index"},
 	"version": {example: "attestd version     # or attestd --version"},
 }
 
@@ -166,36 +147,6 @@ func hasFlags(fs *flag.FlagSet) bool {
 	n := 0
 	fs.VisitAll(func(*flag.Flag) { n++ })
 	return n > 0
-}
-
-// pick keeps the variables of vars named in names, in vars' order.
-func pick(vars []config.Var, names ...string) []config.Var {
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
-	}
-	var out []config.Var
-	for _, v := range vars {
-		if want[v.Name] {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// join concatenates lists, each variable once.
-func join(lists ...[]config.Var) []config.Var {
-	seen := map[string]bool{}
-	var out []config.Var
-	for _, l := range lists {
-		for _, v := range l {
-			if !seen[v.Name] {
-				seen[v.Name] = true
-				out = append(out, v)
-			}
-		}
-	}
-	return out
 }
 
 // suggest is the command nearest to name by edit distance, when one is

@@ -56,8 +56,8 @@ func keyService(ctx context.Context) (*apikey.Service, func(), error) {
 		st.Close()
 		return nil, nil, err
 	}
-	opt := apikey.Config{Store: st, Passive: true, Logger: log, Channel: cfg.RedisPrefix + apikey.ChannelSuffix,
-		MaxActiveKeys: kopt.MaxActiveKeys}
+	opt := apikey.Deps{Store: st, Passive: true, Logger: log, Channel: cfg.RedisPrefix + apikey.ChannelSuffix,
+		Config: apikey.Config{MaxActiveKeys: kopt.MaxActiveKeys}}
 	if cfg.RedisURL != "" {
 		rdb, err := node.OpenRedis(ctx, cfg)
 		if err != nil {

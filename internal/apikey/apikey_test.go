@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/apikey"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/testing/apptest"
 	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/gofiber/fiber/v2"
@@ -248,7 +248,7 @@ func TestMissingKeySeam(t *testing.T) {
 	kn := startNode(t, env, nodeOpt{onMissing: paid})
 	k := newKey(t, kn.svc, "acme", "")
 	do := func(h map[string]string) (int, string) {
-		req := httptest.NewRequest(http.MethodGet, app.Prefix+"/test/seam", nil)
+		req := httptest.NewRequest(http.MethodGet, httpapi.Prefix+"/test/seam", nil)
 		for name, v := range h {
 			req.Header.Set(name, v)
 		}

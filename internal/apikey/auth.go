@@ -41,7 +41,7 @@ type RequireOptions struct {
 	// present but malformed, unknown or revoked is always 401.
 	OnMissingKey fiber.Handler
 	// AllowSession admits a signed-in session of the web application
-	// (Options.Sessions) in place of a key, as an admin of its account: for
+	// (Deps.Sessions) in place of a key, as an admin of its account: for
 	// the routes that manage the account (webhooks). Premium routes leave it
 	// off, so they stay behind a key or a payment.
 	AllowSession bool

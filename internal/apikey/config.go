@@ -17,9 +17,9 @@ var Vars = []config.Var{
 	{Name: "ATTESTD_KEY_MAX_ACTIVE", Default: "100", Help: "active keys per account"},
 }
 
-// ConfigFromEnv reads the tunables of Options (Vars) with getenv. The
-// caller sets Options.Channel from the common configuration:
-// <ATTESTD_REDIS_PREFIX> + ChannelSuffix.
+// ConfigFromEnv reads the tunables (Vars) with getenv. The caller sets
+// Deps.Channel from the common configuration: <ATTESTD_REDIS_PREFIX> +
+// ChannelSuffix.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	e := config.NewEnv(getenv)
 	o := Config{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/apikey"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/testing/apptest"
 	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/gofiber/fiber/v2"
@@ -60,8 +61,8 @@ func startNode(t *testing.T, env *apptest.Env, o nodeOpt) *keyNode {
 	kn.Node = env.StartNode(t, apptest.NodeOptions{
 		Configure: func(d *app.Deps) { deps = *d },
 		Routes: func(api *app.API) {
-			opt := apikey.Config{Store: deps.Store, Channel: env.Prefix + apikey.ChannelSuffix, MaxActiveKeys: o.maxActive,
-				TouchInterval: o.touch, Registerer: kn.reg, Logger: deps.Logger, Now: o.now}
+			opt := apikey.Deps{Config: apikey.Config{MaxActiveKeys: o.maxActive, TouchInterval: o.touch},
+				Store: deps.Store, Channel: env.Prefix + apikey.ChannelSuffix, Registerer: kn.reg, Logger: deps.Logger, Now: o.now}
 			switch {
 			case o.redis != nil:
 				opt.Redis = o.redis
@@ -102,7 +103,7 @@ func newKey(t *testing.T, svc *apikey.Service, account, label string) apikey.Cre
 // of the contract, so it is not checked against openapi.yaml).
 func seam(t *testing.T, kn *keyNode, key string) int {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodGet, app.Prefix+"/test/seam", nil)
+	req := httptest.NewRequest(http.MethodGet, httpapi.Prefix+"/test/seam", nil)
 	req.Header.Set("x-api-key", key)
 	res, err := kn.Fiber().Test(req, 5000)
 	testenv.Must(t, err, "request")

@@ -89,7 +89,7 @@ func checkRole(c *fiber.Ctx, need Role) error {
 
 // RequireAdmin returns one handler for routes that manage the account (its
 // keys, its webhooks): a valid key, as Require checks it, of the admin role,
-// or a signed-in session of the account (Options.Sessions).
+// or a signed-in session of the account (Deps.Sessions).
 // Use it alone in front of the route's handler:
 //
 //	api.Route(http.MethodPost, "/webhooks", keys.RequireAdmin(), createWebhook)

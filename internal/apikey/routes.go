@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/jsonbody"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/gofiber/fiber/v2"
@@ -61,10 +60,10 @@ type CreatedView struct {
 // Routes adds the account holder's key routes, each behind RequireAdmin
 // (a read key is 403 FORBIDDEN there): POST /keys, GET /keys and
 // DELETE /keys/:prefix.
-func (s *Service) Routes(api *app.API) {
-	api.Route(http.MethodPost, "/keys", s.RequireAdmin(), s.createKey)
-	api.Route(http.MethodGet, "/keys", s.RequireAdmin(), s.listKeys)
-	api.Route(http.MethodDelete, "/keys/:prefix", s.RequireAdmin(), s.revokeKey)
+func (s *Service) Routes(r httpapi.Router) {
+	r.Route(http.MethodPost, "/keys", s.RequireAdmin(), s.createKey)
+	r.Route(http.MethodGet, "/keys", s.RequireAdmin(), s.listKeys)
+	r.Route(http.MethodDelete, "/keys/:prefix", s.RequireAdmin(), s.revokeKey)
 }
 
 func (s *Service) createKey(c *fiber.Ctx) error {
@@ -72,10 +71,10 @@ func (s *Service) createKey(c *fiber.Ctx) error {
 	if !ok {
 		return unauthorized(c, msgMissing)
 	}
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
-	body, err := app.Body(c, maxCreateBody)
+	body, err := httpapi.Body(c, maxCreateBody)
 	if err != nil {
 		return err
 	}
@@ -94,7 +93,7 @@ func (s *Service) createKey(c *fiber.Ctx) error {
 	case errors.Is(err, store.ErrNotFound):
 		return unauthorized(c, msgUnknown) // the account vanished under us
 	case err != nil:
-		return app.StoreError(err)
+		return httpapi.StoreError(err)
 	}
 	return c.Status(http.StatusCreated).JSON(struct {
 		Data CreatedView `json:"data"`
@@ -118,9 +117,8 @@ func parseCreateBody(contentType string, body []byte) (createRequest, error) {
 		return req, apierror.New(http.StatusRequestEntityTooLarge, apierror.CodePayloadTooLarge,
 			"the body must be at most %d bytes", maxCreateBody)
 	}
-	if !isJSON(contentType) {
-		return req, apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia,
-			"send the body as application/json")
+	if err := httpapi.RequireJSON(contentType, ""); err != nil {
+		return req, err
 	}
 	var fields map[string]json.RawMessage
 	if err := jsonbody.Decode(body, &fields); err != nil || fields == nil {
@@ -152,43 +150,37 @@ func parseCreateBody(contentType string, body []byte) (createRequest, error) {
 	return req, nil
 }
 
-// isJSON reports whether a Content-Type is application/json (any parameters).
-func isJSON(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mt == "application/json"
-}
-
 func (s *Service) listKeys(c *fiber.Ctx) error {
 	p, ok := PrincipalFrom(c)
 	if !ok {
 		return unauthorized(c, msgMissing)
 	}
-	q, err := app.QueryParams(c, "limit", "offset")
+	q, err := httpapi.QueryParams(c, "limit", "offset")
 	if err != nil {
 		return err
 	}
 	v, present := q["limit"]
-	limit, err := app.ParseLimit(v, present, ListDefaultLimit, ListMaxLimit)
+	limit, err := httpapi.ParseLimit(v, present, ListDefaultLimit, ListMaxLimit)
 	if err != nil {
 		return err
 	}
 	v, present = q["offset"]
-	offset, err := app.ParseOffset(v, present, listMaxOffset)
+	offset, err := httpapi.ParseOffset(v, present, listMaxOffset)
 	if err != nil {
 		return err
 	}
 	keys, total, err := s.List(c.UserContext(), p.AccountID, limit, offset)
 	if err != nil {
-		return app.StoreError(err)
+		return httpapi.StoreError(err)
 	}
 	views := make([]KeyView, len(keys))
 	for i, k := range keys {
 		views[i] = View(k)
 	}
 	return c.JSON(struct {
-		Data       []KeyView      `json:"data"`
-		Pagination app.Pagination `json:"pagination"`
-	}{views, app.Pagination{Limit: limit, Offset: offset, Total: total}})
+		Data       []KeyView          `json:"data"`
+		Pagination httpapi.Pagination `json:"pagination"`
+	}{views, httpapi.Pagination{Limit: limit, Offset: offset, Total: total}})
 }
 
 func (s *Service) revokeKey(c *fiber.Ctx) error {
@@ -196,7 +188,7 @@ func (s *Service) revokeKey(c *fiber.Ctx) error {
 	if !ok {
 		return unauthorized(c, msgMissing)
 	}
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
 	prefix := c.Params("prefix")
@@ -212,7 +204,7 @@ func (s *Service) revokeKey(c *fiber.Ctx) error {
 		return apierror.NotFound(apierror.CodeKeyNotFound, "your account has no key with prefix %s", prefix)
 	}
 	if err != nil {
-		return app.StoreError(fmt.Errorf("revoke key: %w", err))
+		return httpapi.StoreError(fmt.Errorf("revoke key: %w", err))
 	}
 	return c.SendStatus(http.StatusNoContent)
 }

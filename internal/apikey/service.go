@@ -22,7 +22,7 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// Defaults and bounds of Options.
+// Defaults and bounds of Config and Deps.
 const (
 	DefaultCacheTTL      = 4 * time.Second
 	MaxCacheTTL          = 5 * time.Second // the revocation bound: never trust a lookup longer
@@ -33,16 +33,8 @@ const (
 	lookupTimeout        = 3 * time.Second
 )
 
-// Config configures a Service.
+// Config holds a Service's tunables, read from settings (Vars).
 type Config struct {
-	Store *store.Store // required
-	// Redis carries invalidations between nodes (nil: each node relies on
-	// CacheTTL alone).
-	Redis redis.UniversalClient
-	// Channel is the Redis pub/sub channel of invalidations; default
-	// DefaultChannel. Give every node of a deployment the same one
-	// (<ATTESTD_REDIS_PREFIX>apikey:invalidate).
-	Channel string
 	// CacheTTL bounds how long a node trusts a key lookup, and so how long
 	// a revocation can take to reach a node that missed its announcement.
 	// Default 4 s; more than MaxCacheTTL is an error.
@@ -53,6 +45,20 @@ type Config struct {
 	TouchInterval time.Duration
 	// MaxActiveKeys per account (default 100; -1: no limit).
 	MaxActiveKeys int
+}
+
+// Deps are what a Service works with: its Config, and its connections
+// and collaborators.
+type Deps struct {
+	Config              // the tunables, from settings
+	Store  *store.Store // required
+	// Redis carries invalidations between nodes (nil: each node relies on
+	// CacheTTL alone).
+	Redis redis.UniversalClient
+	// Channel is the Redis pub/sub channel of invalidations; default
+	// DefaultChannel. Give every node of a deployment the same one
+	// (<ATTESTD_REDIS_PREFIX>apikey:invalidate).
+	Channel string
 	// Passive services (the CLI) neither subscribe to invalidations nor
 	// record last use: they only manage keys and announce revocations.
 	Passive bool
@@ -69,7 +75,7 @@ type Config struct {
 // for concurrent use; Close stops its goroutines and writes pending
 // last-used times.
 type Service struct {
-	opt      Config
+	opt      Deps
 	origin   string // names this service's announcements, so it can ignore their echo
 	st       *store.Store
 	log      *slog.Logger
@@ -85,7 +91,7 @@ type Service struct {
 
 // New makes a Service. Unless opt.Passive, it subscribes to invalidations
 // (when opt.Redis is set) and starts the last-used writer.
-func New(ctx context.Context, opt Config) (*Service, error) {
+func New(ctx context.Context, opt Deps) (*Service, error) {
 	if opt.Store == nil {
 		return nil, errors.New("apikey: a store is required")
 	}

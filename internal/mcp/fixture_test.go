@@ -101,13 +101,13 @@ func (f *fixture) startNode(t *testing.T, middleware fiber.Handler) *apptest.Nod
 			deps = *d
 		},
 		Routes: func(api *app.API) {
-			svc, err := apikey.New(ctx, apikey.Config{Store: deps.Store, Logger: deps.Logger})
+			svc, err := apikey.New(ctx, apikey.Deps{Store: deps.Store, Logger: deps.Logger})
 			testenv.Must(t, err, "apikey service")
 			t.Cleanup(svc.Close)
 			svc.Routes(api)
-			h, err := premium.New(premium.Config{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
+			h, err := premium.New(premium.Deps{Auth: svc.Require(apikey.RequireOptions{}), Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
 			testenv.Must(t, err, "premium handler")
-			h.Routes(api, svc.Require(apikey.RequireOptions{}))
+			h.Routes(api)
 			if f.key != "" {
 				return
 			}

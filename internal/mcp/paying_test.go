@@ -104,7 +104,7 @@ func (f *fixture) payingNode(t *testing.T, cfg verifier.Config) *apptest.Node {
 		},
 		Routes: func(api *app.API) {
 			ctx := context.Background()
-			svc, err := apikey.New(ctx, apikey.Config{Store: deps.Store, Logger: deps.Logger})
+			svc, err := apikey.New(ctx, apikey.Deps{Store: deps.Store, Logger: deps.Logger})
 			testenv.Must(t, err, "key service")
 			t.Cleanup(svc.Close)
 			signer, err := receipt.NewSigner(ed25519.NewKeyFromSeed([]byte("attestd mcp test receipt key 32b")), origin)
@@ -113,9 +113,9 @@ func (f *fixture) payingNode(t *testing.T, cfg verifier.Config) *apptest.Node {
 				Redis: apptest.NewRedis(t, f.env.RedisURL), Logger: apptest.Logger(), Registerer: prometheus.NewRegistry(), Receipts: signer})
 			testenv.Must(t, err, "verifier")
 			t.Cleanup(v.Close)
-			h, err := premium.New(premium.Config{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
+			h, err := premium.New(premium.Deps{Auth: svc.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, origin)}), Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
 			testenv.Must(t, err, "premium")
-			h.Routes(api, svc.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, origin)}))
+			h.Routes(api)
 		},
 	})
 }

@@ -85,7 +85,7 @@ func startLogAppender(ctx context.Context, st *store.Store, lcfg translog.Config
 		log.Warn("transparency log appender off: ATTESTD_LOG_KEY is a verifier key; the appender needs the private key")
 		return nil
 	}
-	a, err := translog.NewAppender(translog.AppenderOptions{Store: st, Config: lcfg, Logger: log, Registry: reg})
+	a, err := translog.NewAppender(translog.AppenderDeps{Store: st, Config: lcfg, Logger: log, Registry: reg})
 	if err != nil {
 		return err
 	}

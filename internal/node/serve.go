@@ -14,6 +14,7 @@ import (
 	"github.com/attestd/attestd/internal/apikey"
 	"github.com/attestd/attestd/internal/buildinfo"
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/premium"
 	"github.com/attestd/attestd/internal/settings"
 	"github.com/attestd/attestd/internal/store"
@@ -44,7 +45,9 @@ type ServeOptions struct {
 
 // Serve runs one API node from its settings (read once, checked) until
 // ctx ends, then drains. Every feature a node runs is constructed here, in
-// the order a request meets it.
+// the order a request meets it: first what app.New takes (appDeps: steps 1
+// to 3), then the features that add routes to the API (Routes, steps 4 to
+// 9). No feature joins after the node is wired.
 func Serve(ctx context.Context, s settings.Settings, log *slog.Logger, opt ServeOptions) error {
 	cfg := s.Common
 	// The API's address is bound first, so a taken port is said before
@@ -60,34 +63,12 @@ func Serve(ctx context.Context, s settings.Settings, log *slog.Logger, opt Serve
 		return err
 	}
 	defer n.close()
-	// What public answers say to browsers, CDNs and the edge.
-	deps := app.Deps{Store: n.store, Cache: n.cache, Logger: log, Registerer: n.reg, AccessLogAll: cfg.AccessLogAll,
-		HTTPCache: s.HTTPCache}
-	deps.Trace = tracing.Middleware() // each request's server span (nil when tracing is off)
-	rcfg := s.RateLimit
-
-	// 1. A cap on the connections one client IP holds open (trusted
-	//    proxies exempt), then the per-IP sliding-window request limit in
-	//    front of every public route.
-	deps.ConnLimit = app.ConnLimit{PerIP: cfg.MaxConnsPerIP, Exempt: ratelimit.Contains(rcfg.TrustedProxies)}
-	if err := n.rateLimit(rcfg, &deps); err != nil {
-		return fmt.Errorf("rate limit: %w", err)
-	}
-	// 1b. The transparency log's checkpoint and tiles, at the log's origin
-	//     (/log/...), outside that limit: their own per-IP guard.
-	logSrv, err := n.transparencyLog(ctx, &deps)
+	// 1 to 3: the connection cap and the rate limit, the log's origin
+	// routes, /health's contributors, the public read API and its live
+	// stream.
+	deps, logSrv, err := n.appDeps(ctx)
 	if err != nil {
-		return fmt.Errorf("transparency log: %w", err)
-	}
-	// 2. /health reports the indexer's progress and the chain's reachability.
-	if err := n.indexerHealth(&deps); err != nil {
-		return fmt.Errorf("indexer health: %w", err)
-	}
-	// 3. The public read API; with payments on, its OpenAPI document
-	//    prices each payable operation (x-x402) from the same catalog as
-	//    the 402s.
-	if s.Verifier.Enabled() {
-		deps.OpenAPIPatch = s.Verifier.PatchOpenAPI
+		return err
 	}
 	api := app.New(deps)
 	// 4. The web application at / (explorer, console) and its Sign-In-With-
@@ -118,37 +99,68 @@ func Serve(ctx context.Context, s settings.Settings, log *slog.Logger, opt Serve
 	if err := n.premium(api, keys, payPerRequest); err != nil {
 		return fmt.Errorf("premium: %w", err)
 	}
-
 	// 8. Webhooks: account holders manage theirs at /webhooks (workers
 	//    deliver them: attestd worker).
 	if err := n.webhooks(api, keys); err != nil {
 		return fmt.Errorf("webhooks: %w", err)
 	}
-
 	// 9. The transparency log's API routes: its verifier key, inclusion
 	//    and consistency proofs (503 until ATTESTD_LOG_KEY is set; the
 	//    appender runs with attestd index).
 	logSrv.Routes(api)
-	api.SetLogStatus(logSrv.Status) // the overview's log size and checkpoint age
-	// 10. The live stream (GET /attestations/stream): one subscription per
-	//     node, streams capped per client IP as the rate limiter resolves
-	//     it; they end as soon as the node starts draining.
-	if err := n.stream(ctx, api); err != nil {
-		return fmt.Errorf("live stream: %w", err)
-	}
 
 	ServeInternal(ctx, cfg.MetricsAddr, n.reg, log, cfg.Pprof, nil)
 	// On SIGTERM: /health says draining for ATTESTD_DRAIN_TIMEOUT while
 	// requests are still served (a second signal ends it), then the
 	// graceful shutdown within ATTESTD_SHUTDOWN_TIMEOUT.
 	return api.ListenWith(ctx, cfg.HTTPAddr, app.ListenOptions{Drain: cfg.DrainTimeout, SkipDrain: opt.SkipDrain,
-		Grace: cfg.ShutdownTimeout, Listener: ln,
-		Listening: func(addr net.Addr) {
+		Grace: cfg.ShutdownTimeout, Listener: ln, Listening: func(addr net.Addr) {
 			log.Info("serving", "addr", addr.String(), "version", buildinfo.Version)
 			if opt.Listening != nil {
 				opt.Listening(addr)
 			}
 		}})
+}
+
+// appDeps builds what app.New takes, in the order a request meets it;
+// the log's server is returned for its API routes (step 9).
+func (n *node) appDeps(ctx context.Context) (app.Deps, *translog.Server, error) {
+	s, cfg := n.s, n.cfg
+	// What public answers say to browsers, CDNs and the edge.
+	deps := app.Deps{Store: n.store, Cache: n.cache, Logger: n.log, Registerer: n.reg, AccessLogAll: cfg.AccessLogAll,
+		HTTPCache: s.HTTPCache}
+	deps.Trace = tracing.Middleware() // each request's server span (nil when tracing is off)
+	// 1. A cap on the connections one client IP holds open (trusted
+	//    proxies exempt), then the per-IP sliding-window request limit in
+	//    front of every public route.
+	deps.ConnLimit = app.ConnLimit{PerIP: cfg.MaxConnsPerIP, Exempt: ratelimit.Contains(s.RateLimit.TrustedProxies)}
+	if err := n.rateLimit(s.RateLimit, &deps); err != nil {
+		return deps, nil, fmt.Errorf("rate limit: %w", err)
+	}
+	// 1b. The transparency log's checkpoint and tiles, at the log's origin
+	//     (/log/...), outside that limit: their own per-IP guard. /health
+	//     reports the log, the overview its newest checkpoint.
+	logSrv, err := n.transparencyLog(ctx, &deps)
+	if err != nil {
+		return deps, nil, fmt.Errorf("transparency log: %w", err)
+	}
+	// 2. /health reports the indexer's progress and the chain's reachability.
+	if err := n.indexerHealth(&deps); err != nil {
+		return deps, nil, fmt.Errorf("indexer health: %w", err)
+	}
+	// 3. The public read API; with payments on, its OpenAPI document
+	//    prices each payable operation (x-x402) from the same catalog as
+	//    the 402s.
+	if s.Verifier.Enabled() {
+		deps.OpenAPIPatch = s.Verifier.PatchOpenAPI
+	}
+	// 3b. Its live stream (GET /attestations/stream): one subscription per
+	//     node, streams capped per client IP as the rate limiter resolves
+	//     it; they end as soon as the node starts draining.
+	if deps.Stream, err = n.stream(ctx); err != nil {
+		return deps, nil, fmt.Errorf("live stream: %w", err)
+	}
+	return deps, logSrv, nil
 }
 
 // node is what every feature of a serving process shares.
@@ -248,11 +260,8 @@ func (n *node) indexerHealth(deps *app.Deps) error {
 // apiKeys starts the key service: lookups cached per node, revocations
 // heard over Redis pub/sub.
 func (n *node) apiKeys(ctx context.Context, sessions apikey.Sessions) (*apikey.Service, error) {
-	kopt := n.s.APIKeys
-	kopt.Store, kopt.Redis, kopt.Logger, kopt.Registerer = n.store, n.redis, n.log, n.reg
-	kopt.Sessions = sessions
-	kopt.Channel = n.cfg.RedisPrefix + apikey.ChannelSuffix
-	svc, err := apikey.New(ctx, kopt)
+	svc, err := apikey.New(ctx, apikey.Deps{Config: n.s.APIKeys, Store: n.store, Redis: n.redis, Logger: n.log, Registerer: n.reg,
+		Sessions: sessions, Channel: n.cfg.RedisPrefix + apikey.ChannelSuffix})
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +281,7 @@ func (n *node) web() (*web.Web, error) {
 	if n.s.Verifier.Enabled() {
 		cfg.ChainID = web.ChainFor(n.s.Verifier.Network)
 	}
-	w, err := web.New(web.Options{Store: n.store, Redis: n.redis, Prefix: n.cfg.RedisPrefix + "web:", Config: cfg, Resolver: n.resolver, Logger: n.log})
+	w, err := web.New(web.Deps{Store: n.store, Redis: n.redis, Prefix: n.cfg.RedisPrefix + "web:", Config: cfg, Resolver: n.resolver, Logger: n.log})
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +295,7 @@ func (n *node) web() (*web.Web, error) {
 // payPerRequest builds the x402 verifier and its middleware when payments
 // are configured (nil otherwise): replay claims in Redis, the ledger in
 // Postgres, metrics on the node's registry.
-func (n *node) payPerRequest(ctx context.Context, api *app.API) (fiber.Handler, error) {
+func (n *node) payPerRequest(ctx context.Context, r httpapi.Router) (fiber.Handler, error) {
 	cfg := n.s.Verifier
 	if !cfg.Enabled() {
 		n.log.Info("pay per request off (set ATTESTD_X402_PAY_TO to turn it on)")
@@ -318,7 +327,7 @@ func (n *node) payPerRequest(ctx context.Context, api *app.API) (fiber.Handler, 
 		v.Close()
 		return nil, err
 	}
-	disc.Routes(api.Page)
+	disc.Routes(r)
 	n.closers = append(n.closers, v.Close)
 	v.Preflight(ctx)
 	settler := "facilitator " + cfg.FacilitatorURL
@@ -337,14 +346,13 @@ func (n *node) payPerRequest(ctx context.Context, api *app.API) (fiber.Handler, 
 
 // premium adds the premium routes behind keys; payPerRequest (nil: none)
 // answers premium requests that carry no key.
-func (n *node) premium(api *app.API, keys *apikey.Service, payPerRequest fiber.Handler) error {
-	popt := n.s.Premium
-	popt.Store, popt.Cache, popt.Logger = n.store, n.cache, n.log
-	h, err := premium.New(popt)
+func (n *node) premium(r httpapi.Router, keys *apikey.Service, payPerRequest fiber.Handler) error {
+	h, err := premium.New(premium.Deps{Config: n.s.Premium, Store: n.store, Cache: n.cache, Logger: n.log,
+		Auth: keys.Require(apikey.RequireOptions{OnMissingKey: payPerRequest})})
 	if err != nil {
 		return err
 	}
-	h.Routes(api, keys.Require(apikey.RequireOptions{OnMissingKey: payPerRequest}))
+	h.Routes(r)
 	rules := h.Rules()
 	n.log.Info("api keys and premium routes enabled", "key_cache_ttl", keys.CacheTTL().String(),
 		"pay_per_request", payPerRequest != nil, slog.Group("report_rules", "burst_per_minute", rules.BurstPerMinute,
@@ -353,14 +361,14 @@ func (n *node) premium(api *app.API, keys *apikey.Service, payPerRequest fiber.H
 }
 
 // webhooks adds the /webhooks routes behind keys.
-func (n *node) webhooks(api *app.API, keys *apikey.Service) error {
+func (n *node) webhooks(r httpapi.Router, keys *apikey.Service) error {
 	wcfg := n.s.Webhook
-	h, err := webhookapi.NewAPI(webhookapi.APIOptions{Store: n.store, Queue: queue.New(n.redis, n.cfg.RedisPrefix, wcfg.Partitions),
-		Config: wcfg, Logger: n.log, Origin: deliveryOrigin(n.cfg)})
+	h, err := webhookapi.NewAPI(webhookapi.APIDeps{Store: n.store, Queue: queue.New(n.redis, n.cfg.RedisPrefix, wcfg.Partitions),
+		Config: wcfg, Logger: n.log, Origin: deliveryOrigin(n.cfg), Auth: keys.Require(apikey.RequireOptions{AllowSession: true})})
 	if err != nil {
 		return err
 	}
-	h.Routes(api, keys.Require(apikey.RequireOptions{AllowSession: true}))
+	h.Routes(r)
 	if !wcfg.Enabled() {
 		n.log.Warn("webhooks disabled: set ATTESTD_WEBHOOK_SECRET_KEYS (the /webhooks routes answer 503)")
 		return nil
@@ -375,10 +383,11 @@ func (n *node) webhooks(api *app.API, keys *apikey.Service) error {
 // deps' unlimited routes, guarded per client IP as the limiter resolves it.
 func (n *node) transparencyLog(ctx context.Context, deps *app.Deps) (*translog.Server, error) {
 	lcfg := n.s.Log
-	srv := translog.NewServer(translog.ServerOptions{Store: n.store, Cache: n.cache, Config: lcfg, Logger: n.log, ClientIP: n.resolver.ClientIP})
+	srv := translog.NewServer(translog.ServerDeps{Store: n.store, Cache: n.cache, Config: lcfg, Logger: n.log, ClientIP: n.resolver.ClientIP})
 	srv.Start(ctx)
 	deps.Unlimited = append(deps.Unlimited, srv.OriginRoutes()...)
-	deps.Log = srv.Health // /health: what is served, and who witnessed it
+	deps.Log = srv.Health       // /health: what is served, and who witnessed it
+	deps.LogStatus = srv.Status // the overview's log size and checkpoint age
 	if !lcfg.Enabled() {
 		n.log.Info("transparency log off (its routes answer 503): set ATTESTD_LOG_KEY")
 		return srv, nil
@@ -388,18 +397,18 @@ func (n *node) transparencyLog(ctx context.Context, deps *app.Deps) (*translog.S
 	return srv, nil
 }
 
-// stream starts the node's stream hub and routes the live stream to it.
-func (n *node) stream(ctx context.Context, api *app.API) error {
+// stream starts the node's stream hub and returns the live stream's
+// handler, which serves from it.
+func (n *node) stream(ctx context.Context) (fiber.Handler, error) {
 	scfg := n.s.Stream
-	hub := stream.NewHub(stream.HubOptions{Store: n.store, Redis: n.redis, Prefix: n.cfg.RedisPrefix, Config: scfg, Logger: n.log})
+	hub := stream.NewHub(stream.HubDeps{Store: n.store, Redis: n.redis, Prefix: n.cfg.RedisPrefix, Config: scfg, Logger: n.log})
 	n.closers = append(n.closers, hub.Close)
 	go func() { // SIGTERM: streams end now (clients resume on another node), not at the drain's end
 		<-ctx.Done()
 		hub.Drain()
 	}()
-	h := stream.New(stream.Options{Hub: hub, ClientIP: n.resolver.ClientIP, Registerer: n.reg})
-	api.SetStream(h.Serve)
+	h := stream.New(stream.Deps{Hub: hub, ClientIP: n.resolver.ClientIP, Registerer: n.reg})
 	n.log.Info("live stream", "max_per_ip", scfg.MaxPerIP, "max", scfg.MaxStreams, "heartbeat", scfg.Heartbeat.String(),
 		"lifetime", scfg.Lifetime.String(), "retention", scfg.Retention.String())
-	return nil
+	return h.Serve, nil
 }

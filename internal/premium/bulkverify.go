@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"mime"
 	"net/http"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/jsonbody"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/gofiber/fiber/v2"
@@ -111,12 +110,6 @@ func ParseBulkRequest(body []byte) ([]string, error) {
 	return ids, nil
 }
 
-// isJSON reports whether a Content-Type is application/json (any parameters).
-func isJSON(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mt == "application/json"
-}
-
 // canonicalPDA returns id when it is a base58 address in canonical form.
 func canonicalPDA(id string) bool {
 	pk, err := attestation.ParseAddress(id)
@@ -126,16 +119,15 @@ func canonicalPDA(id string) bool {
 // parseBulkVerify reads a bulk-verify request: no query parameters, a
 // JSON body of ids (fresh strings, not Fiber buffers).
 func parseBulkVerify(c *fiber.Ctx) ([]string, error) {
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return nil, err
 	}
-	body, err := app.Body(c, MaxBulkBody)
+	body, err := httpapi.Body(c, MaxBulkBody)
 	if err != nil {
 		return nil, err
 	}
-	if !isJSON(c.Get(fiber.HeaderContentType)) {
-		return nil, apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia,
-			`send the body as application/json: {"ids": [...]}`)
+	if err := httpapi.RequireJSON(c.Get(fiber.HeaderContentType), `{"ids": [...]}`); err != nil {
+		return nil, err
 	}
 	return ParseBulkRequest(body)
 }
@@ -153,7 +145,7 @@ func (h *Handler) bulkVerify(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return app.SendJSON(c, b)
+	return httpapi.SendJSON(c, b)
 }
 
 // verify answers ids in order with one database round trip.
@@ -178,7 +170,7 @@ func (h *Handler) verify(ctx context.Context, ids []string) (verifyBody, error) 
 		return h.store.EachVerifyRow(ctx, lookup, emit)
 	})
 	if err != nil {
-		return verifyBody{}, app.StoreError(err)
+		return verifyBody{}, httpapi.StoreError(err)
 	}
 	out := verifyBody{Data: make([]VerifyResult, len(ids)), Summary: VerifySummary{Total: len(ids)}}
 	for i, id := range ids {

@@ -136,18 +136,6 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-func TestIsJSON(t *testing.T) {
-	for ct, want := range map[string]bool{
-		"application/json": true, "application/json; charset=utf-8": true, "Application/JSON": true,
-		"": false, "text/plain": false, "application/x-www-form-urlencoded": false, "application/jsonx": false,
-		"application/json;;": false, "multipart/form-data; boundary=x": false,
-	} {
-		if isJSON(ct) != want {
-			t.Errorf("%q: %v", ct, !want)
-		}
-	}
-}
-
 func TestCanonicalPDA(t *testing.T) {
 	for id, want := range map[string]bool{
 		"9rhhxmdYQuYLCyDBRV2nPNC1BLEdE223gV7AM4AiLcC5": true,
@@ -235,7 +223,7 @@ func TestConfigFromEnv(t *testing.T) {
 
 func TestNewAppliesDefaultRules(t *testing.T) {
 	h := &Handler{}
-	if _, err := New(Config{}); err == nil {
+	if _, err := New(Deps{}); err == nil {
 		t.Fatal("New without store and cache")
 	}
 	_ = h

@@ -38,16 +38,15 @@ func startNode(t *testing.T, env *apptest.Env, opt premium.Config) *premiumNode 
 	pn.Node = env.StartNode(t, apptest.NodeOptions{
 		Configure: func(d *app.Deps) { deps = *d },
 		Routes: func(api *app.API) {
-			svc, err := apikey.New(context.Background(), apikey.Config{Store: deps.Store, Redis: apptest.NewRedis(t, env.RedisURL),
+			svc, err := apikey.New(context.Background(), apikey.Deps{Store: deps.Store, Redis: apptest.NewRedis(t, env.RedisURL),
 				Channel: env.Prefix + apikey.ChannelSuffix, Logger: deps.Logger})
 			testenv.Must(t, err, "key service")
 			pn.keys = svc
 			svc.Routes(api)
-			opt.Store, opt.Cache, opt.Logger = deps.Store, deps.Cache, deps.Logger
-			h, err := premium.New(opt)
+			h, err := premium.New(premium.Deps{Auth: svc.Require(apikey.RequireOptions{}), Config: opt, Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
 			testenv.Must(t, err, "premium")
 			pn.handler = h
-			h.Routes(api, svc.Require(apikey.RequireOptions{}))
+			h.Routes(api)
 		},
 	})
 	t.Cleanup(pn.keys.Close)

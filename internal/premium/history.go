@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/gofiber/fiber/v2"
 	"golang.org/x/sync/errgroup"
@@ -17,7 +17,7 @@ import (
 type historyBody struct {
 	Data       []attestation.Attestation `json:"data"`
 	Agent      attestation.Agent         `json:"agent"`
-	Pagination app.Pagination            `json:"pagination"`
+	Pagination httpapi.Pagination        `json:"pagination"`
 }
 
 // historyQuery is a parsed full-history request.
@@ -28,33 +28,33 @@ type historyQuery struct {
 
 func parseHistoryQuery(c *fiber.Ctx) (historyQuery, error) {
 	var q historyQuery
-	id, err := app.ParseAddress("agentId", c.Params("agentId"))
+	id, err := httpapi.ParseAddress("agentId", c.Params("agentId"))
 	if err != nil {
 		return q, err
 	}
 	q.filter.AgentPDA = id
-	p, err := app.QueryParams(c, "limit", "offset", "cursor", "from", "to")
+	p, err := httpapi.QueryParams(c, "limit", "offset", "cursor", "from", "to")
 	if err != nil {
 		return q, err
 	}
 	v, ok := p["limit"]
-	if q.filter.Limit, err = app.ParseLimit(v, ok, HistoryDefaultLimit, HistoryMaxLimit); err != nil {
+	if q.filter.Limit, err = httpapi.ParseLimit(v, ok, HistoryDefaultLimit, HistoryMaxLimit); err != nil {
 		return q, err
 	}
 	v, ok = p["offset"]
-	if q.filter.Offset, err = app.ParseOffset(v, ok, app.MaxOffset); err != nil {
+	if q.filter.Offset, err = httpapi.ParseOffset(v, ok, httpapi.MaxOffset); err != nil {
 		return q, err
 	}
 	if v, ok := p["cursor"]; ok {
 		if q.filter.Offset != 0 {
 			return q, apierror.Invalid("use either cursor or offset, not both")
 		}
-		if q.filter.After, err = app.DecodeCursor(v); err != nil {
+		if q.filter.After, err = httpapi.DecodeCursor(v); err != nil {
 			return q, err
 		}
 		q.cursor = v
 	}
-	q.filter.Range, err = app.ParseRange(p)
+	q.filter.Range, err = httpapi.ParseRange(p)
 	return q, err
 }
 
@@ -74,9 +74,9 @@ func (h *Handler) fullHistory(c *fiber.Ctx) error {
 	v, _, err := h.cache.GetValue(c.UserContext(), q.cacheKey(), func(ctx context.Context) ([]byte, bool, error) {
 		body, err := h.loadHistory(ctx, q.filter)
 		if err != nil {
-			return nil, false, app.LoadError(err)
+			return nil, false, httpapi.LoadError(err)
 		}
-		b, err := app.Marshal(body)
+		b, err := httpapi.Marshal(body)
 		if err != nil {
 			return nil, false, fmt.Errorf("encode full history: %w", err)
 		}
@@ -88,7 +88,7 @@ func (h *Handler) fullHistory(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return app.SendValue(c, v)
+	return httpapi.SendValue(c, v)
 }
 
 // loadHistory reads the agent and the page concurrently.
@@ -113,9 +113,9 @@ func (h *Handler) loadHistory(ctx context.Context, f store.Filter) (historyBody,
 	if body.Data == nil {
 		body.Data = []attestation.Attestation{}
 	}
-	body.Pagination = app.Pagination{Limit: f.Limit, Offset: f.Offset, Total: page.Total}
+	body.Pagination = httpapi.Pagination{Limit: f.Limit, Offset: f.Offset, Total: page.Total}
 	if page.Next != nil {
-		body.Pagination.NextCursor = app.EncodeCursor(page.Next)
+		body.Pagination.NextCursor = httpapi.EncodeCursor(page.Next)
 	}
 	return body, nil
 }

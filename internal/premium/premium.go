@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/httpapi"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/x402/x402fiber"
@@ -37,7 +37,7 @@ type Rules struct {
 	RecheckNewest int `json:"recheckNewest"`
 }
 
-// DefaultRules are the thresholds used when Options.Rules is zero.
+// DefaultRules are the thresholds used when Config.Rules is zero.
 var DefaultRules = Rules{BurstPerMinute: 500, LongGapSeconds: 86400, MaxAnomaliesPerKind: 100, RecheckNewest: 1000}
 
 // Limits of GET /premium/full-history.
@@ -47,16 +47,25 @@ const (
 	DefaultMemoEntries  = 200_000
 )
 
-// Config configures the premium routes.
+// Config holds the premium routes' tunables, read from settings (Vars).
 type Config struct {
-	Store  *store.Store // required
-	Cache  *cache.Cache // required
-	Logger *slog.Logger
-	Now    func() time.Time
-	Rules  Rules // zero fields take DefaultRules
+	Rules Rules // zero fields take DefaultRules
 	// MemoEntries bounds the in-process memo of signature checks (default
 	// 200,000, about 20 MB; -1 disables it).
 	MemoEntries int
+}
+
+// Deps are what the premium routes work with: their Config, and their
+// connections.
+type Deps struct {
+	Config              // the tunables, from settings
+	Store  *store.Store // required
+	Cache  *cache.Cache // required
+	Logger *slog.Logger
+	// Auth is the API-key middleware, with its pay-per-request seam, every
+	// route is behind; required by Routes.
+	Auth fiber.Handler
+	Now  func() time.Time
 }
 
 // Handler serves the premium routes.
@@ -65,13 +74,14 @@ type Handler struct {
 	cache    *cache.Cache
 	log      *slog.Logger
 	now      func() time.Time
+	auth     fiber.Handler // Deps.Auth
 	rules    Rules
 	rulesKey string
 	verifier *verifier
 }
 
 // New makes the premium handlers.
-func New(opt Config) (*Handler, error) {
+func New(opt Deps) (*Handler, error) {
 	if opt.Store == nil || opt.Cache == nil {
 		return nil, errors.New("premium: a store and a cache are required")
 	}
@@ -98,7 +108,7 @@ func New(opt Config) (*Handler, error) {
 	if memo == 0 {
 		memo = DefaultMemoEntries
 	}
-	return &Handler{store: opt.Store, cache: opt.Cache, log: opt.Logger, now: opt.Now, rules: r,
+	return &Handler{store: opt.Store, cache: opt.Cache, log: opt.Logger, now: opt.Now, auth: opt.Auth, rules: r,
 		rulesKey: fmt.Sprintf("%d.%d.%d.%d", r.BurstPerMinute, r.LongGapSeconds, r.MaxAnomaliesPerKind, r.RecheckNewest),
 		verifier: newVerifier(memo)}, nil
 }
@@ -106,13 +116,18 @@ func New(opt Config) (*Handler, error) {
 // Rules returns the thresholds in effect.
 func (h *Handler) Rules() Rules { return h.rules }
 
-// Routes adds the three premium routes, each behind auth (the API-key
-// middleware, with its pay-per-request seam). Each route's validation is
-// recorded first so a payment is never taken for an invalid request.
-func (h *Handler) Routes(api *app.API, auth fiber.Handler) {
-	api.Route(http.MethodGet, "/premium/full-history/:agentId", x402fiber.Validate(validateHistory), auth, h.fullHistory)
-	api.Route(http.MethodGet, "/premium/forensic-report/:agentId", x402fiber.Validate(validateReport), auth, h.forensicReport)
-	api.Route(http.MethodPost, "/premium/bulk-verify", x402fiber.Validate(validateBulk), auth, h.bulkVerify)
+// Routes adds the three premium routes, each behind Deps.Auth (the
+// API-key middleware, with its pay-per-request seam). Each route's
+// validation is recorded first so a payment is never taken for an invalid
+// request.
+func (h *Handler) Routes(r httpapi.Router) {
+	auth := h.auth
+	if auth == nil {
+		panic("premium: Routes needs Deps.Auth, the API-key middleware")
+	}
+	r.Route(http.MethodGet, "/premium/full-history/:agentId", x402fiber.Validate(validateHistory), auth, h.fullHistory)
+	r.Route(http.MethodGet, "/premium/forensic-report/:agentId", x402fiber.Validate(validateReport), auth, h.forensicReport)
+	r.Route(http.MethodPost, "/premium/bulk-verify", x402fiber.Validate(validateBulk), auth, h.bulkVerify)
 }
 
 // validateHistory checks a full-history request as its handler will.

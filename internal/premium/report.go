@@ -12,10 +12,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gowebpki/jcs"
@@ -129,15 +129,15 @@ type Anomaly struct {
 
 // parseReportQuery reads a forensic-report request: the agent and the range.
 func parseReportQuery(c *fiber.Ctx) (string, store.Range, error) {
-	id, err := app.ParseAddress("agentId", c.Params("agentId"))
+	id, err := httpapi.ParseAddress("agentId", c.Params("agentId"))
 	if err != nil {
 		return "", store.Range{}, err
 	}
-	p, err := app.QueryParams(c, "from", "to")
+	p, err := httpapi.QueryParams(c, "from", "to")
 	if err != nil {
 		return "", store.Range{}, err
 	}
-	r, err := app.ParseRange(p)
+	r, err := httpapi.ParseRange(p)
 	return id, r, err
 }
 
@@ -154,11 +154,11 @@ func (h *Handler) forensicReport(c *fiber.Ctx) error {
 		start := time.Now()
 		rep, err := h.BuildReport(ctx, id, r)
 		if err != nil {
-			return nil, false, app.LoadError(err)
+			return nil, false, httpapi.LoadError(err)
 		}
 		h.log.Debug("forensic report built", "agent", id, "attestations", rep.Summary.Totals.Attestations,
 			"duration_ms", time.Since(start).Milliseconds())
-		b, err := app.Marshal(struct {
+		b, err := httpapi.Marshal(struct {
 			Data *Report `json:"data"`
 		}{rep})
 		if err != nil {
@@ -172,7 +172,7 @@ func (h *Handler) forensicReport(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return app.SendValue(c, v)
+	return httpapi.SendValue(c, v)
 }
 
 // BuildReport computes the report of agent pda over r and seals it with

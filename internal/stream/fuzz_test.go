@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/httpapi"
 )
 
 // FuzzParseCursor: any Last-Event-ID or after value is a cursor or a
@@ -29,7 +29,7 @@ func FuzzParseCursor(f *testing.F) {
 		if len(s) > MaxCursorLen {
 			t.Fatalf("%q: accepted over the bound", s)
 		}
-		again, err := ParseCursor(app.EncodeCursor(c))
+		again, err := ParseCursor(httpapi.EncodeCursor(c))
 		if err != nil || *again != *c {
 			t.Fatalf("%q: %+v does not survive encoding: %+v %v", s, c, again, err)
 		}

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/gofiber/fiber/v2"
@@ -54,8 +54,8 @@ type Handler struct {
 	streams    sync.WaitGroup
 }
 
-// Options configure a Handler.
-type Options struct {
+// Deps are what a Handler works with.
+type Deps struct {
 	Hub *Hub
 	// ClientIP resolves the client of a request as the rate limiter does
 	// (nil: the socket peer).
@@ -64,7 +64,7 @@ type Options struct {
 }
 
 // New returns the handler of the route (Handler.Serve).
-func New(o Options) *Handler {
+func New(o Deps) *Handler {
 	b := &budget{max: heldLimit(o.Hub.cfg)}
 	h := &Handler{hub: o.Hub, cfg: o.Hub.cfg, m: newMetrics(o.Registerer, b), budget: b, ip: o.ClientIP, perIP: map[netip.Prefix]int{},
 		live: map[*stream]struct{}{}}
@@ -93,31 +93,31 @@ var streamParams = []string{"agentPda", "actionType", "after", "actionHash", "tx
 // sends it with the URL it first opened, ?after= included), else after.
 func parse(c *fiber.Ctx) (request, error) {
 	var r request
-	q, err := app.QueryParams(c, streamParams...)
+	q, err := httpapi.QueryParams(c, streamParams...)
 	if err != nil {
 		return r, err
 	}
 	if v, ok := q["agentPda"]; ok {
-		if r.filter.AgentPDA, err = app.ParseAddress("agentPda", v); err != nil {
+		if r.filter.AgentPDA, err = httpapi.ParseAddress("agentPda", v); err != nil {
 			return r, err
 		}
 	}
 	if v, ok := q["actionType"]; ok {
-		t, err := app.ParseActionType(v)
+		t, err := httpapi.ParseActionType(v)
 		if err != nil {
 			return r, err
 		}
 		r.filter.ActionType = &t
 	}
 	if v, ok := q["actionHash"]; ok {
-		h, err := app.ParseActionHash(v)
+		h, err := httpapi.ParseActionHash(v)
 		if err != nil {
 			return r, err
 		}
 		r.filter.ActionHash = h[:]
 	}
 	if v, ok := q["txSignature"]; ok {
-		if r.filter.TxSignature, err = app.ParseTxSignature(v); err != nil {
+		if r.filter.TxSignature, err = httpapi.ParseTxSignature(v); err != nil {
 			return r, err
 		}
 	}
@@ -141,7 +141,7 @@ func ParseCursor(s string) (*store.Cursor, error) {
 	if len(s) > MaxCursorLen {
 		return nil, errors.New("cursor too long")
 	}
-	return app.DecodeCursor(s)
+	return httpapi.DecodeCursor(s)
 }
 
 var (
@@ -192,7 +192,7 @@ func (h *Handler) Serve(c *fiber.Ctx) error {
 		return err
 	}
 	head, chunked := streamHead(c)
-	s := &stream{h: h, tcp: app.TCPConn(c.Context().Conn()), filter: r.filter, pos: pos, chunked: chunked}
+	s := &stream{h: h, tcp: httpapi.TCPConn(c.Context().Conn()), filter: r.filter, pos: pos, chunked: chunked}
 	ok = true
 	h.hijack(c, key, s, head, fail)
 	return nil
@@ -214,7 +214,7 @@ func (h *Handler) startPosition(c *fiber.Ctx, after *store.Cursor, pos uint64) (
 	switch {
 	case err != nil:
 		c.Set(fiber.HeaderRetryAfter, "2")
-		return 0, nil, app.LoadError(err)
+		return 0, nil, httpapi.LoadError(err)
 	case found:
 		return seq, nil, nil
 	case known:

@@ -16,6 +16,7 @@ import (
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/devtools/seed"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/testing/apptest"
 	"github.com/attestd/attestd/internal/testing/testenv"
@@ -50,11 +51,12 @@ func newHarnessWith(t *testing.T, cfg Config, configure func(*apptest.Env, *app.
 	st, err := store.Open(context.Background(), env.DatabaseURL, store.Options{MaxConns: 8})
 	testenv.Must(t, err, "open hub store")
 	t.Cleanup(st.Close)
-	x.hub = NewHub(HubOptions{Store: st, Redis: apptest.NewRedis(t, env.RedisURL), Prefix: env.Prefix, Config: cfg, Logger: apptest.Logger()})
+	x.hub = NewHub(HubDeps{Store: st, Redis: apptest.NewRedis(t, env.RedisURL), Prefix: env.Prefix, Config: cfg, Logger: apptest.Logger()})
 	t.Cleanup(x.hub.Close)
-	x.h = New(Options{Hub: x.hub, Registerer: x.reg})
-	x.node = env.StartNode(t, apptest.NodeOptions{Routes: func(a *app.API) { a.SetStream(x.h.Serve) },
+	x.h = New(Deps{Hub: x.hub, Registerer: x.reg})
+	x.node = env.StartNode(t, apptest.NodeOptions{
 		Configure: func(d *app.Deps) {
+			d.Stream = x.h.Serve
 			if configure != nil {
 				configure(env, d)
 			}
@@ -201,7 +203,7 @@ func listItem(t *testing.T, a attestation.Attestation) string {
 }
 
 func cursorOf(a attestation.Attestation) string {
-	return app.EncodeCursor(&store.Cursor{Timestamp: a.Timestamp.Time, Slot: a.Slot, PDA: a.PDA})
+	return httpapi.EncodeCursor(&store.Cursor{Timestamp: a.Timestamp.Time, Slot: a.Slot, PDA: a.PDA})
 }
 
 // rawConn opens a TCP connection and sends a stream request on it.

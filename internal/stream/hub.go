@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/pubsub"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/redis/go-redis/v9"
@@ -60,7 +60,7 @@ func newEvent(r *store.StreamEvent) *Event {
 	if r.Kind == store.StreamAttestation {
 		c := r.Cursor()
 		b = append(b, "id: "...)
-		b = append(b, app.EncodeCursor(&c)...)
+		b = append(b, httpapi.EncodeCursor(&c)...)
 		b = append(b, '\n')
 	}
 	b = appendData(b, r.Data)
@@ -121,19 +121,19 @@ type Hub struct {
 	catchUp chan struct{} // bounds concurrent catch-up reads of PostgreSQL
 }
 
-// HubOptions configure a Hub.
-type HubOptions struct {
+// HubDeps configure a Hub.
+type HubDeps struct {
 	Store  *store.Store
 	Redis  redis.UniversalClient // nil: no subscription, the poll only
 	Prefix string                // ATTESTD_REDIS_PREFIX: the hub listens on its "epoch" channel
-	Config Config
+	Config                       // the tunables, from settings
 	Logger *slog.Logger
 }
 
 // NewHub starts a hub: it subscribes to the index epoch channel (the
 // indexer announces every commit there) and reads the log on every
 // announcement, every resubscription and every Config.Poll.
-func NewHub(o HubOptions) *Hub {
+func NewHub(o HubDeps) *Hub {
 	h := &Hub{st: o.Store, log: o.Logger, cfg: o.Config.withDefaults(), changed: make(chan struct{}),
 		wake: make(chan struct{}, 1), closing: make(chan struct{}), catchUp: make(chan struct{}, 8)}
 	if h.log == nil {

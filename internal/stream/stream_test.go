@@ -560,10 +560,10 @@ func TestOneSubscriptionPerNode(t *testing.T) {
 // its poll: the announcement only wakes it up.
 func TestMissedAnnouncementsStillDelivered(t *testing.T) {
 	x := newHarness(t, Config{})
-	hub := NewHub(HubOptions{Store: x.hub.st, Config: Config{Poll: 50 * time.Millisecond}, Logger: x.hub.log})
+	hub := NewHub(HubDeps{Store: x.hub.st, Config: Config{Poll: 50 * time.Millisecond}, Logger: x.hub.log})
 	t.Cleanup(hub.Close)
-	h := New(Options{Hub: hub})
-	node := x.env.StartNode(t, apptest.NodeOptions{Routes: func(a *app.API) { a.SetStream(h.Serve) }})
+	h := New(Deps{Hub: hub})
+	node := x.env.StartNode(t, apptest.NodeOptions{Configure: func(d *app.Deps) { d.Stream = h.Serve }})
 	testenv.WaitFor(t, "deaf hub ready", testenv.Patience, func() bool { _, ok := hub.position(); return ok })
 	req, _ := http.NewRequest(http.MethodGet, node.URL+"/attestations/stream", nil)
 	resp, err := streamClient.Do(req)
@@ -612,10 +612,10 @@ func TestRemovedBeforeSent(t *testing.T) {
 
 	// A node started after the fork reads the log from PostgreSQL: the
 	// removed attestation is left out, its removal comes.
-	hub := NewHub(HubOptions{Store: x.hub.st, Redis: apptest.NewRedis(t, x.env.RedisURL), Prefix: x.env.Prefix, Logger: x.hub.log})
+	hub := NewHub(HubDeps{Store: x.hub.st, Redis: apptest.NewRedis(t, x.env.RedisURL), Prefix: x.env.Prefix, Logger: x.hub.log})
 	t.Cleanup(hub.Close)
-	h := New(Options{Hub: hub})
-	node := x.env.StartNode(t, apptest.NodeOptions{Routes: func(a *app.API) { a.SetStream(h.Serve) }})
+	h := New(Deps{Hub: hub})
+	node := x.env.StartNode(t, apptest.NodeOptions{Configure: func(d *app.Deps) { d.Stream = h.Serve }})
 	testenv.WaitFor(t, "second hub ready", testenv.Patience, func() bool { _, ok := hub.position(); return ok })
 	req, _ := http.NewRequest(http.MethodGet, node.URL+"/attestations/stream?after="+cursorOf(first), nil)
 	resp, err := streamClient.Do(req)

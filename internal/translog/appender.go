@@ -23,10 +23,10 @@ import (
 // ("atst" "tlog").
 const LockKey int64 = 0x61747374_746c6f67
 
-// AppenderOptions configure an Appender.
-type AppenderOptions struct {
+// AppenderDeps configure an Appender.
+type AppenderDeps struct {
 	Store    *store.Store
-	Config   Config // Key must hold the private key
+	Config   // the tunables, from settings; Key must hold the private key
 	Logger   *slog.Logger
 	Registry prometheus.Registerer // nil: none
 	// LockRetry is how often a standby tries the lock (default 1 s).
@@ -36,7 +36,7 @@ type AppenderOptions struct {
 // Appender appends finalized attestations to the log and signs
 // checkpoints, while it holds the appender lock.
 type Appender struct {
-	opt    AppenderOptions
+	opt    AppenderDeps
 	log    *slog.Logger
 	leader atomic.Bool
 	m      appenderMetrics
@@ -53,7 +53,7 @@ type appenderMetrics struct {
 }
 
 // NewAppender checks the options and builds an appender.
-func NewAppender(opt AppenderOptions) (*Appender, error) {
+func NewAppender(opt AppenderDeps) (*Appender, error) {
 	if opt.Store == nil {
 		return nil, errors.New("log appender: no store")
 	}

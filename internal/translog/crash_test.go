@@ -49,7 +49,7 @@ func runChildAppender(db, skey string) int {
 		fmt.Fprintln(os.Stderr, "child: key:", err)
 		return 2
 	}
-	a, err := translog.NewAppender(translog.AppenderOptions{Store: st, Logger: apptest.Logger(), LockRetry: 50 * time.Millisecond,
+	a, err := translog.NewAppender(translog.AppenderDeps{Store: st, Logger: apptest.Logger(), LockRetry: 50 * time.Millisecond,
 		Config: translog.Config{Key: key, Batch: 3000, CheckpointInterval: 20 * time.Millisecond, Poll: 10 * time.Millisecond}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
@@ -132,7 +132,7 @@ func TestLeaderChange(t *testing.T) {
 		st, err := store.Open(context.Background(), withAppName(t, le.env.DatabaseURL, name), store.Options{MaxConns: 4})
 		testenv.Must(t, err, "open store")
 		t.Cleanup(st.Close)
-		a, err := translog.NewAppender(translog.AppenderOptions{Store: st, Logger: apptest.Logger(), LockRetry: 20 * time.Millisecond,
+		a, err := translog.NewAppender(translog.AppenderDeps{Store: st, Logger: apptest.Logger(), LockRetry: 20 * time.Millisecond,
 			Config: translog.Config{Key: le.key, Batch: 1500, CheckpointInterval: 20 * time.Millisecond, Poll: 5 * time.Millisecond}})
 		testenv.Must(t, err, "appender")
 		ctx, cancel := context.WithCancel(context.Background())

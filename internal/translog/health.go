@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/excerpt"
+	"github.com/attestd/attestd/internal/translog/logreport"
 )
 
 // witnessLagAlarm is how long the newest checkpoint may wait for its
@@ -19,12 +19,12 @@ const witnessLagAlarm = 30 * time.Second
 // reason is set when the quorum has not cosigned the newest checkpoint for
 // witnessLagAlarm (what is served then is the last one it did: the log
 // is fail-closed), or a witness refuses.
-func (s *Server) Health(ctx context.Context) (*app.LogHealth, string) {
+func (s *Server) Health(ctx context.Context) (*logreport.Health, string) {
 	cfg := s.opt.Config
 	if !cfg.Enabled() {
 		return nil, ""
 	}
-	h := &app.LogHealth{Origin: cfg.Origin(), Quorum: cfg.Quorum, Newest: s.newest.Load(), WitnessedBy: []string{}, Witnesses: []app.WitnessHealth{}}
+	h := &logreport.Health{Origin: cfg.Origin(), Quorum: cfg.Quorum, Newest: s.newest.Load(), WitnessedBy: []string{}, Witnesses: []logreport.Witness{}}
 	cur := s.latest.Load()
 	if cur != nil {
 		h.Size = cur.Size
@@ -47,7 +47,7 @@ func (s *Server) Health(ctx context.Context) (*app.LogHealth, string) {
 		byKey[st.Witness] = i
 	}
 	for _, w := range cfg.Witnesses {
-		wh := app.WitnessHealth{Name: w.Name, Key: w.VerifierKey}
+		wh := logreport.Witness{Name: w.Name, Key: w.VerifierKey}
 		if i, ok := byKey[w.VerifierKey]; ok {
 			wh.Size, wh.Error = states[i].Size, states[i].Error
 			if wh.Error != "" && states[i].FailingSince != nil && time.Since(*states[i].FailingSince) > witnessLagAlarm {

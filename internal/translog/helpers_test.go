@@ -63,7 +63,7 @@ func newLogEnv(t *testing.T, agents int) *logEnv {
 	key, err := translog.ParseKey(skey)
 	testenv.Must(t, err, "parse key")
 	cfg := translog.Config{Key: key, CheckpointInterval: time.Millisecond, Batch: 5000, Poll: 10 * time.Millisecond}
-	a, err := translog.NewAppender(translog.AppenderOptions{Store: env.Store, Config: cfg, Logger: apptest.Logger()})
+	a, err := translog.NewAppender(translog.AppenderDeps{Store: env.Store, Config: cfg, Logger: apptest.Logger()})
 	testenv.Must(t, err, "appender")
 	le := &logEnv{env: env, st: env.Store, key: key, skey: skey, cfg: cfg, app: a, agents: env.Seeded.Agents, slot: 1000}
 	le.node = le.startNode(t, cfg)
@@ -75,7 +75,7 @@ func (le *logEnv) startNode(t *testing.T, cfg translog.Config) *apptest.Node {
 	var srv *translog.Server
 	return le.env.StartNode(t, apptest.NodeOptions{
 		Configure: func(d *app.Deps) {
-			srv = translog.NewServer(translog.ServerOptions{Store: le.st, Cache: d.Cache, Config: cfg, Logger: apptest.Logger(),
+			srv = translog.NewServer(translog.ServerDeps{Store: le.st, Cache: d.Cache, Config: cfg, Logger: apptest.Logger(),
 				Refresh: 20 * time.Millisecond})
 			srv.Start(t.Context())
 			d.Unlimited = append(d.Unlimited, srv.OriginRoutes()...)

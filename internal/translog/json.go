@@ -10,5 +10,5 @@ func jsonOf(v any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode answer: %w", err)
 	}
-	return append(b, '\n'), nil // as every JSON answer (app.Marshal)
+	return append(b, '\n'), nil // as every JSON answer (httpapi.Marshal)
 }

@@ -60,7 +60,7 @@ func TestTilesAtTheOriginOutsideTheAPILimit(t *testing.T) {
 		n := le.env.StartNode(t, apptest.NodeOptions{
 			Configure: func(d *app.Deps) {
 				d.Middleware = append(d.Middleware, lim.Middleware())
-				srv = translog.NewServer(translog.ServerOptions{Store: le.st, Cache: d.Cache, Config: cfg, Logger: apptest.Logger(), Refresh: 20 * time.Millisecond})
+				srv = translog.NewServer(translog.ServerDeps{Store: le.st, Cache: d.Cache, Config: cfg, Logger: apptest.Logger(), Refresh: 20 * time.Millisecond})
 				srv.Start(t.Context())
 				d.Unlimited = append(d.Unlimited, srv.OriginRoutes()...)
 			},
@@ -198,7 +198,7 @@ func TestKeyRotationKeepsTheOrigin(t *testing.T) {
 	testenv.Must(t, err, "parse the rotation's keys")
 	cfg := le.cfg
 	cfg.Key, cfg.Rotating = keys[0], keys[1:]
-	a, err := translog.NewAppender(translog.AppenderOptions{Store: le.st, Config: cfg, Logger: apptest.Logger()})
+	a, err := translog.NewAppender(translog.AppenderDeps{Store: le.st, Config: cfg, Logger: apptest.Logger()})
 	testenv.Must(t, err, "appender")
 	le.add(t, 2, attestation.Finalized)
 	for {

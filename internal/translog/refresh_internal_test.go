@@ -38,7 +38,7 @@ func TestCheckpointReadsWhilePostgresIsAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	const refresh = time.Hour // no second read within this test
-	s := NewServer(ServerOptions{Store: st, Config: Config{Key: key}, Refresh: refresh})
+	s := NewServer(ServerDeps{Store: st, Config: Config{Key: key}, Refresh: refresh})
 	var wg sync.WaitGroup
 	errs := make(chan error, 50)
 	for range 50 {

@@ -14,11 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/cache"
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/excerpt"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/translog/logformat"
@@ -39,11 +39,11 @@ const (
 	ControlKey = "public, max-age=300"
 )
 
-// ServerOptions configure a Server.
-type ServerOptions struct {
+// ServerDeps configure a Server.
+type ServerDeps struct {
 	Store  *store.Store
 	Cache  *cache.Cache // tiles and proofs are kept there (immutable)
-	Config Config       // the zero Key: every route answers 503
+	Config              // the tunables, from settings; the zero Key: every route answers 503
 	Logger *slog.Logger
 	// Refresh is how often the newest checkpoint is read from PostgreSQL
 	// (default 1 s).
@@ -55,7 +55,7 @@ type ServerOptions struct {
 
 // Server answers the log's public routes.
 type Server struct {
-	opt    ServerOptions
+	opt    ServerDeps
 	log    *slog.Logger
 	path   string // where the checkpoint and tiles are: the origin's path ("/log")
 	guard  *guard
@@ -84,7 +84,7 @@ type served struct {
 }
 
 // NewServer builds the log's routes' handlers.
-func NewServer(opt ServerOptions) *Server {
+func NewServer(opt ServerDeps) *Server {
 	if opt.Refresh <= 0 {
 		opt.Refresh = time.Second
 	}
@@ -238,15 +238,15 @@ func (s *Server) recent() (*served, bool, error) {
 	return nil, false, nil
 }
 
-// Routes adds the log's API routes to api: the verifier key, inclusion
+// Routes adds the log's API routes to r: the verifier key, inclusion
 // proofs and consistency proofs (the checkpoint and tiles are
 // OriginRoutes).
-func (s *Server) Routes(api *app.API) {
+func (s *Server) Routes(r httpapi.Router) {
 	// GET and HEAD, as the API's other public reads.
 	for _, m := range []string{fiber.MethodGet, fiber.MethodHead} {
-		api.Route(m, "/log/key", s.getKey)
-		api.Route(m, "/log/consistency", s.getConsistency)
-		api.Route(m, "/attestations/:id/proof", s.getProof)
+		r.Route(m, "/log/key", s.getKey)
+		r.Route(m, "/log/consistency", s.getConsistency)
+		r.Route(m, "/attestations/:id/proof", s.getProof)
 	}
 }
 
@@ -254,12 +254,12 @@ func (s *Server) Routes(api *app.API) {
 // (C2SP tlog-tiles: <prefix>/checkpoint, <prefix>/tile/...), for
 // app.Deps.Unlimited: outside the API's per-IP limit, behind the log's own
 // (Config.TileRate). Caches and mirrors check tiles with HEAD too.
-func (s *Server) OriginRoutes() []app.Route {
-	var out []app.Route
+func (s *Server) OriginRoutes() []httpapi.Route {
+	var out []httpapi.Route
 	for _, m := range []string{fiber.MethodGet, fiber.MethodHead} {
 		out = append(out,
-			app.Route{Method: m, Path: s.path + "/checkpoint", Handlers: []fiber.Handler{s.guard.handler, s.getCheckpoint}},
-			app.Route{Method: m, Path: s.path + "/tile/*", Handlers: []fiber.Handler{s.guard.handler, s.getTile}})
+			httpapi.Route{Method: m, Path: s.path + "/checkpoint", Handlers: []fiber.Handler{s.guard.handler, s.getCheckpoint}},
+			httpapi.Route{Method: m, Path: s.path + "/tile/*", Handlers: []fiber.Handler{s.guard.handler, s.getTile}})
 	}
 	return out
 }
@@ -275,7 +275,7 @@ func (s *Server) current(c *fiber.Ctx) (*served, error) {
 		return cp, nil // a stale one rather than none while Postgres is away
 	}
 	if err != nil {
-		return nil, app.StoreError(err)
+		return nil, httpapi.StoreError(err)
 	}
 	if q := s.opt.Config.Quorum; q > 0 && s.newest.Load() > 0 {
 		return nil, apierror.Unavailable("no checkpoint of log %s is cosigned by %d of its %d witnesses yet (ATTESTD_LOG_WITNESSES): the log serves only witnessed checkpoints", s.opt.Config.Origin(), q, len(s.opt.Config.Witnesses))
@@ -284,7 +284,7 @@ func (s *Server) current(c *fiber.Ctx) (*served, error) {
 }
 
 func (s *Server) getCheckpoint(c *fiber.Ctx) error {
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
 	if c.Path() != s.path+"/checkpoint" {
@@ -299,7 +299,7 @@ func (s *Server) getCheckpoint(c *fiber.Ctx) error {
 }
 
 func (s *Server) getKey(c *fiber.Ctx) error {
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
 	if !s.opt.Config.Enabled() {
@@ -323,7 +323,7 @@ func sendBytes(c *fiber.Ctx, b, etag []byte, control, contentType string) error 
 }
 
 func (s *Server) getTile(c *fiber.Ctx) error {
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
 	raw := c.Params("*") // Fiber's buffer: parsed, never kept
@@ -357,14 +357,14 @@ func (s *Server) getTile(c *fiber.Ctx) error {
 		v, _, err = s.opt.Cache.GetValueFor(c.UserContext(), cache.NewKey("logedge").String(whole.Path()).Key(), edgeTTL,
 			func(ctx context.Context) ([]byte, bool, error) {
 				b, err := s.readTile(ctx, whole)
-				return b, false, app.StoreError(err)
+				return b, false, httpapi.StoreError(err)
 			})
 	} else {
 		whole.W = logformat.TileWidth
 		v, _, err = s.opt.Cache.GetValue(c.UserContext(), cache.NewKey("logtile").String(whole.Path()).Key(),
 			func(ctx context.Context) ([]byte, bool, error) {
 				b, err := s.readTile(ctx, whole)
-				return b, true, app.StoreError(err)
+				return b, true, httpapi.StoreError(err)
 			})
 	}
 	if err != nil {
@@ -374,10 +374,10 @@ func (s *Server) getTile(c *fiber.Ctx) error {
 	if t.W != whole.W {
 		b, err := cut(v.JSON, t)
 		if err != nil {
-			return app.StoreError(err)
+			return httpapi.StoreError(err)
 		}
 		v = cache.Value{JSON: b, ETag: cache.ETagOf(b)}
-		if t.Level < 0 && app.AcceptsGzip(c) {
+		if t.Level < 0 && httpapi.AcceptsGzip(c) {
 			v.Gzip = gzipOf(b)
 			v.GzipETag = cache.ETagOf(v.Gzip)
 		}
@@ -474,7 +474,7 @@ type Proof struct {
 }
 
 func (s *Server) getProof(c *fiber.Ctx) error {
-	q, err := app.QueryParams(c, "format")
+	q, err := httpapi.QueryParams(c, "format")
 	if err != nil {
 		return err
 	}
@@ -507,7 +507,7 @@ func (s *Server) getProof(c *fiber.Ctx) error {
 			return sendJSON(c, v, ControlShort)
 		}
 	}
-	pda, err := app.ParseAddress("id", raw)
+	pda, err := httpapi.ParseAddress("id", raw)
 	if err != nil {
 		return err
 	}
@@ -555,7 +555,7 @@ func (s *Server) prove(ctx context.Context, pda string, cp *served) (Proof, erro
 		return Proof{}, apierror.NotFound(apierror.CodeAttestationNotFound, "no attestation with pda %s", pda)
 	}
 	if err != nil {
-		return Proof{}, app.StoreError(err)
+		return Proof{}, httpapi.StoreError(err)
 	}
 	switch {
 	case !e.Finalized:
@@ -570,7 +570,7 @@ func (s *Server) prove(ctx context.Context, pda string, cp *served) (Proof, erro
 	}
 	rp, err := tlog.ProveRecord(cp.Size, e.Index, s.opt.Store.LogHashReader(ctx))
 	if err != nil {
-		return Proof{}, app.StoreError(fmt.Errorf("inclusion proof of leaf %d in size %d: %w", e.Index, cp.Size, err))
+		return Proof{}, httpapi.StoreError(fmt.Errorf("inclusion proof of leaf %d in size %d: %w", e.Index, cp.Size, err))
 	}
 	hashes := make([][]byte, len(rp))
 	for i := range rp {
@@ -593,7 +593,7 @@ type Consistency struct {
 }
 
 func (s *Server) getConsistency(c *fiber.Ctx) error {
-	q, err := app.QueryParams(c, "from", "to")
+	q, err := httpapi.QueryParams(c, "from", "to")
 	if err != nil {
 		return err
 	}
@@ -615,7 +615,7 @@ func (s *Server) getConsistency(c *fiber.Ctx) error {
 	load := func(ctx context.Context) ([]byte, bool, error) {
 		tp, err := tlog.ProveTree(to, from, s.opt.Store.LogHashReader(ctx))
 		if err != nil {
-			return nil, false, app.StoreError(fmt.Errorf("consistency proof %d to %d: %w", from, to, err))
+			return nil, false, httpapi.StoreError(fmt.Errorf("consistency proof %d to %d: %w", from, to, err))
 		}
 		hashes := make([][]byte, len(tp))
 		for i := range tp {
@@ -660,7 +660,7 @@ func sendEncoded(c *fiber.Ctx, v cache.Value, control, contentType string) error
 	if len(h.Peek(fiber.HeaderVary)) == 0 {
 		h.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
 	}
-	if v.Gzip != nil && app.AcceptsGzip(c) {
+	if v.Gzip != nil && httpapi.AcceptsGzip(c) {
 		if err := sendBytes(c, v.Gzip, v.GzipETag, control, contentType); err != nil {
 			return err
 		}

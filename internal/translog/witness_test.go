@@ -68,7 +68,7 @@ func runAppender(t *testing.T, le *logEnv, cfg translog.Config, buf *syncBuffer,
 	if buf != nil {
 		log = slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	a, err := translog.NewAppender(translog.AppenderOptions{Store: le.st, Config: cfg, Logger: log, Registry: reg, LockRetry: 50 * time.Millisecond})
+	a, err := translog.NewAppender(translog.AppenderDeps{Store: le.st, Config: cfg, Logger: log, Registry: reg, LockRetry: 50 * time.Millisecond})
 	testenv.Must(t, err, "appender")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

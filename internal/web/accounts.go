@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/gofiber/fiber/v2"
@@ -55,7 +55,7 @@ func (w *Web) accountOf(c *fiber.Ctx, ctx context.Context, wallet string) (store
 	case err == nil:
 		return acct, nil
 	case !errors.Is(err, store.ErrNotFound):
-		return acct, app.StoreError(err)
+		return acct, httpapi.StoreError(err)
 	}
 	release, err := w.reserveNewAccount(c, ctx)
 	if err != nil {
@@ -69,7 +69,7 @@ func (w *Web) accountOf(c *fiber.Ctx, ctx context.Context, wallet string) (store
 		return acct, apierror.New(http.StatusConflict, "WALLET_CONFLICT", "%s", err.Error())
 	}
 	if err != nil {
-		return acct, app.StoreError(err)
+		return acct, httpapi.StoreError(err)
 	}
 	if created {
 		w.log.Info("account created for a wallet", "account", acct.Name, "client", ratelimit.ClientKey(w.clientIP(c)))

@@ -11,8 +11,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/cache"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/gofiber/fiber/v2"
 )
@@ -167,7 +167,7 @@ func (a *asset) send(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, a.control)
 	c.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
 	etag, body := a.v.ETag, a.v.JSON
-	gz := a.v.Gzip != nil && app.AcceptsGzip(c)
+	gz := a.v.Gzip != nil && httpapi.AcceptsGzip(c)
 	if gz {
 		etag, body = a.v.GzipETag, a.v.Gzip
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -14,11 +13,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/apikey"
 	"github.com/attestd/attestd/internal/excerpt"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/jsonbody"
 	"github.com/attestd/attestd/internal/store"
@@ -76,7 +75,7 @@ func (w *Web) sessionKey(t string) string { return w.opt.Prefix + "session:" + h
 
 func (w *Web) nonce(c *fiber.Ctx) error {
 	httpcache.Private(c)
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
 	n, err := randomHex(16)
@@ -155,15 +154,15 @@ func (w *Web) signIn(c *fiber.Ctx) error {
 // readSignIn reads a sign-in request's JSON body: the signed message's
 // text, parsed, and the signature.
 func readSignIn(c *fiber.Ctx) (text string, m Message, sig []byte, err error) {
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return "", Message{}, nil, err
 	}
-	body, err := app.Body(c, maxSignInBody)
+	body, err := httpapi.Body(c, maxSignInBody)
 	if err != nil {
 		return "", Message{}, nil, err
 	}
-	if mt, _, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType)); err != nil || mt != "application/json" {
-		return "", Message{}, nil, apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia, "send the body as application/json")
+	if err := httpapi.RequireJSON(c.Get(fiber.HeaderContentType), ""); err != nil {
+		return "", Message{}, nil, err
 	}
 	var req struct {
 		Message   *string `json:"message"`
@@ -280,7 +279,7 @@ func (w *Web) Principal(c *fiber.Ctx) (apikey.Principal, bool, error) {
 
 func (w *Web) session(c *fiber.Ctx) error {
 	httpcache.Private(c)
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
 	rec, _, err := w.signedIn(c)
@@ -293,7 +292,7 @@ func (w *Web) session(c *fiber.Ctx) error {
 
 func (w *Web) signOut(c *fiber.Ctx) error {
 	httpcache.Private(c)
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
 	rec, token, err := w.signedIn(c)
@@ -329,12 +328,12 @@ type PaymentView struct {
 // ledger's payer), newest first.
 func (w *Web) payments(c *fiber.Ctx) error {
 	httpcache.Private(c)
-	q, err := app.QueryParams(c, "limit")
+	q, err := httpapi.QueryParams(c, "limit")
 	if err != nil {
 		return err
 	}
 	v, present := q["limit"]
-	limit, err := app.ParseLimit(v, present, 50, 100)
+	limit, err := httpapi.ParseLimit(v, present, 50, 100)
 	if err != nil {
 		return err
 	}
@@ -344,7 +343,7 @@ func (w *Web) payments(c *fiber.Ctx) error {
 	}
 	ps, err := w.opt.Store.ListPayments(c.UserContext(), store.PaymentFilter{Payer: rec.Wallet, Limit: limit})
 	if err != nil {
-		return app.StoreError(err)
+		return httpapi.StoreError(err)
 	}
 	out := make([]PaymentView, len(ps))
 	for i, p := range ps {

@@ -10,7 +10,7 @@
 // The page's modules are joined into one script at start (bundle.go) and
 // served, with the stylesheet and the icon, under content-hashed names
 // with immutable caching; the page and its files are static routes,
-// outside the API's per-IP request limit (app.API.Static).
+// outside the API's per-IP request limit (httpapi.Router.Static).
 //
 // Invariants: every page and asset carries a strict Content-Security-Policy
 // (no inline script, nothing from another origin) and cannot be framed; a

@@ -99,20 +99,20 @@ func newHarness(t testing.TB, o harnessOpt) *harness {
 			deps = *d
 		},
 		Routes: func(api *app.API) {
-			h.web, err = web.New(web.Options{Store: deps.Store, Redis: rdb, Prefix: h.env.Prefix + "web:",
+			h.web, err = web.New(web.Deps{Store: deps.Store, Redis: rdb, Prefix: h.env.Prefix + "web:",
 				Config: cfg, Resolver: o.resolver, Logger: apptest.Logger(), Now: func() time.Time { return h.now() }})
 			testenv.Must(t, err, "web")
 			h.web.Routes(api)
-			h.keys, err = apikey.New(context.Background(), apikey.Config{Store: deps.Store, Logger: apptest.Logger(), Sessions: h.web})
+			h.keys, err = apikey.New(context.Background(), apikey.Deps{Store: deps.Store, Logger: apptest.Logger(), Sessions: h.web})
 			testenv.Must(t, err, "key service")
 			h.keys.Routes(api)
-			hooks, err := webhookapi.NewAPI(webhookapi.APIOptions{Store: deps.Store, Queue: queue.New(rdb, h.env.Prefix, wcfg.Partitions),
+			hooks, err := webhookapi.NewAPI(webhookapi.APIDeps{Auth: h.keys.Require(apikey.RequireOptions{AllowSession: true}), Store: deps.Store, Queue: queue.New(rdb, h.env.Prefix, wcfg.Partitions),
 				Config: wcfg, Logger: apptest.Logger()})
 			testenv.Must(t, err, "webhook api")
-			hooks.Routes(api, h.keys.Require(apikey.RequireOptions{AllowSession: true}))
-			prem, err := premium.New(premium.Config{Store: deps.Store, Cache: deps.Cache, Logger: apptest.Logger()})
+			hooks.Routes(api)
+			prem, err := premium.New(premium.Deps{Auth: h.keys.Require(apikey.RequireOptions{}), Store: deps.Store, Cache: deps.Cache, Logger: apptest.Logger()})
 			testenv.Must(t, err, "premium")
-			prem.Routes(api, h.keys.Require(apikey.RequireOptions{})) // as attestd serve without payments
+			prem.Routes(api) // as attestd serve without payments
 		},
 	})
 	t.Cleanup(h.keys.Close)

@@ -12,9 +12,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/excerpt"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/ratelimit"
@@ -29,12 +29,13 @@ const (
 	ReferrerPolicy = "strict-origin-when-cross-origin"
 )
 
-// Options configure the web application.
-type Options struct {
+// Deps are what the web application works with: its Config and its
+// connections.
+type Deps struct {
 	Store  *store.Store          // required: accounts of wallets
 	Redis  redis.UniversalClient // required: nonces and sessions
 	Prefix string                // Redis key prefix, such as "attestd:web:"
-	Config Config
+	Config                       // the tunables, from settings
 	// Resolver finds a request's client IP (for the bound on new
 	// accounts): the rate limiter's, so trusted proxies are believed
 	// alike. Nil: the socket peer.
@@ -46,13 +47,13 @@ type Options struct {
 // Web serves the pages, the assets and the sign-in routes, and
 // authenticates sessions for the account routes (apikey.Sessions).
 type Web struct {
-	opt    Options
+	opt    Deps
 	assets *assets
 	log    *slog.Logger
 }
 
 // New loads the embedded assets and checks the options.
-func New(opt Options) (*Web, error) {
+func New(opt Deps) (*Web, error) {
 	if opt.Store == nil || opt.Redis == nil {
 		return nil, errors.New("web: Store and Redis are required")
 	}
@@ -80,20 +81,20 @@ func New(opt Options) (*Web, error) {
 }
 
 // Routes adds the page (/) and its files (/assets/*), static routes
-// outside the API's per-IP limit (app.API.Static), and the sign-in routes
+// outside the API's per-IP limit (httpapi.Router.Static), and the sign-in routes
 // (/api/v1/auth/...). Without an origin (Config.Origin) they all answer
 // 503 naming ATTESTD_PUBLIC_URL.
-func (w *Web) Routes(api *app.API) {
+func (w *Web) Routes(r httpapi.Router) {
 	on := w.requireOrigin
-	api.Static(http.MethodGet, "/", w.securityHeaders, on, w.index)
-	api.Static(http.MethodHead, "/", w.securityHeaders, on, w.index)
-	api.Static(http.MethodGet, "/assets/:name", w.securityHeaders, on, w.asset)
-	api.Static(http.MethodHead, "/assets/:name", w.securityHeaders, on, w.asset)
-	api.Route(http.MethodGet, "/auth/nonce", on, w.nonce)
-	api.Route(http.MethodPost, "/auth/signin", on, w.signIn)
-	api.Route(http.MethodGet, "/auth/session", on, w.session)
-	api.Route(http.MethodPost, "/auth/signout", on, w.signOut)
-	api.Route(http.MethodGet, "/auth/payments", on, w.payments)
+	r.Static(http.MethodGet, "/", w.securityHeaders, on, w.index)
+	r.Static(http.MethodHead, "/", w.securityHeaders, on, w.index)
+	r.Static(http.MethodGet, "/assets/:name", w.securityHeaders, on, w.asset)
+	r.Static(http.MethodHead, "/assets/:name", w.securityHeaders, on, w.asset)
+	r.Route(http.MethodGet, "/auth/nonce", on, w.nonce)
+	r.Route(http.MethodPost, "/auth/signin", on, w.signIn)
+	r.Route(http.MethodGet, "/auth/session", on, w.session)
+	r.Route(http.MethodPost, "/auth/signout", on, w.signOut)
+	r.Route(http.MethodGet, "/auth/payments", on, w.payments)
 }
 
 // Off reports whether the console is off: no public origin configured.

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/attestd/attestd/internal/webhook/queue"
@@ -161,7 +162,7 @@ func TestRetryAfterAndCleanText(t *testing.T) {
 	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	for v, want := range map[string]time.Duration{"": 0, "120": 2 * time.Minute, "-5": 0, "x": 0, "999999": maxRetryAfter,
 		now.Add(90 * time.Second).Format(http.TimeFormat): 90 * time.Second, now.Add(-time.Hour).Format(http.TimeFormat): 0} {
-		if got := ParseRetryAfter(v, now); got != want {
+		if got := httpapi.ParseRetryAfter(v, now, maxRetryAfter); got != want {
 			t.Errorf("Retry-After %q: %s, want %s", v, got, want)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/buildinfo"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/tracing"
 	"github.com/attestd/attestd/internal/webhook/egress"
 	"github.com/attestd/attestd/internal/webhook/queue"
@@ -125,7 +126,7 @@ func (w *Worker) sendAttempt(ctx context.Context, h *hook, job *queue.Job) resul
 	if !r.ok() {
 		r.err = fmt.Sprintf("the receiver answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 		if throttling(resp.StatusCode) {
-			r.retryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), r.at)
+			r.retryAfter = httpapi.ParseRetryAfter(resp.Header.Get("Retry-After"), r.at, maxRetryAfter)
 		}
 	}
 	return r

@@ -12,11 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/apikey"
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/excerpt"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/webhook"
 	"github.com/attestd/attestd/internal/webhook/egress"
@@ -48,29 +49,34 @@ var (
 	deliveryIDPattern = regexp.MustCompile(`^msg_[0-9a-f]{32}$`)
 )
 
-// APIOptions configure the routes.
-type APIOptions struct {
-	Store  *store.Store   // required
-	Queue  *queue.Queue   // required: manual retries are queued at once
-	Config webhook.Config // Config.Keys nil: every route answers 503
-	Logger *slog.Logger   // default slog.Default()
+// APIDeps are what the routes work with: their Config, and their
+// connections and collaborators.
+type APIDeps struct {
+	Store  *store.Store // required
+	Queue  *queue.Queue // required: manual retries are queued at once
+	webhook.Config      // the tunables, from settings; Config.Keys nil: every route answers 503
+	Logger *slog.Logger // default slog.Default()
 	// Origin is the public origin: deliveries' links are absolute on it
 	// (zero: paths). The same as the workers'.
 	Origin config.Origin
 	// Resolver checks the host of a URL at creation (nil: the system's).
 	Resolver egress.Resolver
-	Now      func() time.Time
+	// Auth is the API-key middleware every route but the catalog is
+	// behind (it also marks every answer private, no-store); required by
+	// Routes.
+	Auth fiber.Handler
+	Now  func() time.Time
 }
 
 // API serves the /webhooks routes.
 type API struct {
-	opt    APIOptions
+	opt    APIDeps
 	policy egress.Policy
 	log    *slog.Logger
 }
 
 // NewAPI returns the routes' handlers.
-func NewAPI(opt APIOptions) (*API, error) {
+func NewAPI(opt APIDeps) (*API, error) {
 	if opt.Store == nil || opt.Queue == nil {
 		return nil, errors.New("webhook api: a store and a queue are required")
 	}
@@ -83,15 +89,17 @@ func NewAPI(opt APIOptions) (*API, error) {
 	return &API{opt: opt, policy: egress.Policy{AllowLoopback: opt.Config.AllowLoopback}, log: opt.Logger}, nil
 }
 
-// Routes adds the webhook routes behind auth (the API-key middleware,
-// which also marks every answer private, no-store).
-func (a *API) Routes(api *app.API, auth fiber.Handler) {
-	mw := []fiber.Handler{auth, onlyAdmins, a.enabled}
+// Routes adds the webhook routes behind APIDeps.Auth.
+func (a *API) Routes(r httpapi.Router) {
+	if a.opt.Auth == nil {
+		panic("webhook api: Routes needs APIDeps.Auth, the API-key middleware")
+	}
+	mw := []fiber.Handler{a.opt.Auth, onlyAdmins, a.enabled}
 	route := func(method, path string, h fiber.Handler) {
-		api.Route(method, path, append(append([]fiber.Handler{}, mw...), h)...)
+		r.Route(method, path, append(append([]fiber.Handler{}, mw...), h)...)
 	}
 	// The catalog is public and cacheable: before /webhooks/:id.
-	api.Route(http.MethodGet, "/webhooks/event-types", eventTypes)
+	r.Route(http.MethodGet, "/webhooks/event-types", eventTypes)
 	route(http.MethodPost, "/webhooks", a.create)
 	route(http.MethodGet, "/webhooks", a.list)
 	route(http.MethodGet, "/webhooks/:id", a.get)
@@ -220,7 +228,7 @@ func target(c *fiber.Ctx) (apikey.Principal, string, error) {
 	if err != nil {
 		return p, "", err
 	}
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return p, "", err
 	}
 	id, err := webhookID(c)
@@ -232,27 +240,20 @@ func webhookErr(err error, id string) error {
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound(id)
 	}
-	return app.StoreError(err)
+	return httpapi.StoreError(err)
 }
 
 // webhookID reads and checks :id (a copy: Fiber reuses the buffer).
 func webhookID(c *fiber.Ctx) (string, error) {
 	id := c.Params("id")
 	if !webhookIDPattern.MatchString(id) {
-		return "", apierror.Invalid("webhook id must be wh_ followed by 24 hexadecimal digits, got %q", truncate(id, 64))
+		return "", apierror.Invalid("webhook id must be wh_ followed by 24 hexadecimal digits, got %q", excerpt.Of(id, 64))
 	}
 	return strings.Clone(id), nil
 }
 
 func notFound(id string) error {
 	return apierror.NotFound(apierror.CodeWebhookNotFound, "your account has no webhook %s", id)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 // checkURL applies the URL policy and resolves the host.
@@ -280,10 +281,10 @@ func (a *API) create(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
-	body, err := app.Body(c, maxBody)
+	body, err := httpapi.Body(c, maxBody)
 	if err != nil {
 		return err
 	}
@@ -325,11 +326,11 @@ func (a *API) create(c *fiber.Ctx) error {
 	case errors.Is(err, store.ErrNotFound):
 		return apierror.New(http.StatusUnauthorized, apierror.CodeUnauthorized, "unknown API key")
 	case err != nil:
-		return app.StoreError(err)
+		return httpapi.StoreError(err)
 	}
 	v := viewOf(a.opt.Config, stored)
 	a.log.Info("webhook created", "account", p.AccountID, "webhook", id, "url", url, "filter", describe(v.Events, v.Filter))
-	c.Set(fiber.HeaderLocation, app.Prefix+"/webhooks/"+id)
+	c.Set(fiber.HeaderLocation, httpapi.Prefix+"/webhooks/"+id)
 	return c.Status(http.StatusCreated).JSON(struct {
 		Data CreatedView `json:"data"`
 	}{CreatedView{View: v, Secret: secret}})
@@ -340,32 +341,32 @@ func (a *API) list(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	q, err := app.QueryParams(c, "limit", "offset")
+	q, err := httpapi.QueryParams(c, "limit", "offset")
 	if err != nil {
 		return err
 	}
 	v, present := q["limit"]
-	limit, err := app.ParseLimit(v, present, listDefaultLimit, listMaxLimit)
+	limit, err := httpapi.ParseLimit(v, present, listDefaultLimit, listMaxLimit)
 	if err != nil {
 		return err
 	}
 	v, present = q["offset"]
-	offset, err := app.ParseOffset(v, present, maxOffset)
+	offset, err := httpapi.ParseOffset(v, present, maxOffset)
 	if err != nil {
 		return err
 	}
 	hooks, total, err := a.opt.Store.ListWebhooks(c.UserContext(), p.AccountID, limit, offset)
 	if err != nil {
-		return app.StoreError(err)
+		return httpapi.StoreError(err)
 	}
 	views := make([]View, len(hooks))
 	for i, w := range hooks {
 		views[i] = viewOf(a.opt.Config, w)
 	}
 	return c.JSON(struct {
-		Data       []View         `json:"data"`
-		Pagination app.Pagination `json:"pagination"`
-	}{views, app.Pagination{Limit: limit, Offset: offset, Total: total}})
+		Data       []View             `json:"data"`
+		Pagination httpapi.Pagination `json:"pagination"`
+	}{views, httpapi.Pagination{Limit: limit, Offset: offset, Total: total}})
 }
 
 func (a *API) get(c *fiber.Ctx) error {
@@ -387,7 +388,7 @@ func (a *API) update(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	body, err := app.Body(c, maxBody)
+	body, err := httpapi.Body(c, maxBody)
 	if err != nil {
 		return err
 	}
@@ -464,7 +465,7 @@ func (a *API) deliveries(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	q, err := app.QueryParams(c, "limit", "offset", "deliveryId")
+	q, err := httpapi.QueryParams(c, "limit", "offset", "deliveryId")
 	if err != nil {
 		return err
 	}
@@ -473,18 +474,18 @@ func (a *API) deliveries(c *fiber.Ctx) error {
 		return err
 	}
 	v, present := q["limit"]
-	limit, err := app.ParseLimit(v, present, logDefaultLimit, logMaxLimit)
+	limit, err := httpapi.ParseLimit(v, present, logDefaultLimit, logMaxLimit)
 	if err != nil {
 		return err
 	}
 	v, present = q["offset"]
-	offset, err := app.ParseOffset(v, present, maxOffset)
+	offset, err := httpapi.ParseOffset(v, present, maxOffset)
 	if err != nil {
 		return err
 	}
 	delivery, filtered := q["deliveryId"]
 	if filtered && !deliveryIDPattern.MatchString(delivery) {
-		return apierror.Invalid("deliveryId must be msg_ followed by 32 hexadecimal digits, got %q", truncate(delivery, 64))
+		return apierror.Invalid("deliveryId must be msg_ followed by 32 hexadecimal digits, got %q", excerpt.Of(delivery, 64))
 	}
 	atts, total, err := a.opt.Store.ListAttempts(c.UserContext(), p.AccountID, id, delivery, limit, offset)
 	if err != nil {
@@ -498,9 +499,9 @@ func (a *API) deliveries(c *fiber.Ctx) error {
 		views[i].NextAttemptAt = attestation.OptTime(at.NextAttemptAt)
 	}
 	return c.JSON(struct {
-		Data       []AttemptView  `json:"data"`
-		Pagination app.Pagination `json:"pagination"`
-	}{views, app.Pagination{Limit: limit, Offset: offset, Total: total}})
+		Data       []AttemptView      `json:"data"`
+		Pagination httpapi.Pagination `json:"pagination"`
+	}{views, httpapi.Pagination{Limit: limit, Offset: offset, Total: total}})
 }
 
 // QueuedView answers the retry and test routes.
@@ -518,13 +519,13 @@ func (a *API) retry(c *fiber.Ctx) error {
 	}
 	did := c.Params("deliveryId")
 	if !deliveryIDPattern.MatchString(did) {
-		return apierror.Invalid("delivery id must be msg_ followed by 32 hexadecimal digits, got %q", truncate(did, 64))
+		return apierror.Invalid("delivery id must be msg_ followed by 32 hexadecimal digits, got %q", excerpt.Of(did, 64))
 	}
 	did = strings.Clone(did)
 	if w, err := a.opt.Store.WebhookOf(c.UserContext(), p.AccountID, id); errors.Is(err, store.ErrNotFound) {
 		return notFound(id)
 	} else if err != nil {
-		return app.StoreError(err)
+		return httpapi.StoreError(err)
 	} else if !w.Active {
 		return apierror.New(http.StatusConflict, CodeWebhookInactive,
 			"webhook %s is inactive; turn it back on with PATCH {\"active\": true} first", id)
@@ -534,7 +535,7 @@ func (a *API) retry(c *fiber.Ctx) error {
 		return apierror.NotFound(CodeDeliveryNotFound, "webhook %s has no delivery %s (or it was pruned)", id, did)
 	}
 	if err != nil {
-		return app.StoreError(err)
+		return httpapi.StoreError(err)
 	}
 	var suffix [4]byte
 	if _, err := rand.Read(suffix[:]); err != nil {
@@ -569,7 +570,7 @@ func (a *API) test(c *fiber.Ctx) error {
 		return notFound(id)
 	}
 	if err != nil {
-		return app.StoreError(fmt.Errorf("test event: %w", err))
+		return httpapi.StoreError(fmt.Errorf("test event: %w", err))
 	}
 	a.log.Info("test event queued", "account", p.AccountID, "webhook", id, "delivery", d.ID)
 	return c.Status(http.StatusAccepted).JSON(struct {
@@ -579,7 +580,7 @@ func (a *API) test(c *fiber.Ctx) error {
 
 // noBody refuses a body on a route that takes none.
 func noBody(c *fiber.Ctx) error {
-	body, err := app.Body(c, maxBody)
+	body, err := httpapi.Body(c, maxBody)
 	if err != nil {
 		return err
 	}

@@ -6,15 +6,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"mime"
 	"net/http"
 	"regexp"
 	"strings"
 	"time"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/excerpt"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/jsonbody"
 	"github.com/attestd/attestd/internal/store"
@@ -47,7 +47,7 @@ const catalogCacheControl = "public, max-age=3600"
 // eventTypes serves the event catalog: public (it is the same for
 // everyone), cacheable, with a strong ETag.
 func eventTypes(c *fiber.Ctx) error {
-	if _, err := app.QueryParams(c); err != nil {
+	if _, err := httpapi.QueryParams(c); err != nil {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, catalogCacheControl)
@@ -92,15 +92,15 @@ func recoveryView(r store.Recovery) RecoveryView {
 // jsonObject reads an optional JSON object body (empty: no fields) with
 // the allowed fields.
 func jsonObject(c *fiber.Ctx, allowed ...string) (map[string]json.RawMessage, error) {
-	body, err := app.Body(c, maxBody)
+	body, err := httpapi.Body(c, maxBody)
 	if err != nil {
 		return nil, err
 	}
 	if len(body) == 0 {
 		return map[string]json.RawMessage{}, nil
 	}
-	if mt, _, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType)); err != nil || mt != "application/json" {
-		return nil, apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia, "send the body as application/json")
+	if err := httpapi.RequireJSON(c.Get(fiber.HeaderContentType), ""); err != nil {
+		return nil, err
 	}
 	var fields map[string]json.RawMessage
 	if err := jsonbody.Decode(body, &fields); err != nil || fields == nil {
@@ -112,7 +112,7 @@ func jsonObject(c *fiber.Ctx, allowed ...string) (map[string]json.RawMessage, er
 			ok = ok || a == name
 		}
 		if !ok {
-			return nil, apierror.Invalid("unknown field %q; allowed: %s", truncate(name, 64), strings.Join(allowed, ", "))
+			return nil, apierror.Invalid("unknown field %q; allowed: %s", excerpt.Of(name, 64), strings.Join(allowed, ", "))
 		}
 	}
 	return fields, nil
@@ -135,7 +135,7 @@ func parseInstant(name string, raw json.RawMessage) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, *s)
 	if err != nil || t.Year() < 2000 || t.Year() > 9999 {
-		return time.Time{}, apierror.Invalid("%s must be an RFC 3339 time such as 2026-11-21T10:00:00Z, got %q", name, truncate(*s, 40))
+		return time.Time{}, apierror.Invalid("%s must be an RFC 3339 time such as 2026-11-21T10:00:00Z, got %q", name, excerpt.Of(*s, 40))
 	}
 	return t.UTC().Truncate(windowPrecision), nil
 }
@@ -178,7 +178,7 @@ func recoveryRequest(fields map[string]json.RawMessage, now time.Time, retention
 		case "all":
 			r.OnlyFailed = false
 		default:
-			return r, apierror.Invalid("status must be failed (the default) or all, got %q", truncate(*s, 32))
+			return r, apierror.Invalid("status must be failed (the default) or all, got %q", excerpt.Of(*s, 32))
 		}
 	}
 	switch {
@@ -228,7 +228,7 @@ func (a *API) recover(c *fiber.Ctx) error {
 		a.log.Info("webhook recovery started", "account", p.AccountID, "webhook", id, "recovery", got.ID, "since", got.Since,
 			"until", got.Until, "only_failed", got.OnlyFailed, "deliveries", got.Total)
 	}
-	c.Set(fiber.HeaderLocation, app.Prefix+"/webhooks/"+id+"/recoveries/"+got.ID)
+	c.Set(fiber.HeaderLocation, httpapi.Prefix+"/webhooks/"+id+"/recoveries/"+got.ID)
 	return c.Status(status).JSON(struct {
 		Data RecoveryView `json:"data"`
 	}{recoveryView(got)})
@@ -241,14 +241,14 @@ func (a *API) recovery(c *fiber.Ctx) error {
 	}
 	rid := c.Params("recoveryId")
 	if !recoveryIDPattern.MatchString(rid) {
-		return apierror.Invalid("recovery id must be rcv_ followed by 24 hexadecimal digits, got %q", truncate(rid, 64))
+		return apierror.Invalid("recovery id must be rcv_ followed by 24 hexadecimal digits, got %q", excerpt.Of(rid, 64))
 	}
 	r, err := a.opt.Store.RecoveryOf(c.UserContext(), p.AccountID, id, strings.Clone(rid))
 	if errors.Is(err, store.ErrNotFound) {
 		return apierror.NotFound(apierror.CodeNotFound, "webhook %s has no recovery %s", id, rid)
 	}
 	if err != nil {
-		return app.StoreError(err)
+		return httpapi.StoreError(err)
 	}
 	return c.JSON(struct {
 		Data RecoveryView `json:"data"`

@@ -128,7 +128,7 @@ var catalogJSON, catalogETag = func() ([]byte, string) {
 	if err != nil {
 		panic(err)
 	}
-	b = append(b, '\n') // as every JSON answer (app.Marshal)
+	b = append(b, '\n') // as every JSON answer (httpapi.Marshal)
 	sum := sha256.Sum256(b)
 	return b, `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`
 }()

@@ -83,14 +83,14 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 	h.node = h.env.StartNode(t, apptest.NodeOptions{
 		Configure: func(d *app.Deps) { deps = *d },
 		Routes: func(api *app.API) {
-			svc, err := apikey.New(context.Background(), apikey.Config{Store: deps.Store, Logger: deps.Logger})
+			svc, err := apikey.New(context.Background(), apikey.Deps{Store: deps.Store, Logger: deps.Logger})
 			testenv.Must(t, err, "key service")
 			h.keys = svc
 			svc.Routes(api)
-			a, err := webhookapi.NewAPI(webhookapi.APIOptions{Store: deps.Store, Queue: queue.New(rdb, h.env.Prefix, h.cfg.Partitions),
-				Config: h.cfg, Logger: apptest.Logger()})
+			a, err := webhookapi.NewAPI(webhookapi.APIDeps{Auth: svc.Require(apikey.RequireOptions{}), Store: deps.Store,
+				Queue: queue.New(rdb, h.env.Prefix, h.cfg.Partitions), Config: h.cfg, Logger: apptest.Logger()})
 			testenv.Must(t, err, "webhook api")
-			a.Routes(api, svc.Require(apikey.RequireOptions{}))
+			a.Routes(api)
 		},
 	})
 	t.Cleanup(h.keys.Close)

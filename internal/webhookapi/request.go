@@ -3,7 +3,6 @@ package webhookapi
 import (
 	"encoding/json"
 	"fmt"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/excerpt"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/jsonbody"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/webhook"
@@ -54,8 +55,8 @@ func parseBody(contentType string, body []byte, allowed ...string) (request, err
 	if len(body) > maxBody {
 		return r, apierror.New(http.StatusRequestEntityTooLarge, apierror.CodePayloadTooLarge, "the body must be at most %d bytes", maxBody)
 	}
-	if mt, _, err := mime.ParseMediaType(contentType); err != nil || mt != "application/json" {
-		return r, apierror.New(http.StatusUnsupportedMediaType, apierror.CodeUnsupportedMedia, "send the body as application/json")
+	if err := httpapi.RequireJSON(contentType, ""); err != nil {
+		return r, err
 	}
 	// One JSON object and nothing after it, each key once at any depth:
 	// the values read below are parts of a body checked whole here.
@@ -92,7 +93,7 @@ func parseBody(contentType string, body []byte, allowed ...string) (request, err
 				switch *r.SignatureScheme {
 				case store.SchemeV1, store.SchemeV1a, store.SchemeBoth:
 				default:
-					err = apierror.Invalid("signatureScheme must be v1 (HMAC-SHA256), v1a (Ed25519) or both, got %q", truncate(*r.SignatureScheme, 32))
+					err = apierror.Invalid("signatureScheme must be v1 (HMAC-SHA256), v1a (Ed25519) or both, got %q", excerpt.Of(*r.SignatureScheme, 32))
 				}
 			}
 		case "rateLimitPerSecond":

@@ -8,6 +8,7 @@ import (
 
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/x402/verifier"
 	"github.com/gofiber/fiber/v2"
 )
@@ -55,11 +56,10 @@ func NewDiscovery(v *verifier.Verifier, origin config.Origin) (*Discovery, error
 	return d, nil
 }
 
-// Page adds a route at the origin's root (app.API.Page).
-type Page func(method, path string, handlers ...fiber.Handler)
-
-// Routes mounts the discovery documents with page (GET and HEAD).
-func (d *Discovery) Routes(page Page) {
+// Routes mounts the discovery documents at the origin's root (GET and
+// HEAD), with r.Page.
+func (d *Discovery) Routes(r httpapi.Router) {
+	page := r.Page
 	for _, m := range []string{http.MethodGet, http.MethodHead} {
 		page(m, PathWellKnown, d.wellKnown)
 		page(m, PathLLMs, d.llmsTxt)

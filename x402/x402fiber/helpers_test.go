@@ -116,7 +116,7 @@ func (f *fixture) nodeAt(t *testing.T, cfg verifier.Config, hc *http.Client, red
 			deps = *d
 		},
 		Routes: func(api *app.API) {
-			svc, err := apikey.New(context.Background(), apikey.Config{Store: deps.Store, Redis: apptest.NewRedis(t, f.env.RedisURL),
+			svc, err := apikey.New(context.Background(), apikey.Deps{Store: deps.Store, Redis: apptest.NewRedis(t, f.env.RedisURL),
 				Channel: f.env.Prefix + apikey.ChannelSuffix, Logger: deps.Logger})
 			testenv.Must(t, err, "key service")
 			t.Cleanup(svc.Close)
@@ -133,12 +133,12 @@ func (f *fixture) nodeAt(t *testing.T, cfg verifier.Config, hc *http.Client, red
 			testenv.Must(t, err, "verifier")
 			t.Cleanup(v.Close)
 			pn.v = v
-			h, err := premium.New(premium.Config{Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
+			h, err := premium.New(premium.Deps{Auth: svc.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, origin)}), Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
 			testenv.Must(t, err, "premium")
-			h.Routes(api, svc.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, origin)}))
+			h.Routes(api)
 			disc, err := x402fiber.NewDiscovery(v, origin)
 			testenv.Must(t, err, "discovery")
-			disc.Routes(api.Page)
+			disc.Routes(api)
 		},
 	})
 	return pn

@@ -1,6 +1,7 @@
 package x402fiber
 
 import (
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/tracing"
 	"go.opentelemetry.io/otel/trace"
 
@@ -14,7 +15,6 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/httpcache"
@@ -209,7 +209,7 @@ func answerOf(c *fiber.Ctx) verifier.Answer {
 // gzip-encoded and this request does not accept gzip), its settlement
 // header as first sent, never cached.
 func writeKept(c *fiber.Ctx, k *verifier.Kept) error {
-	body, gz, err := k.Body(app.AcceptsGzip(c))
+	body, gz, err := k.Body(httpapi.AcceptsGzip(c))
 	if err != nil {
 		return err // a kept answer that does not decode: 500, and logged
 	}

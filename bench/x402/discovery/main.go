@@ -372,23 +372,23 @@ func startNode(ctx context.Context) (string, string, func(), error) {
 		return fail(err)
 	}
 	stops = append(stops, v.Close)
-	keys, err := apikey.New(ctx, apikey.Config{Store: st, Redis: rdb, Channel: prefix + apikey.ChannelSuffix, Logger: quiet})
+	keys, err := apikey.New(ctx, apikey.Deps{Store: st, Redis: rdb, Channel: prefix + apikey.ChannelSuffix, Logger: quiet})
 	if err != nil {
 		return fail(err)
 	}
 	stops = append(stops, keys.Close)
 	api := app.New(app.Deps{Store: st, Cache: c, Logger: quiet, OpenAPIPatch: cfg.PatchOpenAPI})
 	keys.Routes(api)
-	h, err := premium.New(premium.Config{Store: st, Cache: c, Logger: quiet})
+	h, err := premium.New(premium.Deps{Auth: keys.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, origin)}), Store: st, Cache: c, Logger: quiet})
 	if err != nil {
 		return fail(err)
 	}
-	h.Routes(api, keys.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, origin)}))
+	h.Routes(api)
 	disc, err := x402fiber.NewDiscovery(v, origin)
 	if err != nil {
 		return fail(err)
 	}
-	disc.Routes(api.Page)
+	disc.Routes(api)
 	go func() { _ = api.Fiber().Listener(ln) }()
 	stops = append(stops, func() { _ = api.Fiber().ShutdownWithTimeout(5 * time.Second) })
 	return origin.String(), seeded.Agents[0].PDA.String(), stop, nil

@@ -2,6 +2,8 @@ package apptest
 
 import (
 	"fmt"
+
+	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/tracing"
 
 	"context"
@@ -178,7 +180,7 @@ func (e *Env) StartNode(t testing.TB, opt NodeOptions) *Node {
 	root := "http://" + ln.Addr().String()
 	nodeHosts.Store(ln.Addr().String(), true)
 	t.Cleanup(func() { nodeHosts.Delete(ln.Addr().String()) })
-	return &Node{URL: root + app.Prefix, Root: root, API: a, Store: st, Cache: c, Redis: rdb, Reg: reg, prefix: e.Prefix}
+	return &Node{URL: root + httpapi.Prefix, Root: root, API: a, Store: st, Cache: c, Redis: rdb, Reg: reg, prefix: e.Prefix}
 }
 
 // Fiber returns the node's Fiber app (for app.Test-style calls).

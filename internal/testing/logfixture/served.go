@@ -75,7 +75,7 @@ func NewServed(t testing.TB, env *apptest.Env, origin string) *Served {
 	k, err := translog.ParseKey(skey)
 	testenv.Must(t, err, "parse log key")
 	cfg := translog.Config{Key: k, CheckpointInterval: time.Millisecond, Batch: 5000, Poll: 10 * time.Millisecond}
-	a, err := translog.NewAppender(translog.AppenderOptions{Store: env.Store, Config: cfg, Logger: apptest.Logger()})
+	a, err := translog.NewAppender(translog.AppenderDeps{Store: env.Store, Config: cfg, Logger: apptest.Logger()})
 	testenv.Must(t, err, "log appender")
 	return &Served{Env: env, Key: k, VerifierKey: vkey, Config: cfg, appender: a}
 }
@@ -110,7 +110,7 @@ func (s *Served) NodeOptions(t testing.TB, configure func(*app.Deps)) apptest.No
 	cfg.Key = vk
 	return apptest.NodeOptions{
 		Configure: func(d *app.Deps) {
-			srv = translog.NewServer(translog.ServerOptions{Store: s.Env.Store, Cache: d.Cache, Config: cfg, Logger: apptest.Logger(),
+			srv = translog.NewServer(translog.ServerDeps{Store: s.Env.Store, Cache: d.Cache, Config: cfg, Logger: apptest.Logger(),
 				Refresh: 20 * time.Millisecond})
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)

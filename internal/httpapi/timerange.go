@@ -1,4 +1,4 @@
-package app
+package httpapi
 
 import (
 	"time"
@@ -8,15 +8,16 @@ import (
 	"github.com/attestd/attestd/internal/store"
 )
 
-// Accepted instants: from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z, in
-// UTC (an offset may not carry a date outside those years).
+// MinTime and MaxTime bound the accepted instants: from
+// 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z, in UTC (an offset may not
+// carry a date outside those years).
 var (
-	minTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+	MinTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 )
 
 // maxTimeLen bounds a date-time before it is parsed (RFC 3339 with a
-// generous fraction).
+// generous fraction), and the excerpt of a bad one in the message.
 const maxTimeLen = 64
 
 // ParseTime parses the query parameter name: an RFC 3339 date-time
@@ -34,7 +35,7 @@ func ParseTime(name, v string) (time.Time, error) {
 		return bad()
 	}
 	t, ok := parseRFC3339(v)
-	if !ok || t.Before(minTime) || t.After(maxTime) {
+	if !ok || t.Before(MinTime) || t.After(MaxTime) {
 		return bad()
 	}
 	return t, nil
@@ -129,10 +130,11 @@ func daysIn(y, m int) int {
 func ParseRange(p map[string]string) (store.Range, error) {
 	from, hasFrom := p["from"]
 	to, hasTo := p["to"]
-	return parseRange(from, hasFrom, to, hasTo)
+	return ParseBounds(from, hasFrom, to, hasTo)
 }
 
-func parseRange(from string, hasFrom bool, to string, hasTo bool) (store.Range, error) {
+// ParseBounds is ParseRange of values already read (hasFrom, hasTo: given).
+func ParseBounds(from string, hasFrom bool, to string, hasTo bool) (store.Range, error) {
 	var r store.Range
 	var err error
 	if hasFrom {

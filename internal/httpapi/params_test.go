@@ -1,4 +1,4 @@
-package app
+package httpapi
 
 import (
 	"encoding/base64"
@@ -221,7 +221,7 @@ func FuzzParseAddressIsCanonical(f *testing.F) {
 }
 
 // FuzzQueryParamsRules holds the allocation-free query checking
-// (checkQuery, under QueryParams and the list route) to the map-building
+// (CheckQuery, under QueryParams and the list route) to the map-building
 // one it replaced: the same values, and an error for the same queries
 // (unknown names, repeated names). ParseLimit and ParseOffset read the
 // request's bytes as they read strings.
@@ -231,6 +231,8 @@ func FuzzQueryParamsRules(f *testing.F) {
 		f.Add(s)
 	}
 	app := fiber.New()
+	// The names of GET /attestations (package app), the longest list.
+	listParams := []string{"limit", "offset", "cursor", "agentPda", "actionType", "from", "to", "actionHash", "txSignature"}
 	routes := [][]string{nil, {"limit", "offset"}, listParams}
 	f.Fuzz(func(t *testing.T, query string) {
 		var rc fasthttp.RequestCtx
@@ -249,9 +251,9 @@ func FuzzQueryParamsRules(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			q, _ := checkQuery(c, allowed)
+			q, _ := CheckQuery(c, allowed)
 			for i, name := range allowed {
-				v, ok := q.get(i)
+				v, ok := q.Get(i)
 				s, sok := want[name]
 				if ok != sok || string(v) != s {
 					t.Fatalf("%q: %s = %q %v, reference %q %v", query, name, v, ok, s, sok)
@@ -268,7 +270,7 @@ func FuzzQueryParamsRules(f *testing.F) {
 	})
 }
 
-// referenceQueryParams is QueryParams as it was written before checkQuery.
+// referenceQueryParams is QueryParams as it was written before CheckQuery.
 func referenceQueryParams(c *fiber.Ctx, allowed ...string) (map[string]string, error) {
 	args := c.Context().QueryArgs()
 	if args.Len() == 0 {

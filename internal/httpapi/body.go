@@ -1,4 +1,4 @@
-package app
+package httpapi
 
 import (
 	"bytes"
@@ -96,7 +96,7 @@ func contentEncoding(c *fiber.Ctx) (string, error) {
 			continue
 		case "gzip", "x-gzip", "deflate":
 		default:
-			return "", unsupportedEncoding("Content-Encoding " + excerpt.Of(f, maxTimeLen) + " is not supported")
+			return "", unsupportedEncoding("Content-Encoding " + excerpt.Of(f, MaxEcho) + " is not supported")
 		}
 		if enc != "" {
 			return "", unsupportedEncoding("at most one content coding is accepted")
