@@ -52,10 +52,10 @@ var (
 // APIDeps are what the routes work with: their Config, and their
 // connections and collaborators.
 type APIDeps struct {
-	Store  *store.Store // required
-	Queue  *queue.Queue // required: manual retries are queued at once
-	webhook.Config      // the tunables, from settings; Config.Keys nil: every route answers 503
-	Logger *slog.Logger // default slog.Default()
+	Store          *store.Store // required
+	Queue          *queue.Queue // required: manual retries are queued at once
+	webhook.Config              // the tunables, from settings; Config.Keys nil: every route answers 503
+	Logger         *slog.Logger // default slog.Default()
 	// Origin is the public origin: deliveries' links are absolute on it
 	// (zero: paths). The same as the workers'.
 	Origin config.Origin
