@@ -19,11 +19,11 @@ import (
 func TestDeliversSignedEventsToMatchingWebhooks(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, "acme")
+	key := h.Key(t, "acme")
 	before := insertEvents(t, h.env.Store, 1, agentA, "ToolCall") // older than every webhook: never delivered
 	all, filtered := newReceiver(t, nil), newReceiver(t, nil)
-	wAll := h.create(t, key, map[string]any{"url": all.URL(), "events": webhook.Events})
-	wF := h.create(t, key, map[string]any{"url": filtered.URL(), "events": []string{"attestation.created", "agent.revoked"},
+	wAll := h.Create(t, key, map[string]any{"url": all.URL(), "events": webhook.Events})
+	wF := h.Create(t, key, map[string]any{"url": filtered.URL(), "events": []string{"attestation.created", "agent.revoked"},
 		"filter": map[string]any{"agents": []string{agentA}, "actionTypes": []string{"ToolCall"}}})
 	h.startWorker(t, h.cfg, "w1")
 
@@ -114,14 +114,14 @@ func TestDeliversSignedEventsToMatchingWebhooks(t *testing.T) {
 func TestRetriesUntilTheReceiverAccepts(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, "acme")
+	key := h.Key(t, "acme")
 	rc := newReceiver(t, func(n int, _ *http.Request) int {
 		if n <= 2 {
 			return http.StatusInternalServerError
 		}
 		return http.StatusOK
 	})
-	w := h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
+	w := h.Create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
 	h.startWorker(t, h.cfg, "w1")
 	ev := insertEvents(t, h.env.Store, 1, agentA, "ToolCall")
 	testenv.WaitFor(t, "three attempts", 30*time.Second, func() bool { return len(rc.deliveries()) >= 3 })
@@ -159,7 +159,7 @@ func TestRetriesUntilTheReceiverAccepts(t *testing.T) {
 func TestFailedDeliveryManualRetryAndTestEvent(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, "acme")
+	key := h.Key(t, "acme")
 	var up atomic.Bool
 	rc := newReceiver(t, func(int, *http.Request) int {
 		if up.Load() {
@@ -167,7 +167,7 @@ func TestFailedDeliveryManualRetryAndTestEvent(t *testing.T) {
 		}
 		return http.StatusServiceUnavailable
 	})
-	w := h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
+	w := h.Create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
 	h.startWorker(t, h.cfg, "w1")
 	insertEvents(t, h.env.Store, 1, agentA, "ToolCall")
 	attempts := len(h.cfg.Schedule) + 1
@@ -186,7 +186,7 @@ func TestFailedDeliveryManualRetryAndTestEvent(t *testing.T) {
 
 	up.Store(true)
 	did := entries[0].DeliveryID
-	r := h.do(t, http.MethodPost, "/webhooks/"+w.ID+"/deliveries/"+did+"/retry", key, nil)
+	r := h.Do(t, http.MethodPost, "/webhooks/"+w.ID+"/deliveries/"+did+"/retry", key, nil)
 	if r.Status != http.StatusAccepted {
 		t.Fatalf("retry: %d %s", r.Status, r.Body)
 	}
@@ -201,12 +201,12 @@ func TestFailedDeliveryManualRetryAndTestEvent(t *testing.T) {
 	checkSignatures(t, w.Secret, last)
 
 	// A test event, even to a deactivated webhook; but no retry to one.
-	h.do(t, http.MethodPatch, "/webhooks/"+w.ID, key, map[string]any{"active": false})
-	if r := h.do(t, http.MethodPost, "/webhooks/"+w.ID+"/deliveries/"+did+"/retry", key, nil); r.Status != http.StatusConflict ||
+	h.Do(t, http.MethodPatch, "/webhooks/"+w.ID, key, map[string]any{"active": false})
+	if r := h.Do(t, http.MethodPost, "/webhooks/"+w.ID+"/deliveries/"+did+"/retry", key, nil); r.Status != http.StatusConflict ||
 		r.ErrorCode() != webhookapi.CodeWebhookInactive {
 		t.Fatalf("retry to an inactive webhook: %d %s", r.Status, r.Body)
 	}
-	r = h.do(t, http.MethodPost, "/webhooks/"+w.ID+"/test", key, nil)
+	r = h.Do(t, http.MethodPost, "/webhooks/"+w.ID+"/test", key, nil)
 	var q struct{ Data webhookapi.QueuedView }
 	r.JSON(t, &q)
 	if r.Status != http.StatusAccepted || q.Data.EventType != "webhook.test" {
@@ -230,16 +230,16 @@ func TestFailingWebhooksAreDeactivated(t *testing.T) {
 	cfg.Schedule = []time.Duration{200 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond,
 		200 * time.Millisecond, 200 * time.Millisecond}
 	h := newHarness(t, harnessOpt{cfg: &cfg})
-	key := h.key(t, "acme")
+	key := h.Key(t, "acme")
 	failing := newReceiver(t, func(int, *http.Request) int { return http.StatusBadGateway })
 	gone := newReceiver(t, func(int, *http.Request) int { return http.StatusGone })
-	wf := h.create(t, key, map[string]any{"url": failing.URL(), "events": []string{"attestation.created"}})
-	wg := h.create(t, key, map[string]any{"url": gone.URL(), "events": []string{"attestation.created"}})
+	wf := h.Create(t, key, map[string]any{"url": failing.URL(), "events": []string{"attestation.created"}})
+	wg := h.Create(t, key, map[string]any{"url": gone.URL(), "events": []string{"attestation.created"}})
 	h.startWorker(t, cfg, "w1")
 	insertEvents(t, h.env.Store, 3, agentA, "ToolCall")
 	get := func(id string) webhookapi.View {
 		var v struct{ Data webhookapi.View }
-		h.do(t, http.MethodGet, "/webhooks/"+id, key, nil).JSON(t, &v)
+		h.Do(t, http.MethodGet, "/webhooks/"+id, key, nil).JSON(t, &v)
 		return v.Data
 	}
 	testenv.WaitFor(t, "both deactivated", 30*time.Second, func() bool { return !get(wf.ID).Active && !get(wg.ID).Active })
@@ -272,7 +272,7 @@ func TestSlowReceiverDoesNotDelayHealthyOnes(t *testing.T) {
 	cfg.Concurrency, cfg.EndpointConcurrency = 8, 2
 	cfg.Partitions = 8 // idle partitions too, which must not sit on the worker's room
 	h := newHarness(t, harnessOpt{cfg: &cfg})
-	key := h.key(t, "acme")
+	key := h.Key(t, "acme")
 	release := make(chan struct{})
 	var hanging atomic.Int64
 	slow := newReceiver(t, func(int, *http.Request) int {
@@ -288,8 +288,8 @@ func TestSlowReceiverDoesNotDelayHealthyOnes(t *testing.T) {
 		}
 	})
 	healthy := newReceiver(t, nil)
-	h.create(t, key, map[string]any{"url": slow.URL(), "events": []string{"attestation.created"}})
-	h.create(t, key, map[string]any{"url": healthy.URL(), "events": []string{"attestation.created"}})
+	h.Create(t, key, map[string]any{"url": slow.URL(), "events": []string{"attestation.created"}})
+	h.Create(t, key, map[string]any{"url": healthy.URL(), "events": []string{"attestation.created"}})
 	h.startWorker(t, cfg, "w1")
 	const n = 60
 	insertEvents(t, h.env.Store, n, agentA, "ToolCall")
@@ -312,12 +312,12 @@ func TestSlowReceiverDoesNotDelayHealthyOnes(t *testing.T) {
 func TestDialTimeGuard(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{}) // the API allows loopback
-	key := h.key(t, "acme")
+	key := h.Key(t, "acme")
 	rc := newReceiver(t, nil)
 	port := rc.srv.URL[strings.LastIndexByte(rc.srv.URL, ':')+1:]
 	var hooks []created
 	for _, host := range []string{"127.0.0.1", "localhost", "[::ffff:127.0.0.1]", "[::1]"} {
-		hooks = append(hooks, h.create(t, key, map[string]any{"url": "http://" + host + ":" + port + "/hook", "events": []string{"attestation.created"}}))
+		hooks = append(hooks, h.Create(t, key, map[string]any{"url": "http://" + host + ":" + port + "/hook", "events": []string{"attestation.created"}}))
 	}
 	// Their endpoints were verified back when they reached a receiver.
 	ids := make([]string, len(hooks))
@@ -354,7 +354,7 @@ func TestDialTimeGuard(t *testing.T) {
 func TestOutageParksJobsThenDeliversEverything(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, "acme")
+	key := h.Key(t, "acme")
 	var up atomic.Bool
 	var failed atomic.Int64
 	rc := newReceiver(t, func(int, *http.Request) int {
@@ -364,7 +364,7 @@ func TestOutageParksJobsThenDeliversEverything(t *testing.T) {
 		failed.Add(1)
 		return http.StatusServiceUnavailable
 	})
-	h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
+	h.Create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
 	h.startWorker(t, h.cfg, "w1")
 	const n = 300
 	ids := insertEvents(t, h.env.Store, n, agentA, "ToolCall")

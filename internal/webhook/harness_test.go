@@ -22,9 +22,9 @@ import (
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/testing/apptest"
 	"github.com/attestd/attestd/internal/testing/testenv"
+	"github.com/attestd/attestd/internal/testing/webhooktest"
 	"github.com/attestd/attestd/internal/tracing"
 	"github.com/attestd/attestd/internal/webhook"
-	"github.com/attestd/attestd/internal/webhook/keyring"
 	"github.com/attestd/attestd/internal/webhook/queue"
 	"github.com/attestd/attestd/internal/webhookapi"
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,29 +33,11 @@ import (
 
 func TestMain(m *testing.M) { apptest.Main(m) }
 
-var (
-	keysOnce sync.Once
-	keySpec  string
-)
-
-// testKeys is one keyring for the whole test binary.
-func testKeys(t testing.TB) *keyring.Keyring {
-	keysOnce.Do(func() {
-		var err error
-		if keySpec, err = keyring.Generate("test1"); err != nil {
-			panic(err)
-		}
-	})
-	k, err := keyring.Parse(keySpec)
-	testenv.Must(t, err, "keyring")
-	return k
-}
-
 // testConfig is a configuration for tests: loopback receivers allowed,
 // short retries and timeouts.
 func testConfig(t testing.TB) webhook.Config {
 	c := webhook.DefaultConfig()
-	c.Keys = testKeys(t)
+	c.Keys = webhooktest.Keys(t)
 	c.AllowLoopback = true
 	c.Timeout = 3 * time.Second
 	c.Schedule = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}
@@ -71,12 +53,13 @@ func testConfig(t testing.TB) webhook.Config {
 // harness is an API node with the key and webhook routes over one test
 // database and Redis prefix.
 type harness struct {
-	env  *apptest.Env
-	node *apptest.Node
-	keys *apikey.Service
-	cfg  webhook.Config
-	rdb  redis.UniversalClient
-	q    *queue.Queue
+	webhooktest.Client // the account holder's requests, once the node runs
+	env                *apptest.Env
+	node               *apptest.Node
+	keys               *apikey.Service
+	cfg                webhook.Config
+	rdb                redis.UniversalClient
+	q                  *queue.Queue
 }
 
 type harnessOpt struct {
@@ -118,6 +101,7 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 		},
 	})
 	t.Cleanup(h.keys.Close)
+	h.Client = webhooktest.Client{Node: h.node, Keys: h.keys}
 	return h
 }
 
@@ -129,57 +113,6 @@ func redisClient(t testing.TB, url string) *redis.Client {
 	rdb := redis.NewClient(opt)
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
-}
-
-// key makes an API key of account.
-func (h *harness) key(t *testing.T, account string) string {
-	t.Helper()
-	acc, _, err := h.keys.Store().EnsureAccount(context.Background(), account)
-	testenv.Must(t, err, "account")
-	k, err := h.keys.Create(context.Background(), acc.ID, "tests")
-	testenv.Must(t, err, "key")
-	return k.Secret
-}
-
-func (h *harness) do(t *testing.T, method, path, key string, body any) *apptest.Response {
-	t.Helper()
-	var b []byte
-	switch v := body.(type) {
-	case nil:
-	case string:
-		b = []byte(v)
-	case []byte:
-		b = v
-	default:
-		var err error
-		b, err = json.Marshal(v)
-		testenv.Must(t, err, "encode body")
-	}
-	hdr := map[string]string{}
-	if key != "" {
-		hdr["x-api-key"] = key
-	}
-	return h.node.Do(t, method, path, b, hdr)
-}
-
-// created is the answer to POST /webhooks.
-type created struct {
-	ID     string   `json:"id"`
-	URL    string   `json:"url"`
-	Events []string `json:"events"`
-	Active bool     `json:"active"`
-	Secret string   `json:"secret"`
-}
-
-func (h *harness) create(t *testing.T, key string, body map[string]any) created {
-	t.Helper()
-	r := h.do(t, http.MethodPost, "/webhooks", key, body)
-	if r.Status != http.StatusCreated {
-		t.Fatalf("create webhook: %d %s", r.Status, r.Body)
-	}
-	var out struct{ Data created }
-	r.JSON(t, &out)
-	return out.Data
 }
 
 // verificationView is a webhook's verification as GET /webhooks/:id shows it.
@@ -196,7 +129,7 @@ type verificationView struct {
 // verification reads the webhook's verification.
 func (h *harness) verification(t *testing.T, key, id string) verificationView {
 	t.Helper()
-	r := h.do(t, http.MethodGet, "/webhooks/"+id, key, nil)
+	r := h.Do(t, http.MethodGet, "/webhooks/"+id, key, nil)
 	if r.Status != http.StatusOK {
 		t.Fatalf("get webhook: %d %s", r.Status, r.Body)
 	}
@@ -235,7 +168,7 @@ type attemptView struct {
 
 func (h *harness) log(t *testing.T, key, id, query string) ([]attemptView, int) {
 	t.Helper()
-	r := h.do(t, http.MethodGet, "/webhooks/"+id+"/deliveries"+query, key, nil)
+	r := h.Do(t, http.MethodGet, "/webhooks/"+id+"/deliveries"+query, key, nil)
 	if r.Status != http.StatusOK {
 		t.Fatalf("deliveries: %d %s", r.Status, r.Body)
 	}
@@ -462,3 +395,9 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// created and webhookView are the shapes webhooktest reads answers into.
+type (
+	created     = webhooktest.Created
+	webhookView = webhooktest.View
+)

@@ -72,7 +72,7 @@ func waitFailed(t *testing.T, h *harness, webhookID string, events []int64) map[
 func TestRecoverResendsExactlyTheFailed(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, testenv.Name("recover"))
+	key := h.Key(t, testenv.Name("recover"))
 	var down atomic.Bool
 	down.Store(true)
 	// Down: its routes answer 404 (a 5xx would open the circuit, whose
@@ -118,7 +118,7 @@ func TestRecoverResendsExactlyTheFailed(t *testing.T) {
 	// The receiver is back; one window delivery is acknowledged by a manual retry.
 	down.Store(false)
 	acked := webhook.EventID(window[0])
-	r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/deliveries/"+dWindow[acked][0]+"/retry", key, nil)
+	r := h.Do(t, http.MethodPost, "/webhooks/"+c.ID+"/deliveries/"+dWindow[acked][0]+"/retry", key, nil)
 	if r.Status != http.StatusAccepted {
 		t.Fatalf("manual retry: %d %s", r.Status, r.Body)
 	}
@@ -127,7 +127,7 @@ func TestRecoverResendsExactlyTheFailed(t *testing.T) {
 	received := len(rc.deliveries())
 
 	body := map[string]any{"since": since, "until": until}
-	r = h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, body)
+	r = h.Do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, body)
 	if r.Status != http.StatusAccepted {
 		t.Fatalf("recover: %d %s", r.Status, r.Body)
 	}
@@ -136,7 +136,7 @@ func TestRecoverResendsExactlyTheFailed(t *testing.T) {
 	if rec.Data.Queued != len(window)-1 || rec.Data.State != "running" || rec.Data.Status != "failed" {
 		t.Fatalf("recovery: %+v, want %d queued, running", rec.Data, len(window)-1)
 	}
-	r = h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, body)
+	r = h.Do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, body)
 	var again struct{ Data recoveryView }
 	r.JSON(t, &again)
 	if r.Status != http.StatusOK || again.Data.ID != rec.Data.ID {
@@ -145,7 +145,7 @@ func TestRecoverResendsExactlyTheFailed(t *testing.T) {
 
 	h.startWorker(t, cfg, "w2")
 	testenv.WaitFor(t, "the recovery done", 30*time.Second, func() bool {
-		r := h.do(t, http.MethodGet, "/webhooks/"+c.ID+"/recoveries/"+rec.Data.ID, key, nil)
+		r := h.Do(t, http.MethodGet, "/webhooks/"+c.ID+"/recoveries/"+rec.Data.ID, key, nil)
 		var v struct{ Data recoveryView }
 		r.JSON(t, &v)
 		return v.Data.State == "done" && v.Data.Processed == len(window)-1
@@ -183,7 +183,7 @@ func TestRecoverResendsExactlyTheFailed(t *testing.T) {
 		}
 	}
 	// An empty window is done at once, with nothing queued.
-	r = h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, map[string]any{"since": since, "until": until, "status": "failed"})
+	r = h.Do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, map[string]any{"since": since, "until": until, "status": "failed"})
 	var empty struct{ Data recoveryView }
 	r.JSON(t, &empty)
 	if r.Status != http.StatusAccepted || empty.Data.Queued != 0 || empty.Data.State != "done" {
@@ -205,7 +205,7 @@ func bump(t *testing.T, at string) string {
 func TestRecoveriesOfOtherWindowsAreBounded(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, testenv.Name("recoverbound"))
+	key := h.Key(t, testenv.Name("recoverbound"))
 	rc := newReceiver(t, func(int, *http.Request) int { return http.StatusNoContent })
 	stop := h.startWorker(t, h.cfg, "w1")
 	c := h.verifiedHook(t, key, rc)
@@ -241,7 +241,7 @@ func TestRecoveriesOfOtherWindowsAreBounded(t *testing.T) {
 	ask := func(i int) *apptest.Response {
 		since, err := time.Parse("2006-01-02T15:04:05.000000Z", at[i])
 		testenv.Must(t, err, "time %s", at[i])
-		return h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key,
+		return h.Do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key,
 			map[string]any{"since": since.Format(time.RFC3339Nano), "until": bump(t, at[i]), "status": "all"})
 	}
 	for i := 0; i < store.MaxRunningRecoveries; i++ {
@@ -269,7 +269,7 @@ func TestRecoveriesOfOtherWindowsAreBounded(t *testing.T) {
 func TestRecoverCountIsWhatItSends(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, testenv.Name("count"))
+	key := h.Key(t, testenv.Name("count"))
 	rc := newReceiver(t, nil)
 	since := time.Now().UTC().Add(-time.Second).Format(time.RFC3339Nano)
 	stop := h.startWorker(t, h.cfg, "w1")
@@ -290,7 +290,7 @@ func TestRecoverCountIsWhatItSends(t *testing.T) {
 	_, err := h.env.Store.FanOut(context.Background(), pending) // pending deliveries, no worker to send them yet
 	testenv.Must(t, err, "fan out")
 
-	r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, map[string]any{"since": since, "status": "all"})
+	r := h.Do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, map[string]any{"since": since, "status": "all"})
 	if r.Status != http.StatusAccepted {
 		t.Fatalf("recover: %d %s", r.Status, r.Body)
 	}
@@ -315,7 +315,7 @@ func TestRecoverCountIsWhatItSends(t *testing.T) {
 	testenv.Must(t, err, "let the lease go")
 	var v struct{ Data recoveryView }
 	testenv.WaitFor(t, "the recovery done", 30*time.Second, func() bool {
-		r := h.do(t, http.MethodGet, "/webhooks/"+c.ID+"/recoveries/"+rec.Data.ID, key, nil)
+		r := h.Do(t, http.MethodGet, "/webhooks/"+c.ID+"/recoveries/"+rec.Data.ID, key, nil)
 		r.JSON(t, &v)
 		return v.Data.State == "done"
 	})
@@ -343,8 +343,8 @@ func TestRecoverCountIsWhatItSends(t *testing.T) {
 func TestRecoverWindowBelowAMicrosecond(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, testenv.Name("micro"))
-	c := h.create(t, key, map[string]any{"url": newReceiver(t, nil).URL(), "events": []string{"attestation.created"}})
+	key := h.Key(t, testenv.Name("micro"))
+	c := h.Create(t, key, map[string]any{"url": newReceiver(t, nil).URL(), "events": []string{"attestation.created"}})
 	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
 	at := func(d time.Duration) string { return base.Add(d).Format(time.RFC3339Nano) }
 	for _, x := range []struct {
@@ -365,7 +365,7 @@ func TestRecoverWindowBelowAMicrosecond(t *testing.T) {
 		{at(500 * time.Nanosecond), at(1500 * time.Nanosecond), http.StatusAccepted, [2]time.Time{base, base.Add(time.Microsecond)}},
 		{at(2 * time.Microsecond), at(3*time.Microsecond + 999*time.Nanosecond), http.StatusAccepted, [2]time.Time{base.Add(2 * time.Microsecond), base.Add(3 * time.Microsecond)}},
 	} {
-		r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, map[string]any{"since": x.since, "until": x.until})
+		r := h.Do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, map[string]any{"since": x.since, "until": x.until})
 		if r.Status != x.want {
 			t.Errorf("window [%s, %s): %d %s, want %d", x.since, x.until, r.Status, r.Body, x.want)
 			continue

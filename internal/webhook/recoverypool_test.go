@@ -19,7 +19,7 @@ import (
 func TestRecoveredSendsStayInTheRecoveryPool(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, testenv.Name("recpool"))
+	key := h.Key(t, testenv.Name("recpool"))
 	var down atomic.Bool
 	down.Store(true)
 	var recovered sync.Map // delivery id -> true: the recovered deliveries
@@ -51,7 +51,7 @@ func TestRecoveredSendsStayInTheRecoveryPool(t *testing.T) {
 	down.Store(false)
 	received := len(rc.deliveries())
 
-	r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, map[string]any{"since": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)})
+	r := h.Do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, map[string]any{"since": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)})
 	if r.Status != http.StatusAccepted {
 		t.Fatalf("recover: %d %s", r.Status, r.Body)
 	}

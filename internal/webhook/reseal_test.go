@@ -9,6 +9,7 @@ import (
 
 	"github.com/attestd/attestd/internal/testing/apptest"
 	"github.com/attestd/attestd/internal/testing/testenv"
+	"github.com/attestd/attestd/internal/testing/webhooktest"
 	"github.com/attestd/attestd/internal/webhook"
 	"github.com/attestd/attestd/internal/webhook/keyring"
 	"github.com/attestd/attestd/webhook/signature"
@@ -21,19 +22,19 @@ import (
 func TestResealMovesEverySealedValue(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, testenv.Name("reseal"))
+	key := h.Key(t, testenv.Name("reseal"))
 	rc := newReceiver(t, nil)
 	stop := h.startWorker(t, h.cfg, "w1")
 	c := h.verifiedHook(t, key, rc)
 	stop()
-	r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/rotate-secret", key, map[string]any{"overlapSeconds": 3600})
+	r := h.Do(t, http.MethodPost, "/webhooks/"+c.ID+"/rotate-secret", key, map[string]any{"overlapSeconds": 3600})
 	var rot struct{ Data webhookView }
 	r.JSON(t, &rot)
-	v := h.patch(t, key, c.ID, map[string]any{"signatureScheme": "both"})
+	v := h.Patch(t, key, c.ID, map[string]any{"signatureScheme": "both"})
 
 	newSpec, err := keyring.Generate("k2")
 	testenv.Must(t, err, "key")
-	both, err := keyring.Parse(newSpec + "," + keySpec)
+	both, err := keyring.Parse(newSpec + "," + webhooktest.KeySpec(t))
 	testenv.Must(t, err, "keyring")
 	n, err := webhook.Reseal(context.Background(), h.env.Store, both, apptest.Logger())
 	if err != nil || n < 1 {

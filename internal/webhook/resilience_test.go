@@ -41,9 +41,9 @@ func TestRedisRestartLosesNothing(t *testing.T) {
 	t.Parallel()
 	r := testenv.OwnRedis(t)
 	h := newHarness(t, harnessOpt{redisURL: r.URL})
-	key := h.key(t, "acme")
+	key := h.Key(t, "acme")
 	rc := newReceiver(t, nil)
-	h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
+	h.Create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
 	h.startWorker(t, h.cfg, "w1")
 	h.startWorker(t, h.cfg, "w2")
 	ids := insertEvents(t, h.env.Store, 300, agentA, "ToolCall")
@@ -68,7 +68,7 @@ func TestRedisFlushLosesNothing(t *testing.T) {
 	// Retries wait long enough to be in the retry set when it is flushed.
 	cfg.Schedule = []time.Duration{5 * time.Second, 5 * time.Second, 5 * time.Second}
 	h := newHarness(t, harnessOpt{redisURL: r.URL, cfg: &cfg})
-	key := h.key(t, "acme")
+	key := h.Key(t, "acme")
 	// The flaky receiver fails until the flush: its first jobs wait in
 	// the retry set, its circuit opens and the others are parked, and the
 	// flush loses all of that.
@@ -80,8 +80,8 @@ func TestRedisFlushLosesNothing(t *testing.T) {
 		return http.StatusInternalServerError
 	})
 	steady := newReceiver(t, nil)
-	h.create(t, key, map[string]any{"url": flaky.URL(), "events": []string{"attestation.created"}})
-	h.create(t, key, map[string]any{"url": steady.URL(), "events": []string{"attestation.created"}})
+	h.Create(t, key, map[string]any{"url": flaky.URL(), "events": []string{"attestation.created"}})
+	h.Create(t, key, map[string]any{"url": steady.URL(), "events": []string{"attestation.created"}})
 	h.startWorker(t, cfg, "w1")
 	ids := insertEvents(t, h.env.Store, 100, agentA, "ToolCall")
 	testenv.WaitFor(t, "retries waiting and jobs parked", 30*time.Second, func() bool {
@@ -163,9 +163,9 @@ func TestWorkersOnRedisCluster(t *testing.T) {
 func TestSeededEventsReachSubscribers(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, "acme")
+	key := h.Key(t, "acme")
 	rc := newReceiver(t, nil)
-	w := h.create(t, key, map[string]any{"url": rc.URL(), "events": webhook.Events})
+	w := h.Create(t, key, map[string]any{"url": rc.URL(), "events": webhook.Events})
 	h.startWorker(t, h.cfg, "w1")
 	_, err := seed.Run(context.Background(), h.env.Store, seed.Options{Agents: 4, Attestations: 60, Seed: 11, BatchSize: 25, Logger: apptest.Logger()})
 	testenv.Must(t, err, "seed")

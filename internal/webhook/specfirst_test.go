@@ -106,14 +106,14 @@ func TestSpecReceiverGetsEveryEvent(t *testing.T) {
 	d := webhook.DefaultConfig()
 	cfg.HostRate, cfg.UnverifiedHostRate = d.HostRate, d.UnverifiedHostRate
 	h := newHarness(t, harnessOpt{cfg: &cfg})
-	key := h.key(t, "spec")
+	key := h.Key(t, "spec")
 	rc := newSpecReceiver(t)
-	w := h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
+	w := h.Create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
 	rc.trust(w.Secret)
 	insertEvents(t, h.env.Store, 3, agentA, "ToolCall")
 	h.startWorker(t, cfg, "w1")
 	insertEvents(t, h.env.Store, 2, agentA, "ToolCall")
-	if r := h.do(t, http.MethodPost, "/webhooks/"+w.ID+"/test", key, nil); r.Status != http.StatusAccepted {
+	if r := h.Do(t, http.MethodPost, "/webhooks/"+w.ID+"/test", key, nil); r.Status != http.StatusAccepted {
 		t.Fatalf("send test: %d %s", r.Status, r.Body)
 	}
 	testenv.WaitFor(t, "every event and the test event at the receiver", 60*time.Second, func() bool {
@@ -193,9 +193,9 @@ func TestFarmStaysUnderUnverifiedCap(t *testing.T) {
 	const accounts, perAccount, before, during = 3, 8, 3, 2
 	var ids []string
 	for a := range accounts {
-		key := h.key(t, fmt.Sprintf("farm%d", a))
+		key := h.Key(t, fmt.Sprintf("farm%d", a))
 		for range perAccount {
-			w := h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
+			w := h.Create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
 			rc.trust(w.Secret)
 			ids = append(ids, w.ID)
 		}
@@ -248,7 +248,7 @@ func TestFarmStaysUnderUnverifiedCap(t *testing.T) {
 	if n := rc.refusals(); n != 0 {
 		t.Errorf("%d requests refused by the receiver (bad signature)", n)
 	}
-	key := h.key(t, "farm0")
+	key := h.Key(t, "farm0")
 	for _, id := range ids[:perAccount] {
 		if v := h.verification(t, key, id); v.Status != "unverified" || v.Attempts != 1 || v.HostRateLimit == nil ||
 			*v.HostRateLimit != cfg.UnverifiedHostRate || v.VerifiedHostRateLimit == nil || *v.VerifiedHostRateLimit != cfg.HostRate {
@@ -266,11 +266,11 @@ func TestAnsweringTheChallengeLiftsTheCap(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.UnverifiedHostRate, cfg.HostRate = 2, 1000
 	h := newHarness(t, harnessOpt{cfg: &cfg})
-	key := h.key(t, "lift")
+	key := h.Key(t, "lift")
 	echo := newReceiver(t, nil)
 	spec := newSpecReceiver(t)
-	ve := h.create(t, key, map[string]any{"url": echo.URL(), "events": []string{"attestation.created"}})
-	vs := h.create(t, key, map[string]any{"url": spec.URL(), "events": []string{"attestation.created"}})
+	ve := h.Create(t, key, map[string]any{"url": echo.URL(), "events": []string{"attestation.created"}})
+	vs := h.Create(t, key, map[string]any{"url": spec.URL(), "events": []string{"attestation.created"}})
 	spec.trust(vs.Secret)
 	h.startWorker(t, cfg, "w1")
 	if v := h.waitVerification(t, key, ve.ID, "verified"); v.HostRateLimit == nil || *v.HostRateLimit != cfg.HostRate {
@@ -310,14 +310,14 @@ func TestOwnRateHoldsEachDeliveryOnce(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.HostRate = 1000 // a host cap that does not bind: the turns are taken with it
 	h := newHarness(t, harnessOpt{cfg: &cfg})
-	key := h.key(t, "ownrate")
+	key := h.Key(t, "ownrate")
 	rc := newReceiver(t, nil)
 	r1, r2 := prometheus.NewRegistry(), prometheus.NewRegistry()
 	startWorkerReg(t, h.env, h.rdb, cfg, "w1", r1)
 	startWorkerReg(t, h.env, h.rdb, cfg, "w2", r2)
 	c := h.verifiedHook(t, key, rc)
 	const rate, events = 10, 60
-	if v := h.patch(t, key, c.ID, map[string]any{"rateLimitPerSecond": rate}); v.RateLimitPerSecond == nil || *v.RateLimitPerSecond != rate {
+	if v := h.Patch(t, key, c.ID, map[string]any{"rateLimitPerSecond": rate}); v.RateLimitPerSecond == nil || *v.RateLimitPerSecond != rate {
 		t.Fatalf("after PATCH: %+v", v)
 	}
 	insertEvents(t, h.env.Store, events, agentA, "ToolCall")

@@ -28,47 +28,13 @@ import (
 // overlap, v1a signatures, receivers that say stop (410, Retry-After),
 // per-endpoint rate limits, the event catalog and the ordering guarantee.
 
-// webhookView is a webhook as the API shows it, with issue 26's fields.
-type webhookView struct {
-	ID                      string  `json:"id"`
-	Active                  bool    `json:"active"`
-	DisabledReason          *string `json:"disabledReason"`
-	SignatureScheme         string  `json:"signatureScheme"`
-	PublicKey               *string `json:"publicKey"`
-	RateLimitPerSecond      *int    `json:"rateLimitPerSecond"`
-	PreviousSecretExpiresAt *string `json:"previousSecretExpiresAt"`
-	Secret                  string  `json:"secret"`
-}
-
-func (h *harness) webhook(t *testing.T, key, id string) webhookView {
-	t.Helper()
-	r := h.do(t, http.MethodGet, "/webhooks/"+id, key, nil)
-	if r.Status != http.StatusOK {
-		t.Fatalf("get webhook: %d %s", r.Status, r.Body)
-	}
-	var out struct{ Data webhookView }
-	r.JSON(t, &out)
-	return out.Data
-}
-
-func (h *harness) patch(t *testing.T, key, id string, body map[string]any) webhookView {
-	t.Helper()
-	r := h.do(t, http.MethodPatch, "/webhooks/"+id, key, body)
-	if r.Status != http.StatusOK {
-		t.Fatalf("patch webhook %v: %d %s", body, r.Status, r.Body)
-	}
-	var out struct{ Data webhookView }
-	r.JSON(t, &out)
-	return out.Data
-}
-
 // verifiedHook creates a webhook to rc and waits for its verification.
 func (h *harness) verifiedHook(t *testing.T, key string, rc *receiver, events ...string) created {
 	t.Helper()
 	if len(events) == 0 {
 		events = []string{"attestation.created"}
 	}
-	c := h.create(t, key, map[string]any{"url": rc.URL(), "events": events})
+	c := h.Create(t, key, map[string]any{"url": rc.URL(), "events": events})
 	h.waitVerification(t, key, c.ID, "verified")
 	return c
 }
@@ -125,7 +91,7 @@ func nodeVerdicts(t *testing.T, secrets []string, publicKey string, ds []deliver
 func TestRotationOverlap(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, testenv.Name("rotate"))
+	key := h.Key(t, testenv.Name("rotate"))
 	rc := newReceiver(t, nil)
 	h.startWorker(t, h.cfg, "w1")
 	c := h.verifiedHook(t, key, rc)
@@ -134,7 +100,7 @@ func TestRotationOverlap(t *testing.T) {
 	testenv.WaitFor(t, "deliveries before the rotation", 30*time.Second, func() bool { return len(rc.deliveries()) >= 2 })
 
 	const overlap = 4
-	r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/rotate-secret", key, map[string]any{"overlapSeconds": overlap})
+	r := h.Do(t, http.MethodPost, "/webhooks/"+c.ID+"/rotate-secret", key, map[string]any{"overlapSeconds": overlap})
 	if r.Status != http.StatusOK {
 		t.Fatalf("rotate: %d %s", r.Status, r.Body)
 	}
@@ -146,7 +112,7 @@ func TestRotationOverlap(t *testing.T) {
 	}
 	expires, err := time.Parse(time.RFC3339, *rot.Data.PreviousSecretExpiresAt)
 	testenv.Must(t, err, "previousSecretExpiresAt")
-	if got := h.webhook(t, key, c.ID); got.Secret != "" || got.PreviousSecretExpiresAt == nil {
+	if got := h.Webhook(t, key, c.ID); got.Secret != "" || got.PreviousSecretExpiresAt == nil {
 		t.Fatalf("the secret is shown once; the overlap on the record: %+v", got)
 	}
 
@@ -191,7 +157,7 @@ func TestRotationOverlap(t *testing.T) {
 	if during < 5 || after < 3 {
 		t.Fatalf("deliveries checked: %d during the overlap (want 5), %d after (want 3)", during, after)
 	}
-	if got := h.webhook(t, key, c.ID); got.PreviousSecretExpiresAt != nil {
+	if got := h.Webhook(t, key, c.ID); got.PreviousSecretExpiresAt != nil {
 		t.Errorf("after the overlap previousSecretExpiresAt is %v, want null", *got.PreviousSecretExpiresAt)
 	}
 }
@@ -212,13 +178,13 @@ func checkService(t *testing.T, secret string, d delivery) {
 func TestV1aSignatures(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, testenv.Name("v1a"))
+	key := h.Key(t, testenv.Name("v1a"))
 	rc := newReceiver(t, nil)
 	h.startWorker(t, h.cfg, "w1")
 	c := h.verifiedHook(t, key, rc)
 
 	// A refused PATCH changes nothing: not even the key pair v1a needs.
-	if r := h.do(t, http.MethodPatch, "/webhooks/"+c.ID, key, map[string]any{"signatureScheme": "both", "url": "ftp://example.com/x"}); r.Status != http.StatusBadRequest {
+	if r := h.Do(t, http.MethodPatch, "/webhooks/"+c.ID, key, map[string]any{"signatureScheme": "both", "url": "ftp://example.com/x"}); r.Status != http.StatusBadRequest {
 		t.Fatalf("PATCH with a refused url: %d %s", r.Status, r.Body)
 	}
 	var sealed []byte
@@ -227,7 +193,7 @@ func TestV1aSignatures(t *testing.T) {
 		t.Fatal("a refused PATCH made the webhook an Ed25519 key")
 	}
 
-	v := h.patch(t, key, c.ID, map[string]any{"signatureScheme": "both"})
+	v := h.Patch(t, key, c.ID, map[string]any{"signatureScheme": "both"})
 	if v.SignatureScheme != "both" || v.PublicKey == nil || !strings.HasPrefix(*v.PublicKey, "whpk_") {
 		t.Fatalf("after PATCH both: %+v", v)
 	}
@@ -235,7 +201,7 @@ func TestV1aSignatures(t *testing.T) {
 	insertEvents(t, h.env.Store, 3, agentA, "ToolCall")
 	testenv.WaitFor(t, "deliveries signed both ways", 30*time.Second, func() bool { return len(rc.deliveries()) >= 3 })
 
-	if v2 := h.patch(t, key, c.ID, map[string]any{"signatureScheme": "v1a"}); v2.PublicKey == nil || *v2.PublicKey != pub {
+	if v2 := h.Patch(t, key, c.ID, map[string]any{"signatureScheme": "v1a"}); v2.PublicKey == nil || *v2.PublicKey != pub {
 		t.Fatalf("the key pair is kept: %+v", v2)
 	}
 	insertEvents(t, h.env.Store, 3, agentA, "ToolCall")
@@ -262,7 +228,7 @@ func TestV1aSignatures(t *testing.T) {
 	if nodeVerdicts(t, nil, pub, []delivery{bad})[0]["v1a"] {
 		t.Fatal("a tampered body verified")
 	}
-	if v3 := h.patch(t, key, c.ID, map[string]any{"signatureScheme": "v1"}); v3.PublicKey != nil {
+	if v3 := h.Patch(t, key, c.ID, map[string]any{"signatureScheme": "v1"}); v3.PublicKey != nil {
 		t.Errorf("v1: publicKey %v, want null", *v3.PublicKey)
 	}
 }
@@ -273,7 +239,7 @@ func TestV1aSignatures(t *testing.T) {
 func TestGoneDisablesAndTellsTheOthers(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, testenv.Name("gone"))
+	key := h.Key(t, testenv.Name("gone"))
 	gone := newReceiver(t, func(int, *http.Request) int { return http.StatusGone })
 	other := newReceiver(t, nil)
 	h.startWorker(t, h.cfg, "w1")
@@ -281,11 +247,11 @@ func TestGoneDisablesAndTellsTheOthers(t *testing.T) {
 	o := h.verifiedHook(t, key, other, "agent.revoked") // not subscribed to attestations: still told
 
 	insertEvents(t, h.env.Store, 1, agentA, "ToolCall")
-	testenv.WaitFor(t, "the 410 webhook deactivated", 30*time.Second, func() bool { return !h.webhook(t, key, g.ID).Active })
-	if r := h.webhook(t, key, g.ID).DisabledReason; r == nil || !strings.Contains(*r, "410") {
+	testenv.WaitFor(t, "the 410 webhook deactivated", 30*time.Second, func() bool { return !h.Webhook(t, key, g.ID).Active })
+	if r := h.Webhook(t, key, g.ID).DisabledReason; r == nil || !strings.Contains(*r, "410") {
 		t.Errorf("disabledReason %v", deref(r))
 	}
-	r := h.do(t, http.MethodGet, "/webhooks", key, nil)
+	r := h.Do(t, http.MethodGet, "/webhooks", key, nil)
 	var list struct{ Data []webhookView }
 	r.JSON(t, &list)
 	for _, w := range list.Data {
@@ -342,7 +308,7 @@ func checkAgainstCatalog(t *testing.T, dec *json.Decoder) {
 func TestRetryAfterDelaysTheNextAttempt(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, testenv.Name("retryafter"))
+	key := h.Key(t, testenv.Name("retryafter"))
 	type tc struct {
 		status int
 		header func() string
@@ -395,13 +361,13 @@ func TestRetryAfterDelaysTheNextAttempt(t *testing.T) {
 func TestOwnRateLimit(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, testenv.Name("ratelimit"))
+	key := h.Key(t, testenv.Name("ratelimit"))
 	rc := newReceiver(t, nil)
 	h.startWorker(t, h.cfg, "w1")
 	h.startWorker(t, h.cfg, "w2")
 	c := h.verifiedHook(t, key, rc)
 	const rate, events = 20, 200
-	if v := h.patch(t, key, c.ID, map[string]any{"rateLimitPerSecond": rate}); v.RateLimitPerSecond == nil || *v.RateLimitPerSecond != rate {
+	if v := h.Patch(t, key, c.ID, map[string]any{"rateLimitPerSecond": rate}); v.RateLimitPerSecond == nil || *v.RateLimitPerSecond != rate {
 		t.Fatalf("after PATCH: %+v", v)
 	}
 	insertEvents(t, h.env.Store, events, agentA, "ToolCall")
@@ -436,7 +402,7 @@ func TestOwnRateLimit(t *testing.T) {
 func TestNoOrdering(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, testenv.Name("order"))
+	key := h.Key(t, testenv.Name("order"))
 	var refuse atomic.Value // the event id refused while set
 	refuse.Store("")
 	var rc *receiver

@@ -17,7 +17,7 @@ import (
 func TestRetryAfterAManualSuccessIsNotSent(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, testenv.Name("statuscheck"))
+	key := h.Key(t, testenv.Name("statuscheck"))
 	rc := newReceiver(t, func(n int, _ *http.Request) int {
 		if n == 1 {
 			return http.StatusNotFound
@@ -40,7 +40,7 @@ func TestRetryAfterAManualSuccessIsNotSent(t *testing.T) {
 		return len(rc.deliveries()) == 1 && d[1] == "pending"
 	})
 	firstSeen := time.Now() // after the first attempt: its due time is before firstSeen + due
-	r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/deliveries/"+did+"/retry", key, nil)
+	r := h.Do(t, http.MethodPost, "/webhooks/"+c.ID+"/deliveries/"+did+"/retry", key, nil)
 	if r.Status != http.StatusAccepted {
 		t.Fatalf("manual retry: %d %s", r.Status, r.Body)
 	}

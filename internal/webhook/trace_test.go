@@ -20,13 +20,13 @@ func TestDeliveryCarriesTraceparent(t *testing.T) {
 	recv := otlptest.Start(t)
 	flush := recv.Enable(t, "worker")
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, "acme")
+	key := h.Key(t, "acme")
 	rc := newReceiver(t, nil)
-	w := h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
+	w := h.Create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
 	h.startWorker(t, h.cfg, "w1")
 
 	// A test event goes through the outbox: the fan-out queues it.
-	r := h.do(t, http.MethodPost, "/webhooks/"+w.ID+"/test", key, nil)
+	r := h.Do(t, http.MethodPost, "/webhooks/"+w.ID+"/test", key, nil)
 	if r.Status != http.StatusAccepted {
 		t.Fatalf("test event: %d %s", r.Status, r.Body)
 	}

@@ -45,9 +45,9 @@ func deliveryCounts(t *testing.T, h *harness, ids []string) map[string]int {
 func TestVerifiedReceiverGetsEvents(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, "acme")
+	key := h.Key(t, "acme")
 	rc := newReceiver(t, nil)
-	w := h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
+	w := h.Create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
 	if v := h.verification(t, key, w.ID); v.Status != "pending" || v.Attempts != 0 || v.At == nil || v.NextAttemptAt == nil {
 		t.Fatalf("a new webhook's verification: %+v", v)
 	}
@@ -113,7 +113,7 @@ func TestWrongAnswersStayUnverified(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			key := h.key(t, "acme"+strings.ReplaceAll(name, " ", ""))
+			key := h.Key(t, "acme"+strings.ReplaceAll(name, " ", ""))
 			var fixed atomic.Bool
 			rc := newReceiverWith(t, nil, func(b []byte) (int, []byte) {
 				if fixed.Load() {
@@ -124,7 +124,7 @@ func TestWrongAnswersStayUnverified(t *testing.T) {
 			// Each case's webhook follows an agent of its own: the cases run
 			// side by side, and every webhook gets every event it matches.
 			agent := solana.PublicKeyFromBytes(func() []byte { s := sha256.Sum256([]byte(name)); return s[:] }()).String()
-			w := h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"},
+			w := h.Create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"},
 				"filter": map[string]any{"agents": []string{agent}}})
 			insertEvents(t, h.env.Store, 1, agent, "ToolCall")
 			v := h.waitVerification(t, key, w.ID, "unverified")
@@ -142,7 +142,7 @@ func TestWrongAnswersStayUnverified(t *testing.T) {
 				return deliveryCounts(t, h, []string{w.ID})["succeeded"] == 1 && len(rc.deliveries()) == 1
 			})
 			fixed.Store(true) // the new round's request goes 10 s after the last round ended at the soonest
-			r := h.do(t, http.MethodPost, "/webhooks/"+w.ID+"/verify", key, nil)
+			r := h.Do(t, http.MethodPost, "/webhooks/"+w.ID+"/verify", key, nil)
 			if r.Status != http.StatusAccepted {
 				t.Fatalf("POST verify: %d %s", r.Status, r.Body)
 			}
@@ -167,14 +167,14 @@ func TestWrongAnswersStayUnverified(t *testing.T) {
 func TestPatchURLRestartsVerification(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, "acme")
+	key := h.Key(t, "acme")
 	first := newReceiver(t, nil)
 	second := newReceiverWith(t, nil, noEcho)
-	w := h.create(t, key, map[string]any{"url": first.URL(), "events": []string{"attestation.created"}})
+	w := h.Create(t, key, map[string]any{"url": first.URL(), "events": []string{"attestation.created"}})
 	h.startWorker(t, h.cfg, "w1")
 	h.waitVerification(t, key, w.ID, "verified")
 	patch := func(body map[string]any) verificationView {
-		r := h.do(t, http.MethodPatch, "/webhooks/"+w.ID, key, body)
+		r := h.Do(t, http.MethodPatch, "/webhooks/"+w.ID, key, body)
 		if r.Status != http.StatusOK {
 			t.Fatalf("PATCH: %d %s", r.Status, r.Body)
 		}
@@ -215,9 +215,9 @@ func TestHostCapAcrossAccountsAndWorkers(t *testing.T) {
 	type made struct{ key, id string }
 	var hooks []made
 	for a := range accounts {
-		key := h.key(t, fmt.Sprintf("acct%d", a))
+		key := h.Key(t, fmt.Sprintf("acct%d", a))
 		for range perAccount {
-			hooks = append(hooks, made{key, h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}}).ID})
+			hooks = append(hooks, made{key, h.Create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}}).ID})
 		}
 	}
 	h.startWorker(t, cfg, "w1")
@@ -265,17 +265,17 @@ func TestHostCapAcrossAccountsAndWorkers(t *testing.T) {
 func TestRepeatedRestartsAreSpaced(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, "acme")
+	key := h.Key(t, "acme")
 	rc := newReceiverWith(t, nil, noEcho)
 	cfg := h.cfg
 	cfg.VerifySchedule = []time.Duration{time.Hour}
-	w := h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
+	w := h.Create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
 	h.startWorker(t, cfg, "w1")
 	h.startWorker(t, cfg, "w2")
 	testenv.WaitFor(t, "the first verification request", 30*time.Second, func() bool { return len(rc.verifications()) == 1 })
 	calls := 0
 	for start := time.Now(); time.Since(start) < 3*time.Second; calls++ {
-		if r := h.do(t, http.MethodPost, "/webhooks/"+w.ID+"/verify", key, nil); r.Status != http.StatusAccepted {
+		if r := h.Do(t, http.MethodPost, "/webhooks/"+w.ID+"/verify", key, nil); r.Status != http.StatusAccepted {
 			t.Fatalf("POST verify: %d %s", r.Status, r.Body)
 		}
 		time.Sleep(5 * time.Millisecond)

@@ -18,10 +18,10 @@ func TestWebhookRoutes(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.MaxPerAccount = 3
 	h := newHarness(t, harnessOpt{cfg: &cfg})
-	key := h.key(t, "acme")
+	key := h.Key(t, "acme")
 	rc := newReceiver(t, nil)
 
-	r := h.do(t, http.MethodPost, "/webhooks", key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"},
+	r := h.Do(t, http.MethodPost, "/webhooks", key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"},
 		"filter": map[string]any{"agents": []string{agentA}, "actionTypes": []string{"ToolCall"}}, "description": "audit feed"})
 	if r.Status != http.StatusCreated || r.Header.Get("Cache-Control") != "private, no-store" || !strings.HasPrefix(r.Header.Get("Location"), "/api/v1/webhooks/wh_") {
 		t.Fatalf("create: %d %v %s", r.Status, r.Header, r.Body)
@@ -43,7 +43,7 @@ func TestWebhookRoutes(t *testing.T) {
 
 	// The secret is shown once: never by get or list, and stored sealed.
 	for _, path := range []string{"/webhooks/" + w.ID, "/webhooks"} {
-		r = h.do(t, http.MethodGet, path, key, nil)
+		r = h.Do(t, http.MethodGet, path, key, nil)
 		if r.Status != http.StatusOK || bytes.Contains(r.Body, []byte(w.Secret)) || bytes.Contains(r.Body, []byte(`"secret"`)) {
 			t.Fatalf("GET %s: %d %s", path, r.Status, r.Body)
 		}
@@ -61,7 +61,7 @@ func TestWebhookRoutes(t *testing.T) {
 	}
 
 	// PATCH: change some fields, switch off and on.
-	r = h.do(t, http.MethodPatch, "/webhooks/"+w.ID, key, map[string]any{"events": []string{"agent.revoked", "attestation.created"},
+	r = h.Do(t, http.MethodPatch, "/webhooks/"+w.ID, key, map[string]any{"events": []string{"agent.revoked", "attestation.created"},
 		"filter": map[string]any{}, "active": false})
 	var got struct{ Data webhookapi.View }
 	r.JSON(t, &got)
@@ -69,20 +69,20 @@ func TestWebhookRoutes(t *testing.T) {
 		len(got.Data.Events) != 2 || got.Data.Description != "audit feed" {
 		t.Fatalf("patch: %d %s", r.Status, r.Body)
 	}
-	r = h.do(t, http.MethodPatch, "/webhooks/"+w.ID, key, map[string]any{"active": true})
+	r = h.Do(t, http.MethodPatch, "/webhooks/"+w.ID, key, map[string]any{"active": true})
 	r.JSON(t, &got)
 	if !got.Data.Active || got.Data.DisabledReason != nil || got.Data.DisabledAt != nil {
 		t.Fatalf("re-enable: %s", r.Body)
 	}
 
 	// The account limit.
-	h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"agent.registered"}})
-	h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"agent.registered"}})
-	r = h.do(t, http.MethodPost, "/webhooks", key, map[string]any{"url": rc.URL(), "events": []string{"agent.registered"}})
+	h.Create(t, key, map[string]any{"url": rc.URL(), "events": []string{"agent.registered"}})
+	h.Create(t, key, map[string]any{"url": rc.URL(), "events": []string{"agent.registered"}})
+	r = h.Do(t, http.MethodPost, "/webhooks", key, map[string]any{"url": rc.URL(), "events": []string{"agent.registered"}})
 	if r.Status != http.StatusConflict || r.ErrorCode() != webhookapi.CodeWebhookLimitReached {
 		t.Fatalf("fourth webhook: %d %s", r.Status, r.Body)
 	}
-	r = h.do(t, http.MethodGet, "/webhooks?limit=2&offset=1", key, nil)
+	r = h.Do(t, http.MethodGet, "/webhooks?limit=2&offset=1", key, nil)
 	var list struct {
 		Data       []webhookapi.View
 		Pagination struct{ Limit, Offset, Total int }
@@ -93,7 +93,7 @@ func TestWebhookRoutes(t *testing.T) {
 	}
 
 	// Another account sees none of it: every route is 404 for its key.
-	other := h.key(t, "other")
+	other := h.Key(t, "other")
 	for _, c := range []struct{ method, path string }{
 		{http.MethodGet, "/webhooks/" + w.ID}, {http.MethodPatch, "/webhooks/" + w.ID}, {http.MethodDelete, "/webhooks/" + w.ID},
 		{http.MethodGet, "/webhooks/" + w.ID + "/deliveries"}, {http.MethodPost, "/webhooks/" + w.ID + "/test"},
@@ -103,35 +103,35 @@ func TestWebhookRoutes(t *testing.T) {
 		if c.method == http.MethodPatch {
 			body = map[string]any{"active": false}
 		}
-		r := h.do(t, c.method, c.path, other, body)
+		r := h.Do(t, c.method, c.path, other, body)
 		if r.Status != http.StatusNotFound || r.ErrorCode() != "WEBHOOK_NOT_FOUND" {
 			t.Errorf("other account %s %s: %d %s", c.method, c.path, r.Status, r.Body)
 		}
 	}
-	r = h.do(t, http.MethodGet, "/webhooks", other, nil)
+	r = h.Do(t, http.MethodGet, "/webhooks", other, nil)
 	r.JSON(t, &list)
 	if len(list.Data) != 0 || list.Pagination.Total != 0 {
 		t.Fatalf("other account lists %s", r.Body)
 	}
 	// Unknown delivery of one's own webhook.
-	r = h.do(t, http.MethodPost, "/webhooks/"+w.ID+"/deliveries/msg_0123456789abcdef0123456789abcdef/retry", key, nil)
+	r = h.Do(t, http.MethodPost, "/webhooks/"+w.ID+"/deliveries/msg_0123456789abcdef0123456789abcdef/retry", key, nil)
 	if r.Status != http.StatusNotFound || r.ErrorCode() != webhookapi.CodeDeliveryNotFound {
 		t.Fatalf("unknown delivery: %d %s", r.Status, r.Body)
 	}
 
 	// No key, a bad key.
 	for _, k := range []string{"", "atst_nope"} {
-		if r := h.do(t, http.MethodGet, "/webhooks", k, nil); r.Status != http.StatusUnauthorized {
+		if r := h.Do(t, http.MethodGet, "/webhooks", k, nil); r.Status != http.StatusUnauthorized {
 			t.Fatalf("key %q: %d", k, r.Status)
 		}
 	}
 
 	// DELETE, then it is gone.
-	if r := h.do(t, http.MethodDelete, "/webhooks/"+w.ID, key, nil); r.Status != http.StatusNoContent {
+	if r := h.Do(t, http.MethodDelete, "/webhooks/"+w.ID, key, nil); r.Status != http.StatusNoContent {
 		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
 	for _, m := range []string{http.MethodGet, http.MethodDelete} {
-		if r := h.do(t, m, "/webhooks/"+w.ID, key, nil); r.Status != http.StatusNotFound {
+		if r := h.Do(t, m, "/webhooks/"+w.ID, key, nil); r.Status != http.StatusNotFound {
 			t.Fatalf("%s after delete: %d", m, r.Status)
 		}
 	}
@@ -143,9 +143,9 @@ func TestWebhookRoutes(t *testing.T) {
 func TestHostileRequests(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, "acme")
+	key := h.Key(t, "acme")
 	rc := newReceiver(t, nil)
-	w := h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
+	w := h.Create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
 	good := func(extra string) string {
 		return `{"url":"https://example.com/x","events":["attestation.created"]` + extra + `}`
 	}
@@ -248,9 +248,9 @@ func TestURLsRefusedAtCreation(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.AllowLoopback = false
 	h := newHarness(t, harnessOpt{cfg: &cfg})
-	key := h.key(t, "acme")
+	key := h.Key(t, "acme")
 	dev := newHarness(t, harnessOpt{env: h.env}) // the same data, loopback allowed
-	devKey := dev.key(t, "acme")
+	devKey := dev.Key(t, "acme")
 	refused := []string{
 		"https://127.0.0.1/x", "http://127.0.0.1:8080/x", "https://localhost/x", "https://[::1]/x",
 		"https://169.254.169.254/latest/meta-data/", "https://[fd00:ec2::254]/", "https://10.0.0.1/x", "https://192.168.1.10/x",
@@ -261,7 +261,7 @@ func TestURLsRefusedAtCreation(t *testing.T) {
 		"https://does-not-resolve.invalid/x",
 	}
 	for _, u := range refused {
-		r := h.do(t, http.MethodPost, "/webhooks", key, map[string]any{"url": u, "events": []string{"attestation.created"}})
+		r := h.Do(t, http.MethodPost, "/webhooks", key, map[string]any{"url": u, "events": []string{"attestation.created"}})
 		if r.Status != http.StatusBadRequest {
 			t.Errorf("create %s: %d %s", u, r.Status, r.Body)
 		}
@@ -272,19 +272,19 @@ func TestURLsRefusedAtCreation(t *testing.T) {
 		"http://127.0.0.1:8080/x": 201, "https://localhost/x": 201, "https://[::1]/x": 201,
 		"https://169.254.169.254/": 400, "https://10.0.0.1/x": 400, "https://[fd00:ec2::254]/": 400,
 	} {
-		r := dev.do(t, http.MethodPost, "/webhooks", devKey, map[string]any{"url": u, "events": []string{"attestation.created"}})
+		r := dev.Do(t, http.MethodPost, "/webhooks", devKey, map[string]any{"url": u, "events": []string{"attestation.created"}})
 		if r.Status != want {
 			t.Errorf("dev create %s: %d %s, want %d", u, r.Status, r.Body, want)
 		}
 		if r.Status == 201 {
 			var c struct{ Data created }
 			r.JSON(t, &c)
-			dev.do(t, http.MethodDelete, "/webhooks/"+c.Data.ID, devKey, nil)
+			dev.Do(t, http.MethodDelete, "/webhooks/"+c.Data.ID, devKey, nil)
 		}
 	}
 	// A stored loopback URL cannot be reached through PATCH either.
-	w := dev.create(t, devKey, map[string]any{"url": "https://93.184.216.34/x", "events": []string{"attestation.created"}})
-	if r := h.do(t, http.MethodPatch, "/webhooks/"+w.ID, key, map[string]any{"url": "https://127.0.0.1/x"}); r.Status != 400 {
+	w := dev.Create(t, devKey, map[string]any{"url": "https://93.184.216.34/x", "events": []string{"attestation.created"}})
+	if r := h.Do(t, http.MethodPatch, "/webhooks/"+w.ID, key, map[string]any{"url": "https://127.0.0.1/x"}); r.Status != 400 {
 		t.Errorf("patch to loopback: %d %s", r.Status, r.Body)
 	}
 }
@@ -294,8 +294,8 @@ func TestRoutesAnswer503WithoutKeys(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Keys = nil
 	h := newHarness(t, harnessOpt{cfg: &cfg})
-	key := h.key(t, "acme")
-	r := h.do(t, http.MethodGet, "/webhooks", key, nil)
+	key := h.Key(t, "acme")
+	r := h.Do(t, http.MethodGet, "/webhooks", key, nil)
 	if r.Status != http.StatusServiceUnavailable || !strings.Contains(string(r.Body), "ATTESTD_WEBHOOK_SECRET_KEYS") {
 		t.Fatalf("%d %s", r.Status, r.Body)
 	}
@@ -307,13 +307,13 @@ func TestRoutesAnswer503WithoutKeys(t *testing.T) {
 func TestReadKeysCannotManageWebhooks(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	admin := h.key(t, "roles")
+	admin := h.Key(t, "roles")
 	acc, _, err := h.keys.Store().EnsureAccount(context.Background(), "roles")
 	testenv.Must(t, err, "account")
 	rk, err := h.keys.CreateWithRole(context.Background(), acc.ID, "reader", apikey.RoleRead)
 	testenv.Must(t, err, "read key")
 	rc := newReceiver(t, nil)
-	w := h.create(t, admin, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
+	w := h.Create(t, admin, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
 	body := map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}}
 	for _, tc := range []struct {
 		method, path string
@@ -328,12 +328,12 @@ func TestReadKeysCannotManageWebhooks(t *testing.T) {
 		{http.MethodPost, "/webhooks/" + w.ID + "/deliveries/msg_00000000000000000000000000000000/retry", nil},
 		{http.MethodPost, "/webhooks/" + w.ID + "/test", nil},
 	} {
-		if r := h.do(t, tc.method, tc.path, rk.Secret, tc.body); r.Status != http.StatusForbidden || r.ErrorCode() != "FORBIDDEN" {
+		if r := h.Do(t, tc.method, tc.path, rk.Secret, tc.body); r.Status != http.StatusForbidden || r.ErrorCode() != "FORBIDDEN" {
 			t.Errorf("%s %s with a read key: %d %s", tc.method, tc.path, r.Status, r.Body)
 		}
 	}
 	var list struct{ Data []webhookapi.View }
-	h.do(t, http.MethodGet, "/webhooks", admin, nil).JSON(t, &list)
+	h.Do(t, http.MethodGet, "/webhooks", admin, nil).JSON(t, &list)
 	if len(list.Data) != 1 || !list.Data[0].Active {
 		t.Fatalf("the read key changed the account's webhooks: %+v", list.Data)
 	}

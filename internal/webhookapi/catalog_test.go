@@ -119,7 +119,7 @@ func TestWritePathPayloadsMatchTheCatalog(t *testing.T) {
 func TestEventCatalog(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	r := h.do(t, http.MethodGet, "/webhooks/event-types", "", nil)
+	r := h.Do(t, http.MethodGet, "/webhooks/event-types", "", nil)
 	if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("Cache-Control"), "public") || r.Header.Get("ETag") == "" {
 		t.Fatalf("catalog: %d %v", r.Status, r.Header)
 	}
@@ -143,7 +143,7 @@ func TestEventCatalog(t *testing.T) {
 	if r2.Status != http.StatusNotModified {
 		t.Fatalf("revalidation: %d", r2.Status)
 	}
-	if r := h.do(t, http.MethodGet, "/webhooks/event-types?x=1", "", nil); r.Status != http.StatusBadRequest {
+	if r := h.Do(t, http.MethodGet, "/webhooks/event-types?x=1", "", nil); r.Status != http.StatusBadRequest {
 		t.Errorf("unknown query parameter: %d", r.Status)
 	}
 }

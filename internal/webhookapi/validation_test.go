@@ -14,9 +14,9 @@ import (
 func TestIssue26InputValidation(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key := h.key(t, testenv.Name("validate"))
+	key := h.Key(t, testenv.Name("validate"))
 	rc := newReceiver(t, nil)
-	c := h.create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
+	c := h.Create(t, key, map[string]any{"url": rc.URL(), "events": []string{"attestation.created"}})
 	now := time.Now().UTC()
 	iso := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339) }
 	day := 24 * time.Hour
@@ -59,7 +59,7 @@ func TestIssue26InputValidation(t *testing.T) {
 		if b.path == "" {
 			method = http.MethodPatch
 		}
-		r := h.do(t, method, "/webhooks/"+c.ID+b.path, key, b.body)
+		r := h.Do(t, method, "/webhooks/"+c.ID+b.path, key, b.body)
 		if r.Status != http.StatusBadRequest || r.ErrorCode() != "INVALID_PARAM" || !strings.Contains(string(r.Body), b.want) {
 			t.Errorf("%s %s %v: %d %s", method, b.path, b.body, r.Status, r.Body)
 		}
@@ -98,39 +98,39 @@ func TestIssue26InputValidation(t *testing.T) {
 		}
 	}
 	// Valid edge values pass.
-	if v := h.patch(t, key, c.ID, map[string]any{"rateLimitPerSecond": 100000}); v.RateLimitPerSecond == nil {
+	if v := h.Patch(t, key, c.ID, map[string]any{"rateLimitPerSecond": 100000}); v.RateLimitPerSecond == nil {
 		t.Error("rateLimitPerSecond 100000 refused")
 	}
-	if v := h.patch(t, key, c.ID, map[string]any{"rateLimitPerSecond": nil}); v.RateLimitPerSecond != nil {
+	if v := h.Patch(t, key, c.ID, map[string]any{"rateLimitPerSecond": nil}); v.RateLimitPerSecond != nil {
 		t.Error("rateLimitPerSecond null kept a limit")
 	}
-	if r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/rotate-secret", key, nil); r.Status != http.StatusOK {
+	if r := h.Do(t, http.MethodPost, "/webhooks/"+c.ID+"/rotate-secret", key, nil); r.Status != http.StatusOK {
 		t.Errorf("rotate without a body: %d %s", r.Status, r.Body)
 	}
-	if r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/rotate-secret", key, map[string]any{"overlapSeconds": 0}); r.Status != http.StatusOK {
+	if r := h.Do(t, http.MethodPost, "/webhooks/"+c.ID+"/rotate-secret", key, map[string]any{"overlapSeconds": 0}); r.Status != http.StatusOK {
 		t.Errorf("rotate with overlap 0: %d %s", r.Status, r.Body)
-	} else if v := h.webhook(t, key, c.ID); v.PreviousSecretExpiresAt != nil {
+	} else if v := h.Webhook(t, key, c.ID); v.PreviousSecretExpiresAt != nil {
 		t.Errorf("overlap 0 left an overlap: %+v", v)
 	}
-	if r := h.do(t, http.MethodGet, "/webhooks/"+c.ID+"/recoveries/rcv_0123", key, nil); r.Status != http.StatusBadRequest {
+	if r := h.Do(t, http.MethodGet, "/webhooks/"+c.ID+"/recoveries/rcv_0123", key, nil); r.Status != http.StatusBadRequest {
 		t.Errorf("bad recovery id: %d", r.Status)
 	}
-	if r := h.do(t, http.MethodGet, "/webhooks/"+c.ID+"/recoveries/rcv_0123456789abcdef01234567", key, nil); r.Status != http.StatusNotFound {
+	if r := h.Do(t, http.MethodGet, "/webhooks/"+c.ID+"/recoveries/rcv_0123456789abcdef01234567", key, nil); r.Status != http.StatusNotFound {
 		t.Errorf("unknown recovery: %d", r.Status)
 	}
 	// Another account sees none of it.
-	other := h.key(t, testenv.Name("validate-other"))
+	other := h.Key(t, testenv.Name("validate-other"))
 	for _, p := range []string{"/recover", "/rotate-secret"} {
-		if r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+p, other, map[string]any{"since": iso(-time.Hour)}); r.Status != http.StatusNotFound &&
+		if r := h.Do(t, http.MethodPost, "/webhooks/"+c.ID+p, other, map[string]any{"since": iso(-time.Hour)}); r.Status != http.StatusNotFound &&
 			r.Status != http.StatusBadRequest {
 			t.Errorf("another account's %s: %d %s", p, r.Status, r.Body)
 		}
 	}
-	if r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", other, map[string]any{"since": iso(-time.Hour)}); r.Status != http.StatusNotFound {
+	if r := h.Do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", other, map[string]any{"since": iso(-time.Hour)}); r.Status != http.StatusNotFound {
 		t.Errorf("another account's recover: %d %s", r.Status, r.Body)
 	}
-	h.patch(t, key, c.ID, map[string]any{"active": false})
-	if r := h.do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, map[string]any{"since": iso(-time.Hour)}); r.Status != http.StatusConflict {
+	h.Patch(t, key, c.ID, map[string]any{"active": false})
+	if r := h.Do(t, http.MethodPost, "/webhooks/"+c.ID+"/recover", key, map[string]any{"since": iso(-time.Hour)}); r.Status != http.StatusConflict {
 		t.Errorf("recover an inactive webhook: %d %s", r.Status, r.Body)
 	}
 }
@@ -140,8 +140,8 @@ func TestIssue26InputValidation(t *testing.T) {
 func TestVerifyRouteRefusesBadInput(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
-	key, other := h.key(t, "acme"), h.key(t, "other")
-	w := h.create(t, key, map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"attestation.created"}})
+	key, other := h.Key(t, "acme"), h.Key(t, "other")
+	w := h.Create(t, key, map[string]any{"url": "http://127.0.0.1:9/hook", "events": []string{"attestation.created"}})
 	for _, c := range []struct {
 		key, path string
 		body      any
@@ -152,7 +152,7 @@ func TestVerifyRouteRefusesBadInput(t *testing.T) {
 		{key, "/webhooks/wh_nothex/verify", nil, http.StatusBadRequest},
 		{key, "/webhooks/" + w.ID + "/verify?now=1", nil, http.StatusBadRequest},
 	} {
-		if r := h.do(t, http.MethodPost, c.path, c.key, c.body); r.Status != c.want {
+		if r := h.Do(t, http.MethodPost, c.path, c.key, c.body); r.Status != c.want {
 			t.Errorf("POST %s: %d %s, want %d", c.path, r.Status, r.Body, c.want)
 		}
 	}
