@@ -89,7 +89,7 @@ func discovery(t *testing.T, ledger *store.Store, api *app.API) {
 	testenv.Must(t, err, "receipt key")
 	signer, err := receipt.NewSigner(key, origin)
 	testenv.Must(t, err, "receipt signer")
-	v, err := verifier.New(context.Background(), verifier.Options{Config: cfg, Ledger: ledger, Logger: apptest.Logger(), Receipts: signer})
+	v, err := verifier.New(context.Background(), verifier.Deps{Config: cfg, Ledger: ledger, Logger: apptest.Logger(), Receipts: signer})
 	testenv.Must(t, err, "verifier")
 	t.Cleanup(v.Close)
 	d, err := x402fiber.NewDiscovery(v, origin)

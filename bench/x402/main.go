@@ -159,7 +159,7 @@ func endToEnd(ctx context.Context, dur time.Duration, conc int) error {
 	cfg := verifier.Config{PayTo: payTo, Network: x402.Devnet, Asset: devnet.DevnetUSDCMint, Decimals: 6,
 		Prices: map[string]uint64{"/premium/full-history/:agentId": 10_000}, FeePayer: feePayer, RPCURL: chain.RPCURL(),
 		SettleTimeout: 10 * time.Second, FacilitatorTimeout: 5 * time.Second}
-	v, err := verifier.New(ctx, verifier.Options{Config: cfg, Redis: rdb, KeyPrefix: prefix + "x402:", Ledger: st, Logger: quiet})
+	v, err := verifier.New(ctx, verifier.Deps{Config: cfg, Redis: rdb, KeyPrefix: prefix + "x402:", Ledger: st, Logger: quiet})
 	if err != nil {
 		return err
 	}

@@ -109,7 +109,7 @@ func (f *fixture) payingNode(t *testing.T, cfg verifier.Config) *apptest.Node {
 			t.Cleanup(svc.Close)
 			signer, err := receipt.NewSigner(ed25519.NewKeyFromSeed([]byte("attestd mcp test receipt key 32b")), origin)
 			testenv.Must(t, err, "receipt signer")
-			v, err := verifier.New(ctx, verifier.Options{Config: cfg, KeyPrefix: f.env.Prefix + "x402:", Ledger: deps.Store,
+			v, err := verifier.New(ctx, verifier.Deps{Config: cfg, KeyPrefix: f.env.Prefix + "x402:", Ledger: deps.Store,
 				Redis: apptest.NewRedis(t, f.env.RedisURL), Logger: apptest.Logger(), Registerer: prometheus.NewRegistry(), Receipts: signer})
 			testenv.Must(t, err, "verifier")
 			t.Cleanup(v.Close)

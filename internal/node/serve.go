@@ -317,7 +317,7 @@ func (n *node) payPerRequest(ctx context.Context, r httpapi.Router) (fiber.Handl
 	} else {
 		n.log.Info("x402 receipts off (set " + receipt.EnvKey + " to sign one for every paid answer)")
 	}
-	v, err := verifier.New(ctx, verifier.Options{Config: cfg, Redis: n.redis, KeyPrefix: n.cfg.RedisPrefix + "x402:",
+	v, err := verifier.New(ctx, verifier.Deps{Config: cfg, Redis: n.redis, KeyPrefix: n.cfg.RedisPrefix + "x402:",
 		Ledger: n.store, Logger: n.log, Registerer: n.reg, Receipts: signer})
 	if err != nil {
 		return nil, err

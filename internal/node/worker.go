@@ -33,7 +33,7 @@ func Worker(ctx context.Context, s settings.Settings, log *slog.Logger, reg prom
 		return err
 	}
 	defer rdb.Close()
-	w, err := webhook.NewWorker(webhook.WorkerOptions{Store: st, Queue: queue.New(rdb, cfg.RedisPrefix, wcfg.Partitions),
+	w, err := webhook.NewWorker(webhook.WorkerDeps{Store: st, Queue: queue.New(rdb, cfg.RedisPrefix, wcfg.Partitions),
 		Config: wcfg, Logger: log, Registerer: reg, Origin: deliveryOrigin(cfg)})
 	if err != nil {
 		return err

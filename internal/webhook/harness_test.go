@@ -195,7 +195,7 @@ func startWorkerOn(t *testing.T, env *apptest.Env, rdb redis.UniversalClient, cf
 func startWorkerReg(t *testing.T, env *apptest.Env, rdb redis.UniversalClient, cfg webhook.Config, name string,
 	reg prometheus.Registerer) (stop func()) {
 	t.Helper()
-	w, err := webhook.NewWorker(webhook.WorkerOptions{Store: env.Store, Queue: queue.New(rdb, env.Prefix, cfg.Partitions),
+	w, err := webhook.NewWorker(webhook.WorkerDeps{Store: env.Store, Queue: queue.New(rdb, env.Prefix, cfg.Partitions),
 		Config: cfg, Logger: apptest.Logger().With("test", t.Name()), Name: name, ReconcileEvery: time.Second,
 		BreakerCooldown: 200 * time.Millisecond, Registerer: reg})
 	testenv.Must(t, err, "worker")

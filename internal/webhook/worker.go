@@ -57,11 +57,12 @@ const (
 	hostRetry = 250 * time.Millisecond
 )
 
-// WorkerOptions configure a Worker.
-type WorkerOptions struct {
+// WorkerDeps are what a Worker works with: its Config, and its
+// connections and collaborators.
+type WorkerDeps struct {
 	Store      *store.Store // required
 	Queue      *queue.Queue // required
-	Config     Config       // Config.Keys is required
+	Config                  // the tunables, from settings; Config.Keys is required
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 	// Origin is the public origin (ATTESTD_PUBLIC_URL): deliveries'
@@ -83,7 +84,7 @@ type WorkerOptions struct {
 // Worker relays outbox events to Redis, fans them out to webhooks and
 // delivers them. Any number of workers can run against the same stores.
 type Worker struct {
-	opt    WorkerOptions
+	opt    WorkerDeps
 	cfg    Config
 	st     *store.Store
 	q      *queue.Queue
@@ -124,7 +125,7 @@ type Worker struct {
 }
 
 // NewWorker checks the options and builds a worker.
-func NewWorker(opt WorkerOptions) (*Worker, error) {
+func NewWorker(opt WorkerDeps) (*Worker, error) {
 	if opt.Store == nil || opt.Queue == nil {
 		return nil, errors.New("webhook worker: a store and a queue are required")
 	}

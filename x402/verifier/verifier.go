@@ -41,9 +41,10 @@ type Ledger interface {
 	PruneAnswers(ctx context.Context, now time.Time, limit int) (store.Pruned, error)
 }
 
-// Options configure a Verifier.
-type Options struct {
-	Config Config
+// Deps are what a Verifier works with: its Config, and its connections
+// and collaborators.
+type Deps struct {
+	Config // the tunables, from settings
 	// Redis holds the replay guard (nil: the ledger alone guards).
 	Redis redis.UniversalClient
 	// KeyPrefix prefixes the guard's keys (e.g. "attestd:x402:").
@@ -122,7 +123,7 @@ const pathPlaceholder = "@@attestd-path-value@@"
 // (retrying in the background while the facilitator does not answer; until
 // then payable routes answer 503); a facilitator that answers without our
 // network's exact kind is a configuration error.
-func New(ctx context.Context, opt Options) (*Verifier, error) {
+func New(ctx context.Context, opt Deps) (*Verifier, error) {
 	cfg := opt.Config
 	if !cfg.Enabled() {
 		return nil, errOff

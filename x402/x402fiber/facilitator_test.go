@@ -232,7 +232,7 @@ func TestFacilitatorAtStart(t *testing.T) {
 	f := newFixture(t)
 	s := f.facilitator(t)
 	s.mode.Store("other-network")
-	_, err := verifier.New(context.Background(), verifier.Options{Config: f.facilitatorConfig(s), Ledger: f.env.Store})
+	_, err := verifier.New(context.Background(), verifier.Deps{Config: f.facilitatorConfig(s), Ledger: f.env.Store})
 	if err == nil || !strings.Contains(err.Error(), "does not settle") {
 		t.Fatalf("other network: %v", err)
 	}

@@ -124,7 +124,7 @@ func (f *fixture) nodeAt(t *testing.T, cfg verifier.Config, hc *http.Client, red
 			signer, err := receipt.NewSigner(receiptKey, origin)
 			testenv.Must(t, err, "receipt signer")
 			pn.signer = signer
-			vopt := verifier.Options{Config: cfg, KeyPrefix: f.env.Prefix + "x402:", Ledger: deps.Store, Logger: apptest.Logger(),
+			vopt := verifier.Deps{Config: cfg, KeyPrefix: f.env.Prefix + "x402:", Ledger: deps.Store, Logger: apptest.Logger(),
 				Registerer: pn.reg, HTTPClient: hc, Receipts: signer}
 			if redisGuard {
 				vopt.Redis = apptest.NewRedis(t, f.env.RedisURL)

@@ -190,7 +190,7 @@ func (rig *WebhookRig) AddWebhook(ctx context.Context, url string, events []stri
 // and MetricsAddr set for the rig) until stop is called.
 func (rig *WebhookRig) StartWorker(ctx context.Context, cfg webhook.Config, log *slog.Logger, reg prometheus.Registerer) (stop func(), err error) {
 	cfg.Keys, cfg.AllowLoopback, cfg.MetricsAddr = rig.Keys, true, ""
-	w, err := webhook.NewWorker(webhook.WorkerOptions{Store: rig.Store, Queue: queue.New(rig.Redis, "bench:", cfg.Partitions),
+	w, err := webhook.NewWorker(webhook.WorkerDeps{Store: rig.Store, Queue: queue.New(rig.Redis, "bench:", cfg.Partitions),
 		Config: cfg, Logger: log, Registerer: reg})
 	if err != nil {
 		return nil, err

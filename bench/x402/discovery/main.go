@@ -367,7 +367,7 @@ func startNode(ctx context.Context) (string, string, func(), error) {
 	if err != nil {
 		return fail(err)
 	}
-	v, err := verifier.New(ctx, verifier.Options{Config: cfg, Redis: rdb, KeyPrefix: prefix + "x402:", Ledger: st, Logger: quiet, Receipts: signer})
+	v, err := verifier.New(ctx, verifier.Deps{Config: cfg, Redis: rdb, KeyPrefix: prefix + "x402:", Ledger: st, Logger: quiet, Receipts: signer})
 	if err != nil {
 		return fail(err)
 	}
