@@ -104,7 +104,10 @@ func startBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1200, 900), chromedp.UserDataDir(t.TempDir()))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	// An outer deadline for the whole session, not a budget: the axe pass
+	// over every page at every width takes minutes on a loaded machine.
+	end, _ := testenv.Context(t, 8*time.Minute).Deadline()
+	ctx, cancelTimeout := context.WithDeadline(ctx, end)
 	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
 	err = chromedp.Do(ctx,
 		chromedp.ExposeFunc("attestdTestSign", func(ctx context.Context, msg string) (string, error) {

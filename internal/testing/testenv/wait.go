@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -87,4 +88,21 @@ func Every(d time.Duration, cond func() (bool, string)) func() (bool, string) {
 		last = time.Now()
 		return cond()
 	}
+}
+
+// Context is a context for a long step of a test (a browser session, a
+// large generation) with an outer deadline, not a budget: within, or
+// shortly before the test binary's deadline when that comes first, so a
+// loaded machine slows the step without failing it and a hang still fails
+// with the step's own error rather than the binary's panic. It ends with
+// the test.
+func Context(tb testing.TB, within time.Duration) context.Context {
+	tb.Helper()
+	end := time.Now().Add(within)
+	if d, ok := testDeadline(tb); ok && d.Add(-reportMargin).Before(end) {
+		end = d.Add(-reportMargin)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), end)
+	tb.Cleanup(cancel)
+	return ctx
 }
