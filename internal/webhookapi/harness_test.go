@@ -112,8 +112,5 @@ const (
 	agentB = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"
 )
 
-// created and webhookView are the shapes webhooktest reads answers into.
-type (
-	created     = webhooktest.Created
-	webhookView = webhooktest.View
-)
+// created is the shape webhooktest reads a new webhook into.
+type created = webhooktest.Created
