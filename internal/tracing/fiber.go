@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"strconv"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"go.opentelemetry.io/otel/attribute"
@@ -22,7 +23,10 @@ func Middleware() fiber.Handler {
 	}
 	return func(c *fiber.Ctx) error {
 		parent := prop.Extract(c.UserContext(), fasthttpCarrier{c})
-		method := c.Method()
+		// Fiber's strings point into fasthttp's request buffers, which the
+		// next request on the connection overwrites; the span outlives the
+		// handler (the exporter reads it later), so it keeps copies.
+		method := strings.Clone(c.Method())
 		ctx, span := Tracer().Start(parent, method, trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithAttributes(attribute.String("http.request.method", method),
 				attribute.String("url.path", string(c.Request().URI().Path())),
@@ -58,7 +62,7 @@ func Middleware() fiber.Handler {
 // fasthttpCarrier reads a request's headers for the propagator.
 type fasthttpCarrier struct{ c *fiber.Ctx }
 
-func (f fasthttpCarrier) Get(key string) string { return f.c.Get(key) }
+func (f fasthttpCarrier) Get(key string) string { return strings.Clone(f.c.Get(key)) } // tracestate and baggage outlive the handler
 func (f fasthttpCarrier) Set(string, string)    {}
 func (f fasthttpCarrier) Keys() []string        { return []string{"traceparent", "tracestate", "baggage"} }
 

@@ -18,7 +18,7 @@ import (
 func TestDeliveryCarriesTraceparent(t *testing.T) {
 	// Not parallel: tracing is process-wide.
 	recv := otlptest.Start(t)
-	flush := recv.Enable(t, "worker")
+	recv.Enable(t, "worker")
 	h := newHarness(t, harnessOpt{})
 	key := h.Key(t, "acme")
 	rc := newReceiver(t, nil)
@@ -49,18 +49,22 @@ func TestDeliveryCarriesTraceparent(t *testing.T) {
 		t.Fatalf("the retry's receiver got traceparent %q, want a span of trace %s", second.Header.Get("traceparent"), traceID)
 	}
 
-	flush() // exports every span still buffered
-	spans := map[string]otlptest.Span{}
-	for _, s := range recv.Spans() {
-		spans[s.SpanID] = s
+	// A delivery span ends once the worker has the receiver's answer, which
+	// may be after the receiver saw the request: each span is waited for as
+	// the batch exporter sends it.
+	span := func(id string) (otlptest.Span, bool) {
+		if id == "" {
+			return otlptest.Span{}, false
+		}
+		return recv.WaitFor(t, testenv.Patience, "span "+id, func(s otlptest.Span) bool { return s.SpanID == id }), true
 	}
 	check := func(tp []string, parentName, parentOfParent string) {
 		t.Helper()
-		d, ok := spans[tp[2]]
+		d, ok := span(tp[2])
 		if !ok || d.Name != "webhook deliver" || d.TraceID != tp[1] || d.Service != "attestd-worker" {
 			t.Fatalf("the traceparent's span %s: %+v (found %v), want the worker's delivery span", tp[2], d, ok)
 		}
-		p, ok := spans[d.ParentSpanID]
+		p, ok := span(d.ParentSpanID)
 		if !ok || p.Name != parentName || p.TraceID != tp[1] || p.ParentSpanID != parentOfParent {
 			t.Fatalf("the delivery span's parent %+v (found %v), want %q (parent %q)", p, ok, parentName, parentOfParent)
 		}
