@@ -148,14 +148,11 @@ func endToEnd(ctx context.Context, dur time.Duration, conc int) error {
 		return err
 	}
 	defer chain.Close()
-	feePayer, payTo, payer := chain.NewKeypair(), chain.NewKeypair().PublicKey(), chain.NewKeypair()
-	chain.Fund(feePayer.PublicKey(), 1000*solana.LAMPORTS_PER_SOL)
-	if _, err := chain.MintTo(devnet.DevnetUSDCMint, payTo, 0); err != nil {
+	accounts, err := chain.NewPayment(1000*solana.LAMPORTS_PER_SOL, 1_000_000_000_000)
+	if err != nil {
 		return err
 	}
-	if _, err := chain.FundWallet(payer.PublicKey(), 0, 1_000_000_000_000); err != nil {
-		return err
-	}
+	feePayer, payTo, payer := accounts.FeePayer, accounts.PayTo, accounts.Payer
 	cfg := verifier.Config{PayTo: payTo, Network: x402.Devnet, Asset: devnet.DevnetUSDCMint, Decimals: 6,
 		Prices: map[string]uint64{"/premium/full-history/:agentId": 10_000}, FeePayer: feePayer, RPCURL: chain.RPCURL(),
 		SettleTimeout: 10 * time.Second, FacilitatorTimeout: 5 * time.Second}

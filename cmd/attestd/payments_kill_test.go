@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,19 +29,11 @@ func TestPaymentKilledMidSettle(t *testing.T) {
 	db := testenv.Database(t)
 	redisURL, prefix := testenv.Redis(t)
 	chain, chainEnv := startChain(t, devnet.Config{})
-	feePayer, payTo, payer := chain.NewKeypair(), chain.NewKeypair().PublicKey(), chain.NewKeypair()
-	chain.Fund(feePayer.PublicKey(), solana.LAMPORTS_PER_SOL)
-	payToATA, err := chain.MintTo(devnet.DevnetUSDCMint, payTo, 0)
-	testenv.Must(t, err, "payTo token account")
-	_, err = chain.FundWallet(payer.PublicKey(), 0, 1_000_000)
-	testenv.Must(t, err, "fund payer")
+	accounts, err := chain.NewPayment(solana.LAMPORTS_PER_SOL, 1_000_000)
+	testenv.Must(t, err, "payment accounts")
+	payTo, payToATA, payer := accounts.PayTo, accounts.PayToATA, accounts.Payer
 	keyFile := filepath.Join(t.TempDir(), "fee-payer.json")
-	ints := make([]int, len(feePayer))
-	for i, b := range feePayer {
-		ints[i] = int(b)
-	}
-	raw, _ := json.Marshal(ints)
-	testenv.Must(t, os.WriteFile(keyFile, raw, 0o600), "write keypair")
+	testenv.Must(t, devnet.WriteKeypair(keyFile, accounts.FeePayer), "write keypair")
 	env := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "DATABASE_URL=" + db,
 		"REDIS_URL=" + redisURL, "ATTESTD_REDIS_PREFIX=" + prefix, "ATTESTD_METRICS_ADDR=", "ATTESTD_LOG_LEVEL=warn",
 		"ATTESTD_X402_PAY_TO=" + payTo.String(), "ATTESTD_X402_NETWORK=solana-devnet", "ATTESTD_X402_FEE_PAYER_KEYPAIR=" + keyFile,

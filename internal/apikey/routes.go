@@ -159,13 +159,7 @@ func (s *Service) listKeys(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v, present := q["limit"]
-	limit, err := httpapi.ParseLimit(v, present, ListDefaultLimit, ListMaxLimit)
-	if err != nil {
-		return err
-	}
-	v, present = q["offset"]
-	offset, err := httpapi.ParseOffset(v, present, listMaxOffset)
+	limit, offset, err := httpapi.LimitOffset(q, ListDefaultLimit, ListMaxLimit, listMaxOffset)
 	if err != nil {
 		return err
 	}

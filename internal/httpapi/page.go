@@ -74,3 +74,18 @@ func ParsePage[C any](p Query, decode func(string) (*C, error)) (limit, offset i
 	}
 	return
 }
+
+// LimitOffset reads limit and offset from the parameters QueryParams
+// returned: limit defaults to def and is clamped to max, offset is at
+// most maxOffset. For the lists that page by offset alone.
+func LimitOffset(q map[string]string, def, max, maxOffset int) (limit, offset int, err error) {
+	v, present := q["limit"]
+	if limit, err = ParseLimit(v, present, def, max); err != nil {
+		return 0, 0, err
+	}
+	v, present = q["offset"]
+	if offset, err = ParseOffset(v, present, maxOffset); err != nil {
+		return 0, 0, err
+	}
+	return limit, offset, nil
+}

@@ -43,6 +43,28 @@ func TestParseLimitOffset(t *testing.T) {
 	}
 }
 
+func TestLimitOffset(t *testing.T) {
+	for _, tc := range []struct {
+		q             map[string]string
+		limit, offset int
+		ok            bool
+	}{
+		{nil, 10, 0, true},
+		{map[string]string{"limit": "5"}, 5, 0, true},
+		{map[string]string{"limit": "500", "offset": "30"}, 50, 30, true},
+		{map[string]string{"offset": "1000"}, 10, 1000, true},
+		{map[string]string{"offset": "1001"}, 0, 0, false},
+		{map[string]string{"limit": "0", "offset": "3"}, 0, 0, false},
+		{map[string]string{"limit": "7", "offset": "-1"}, 0, 0, false},
+		{map[string]string{"limit": ""}, 0, 0, false},
+	} {
+		limit, offset, err := LimitOffset(tc.q, 10, 50, 1000)
+		if (err == nil) != tc.ok || limit != tc.limit || offset != tc.offset {
+			t.Errorf("%v: limit %d offset %d err %v; want %d %d ok=%v", tc.q, limit, offset, err, tc.limit, tc.offset, tc.ok)
+		}
+	}
+}
+
 func TestParseTime(t *testing.T) {
 	for in, want := range map[string]time.Time{
 		"2026-11-21":                time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC),

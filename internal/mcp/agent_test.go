@@ -174,9 +174,9 @@ func TestOfficialAgentPaysOverMCP(t *testing.T) {
 	for _, tool := range mcp.PremiumTools {
 		pr := checkPaymentError(t, "unpaid "+tool, r.Unpaid[tool], "Payment required")
 		q := pr.Accepts[0]
-		if pr.X402Version != 2 || len(pr.Accepts) != 1 || q.Amount != itoa(prices[tool]) || q.PayTo != w.payTo.String() ||
+		if pr.X402Version != 2 || len(pr.Accepts) != 1 || q.Amount != itoa(prices[tool]) || q.PayTo != w.PayTo.String() ||
 			q.Network != x402.Devnet.CAIP2 || q.Asset != x402.Devnet.USDC.String() || pr.Resource.URL != node.Root+routes[tool] ||
-			q.Extra == nil || q.Extra.FeePayer != w.feePayer.PublicKey().String() {
+			q.Extra == nil || q.Extra.FeePayer != w.FeePayer.PublicKey().String() {
 			t.Errorf("unpaid %s: requirements %+v %+v", tool, pr, q)
 		}
 	}
@@ -191,7 +191,7 @@ func TestOfficialAgentPaysOverMCP(t *testing.T) {
 		t.Fatalf("paid report: verified %v, agent %s, totals %+v", report.ReportHashVerified, report.Report.Agent.PDA, report.Report.Summary.Totals)
 	}
 	s := paid.Settle
-	if !s.Success || s.Transaction == "" || s.Payer != w.payer.PublicKey().String() || s.Amount != itoa(reportPrice) || s.Network != x402.Devnet.CAIP2 {
+	if !s.Success || s.Transaction == "" || s.Payer != w.Payer.PublicKey().String() || s.Amount != itoa(reportPrice) || s.Network != x402.Devnet.CAIP2 {
 		t.Fatalf("settlement: %+v", s)
 	}
 

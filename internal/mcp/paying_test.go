@@ -3,9 +3,7 @@ package mcp_test
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"net"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -36,11 +34,8 @@ const (
 // wallets are the chain simulator and the accounts of a payment: the fee
 // payer and payTo (the service's) and a funded payer (the agent's).
 type wallets struct {
-	chain    *devnet.Chain
-	feePayer solana.PrivateKey
-	payTo    solana.PublicKey
-	payToATA solana.PublicKey
-	payer    solana.PrivateKey
+	chain *devnet.Chain
+	devnet.Payment
 }
 
 func newWallets(t *testing.T) *wallets {
@@ -48,19 +43,16 @@ func newWallets(t *testing.T) *wallets {
 	chain, err := devnet.Start(context.Background(), devnet.Config{SlotInterval: -1, Logger: apptest.Logger()})
 	testenv.Must(t, err, "chain simulator")
 	t.Cleanup(chain.Close)
-	w := &wallets{chain: chain, feePayer: chain.NewKeypair(), payTo: chain.NewKeypair().PublicKey(), payer: chain.NewKeypair()}
-	chain.Fund(w.feePayer.PublicKey(), solana.LAMPORTS_PER_SOL)
-	w.payToATA, err = chain.MintTo(devnet.DevnetUSDCMint, w.payTo, 0)
-	testenv.Must(t, err, "payTo token account")
-	_, err = chain.FundWallet(w.payer.PublicKey(), 0, 1_000_000)
-	testenv.Must(t, err, "fund payer")
+	w := &wallets{chain: chain}
+	w.Payment, err = chain.NewPayment(solana.LAMPORTS_PER_SOL, 1_000_000)
+	testenv.Must(t, err, "payment accounts")
 	return w
 }
 
 // balance is payTo's USDC.
 func (w *wallets) balance(t *testing.T) uint64 {
 	t.Helper()
-	b, err := w.chain.TokenBalance(w.payToATA)
+	b, err := w.chain.TokenBalance(w.PayToATA)
 	testenv.Must(t, err, "payTo balance")
 	return b
 }
@@ -68,22 +60,17 @@ func (w *wallets) balance(t *testing.T) uint64 {
 // keyFile writes the payer's keypair as the Solana CLI does.
 func (w *wallets) keyFile(t *testing.T) string {
 	t.Helper()
-	ints := make([]int, len(w.payer))
-	for i, b := range w.payer {
-		ints[i] = int(b)
-	}
-	b, _ := json.Marshal(ints)
 	file := filepath.Join(t.TempDir(), "payer.json")
-	testenv.Must(t, os.WriteFile(file, b, 0o600), "keypair file")
+	testenv.Must(t, devnet.WriteKeypair(file, w.Payer), "keypair file")
 	return file
 }
 
 // config settles on the simulator itself, within settle.
 func (w *wallets) config(settle time.Duration) verifier.Config {
-	return verifier.Config{PayTo: w.payTo, Network: x402.Devnet, Asset: devnet.DevnetUSDCMint, Decimals: 6,
+	return verifier.Config{PayTo: w.PayTo, Network: x402.Devnet, Asset: devnet.DevnetUSDCMint, Decimals: 6,
 		Prices: map[string]uint64{"/premium/full-history/:agentId": historyPrice, "/premium/forensic-report/:agentId": reportPrice,
 			"/premium/bulk-verify": bulkPrice},
-		FeePayer: w.feePayer, RPCURL: w.chain.RPCURL(), SettleTimeout: settle, FacilitatorTimeout: 5 * time.Second}
+		FeePayer: w.FeePayer, RPCURL: w.chain.RPCURL(), SettleTimeout: settle, FacilitatorTimeout: 5 * time.Second}
 }
 
 // payingNode starts a node over the fixture's data whose premium routes

@@ -153,7 +153,7 @@ func TestPaymentErrorsHostile(t *testing.T) {
 	}
 	unknownRes := required[mcp.ToolGetFullHistory].Resource
 	unknownRes.URL = strings.Replace(unknownRes.URL, f.agent, unknownPDA, 1)
-	genuine := build(q, w.payer)
+	genuine := build(q, w.Payer)
 	cheaper := q
 	cheaper.Amount = "1"
 	broke := w.chain.NewKeypair() // no USDC
@@ -183,11 +183,11 @@ func TestPaymentErrorsHostile(t *testing.T) {
 		{name: "not base64", meta: `{"x402Version":2,"accepted":` + accepted + `,"payload":{"transaction":"!!!"}}`, want: []string{"not standard base64"}},
 		{name: "not a transaction", meta: `{"x402Version":2,"accepted":` + accepted + `,"payload":{"transaction":"AAAA"}}`, want: []string{"invalid"}},
 		{name: "deep nesting", meta: strings.Repeat(`{"a":`, 3000) + `1` + strings.Repeat(`}`, 3000), sdk: true},
-		{name: "amount lowered", meta: build(cheaper, w.payer), want: []string{"payment"}},
+		{name: "amount lowered", meta: build(cheaper, w.Payer), want: []string{"payment"}},
 		{name: "payer without USDC", meta: build(q, broke), want: []string{"simulation"}},
 		{name: "on another tool", tool: mcp.ToolBulkVerify, args: `{"ids":["` + f.jsonPDA + `"]}`, meta: genuine, want: []string{"invalid_payment_resource"}},
 		{name: "on an unknown agent", args: `{"agentPda":"` + unknownPDA + `"}`, meta: genuine, want: []string{"invalid_payment_resource"}},
-		{name: "for an unknown agent", args: `{"agentPda":"` + unknownPDA + `"}`, meta: buildFor(unknownRes, q, w.payer), plain: true},
+		{name: "for an unknown agent", args: `{"agentPda":"` + unknownPDA + `"}`, meta: buildFor(unknownRes, q, w.Payer), plain: true},
 		{name: "to a tool that is not premium", tool: mcp.ToolGetAgent, args: hist, meta: genuine, plain: true},
 	}
 	for _, c := range cases {

@@ -37,12 +37,7 @@ func parseHistoryQuery(c *fiber.Ctx) (historyQuery, error) {
 	if err != nil {
 		return q, err
 	}
-	v, ok := p["limit"]
-	if q.filter.Limit, err = httpapi.ParseLimit(v, ok, HistoryDefaultLimit, HistoryMaxLimit); err != nil {
-		return q, err
-	}
-	v, ok = p["offset"]
-	if q.filter.Offset, err = httpapi.ParseOffset(v, ok, httpapi.MaxOffset); err != nil {
+	if q.filter.Limit, q.filter.Offset, err = httpapi.LimitOffset(p, HistoryDefaultLimit, HistoryMaxLimit, httpapi.MaxOffset); err != nil {
 		return q, err
 	}
 	if v, ok := p["cursor"]; ok {

@@ -345,13 +345,7 @@ func (a *API) list(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v, present := q["limit"]
-	limit, err := httpapi.ParseLimit(v, present, listDefaultLimit, listMaxLimit)
-	if err != nil {
-		return err
-	}
-	v, present = q["offset"]
-	offset, err := httpapi.ParseOffset(v, present, maxOffset)
+	limit, offset, err := httpapi.LimitOffset(q, listDefaultLimit, listMaxLimit, maxOffset)
 	if err != nil {
 		return err
 	}
@@ -473,13 +467,7 @@ func (a *API) deliveries(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v, present := q["limit"]
-	limit, err := httpapi.ParseLimit(v, present, logDefaultLimit, logMaxLimit)
-	if err != nil {
-		return err
-	}
-	v, present = q["offset"]
-	offset, err := httpapi.ParseOffset(v, present, maxOffset)
+	limit, offset, err := httpapi.LimitOffset(q, logDefaultLimit, logMaxLimit, maxOffset)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/devtools/devnet"
 	"github.com/attestd/attestd/internal/mcp"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/testing/testenv"
@@ -36,12 +36,7 @@ func listenAt(t *testing.T) (net.Listener, config.Origin) {
 func (f *fixture) keyFile(t *testing.T) string {
 	t.Helper()
 	keyFile := filepath.Join(t.TempDir(), "payer.json")
-	ints := make([]int, len(f.payer))
-	for i, b := range f.payer {
-		ints[i] = int(b)
-	}
-	kb, _ := json.Marshal(ints)
-	testenv.Must(t, os.WriteFile(keyFile, kb, 0o600), "keypair file")
+	testenv.Must(t, devnet.WriteKeypair(keyFile, f.Payer), "keypair file")
 	return keyFile
 }
 
@@ -91,7 +86,7 @@ func TestOfficialClientDiscoversPaysAndVerifiesReceipt(t *testing.T) {
 	c := r.Verified.Claims
 	if r.Verified.Header["alg"] != "EdDSA" || r.Verified.Header["kid"] != n.signer.KeyID() ||
 		c.Transaction != r.Settle.Transaction || c.ResponseDigest != r.BodyDigest || c.Amount != r.Accepts[0].Amount ||
-		c.Payer != f.payer.PublicKey().String() || c.ResourceURL != r.URL {
+		c.Payer != f.Payer.PublicKey().String() || c.ResourceURL != r.URL {
 		t.Fatalf("receipt %+v header %v, settle %+v digest %s", c, r.Verified.Header, r.Settle, r.BodyDigest)
 	}
 	if got := f.balance(t); got != before+price {
@@ -198,7 +193,7 @@ func TestMCPHostilePayments(t *testing.T) {
 	hist := `{"agentPda":"` + f.agent + `"}`
 	// A genuine payment for the full history, to replay elsewhere.
 	pr := n.challenge(t, http.MethodGet, "/premium/full-history/"+f.agent, nil)
-	wire, err := x402.BuildExact(pr.Accepts[0], x402.Payment{Payer: f.payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
+	wire, err := x402.BuildExact(pr.Accepts[0], x402.Payment{Payer: f.Payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
 	testenv.Must(t, err, "build")
 	genuine, _ := json.Marshal(x402.NewPaymentPayload(pr.Resource, pr.Accepts[0], wire))
 	before := f.balance(t)

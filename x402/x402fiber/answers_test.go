@@ -307,7 +307,7 @@ func TestHostilePresentations(t *testing.T) {
 	withExt := func(ext string) string {
 		pr := n.challenge(t, http.MethodGet, path, nil)
 		q := pr.Accepts[0]
-		wire, err := x402.BuildExact(q, x402.Payment{Payer: f.payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
+		wire, err := x402.BuildExact(q, x402.Payment{Payer: f.Payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
 		testenv.Must(t, err, "build payment")
 		p := x402.NewPaymentPayload(pr.Resource, q, wire)
 		if ext != "" {
@@ -382,7 +382,7 @@ func TestPresentedAgainAfterTheTermsMove(t *testing.T) {
 	path := "/premium/full-history/" + f.agent
 	pr := old.challenge(t, http.MethodGet, path, nil)
 	withID := func() string {
-		wire, err := x402.BuildExact(pr.Accepts[0], x402.Payment{Payer: f.payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
+		wire, err := x402.BuildExact(pr.Accepts[0], x402.Payment{Payer: f.Payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
 		testenv.Must(t, err, "build payment")
 		p := x402.NewPaymentPayload(pr.Resource, pr.Accepts[0], wire)
 		p.Extensions = map[string]json.RawMessage{x402.ExtensionPaymentIdentifier: json.RawMessage(`{"info":{"required":false,"id":"terms_move_0123456789"}}`)}

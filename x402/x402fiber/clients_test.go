@@ -10,17 +10,18 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
+
 	"github.com/attestd/attestd/client"
 	"github.com/attestd/attestd/internal/mcp"
 	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/attestd/attestd/x402"
 	"github.com/attestd/attestd/x402/receipt"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"sync/atomic"
 )
 
 // The Go client pays when given a payer, within its maximum price, and
@@ -36,7 +37,7 @@ func TestGoClientPays(t *testing.T) {
 	if _, err := plain.FullHistory(ctx, f.agent, client.HistoryParams{}); client.StatusOf(err) != 402 {
 		t.Fatalf("no payer: %v", err)
 	}
-	c, err := client.New(n.Root, client.WithPayer(client.Payer{Key: f.payer, MaxAmount: 30_000}))
+	c, err := client.New(n.Root, client.WithPayer(client.Payer{Key: f.Payer, MaxAmount: 30_000}))
 	testenv.Must(t, err, "client")
 	before := f.balance(t)
 	var rec client.Receipts
@@ -71,7 +72,7 @@ func TestMCPPaysWithinCap(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	n := f.node(t, f.config(), nil)
-	srv, err := mcp.New(mcp.Config{APIURL: n.Root, Payer: f.payer, SpendCap: 35_000, MaxPrice: 100_000, Timeout: 20 * time.Second})
+	srv, err := mcp.New(mcp.Config{APIURL: n.Root, Payer: f.Payer, SpendCap: 35_000, MaxPrice: 100_000, Timeout: 20 * time.Second})
 	testenv.Must(t, err, "mcp")
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -126,14 +127,14 @@ func TestGoClientVerifiesReceipts(t *testing.T) {
 	f := newFixture(t)
 	n := f.node(t, f.config(), nil)
 	ctx := context.Background()
-	c, err := client.New(n.Root, client.WithPayer(client.Payer{Key: f.payer, MaxAmount: 30_000}))
+	c, err := client.New(n.Root, client.WithPayer(client.Payer{Key: f.Payer, MaxAmount: 30_000}))
 	testenv.Must(t, err, "client")
 	var rec client.Receipts
 	_, err = c.FullHistory(client.RecordPayments(ctx, &rec), f.agent, client.HistoryParams{Limit: 2})
 	testenv.Must(t, err, "paid history")
 	got := rec.All()[0]
 	if got.Signed == "" || got.ReceiptErr != nil || got.Claims == nil || got.Claims.Transaction != got.Transaction ||
-		got.Claims.Amount != "10000" || got.Claims.Payer != f.payer.PublicKey().String() {
+		got.Claims.Amount != "10000" || got.Claims.Payer != f.Payer.PublicKey().String() {
 		t.Fatalf("receipt %+v (claims %+v)", got, got.Claims)
 	}
 	if _, err := c.VerifyReceipt(ctx, got.Signed); err != nil {
@@ -166,7 +167,7 @@ func TestGoClientVerifiesReceipts(t *testing.T) {
 	}
 	ps := httptest.NewServer(proxy)
 	t.Cleanup(ps.Close)
-	pc, err := client.New(ps.URL, client.WithPayer(client.Payer{Key: f.payer, MaxAmount: 30_000}))
+	pc, err := client.New(ps.URL, client.WithPayer(client.Payer{Key: f.Payer, MaxAmount: 30_000}))
 	testenv.Must(t, err, "proxied client")
 	for name, sign := range map[string]func(receipt.Payload) string{
 		// Signed by another key but naming the node's kid.

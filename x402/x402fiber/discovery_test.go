@@ -291,7 +291,7 @@ func TestReceipts(t *testing.T) {
 	sum := sha256.Sum256(r.Body)
 	fp := hex.EncodeToString(verifier.Fingerprint(http.MethodGet, "/api/v1/premium/full-history/"+f.agent, "limit=5", nil))
 	want := receipt.Payload{Amount: "10000", Asset: pr.Accepts[0].Asset, IssuedAt: a.payload.IssuedAt, Network: x402.Devnet.CAIP2,
-		Payer: f.payer.PublicKey().String(), PayTo: f.payTo.String(), RequestDigest: fp,
+		Payer: f.Payer.PublicKey().String(), PayTo: f.PayTo.String(), RequestDigest: fp,
 		ResourceURL: testOrigin.URL("/api/v1/premium/full-history/" + f.agent), ResponseDigest: hex.EncodeToString(sum[:]),
 		Transaction: a.resp.Transaction, Version: 1}
 	if a.payload != want {
@@ -325,7 +325,7 @@ func TestPaymentIdentifierChargedOnce(t *testing.T) {
 	path := "/premium/full-history/" + f.agent
 	pr := n.challenge(t, http.MethodGet, path, nil)
 	q := pr.Accepts[0]
-	wire, err := x402.BuildExact(q, x402.Payment{Payer: f.payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
+	wire, err := x402.BuildExact(q, x402.Payment{Payer: f.Payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
 	testenv.Must(t, err, "build payment")
 	p := x402.NewPaymentPayload(pr.Resource, q, wire)
 	p.Extensions = map[string]json.RawMessage{x402.ExtensionPaymentIdentifier: json.RawMessage(`{"info":{"id":"idem_0123456789abcdef"}}`)}

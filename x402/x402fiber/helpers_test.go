@@ -38,13 +38,10 @@ const (
 // fixture is a seeded database, a chain simulator and the wallets of a
 // payment: the fee payer (ours), payTo (ours) and a funded payer.
 type fixture struct {
-	env      *apptest.Env
-	chain    *devnet.Chain
-	feePayer solana.PrivateKey
-	payTo    solana.PublicKey
-	payToATA solana.PublicKey
-	payer    solana.PrivateKey
-	agent    string
+	env   *apptest.Env
+	chain *devnet.Chain
+	devnet.Payment
+	agent string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -53,29 +50,25 @@ func newFixture(t *testing.T) *fixture {
 	chain, err := devnet.Start(context.Background(), devnet.Config{SlotInterval: -1, Logger: apptest.Logger()})
 	testenv.Must(t, err, "devnet")
 	t.Cleanup(chain.Close)
-	f := &fixture{env: env, chain: chain, feePayer: chain.NewKeypair(), payTo: chain.NewKeypair().PublicKey(),
-		payer: chain.NewKeypair()}
+	f := &fixture{env: env, chain: chain}
 	// The agent with the most attestations.
 	testenv.Must(t, env.Store.Pool().QueryRow(context.Background(),
 		"SELECT agent_pda FROM attestations GROUP BY agent_pda ORDER BY count(*) DESC LIMIT 1").Scan(&f.agent), "busiest agent")
-	chain.Fund(f.feePayer.PublicKey(), solana.LAMPORTS_PER_SOL)
-	f.payToATA, err = chain.MintTo(devnet.DevnetUSDCMint, f.payTo, 0)
-	testenv.Must(t, err, "payTo token account")
-	_, err = chain.FundWallet(f.payer.PublicKey(), 0, 1_000_000)
-	testenv.Must(t, err, "fund payer")
+	f.Payment, err = chain.NewPayment(solana.LAMPORTS_PER_SOL, 1_000_000)
+	testenv.Must(t, err, "payment accounts")
 	return f
 }
 
 // config is a self-settling configuration on the simulator.
 func (f *fixture) config() verifier.Config {
-	return verifier.Config{PayTo: f.payTo, Network: x402.Devnet, Asset: devnet.DevnetUSDCMint, Decimals: 6,
+	return verifier.Config{PayTo: f.PayTo, Network: x402.Devnet, Asset: devnet.DevnetUSDCMint, Decimals: 6,
 		Prices:   map[string]uint64{historyPath: price, reportPath: 5 * price, bulkPath: 2 * price},
-		FeePayer: f.feePayer, RPCURL: f.chain.RPCURL(), SettleTimeout: 10 * time.Second, FacilitatorTimeout: 5 * time.Second}
+		FeePayer: f.FeePayer, RPCURL: f.chain.RPCURL(), SettleTimeout: 10 * time.Second, FacilitatorTimeout: 5 * time.Second}
 }
 
 func (f *fixture) balance(t *testing.T) uint64 {
 	t.Helper()
-	b, err := f.chain.TokenBalance(f.payToATA)
+	b, err := f.chain.TokenBalance(f.PayToATA)
 	testenv.Must(t, err, "payTo balance")
 	return b
 }
@@ -160,7 +153,7 @@ func (pn *paidNode) challenge(t *testing.T, method, path string, body []byte) *x
 func (f *fixture) wallet(t *testing.T, pr *x402.PaymentRequired) string {
 	t.Helper()
 	q := pr.Accepts[0]
-	wire, err := x402.BuildExact(q, x402.Payment{Payer: f.payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
+	wire, err := x402.BuildExact(q, x402.Payment{Payer: f.Payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
 	testenv.Must(t, err, "build payment")
 	return header(t, x402.NewPaymentPayload(pr.Resource, q, wire))
 }

@@ -37,14 +37,14 @@ func TestHostilePayments(t *testing.T) {
 	pr := n.challenge(t, http.MethodGet, path, nil)
 	q := pr.Accepts[0]
 	mint := devnet.DevnetUSDCMint
-	fee := f.feePayer.PublicKey()
-	payer := f.payer
+	fee := f.FeePayer.PublicKey()
+	payer := f.Payer
 	src, _ := x402.AssociatedTokenAccount(payer.PublicKey(), mint, solana.TokenProgramID)
-	dst := f.payToATA
+	dst := f.PayToATA
 	otherMint, err := f.chain.CreateMint(6)
 	testenv.Must(t, err, "mint")
 	otherSrc, _ := f.chain.MintTo(otherMint, payer.PublicKey(), 1_000_000)
-	otherDst, _ := f.chain.MintTo(otherMint, f.payTo, 0)
+	otherDst, _ := f.chain.MintTo(otherMint, f.PayTo, 0)
 	stranger := f.chain.NewKeypair().PublicKey()
 	strangerATA, _ := f.chain.MintTo(mint, stranger, 0)
 	feeATA, _ := f.chain.MintTo(mint, fee, 1_000_000)
@@ -87,7 +87,7 @@ func TestHostilePayments(t *testing.T) {
 			return wrap(t, sign(t, std(x402.TransferChecked(solana.TokenProgramID, src, mint, strangerATA, payer.PublicKey(), price, 6))))
 		}, 402, x402.ReasonRecipientMismatch},
 		{"payTo wallet as destination", func(t *testing.T) string {
-			return wrap(t, sign(t, std(x402.TransferChecked(solana.TokenProgramID, src, mint, f.payTo, payer.PublicKey(), price, 6))))
+			return wrap(t, sign(t, std(x402.TransferChecked(solana.TokenProgramID, src, mint, f.PayTo, payer.PublicKey(), price, 6))))
 		}, 402, x402.ReasonRecipientMismatch},
 		{"Token-2022 program for a Token mint", func(t *testing.T) string {
 			return wrap(t, sign(t, std(x402.TransferChecked(solana.Token2022ProgramID, src, mint, dst, payer.PublicKey(), price, 6))))

@@ -87,13 +87,7 @@ func TestOfficialTypeScriptClientPays(t *testing.T) {
 	dir := tsClient(t)
 	f := newFixture(t)
 	n := f.node(t, f.config(), nil)
-	keyFile := filepath.Join(t.TempDir(), "payer.json")
-	ints := make([]int, len(f.payer))
-	for i, b := range f.payer {
-		ints[i] = int(b)
-	}
-	kb, _ := json.Marshal(ints)
-	testenv.Must(t, os.WriteFile(keyFile, kb, 0o600), "keypair file")
+	keyFile := f.keyFile(t)
 	run := func(method, path, body string) tsResult {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -123,7 +117,7 @@ func TestOfficialTypeScriptClientPays(t *testing.T) {
 	if got := f.balance(t); got != before+3*price {
 		t.Fatalf("payTo %d -> %d, want +%d", before, got, 3*price)
 	}
-	if rows := ledger(t, n.Store, store.PaymentSettled); len(rows) != 2 || rows[0].Payer != f.payer.PublicKey().String() {
+	if rows := ledger(t, n.Store, store.PaymentSettled); len(rows) != 2 || rows[0].Payer != f.Payer.PublicKey().String() {
 		t.Fatalf("ledger %+v", rows)
 	}
 }

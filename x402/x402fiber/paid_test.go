@@ -23,7 +23,7 @@ func TestPaidRequestSettles(t *testing.T) {
 	pr := n.challenge(t, http.MethodGet, path, nil)
 	q := pr.Accepts[0]
 	if pr.X402Version != 2 || q.Network != x402.Devnet.CAIP2 || q.Amount != "10000" || q.Asset != x402.Devnet.USDC.String() ||
-		q.PayTo != f.payTo.String() || q.Extra == nil || q.Extra.FeePayer != f.feePayer.PublicKey().String() ||
+		q.PayTo != f.PayTo.String() || q.Extra == nil || q.Extra.FeePayer != f.FeePayer.PublicKey().String() ||
 		!strings.HasSuffix(pr.Resource.URL, path) {
 		t.Fatalf("challenge %+v %+v", pr, q)
 	}
@@ -38,7 +38,7 @@ func TestPaidRequestSettles(t *testing.T) {
 	}
 	sr, err := x402.DecodeSettleResponse(r.Header.Get(x402.HeaderPaymentResponse))
 	testenv.Must(t, err, "PAYMENT-RESPONSE")
-	if !sr.Success || sr.Transaction == "" || sr.Network != x402.Devnet.CAIP2 || sr.Payer != f.payer.PublicKey().String() {
+	if !sr.Success || sr.Transaction == "" || sr.Network != x402.Devnet.CAIP2 || sr.Payer != f.Payer.PublicKey().String() {
 		t.Fatalf("settle response %+v", sr)
 	}
 	if got := f.balance(t); got != before+price {
@@ -46,7 +46,7 @@ func TestPaidRequestSettles(t *testing.T) {
 	}
 	settled := ledger(t, n.Store, store.PaymentSettled)
 	if len(settled) != 1 || settled[0].TxSignature != sr.Transaction || settled[0].Amount != price ||
-		settled[0].Route != historyPath || settled[0].Payer != f.payer.PublicKey().String() || settled[0].SettledAt == nil {
+		settled[0].Route != historyPath || settled[0].Payer != f.Payer.PublicKey().String() || settled[0].SettledAt == nil {
 		t.Fatalf("ledger %+v", settled)
 	}
 	// The same payment again for the same request: the answer it bought,
@@ -116,7 +116,7 @@ func TestHandlerErrorIsNotSettled(t *testing.T) {
 	n := f.node(t, f.config(), nil)
 	unknown := "/premium/full-history/" + f.chain.NewKeypair().PublicKey().String()
 	pr := n.challenge(t, http.MethodGet, unknown, nil)
-	wire, err := x402.BuildExact(pr.Accepts[0], x402.Payment{Payer: f.payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
+	wire, err := x402.BuildExact(pr.Accepts[0], x402.Payment{Payer: f.Payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
 	testenv.Must(t, err, "build payment")
 	named := header(t, x402.NewPaymentPayload(pr.Resource, pr.Accepts[0], wire))
 	unnamed := x402.NewPaymentPayload(pr.Resource, pr.Accepts[0], wire)
@@ -177,7 +177,7 @@ func TestPaymentIsBoundToItsResource(t *testing.T) {
 	// build pays for pr's terms with a payload whose resource member is
 	// the JSON res ("" leaves the member out).
 	build := func(res string) string {
-		wire, err := x402.BuildExact(pr.Accepts[0], x402.Payment{Payer: f.payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
+		wire, err := x402.BuildExact(pr.Accepts[0], x402.Payment{Payer: f.Payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
 		testenv.Must(t, err, "build payment")
 		p := x402.NewPaymentPayload(pr.Resource, pr.Accepts[0], wire)
 		p.Resource = nil
@@ -277,7 +277,7 @@ func TestV1Payment(t *testing.T) {
 	n := f.node(t, f.config(), nil)
 	path := "/premium/forensic-report/" + f.agent
 	pr := n.challenge(t, http.MethodGet, path, nil)
-	wire, err := x402.BuildExact(pr.Accepts[0], x402.Payment{Payer: f.payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
+	wire, err := x402.BuildExact(pr.Accepts[0], x402.Payment{Payer: f.Payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
 	testenv.Must(t, err, "build")
 	v1 := x402.PaymentPayloadV1{X402Version: 1, Scheme: "exact", Network: "solana-devnet",
 		Payload: x402.ExactPayload{Transaction: encode(wire)}}
@@ -288,7 +288,7 @@ func TestV1Payment(t *testing.T) {
 	}
 	// A wrong v1 network is refused in v1 terms (a new payment: the same
 	// one again is the one that bought the report, and gets it again).
-	wire, err = x402.BuildExact(pr.Accepts[0], x402.Payment{Payer: f.payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
+	wire, err = x402.BuildExact(pr.Accepts[0], x402.Payment{Payer: f.Payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
 	testenv.Must(t, err, "build")
 	v1 = x402.PaymentPayloadV1{X402Version: 1, Scheme: "exact", Network: "solana", Payload: x402.ExactPayload{Transaction: encode(wire)}}
 	r = n.Do(t, http.MethodGet, path, nil, map[string]string{x402.HeaderPaymentV1: header(t, v1)})

@@ -215,7 +215,7 @@ func TestPaymentIdentifierReused(t *testing.T) {
 	withID := func(id string) string {
 		pr := n.challenge(t, http.MethodGet, path, nil)
 		q := pr.Accepts[0]
-		wire, err := x402.BuildExact(q, x402.Payment{Payer: f.payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
+		wire, err := x402.BuildExact(q, x402.Payment{Payer: f.Payer, Blockhash: f.chain.LatestBlockhash(), Decimals: 6})
 		testenv.Must(t, err, "build payment")
 		p := x402.NewPaymentPayload(pr.Resource, q, wire)
 		p.Extensions = map[string]json.RawMessage{x402.ExtensionPaymentIdentifier: json.RawMessage(`{"info":{"id":"` + id + `"}}`)}
