@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/devtools/devnet"
+	"github.com/attestd/attestd/internal/keyfile"
 	"github.com/attestd/attestd/internal/settings"
 	"github.com/attestd/attestd/x402"
 	"github.com/attestd/attestd/x402/receipt"
@@ -145,10 +145,11 @@ func localPayments(env *settings.Overlay, chain *devnet.Chain, dir string, log *
 	keys := map[string]solana.PrivateKey{}
 	for _, name := range []string{"fee-payer", "pay-to", "payer", "receipt"} {
 		file := filepath.Join(dir, name+".json")
-		k, err := solana.PrivateKeyFromSolanaKeygenFile(file)
+		key, err := keyfile.Keypair(file)
+		k := solana.PrivateKey(key)
 		if err != nil {
 			k = solana.NewWallet().PrivateKey
-			if err := writeKeypair(file, k); err != nil {
+			if err := devnet.WriteKeypair(file, k); err != nil {
 				return fmt.Errorf("local payments: %w", err)
 			}
 		}
@@ -178,21 +179,4 @@ func localPayments(env *settings.Overlay, chain *devnet.Chain, dir string, log *
 		"demo_payer", payer.Wallet.String(), "demo_payer_usdc", x402.FormatAmount(payer.USDC, x402.USDCDecimals),
 		"fund_more", `curl -s `+chain.RPCURL()+` -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"devnet_fund","params":["<address>"]}'`)
 	return nil
-}
-
-// writeKeypair writes a Solana CLI keypair file (a JSON array of 64 bytes).
-func writeKeypair(file string, k solana.PrivateKey) error {
-	b, err := json.Marshal(toInts(k))
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(file, b, 0o600)
-}
-
-func toInts(b []byte) []int {
-	out := make([]int, len(b))
-	for i, c := range b {
-		out[i] = int(c)
-	}
-	return out
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/keyfile"
 
 	"github.com/attestd/attestd/client"
 	"github.com/attestd/attestd/internal/buildinfo"
@@ -120,9 +121,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	if f := e.String(EnvPayer, ""); f != "" {
-		if c.Payer, err = solana.PrivateKeyFromSolanaKeygenFile(f); err != nil {
-			e.Fail(EnvPayer, "%v (want a Solana CLI keypair file: a JSON array of 64 bytes)", err)
+		k, err := keyfile.Keypair(f)
+		if err != nil {
+			e.Fail(EnvPayer, "%v", err)
 		}
+		c.Payer = solana.PrivateKey(k)
 	}
 	return c, e.Err()
 }

@@ -1,7 +1,10 @@
 package settings
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/attestd/attestd/internal/testing/testenv"
@@ -127,5 +130,45 @@ func TestOverlay(t *testing.T) {
 	o.Set("C", "")
 	if o.Getenv("A") != "base" || o.Getenv("B") != "over" || o.Getenv("C") != "" || o.Getenv("D") != "" {
 		t.Fatalf("A %q B %q C %q", o.Getenv("A"), o.Getenv("B"), o.Getenv("C"))
+	}
+}
+
+// TestKeyFilesAreReadSafely: every setting that names a file refuses,
+// without blocking and without reading without end, a device, a FIFO and
+// a directory, and never quotes what a wrong file holds.
+func TestKeyFilesAreReadSafely(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	testenv.Must(t, syscall.Mkfifo(fifo, 0o600), "fifo")
+	passwd := filepath.Join(dir, "passwd")
+	testenv.Must(t, os.WriteFile(passwd, []byte("root:x:0:0:hunter2:/root:/bin/bash\n"), 0o600), "passwd")
+	payTo := "9Z1YShWGG6hAh87VubvUojcrQsgJTZZ6FNRtt7ZvxD4a"
+	files := []struct {
+		role Role
+		name string
+		with map[string]string
+	}{
+		{Serve, "ATTESTD_LOG_KEY_FILE", nil},
+		{Index, "ATTESTD_LOG_KEY_FILE", nil},
+		{Serve, "ATTESTD_X402_RECEIPT_KEY_FILE", map[string]string{"ATTESTD_X402_PAY_TO": payTo, "ATTESTD_X402_FACILITATOR_URL": "https://facilitator.example"}},
+		{Serve, "ATTESTD_X402_FEE_PAYER_KEYPAIR", map[string]string{"ATTESTD_X402_PAY_TO": payTo, "ATTESTD_X402_RPC_URL": "http://127.0.0.1:1"}},
+		{MCP, "ATTESTD_MCP_PAYER_KEYPAIR", nil},
+	}
+	for _, f := range files {
+		for _, path := range []string{"/dev/zero", fifo, dir, passwd} {
+			t.Run(string(f.role)+" "+f.name+" "+filepath.Base(path), func(t *testing.T) {
+				env := map[string]string{f.name: path}
+				for k, v := range f.with {
+					env[k] = v
+				}
+				_, err := Load(f.role, func(k string) string { return env[k] })
+				if err == nil || !strings.Contains(err.Error(), f.name) || !strings.Contains(err.Error(), path) {
+					t.Fatalf("%s=%s: %v; want an error naming both", f.name, path, err)
+				}
+				if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "root:") {
+					t.Fatalf("the error quotes the file: %v", err)
+				}
+			})
+		}
 	}
 }

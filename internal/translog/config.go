@@ -5,13 +5,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"net/url"
 
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/keyfile"
 	"github.com/attestd/attestd/translog/logformat"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -65,8 +65,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		Poll:               e.Duration("ATTESTD_LOG_POLL_INTERVAL", 200*time.Millisecond, 10*time.Millisecond, time.Minute),
 		TileRate:           e.Int("ATTESTD_LOG_TILE_RATE", 50, 0, 1000000),
 	}
-	text := e.String("ATTESTD_LOG_KEY", "")
+	text, from := e.String("ATTESTD_LOG_KEY", ""), "ATTESTD_LOG_KEY"
 	if file := e.String("ATTESTD_LOG_KEY_FILE", ""); file != "" {
+		from = "ATTESTD_LOG_KEY_FILE (" + file + ")"
 		if text != "" {
 			e.Fail("ATTESTD_LOG_KEY_FILE", "set ATTESTD_LOG_KEY or ATTESTD_LOG_KEY_FILE, not both")
 		} else if b, err := readKeyFile(file); err != nil {
@@ -96,7 +97,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if text != "" {
 		keys, err := ParseKeys(text)
 		if err != nil {
-			e.Fail("ATTESTD_LOG_KEY", "%v", err) // never echo the value: it may be a private key
+			e.Fail(from, "%v", err) // never echo the value: it may be a private key
 		} else {
 			c.Key, c.Rotating = keys[0], keys[1:]
 		}
@@ -194,20 +195,14 @@ func plainSegment(s string) bool {
 	return true
 }
 
-// readKeyFile reads a key file: at most 4 KiB, one key, surrounding space
-// ignored.
-func readKeyFile(name string) (string, error) { // at most 4 KiB: a few keys
-	f, err := os.Open(name)
+// readKeyFile reads a key file: at most 4 KiB (a key is one line),
+// surrounding space ignored.
+func readKeyFile(name string) (string, error) {
+	b, err := keyfile.Read(name, 4<<10)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	b := make([]byte, 4097)
-	n, _ := f.Read(b)
-	if n > 4096 {
-		return "", fmt.Errorf("%s: larger than 4 KiB; a key is one line", name)
-	}
-	return strings.TrimSpace(string(b[:n])), nil
+	return strings.TrimSpace(string(b)), nil
 }
 
 // Key is the log's key: always its verifier key; its signer too when

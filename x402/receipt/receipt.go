@@ -16,6 +16,7 @@ import (
 
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/excerpt"
+	"github.com/attestd/attestd/internal/keyfile"
 )
 
 // Extension is the x402 extension a receipt travels in:
@@ -274,18 +275,7 @@ const (
 func ParseKey(text []byte) (ed25519.PrivateKey, error) {
 	t := bytes.TrimSpace(text)
 	if len(t) > 0 && t[0] == '[' {
-		var ints []int
-		if err := json.Unmarshal(t, &ints); err != nil || len(ints) != ed25519.PrivateKeySize {
-			return nil, errors.New("want a JSON array of 64 bytes (a Solana CLI keypair)")
-		}
-		b := make([]byte, len(ints))
-		for i, v := range ints {
-			if v < 0 || v > 255 {
-				return nil, errors.New("want a JSON array of 64 bytes (a Solana CLI keypair)")
-			}
-			b[i] = byte(v)
-		}
-		return checkPair(b)
+		return keyfile.ParseKeypair(t)
 	}
 	s := strings.TrimRight(string(t), "=")
 	raw, err := base64.RawStdEncoding.DecodeString(s)
@@ -299,18 +289,9 @@ func ParseKey(text []byte) (ed25519.PrivateKey, error) {
 	case ed25519.SeedSize:
 		return ed25519.NewKeyFromSeed(raw), nil
 	case ed25519.PrivateKeySize:
-		return checkPair(raw)
+		return keyfile.CheckPair(raw)
 	}
 	return nil, fmt.Errorf("want a 32-byte seed or a 64-byte key, got %d bytes", len(raw))
-}
-
-// checkPair refuses a 64-byte key whose public half is not its seed's.
-func checkPair(b []byte) (ed25519.PrivateKey, error) {
-	k := ed25519.NewKeyFromSeed(b[:ed25519.SeedSize])
-	if !bytes.Equal(k[ed25519.SeedSize:], b[ed25519.SeedSize:]) {
-		return nil, errors.New("the key's public half does not match its seed")
-	}
-	return k, nil
 }
 
 // KeyFromEnv reads the receipt key from EnvKey or EnvKeyFile (nil, nil:
@@ -330,12 +311,9 @@ func KeyFromEnv(getenv func(string) string) (ed25519.PrivateKey, error) {
 		}
 		return k, nil
 	case f != "":
-		b, err := os.ReadFile(f)
+		b, err := keyfile.Read(f, 16<<10)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", EnvKeyFile, err)
-		}
-		if len(b) > 16<<10 {
-			return nil, fmt.Errorf("%s: %s is larger than 16 KiB: not a key file", EnvKeyFile, f)
 		}
 		k, err := ParseKey(b)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/keyfile"
 	"github.com/attestd/attestd/x402"
 	"github.com/attestd/attestd/x402/receipt"
 	"github.com/gagliardetto/solana-go"
@@ -225,12 +226,12 @@ func (c *Config) readSettler(e *config.Env) {
 // readFeePayer reads the fee payer keypair of a node that settles itself,
 // and checks its RPC URL.
 func (c *Config) readFeePayer(e *config.Env) {
-	k, err := solana.PrivateKeyFromSolanaKeygenFile(c.FeePayerFile)
+	k, err := keyfile.Keypair(c.FeePayerFile)
 	if err != nil {
-		e.Fail("ATTESTD_X402_FEE_PAYER_KEYPAIR", "%v (want a Solana CLI keypair file: a JSON array of 64 bytes)", err)
+		e.Fail("ATTESTD_X402_FEE_PAYER_KEYPAIR", "%v", err)
 	} else {
-		c.FeePayer = k
-		if k.PublicKey() == c.PayTo {
+		c.FeePayer = solana.PrivateKey(k)
+		if c.FeePayer.PublicKey() == c.PayTo {
 			// Allowed by the scheme, but then the fee payer's own
 			// token account receives: say so, it is rarely meant.
 			c.FeePayerIsPayTo = true
