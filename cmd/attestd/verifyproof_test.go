@@ -90,6 +90,24 @@ func TestVerifyProofFileOffline(t *testing.T) {
 	if !bytes.Equal(same, proof) {
 		t.Fatalf("?format=tlog-proof and Accept answer differently")
 	}
+	// Accept is read as RFC 9110 says: names case-insensitively, q-values
+	// weighed against JSON, wildcards leaving the JSON default.
+	for accept, wantProof := range map[string]bool{
+		"TEXT/X-TLOG-PROOF": true, "text/x-tlog-proof;q=0": false, "application/json, text/x-tlog-proof;q=0.5": false,
+		"application/json;q=0.4, text/x-tlog-proof;q=0.5": true, "*/*": false, "text/x-tlog-proofs": false,
+	} {
+		req, _ := http.NewRequest(http.MethodGet, api+"/attestations/"+pda+"/proof", nil)
+		req.Header.Set("Accept", accept)
+		req.Header.Set("X-Forwarded-For", "198.18.201.1")
+		res, err := http.DefaultClient.Do(req)
+		testenv.Must(t, err, "GET proof")
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if got := bytes.Equal(b, proof); res.StatusCode != http.StatusOK || got != wantProof ||
+			(!wantProof && !strings.HasPrefix(res.Header.Get("Content-Type"), "application/json")) {
+			t.Errorf("Accept %q: %d %s, tlog-proof %v, want %v", accept, res.StatusCode, res.Header.Get("Content-Type"), got, wantProof)
+		}
+	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, pda+".tlog-proof")
 	testenv.Must(t, os.WriteFile(file, proof, 0o600), "write")

@@ -19,6 +19,25 @@ func gzipAcceptable(h string) bool { return gzipAcceptableLines([][]byte{[]byte(
 
 func gzipAcceptableLines(lines [][]byte) bool {
 	gzipQ, starQ := -1, -1 // thousandths; -1: not listed
+	eachQ(lines, func(name []byte, q int) {
+		switch {
+		case bytes.EqualFold(name, gzipName), bytes.EqualFold(name, xGzipName):
+			gzipQ = max(gzipQ, q)
+		case len(name) == 1 && name[0] == '*':
+			starQ = max(starQ, q)
+		}
+	})
+	if gzipQ >= 0 {
+		return gzipQ > 0
+	}
+	return starQ > 0
+}
+
+// eachQ calls fn with every element of a header list with q-values
+// (Accept, Accept-Encoding: "name;param=v;q=0.5, name2"), given as the
+// header's lines: its name, trimmed, and its q-value in thousandths (1000
+// when it has none). Other parameters are skipped.
+func eachQ(lines [][]byte, fn func(name []byte, q int)) {
 	for _, line := range lines {
 		for more := true; more; {
 			var part []byte
@@ -32,18 +51,9 @@ func gzipAcceptableLines(lines [][]byte) bool {
 					q = parseQValue(bytes.TrimSpace(v))
 				}
 			}
-			switch name = bytes.TrimSpace(name); {
-			case bytes.EqualFold(name, gzipName), bytes.EqualFold(name, xGzipName):
-				gzipQ = max(gzipQ, q)
-			case len(name) == 1 && name[0] == '*':
-				starQ = max(starQ, q)
-			}
+			fn(bytes.TrimSpace(name), q)
 		}
 	}
-	if gzipQ >= 0 {
-		return gzipQ > 0
-	}
-	return starQ > 0
 }
 
 var (

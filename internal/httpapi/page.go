@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/attestd/attestd/internal/apierror"
@@ -77,15 +78,20 @@ func ParsePage[C any](p Query, decode func(string) (*C, error)) (limit, offset i
 
 // LimitOffset reads limit and offset from the parameters QueryParams
 // returned: limit defaults to def and is clamped to max, offset is at
-// most maxOffset. For the lists that page by offset alone.
+// most maxOffset. For the lists of an account's own things (keys,
+// webhooks, delivery attempts), whose refusal of a deep offset names no
+// cursor: most have none.
 func LimitOffset(q map[string]string, def, max, maxOffset int) (limit, offset int, err error) {
 	v, present := q["limit"]
 	if limit, err = ParseLimit(v, present, def, max); err != nil {
 		return 0, 0, err
 	}
 	v, present = q["offset"]
-	if offset, err = ParseOffset(v, present, maxOffset); err != nil {
+	if offset, err = ParseOffset(v, present, math.MaxInt32); err != nil {
 		return 0, 0, err
+	}
+	if offset > maxOffset {
+		return 0, 0, apierror.Invalid("offset must be at most %d, got %d", maxOffset, offset)
 	}
 	return limit, offset, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/attestd/attestd/internal/purge"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/stream"
+	"github.com/attestd/attestd/internal/tracing"
 	"github.com/attestd/attestd/internal/translog"
 	"github.com/attestd/attestd/internal/web"
 	"github.com/attestd/attestd/internal/webhook"
@@ -99,6 +100,9 @@ func Load(role Role, getenv func(string) string) (Settings, error) {
 	case Serve, Index, Worker, MCP, Local:
 	default:
 		return s, fmt.Errorf("settings: unknown role %q", role)
+	}
+	if role != MCP {
+		check("tracing", tracing.Validate(getenv))
 	}
 	if serve {
 		s.HTTPCache, err = httpcache.ConfigFromEnv(getenv)

@@ -172,3 +172,18 @@ func TestKeyFilesAreReadSafely(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadChecksTracing: the OpenTelemetry variables of a process that
+// traces are checked with the rest, and named with them.
+func TestLoadChecksTracing(t *testing.T) {
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_SAMPLER": "bogus",
+		"OTEL_TRACES_SAMPLER_ARG": "7", "ATTESTD_RATE_LIMIT": "-1"}
+	for _, role := range []Role{Serve, Index, Worker, Local} {
+		_, err := Load(role, func(k string) string { return env[k] })
+		for _, name := range []string{"OTEL_TRACES_SAMPLER:", "OTEL_TRACES_SAMPLER_ARG"} {
+			if err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s: %v does not name %s", role, err, name)
+			}
+		}
+	}
+}

@@ -484,9 +484,11 @@ type Attempt struct {
 }
 
 // ListAttempts returns one page of the account's webhook's attempt log,
-// newest first (only deliveryID's attempts when it is not empty), and how
-// many attempts match. ErrNotFound for another account's webhook.
-func (s *Store) ListAttempts(ctx context.Context, accountID int64, webhookID, deliveryID string, limit, offset int) ([]Attempt, int64, error) {
+// newest first (only deliveryID's attempts when it is not empty; only
+// those older than attempt id before when it is above 0: the keyset page
+// after a cursor), and how many attempts match in all. ErrNotFound for
+// another account's webhook.
+func (s *Store) ListAttempts(ctx context.Context, accountID int64, webhookID, deliveryID string, limit, offset int, before int64) ([]Attempt, int64, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	var exists bool
@@ -500,8 +502,8 @@ func (s *Store) ListAttempts(ctx context.Context, accountID int64, webhookID, de
 	rows, err := s.pool.Query(ctx, `SELECT a.id, a.delivery_id, d.outbox_id, o.event_type, d.status, a.attempt, a.manual, a.at,
 			a.succeeded, a.status_code, a.latency_ms, a.error, a.response, a.next_attempt_at
 		FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN outbox o ON o.id = d.outbox_id
-		WHERE a.webhook_id = $1 AND ($2 = '' OR a.delivery_id = $2)
-		ORDER BY a.id DESC LIMIT $3 OFFSET $4`, webhookID, deliveryID, limit, offset)
+		WHERE a.webhook_id = $1 AND ($2 = '' OR a.delivery_id = $2) AND ($5 = 0 OR a.id < $5)
+		ORDER BY a.id DESC LIMIT $3 OFFSET $4`, webhookID, deliveryID, limit, offset, before)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list attempts: %w", err)
 	}

@@ -79,13 +79,8 @@ func Setup(ctx context.Context, role string, log *slog.Logger) (stop func(), err
 	if log == nil {
 		log = slog.Default()
 	}
-	for _, k := range []string{EnvTracesProtocol, EnvProtocol} {
-		if p := strings.TrimSpace(os.Getenv(k)); p != "" {
-			if p != "http/protobuf" {
-				return nil, fmt.Errorf("%s=%s: attestd exports traces over OTLP/HTTP only (http/protobuf)", k, p)
-			}
-			break
-		}
+	if err := Validate(os.Getenv); err != nil {
+		return nil, err
 	}
 	exp, err := otlptracehttp.New(ctx)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -99,6 +100,52 @@ func TestTraceparentRoundTrip(t *testing.T) {
 	for _, bad := range []string{"", "00-zz-00f067aa0ba902b7-01", "garbage", "00-00000000000000000000000000000000-00f067aa0ba902b7-01"} {
 		if got := Traceparent(WithTraceparent(context.Background(), bad)); got != "" {
 			t.Errorf("malformed %q carried as %q", bad, got)
+		}
+	}
+}
+
+func TestValidateNamesEveryBadVariable(t *testing.T) {
+	on := map[string]string{EnvEndpoint: "http://127.0.0.1:4318"}
+	with := func(kv ...string) func(string) string {
+		env := map[string]string{}
+		for k, v := range on {
+			env[k] = v
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			env[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return env[k] }
+	}
+	for _, c := range []struct {
+		env  func(string) string
+		want []string // the variables named; none: valid
+	}{
+		{with(), nil},
+		{with("OTEL_TRACES_SAMPLER", "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG", "0.25"), nil},
+		{with("OTEL_TRACES_SAMPLER", "ALWAYS_OFF", "OTEL_BSP_MAX_QUEUE_SIZE", "4096"), nil},
+		{with(EnvTracesProtocol, "http/protobuf", EnvProtocol, "grpc"), nil}, // the traces' own wins
+		{with(EnvEndpoint, "::::"), []string{EnvEndpoint}},
+		{with(EnvTracesEndpoint, "collector:4318"), []string{EnvTracesEndpoint}},
+		{with("OTEL_TRACES_SAMPLER", "bogus"), []string{"OTEL_TRACES_SAMPLER"}},
+		{with("OTEL_TRACES_SAMPLER_ARG", "7"), []string{"OTEL_TRACES_SAMPLER_ARG"}},
+		{with("OTEL_TRACES_SAMPLER_ARG", "half"), []string{"OTEL_TRACES_SAMPLER_ARG"}},
+		{with(EnvProtocol, "grpc"), []string{EnvProtocol}},
+		{with("OTEL_EXPORTER_OTLP_TIMEOUT", "10s", "OTEL_BSP_SCHEDULE_DELAY", "-1", "OTEL_EXPORTER_OTLP_COMPRESSION", "zstd"),
+			[]string{"OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_BSP_SCHEDULE_DELAY", "OTEL_EXPORTER_OTLP_COMPRESSION"}},
+		{with(EnvEndpoint, "::::", "OTEL_TRACES_SAMPLER", "bogus", "OTEL_TRACES_SAMPLER_ARG", "7"),
+			[]string{EnvEndpoint, "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG"}},
+		// Tracing off: nothing of it is read.
+		{func(k string) string { return map[string]string{"OTEL_TRACES_SAMPLER": "bogus"}[k] }, nil},
+	} {
+		err := Validate(c.env)
+		if (err == nil) != (len(c.want) == 0) {
+			t.Errorf("want %v named, got %v", c.want, err)
+			continue
+		}
+		for _, name := range c.want {
+			if !strings.Contains(err.Error(), name) {
+				t.Errorf("%v does not name %s", err, name)
+			}
 		}
 	}
 }

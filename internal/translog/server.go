@@ -488,7 +488,7 @@ func (s *Server) getProof(c *fiber.Ctx) error {
 	case ok && f != "json":
 		return apierror.Invalid("format must be json or tlog-proof")
 	case !ok:
-		text = bytes.Contains(c.Request().Header.Peek(fiber.HeaderAccept), []byte(logformat.ProofMediaType))
+		text = httpapi.PrefersType(c, logformat.ProofMediaType, fiber.MIMEApplicationJSON)
 	}
 	c.Response().Header.Set(fiber.HeaderVary, "Accept, Accept-Encoding")
 	cp, err := s.current(c)

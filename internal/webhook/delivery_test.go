@@ -109,6 +109,35 @@ func TestDeliversSignedEventsToMatchingWebhooks(t *testing.T) {
 	if n != 1 || len(one) != 1 || one[0].DeliveryID != entries[0].DeliveryID {
 		t.Errorf("log filtered by delivery: %d %+v", n, one)
 	}
+	// Pages of two, each after the last one's cursor, walk the same log
+	// in the same order, and the last page names no cursor.
+	var walked []string
+	for query, pages := "?limit=2", 0; ; pages++ {
+		if pages > len(entries) {
+			t.Fatalf("cursor paging does not end: %d pages", pages)
+		}
+		r := h.Do(t, http.MethodGet, "/webhooks/"+wAll.ID+"/deliveries"+query, key, nil)
+		var page struct {
+			Data       []attemptView
+			Pagination struct{ NextCursor string }
+		}
+		r.JSON(t, &page)
+		for _, e := range page.Data {
+			walked = append(walked, e.DeliveryID)
+		}
+		if page.Pagination.NextCursor == "" {
+			break
+		}
+		query = "?limit=2&cursor=" + page.Pagination.NextCursor
+	}
+	if len(walked) != len(entries) {
+		t.Fatalf("cursor pages listed %d attempts, the log has %d", len(walked), len(entries))
+	}
+	for i, e := range entries {
+		if walked[i] != e.DeliveryID {
+			t.Fatalf("cursor page entry %d is %s, the log's is %s", i, walked[i], e.DeliveryID)
+		}
+	}
 }
 
 func TestRetriesUntilTheReceiverAccepts(t *testing.T) {

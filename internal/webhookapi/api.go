@@ -3,12 +3,14 @@ package webhookapi
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -459,7 +461,7 @@ func (a *API) deliveries(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	q, err := httpapi.QueryParams(c, "limit", "offset", "deliveryId")
+	q, err := httpapi.QueryParams(c, "limit", "offset", "deliveryId", "cursor")
 	if err != nil {
 		return err
 	}
@@ -475,9 +477,24 @@ func (a *API) deliveries(c *fiber.Ctx) error {
 	if filtered && !deliveryIDPattern.MatchString(delivery) {
 		return apierror.Invalid("deliveryId must be msg_ followed by 32 hexadecimal digits, got %q", excerpt.Of(delivery, 64))
 	}
-	atts, total, err := a.opt.Store.ListAttempts(c.UserContext(), p.AccountID, id, delivery, limit, offset)
+	var before int64
+	if cur, ok := q["cursor"]; ok {
+		if offset != 0 {
+			return apierror.Invalid("use either cursor or offset, not both")
+		}
+		if before, err = decodeAttemptCursor(cur); err != nil {
+			return err
+		}
+	}
+	// One more than the page: whether a next page exists.
+	atts, total, err := a.opt.Store.ListAttempts(c.UserContext(), p.AccountID, id, delivery, limit+1, offset, before)
 	if err != nil {
 		return webhookErr(err, id)
+	}
+	var next string
+	if len(atts) > limit {
+		atts = atts[:limit]
+		next = encodeAttemptCursor(atts[limit-1].ID)
 	}
 	views := make([]AttemptView, len(atts))
 	for i, at := range atts {
@@ -489,7 +506,37 @@ func (a *API) deliveries(c *fiber.Ctx) error {
 	return c.JSON(struct {
 		Data       []AttemptView      `json:"data"`
 		Pagination httpapi.Pagination `json:"pagination"`
-	}{views, httpapi.Pagination{Limit: limit, Offset: offset, Total: total}})
+	}{views, httpapi.Pagination{Limit: limit, Offset: offset, Total: total, NextCursor: next}})
+}
+
+// attemptCursorPrefix marks a delivery log cursor: the id of the last
+// attempt of the page before, which the next page starts below.
+const attemptCursorPrefix = "attempt:"
+
+func encodeAttemptCursor(id int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(attemptCursorPrefix + strconv.FormatInt(id, 10)))
+}
+
+// decodeAttemptCursor reads a cursor encodeAttemptCursor made; its length
+// is checked before it is decoded.
+func decodeAttemptCursor(s string) (int64, error) {
+	bad := apierror.Invalid("cursor is not one this list gave (pagination.nextCursor), got %q", excerpt.Of(s, 64))
+	if len(s) > 48 {
+		return 0, bad
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return 0, bad
+	}
+	digits, ok := strings.CutPrefix(string(raw), attemptCursorPrefix)
+	if !ok || len(digits) == 0 || digits[0] == '0' || strings.TrimLeft(digits, "0123456789") != "" {
+		return 0, bad
+	}
+	id, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return 0, bad
+	}
+	return id, nil
 }
 
 // QueuedView answers the retry and test routes.

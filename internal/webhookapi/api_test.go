@@ -216,6 +216,14 @@ func TestHostileRequests(t *testing.T) {
 		{"GET", wh + "/deliveries?deliveryId=msg_0123456789abcdef0123456789abcdef&deliveryId=msg_0123456789abcdef0123456789abcdef", "", "", 400},
 		{"GET", wh + "/deliveries?status=failed", "", "", 400},
 		{"GET", wh + "/deliveries?limit=1000", "", "", 200},
+		{"GET", wh + "/deliveries?offset=100001", "", "", 400},
+		{"GET", wh + "/deliveries?cursor=YXR0ZW1wdDoxMg", "", "", 200}, // attempt:12
+		{"GET", wh + "/deliveries?cursor=YXR0ZW1wdDoxMg&offset=2", "", "", 400},
+		{"GET", wh + "/deliveries?cursor=YXR0ZW1wdDowMTI", "", "", 400}, // attempt:012
+		{"GET", wh + "/deliveries?cursor=YXR0ZW1wdDo", "", "", 400},     // attempt:
+		{"GET", wh + "/deliveries?cursor=bm90IG9uZQ", "", "", 400},      // not one
+		{"GET", wh + "/deliveries?cursor=!!", "", "", 400},
+		{"GET", wh + "/deliveries?cursor=" + strings.Repeat("A", 49), "", "", 400},
 		{"POST", wh + "/deliveries/msg_nothex/retry", "", "", 400},
 		{"POST", wh + "/deliveries/" + strings.Repeat("m", 300) + "/retry", "", "", 400},
 		{"POST", wh + "/test", "application/json", `{"type":"x"}`, 400},

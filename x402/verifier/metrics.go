@@ -15,6 +15,7 @@ type metrics struct {
 	settledUnits   prometheus.Counter
 	failed         *prometheus.CounterVec
 	released       prometheus.Counter
+	releaseRetries *prometheus.CounterVec
 	replayRedis    prometheus.Counter
 	replays        *prometheus.CounterVec
 	kept           prometheus.Counter
@@ -39,6 +40,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Settlements that failed (the content was not released), by reason."}, []string{"reason"}),
 		released: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_x402_released_total",
 			Help: "Verified payments given back unsettled because the handler answered an error."}),
+		releaseRetries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "attestd_x402_release_retries_total",
+			Help: "Releases of unsettled payments that failed at first and were retried in the background, by outcome (released, abandoned: left to the reconciler)."}, []string{"outcome"}),
 		replayRedis: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_x402_replay_guard_errors_total",
 			Help: "Replay claims Redis did not answer (the ledger's unique key decided alone)."}),
 		replays: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "attestd_x402_replays_total",
@@ -61,6 +64,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.paid, m.refused, m.settled = metric.Register(reg, m.paid), metric.Register(reg, m.refused), metric.Register(reg, m.settled)
 	m.settledUnits, m.failed = metric.Register(reg, m.settledUnits), metric.Register(reg, m.failed)
 	m.released, m.replayRedis = metric.Register(reg, m.released), metric.Register(reg, m.replayRedis)
+	m.releaseRetries = metric.Register(reg, m.releaseRetries)
 	m.local, m.settle = metric.Register(reg, m.local), metric.Register(reg, m.settle)
 	m.replays, m.kept = metric.Register(reg, m.replays), metric.Register(reg, m.kept)
 	m.pruned, m.prunedBytes, m.storeBytes = metric.Register(reg, m.pruned), metric.Register(reg, m.prunedBytes), metric.Register(reg, m.storeBytes)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/attestd/attestd/internal/store"
@@ -14,18 +15,91 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
+// Releases of an unsettled payment: each step has its own deadline (not
+// the request's, which may be what ran out); one that fails is retried in
+// the background, from releaseFirstRetry doubling to releaseMaxWait, for
+// ReplayTTL, so the same payment can be presented again once the store
+// is back, well before its blockhash expires (60 to 90 s). Past that the
+// reconciler releases the row when the chain says the transaction can no
+// longer land.
+const (
+	releaseTimeout    = 2 * time.Second
+	releaseFirstRetry = 100 * time.Millisecond
+	releaseMaxWait    = 2 * time.Second
+)
+
+// release is what is left to undo of one claim.
+type release struct {
+	ledgerID int64 // 0: the ledger holds nothing to release (or it is done)
+	hash     [32]byte
+	guard    bool // the Redis claim is still to be given back
+}
+
 // unclaim gives the Redis claim back and, when the ledger holds the
-// payment, marks it released: nothing was charged.
+// payment, marks it released: nothing was charged. What fails is retried
+// in the background.
 func (v *Verifier) unclaim(p *Payment, ledger bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
+	r := &release{hash: p.Checked.MessageHash, guard: true}
 	if ledger {
-		if err := v.ledger.FinishPayment(ctx, p.ledgerID, store.PaymentReleased, "", "the answer was an error; not charged"); err != nil {
-			v.log.Error("ledger: release payment", "id", p.ledgerID, "err", err)
-		}
+		r.ledgerID = p.ledgerID
 	}
-	if err := v.guard.release(ctx, p.Checked.MessageHash); err != nil {
-		v.log.Warn("replay guard: release claim", "err", err)
+	if err := v.releaseOnce(r); err != nil {
+		v.log.Warn("payment release failed; retrying in the background", "id", r.ledgerID, "err", err)
+		v.wg.Add(1)
+		go v.releaseLater(r)
+	}
+}
+
+// releaseOnce tries what is left of r: first the ledger's row (a guard
+// given back while the row still says pending would admit nothing), then
+// the Redis claim.
+func (v *Verifier) releaseOnce(r *release) error {
+	if r.ledgerID != 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		err := v.ledger.FinishPayment(ctx, r.ledgerID, store.PaymentReleased, "", "the answer was an error; not charged")
+		cancel()
+		if err != nil {
+			return fmt.Errorf("ledger: release payment %d: %w", r.ledgerID, err)
+		}
+		r.ledgerID = 0
+	}
+	if r.guard {
+		if err := v.guard.release(context.Background(), r.hash); err != nil { // the guard's own timeout
+			return fmt.Errorf("replay guard: release claim: %w", err)
+		}
+		r.guard = false
+	}
+	return nil
+}
+
+// releaseLater retries r until it is done, the verifier closes or
+// ReplayTTL has passed.
+func (v *Verifier) releaseLater(r *release) {
+	defer v.wg.Done()
+	id := r.ledgerID
+	until := time.Now().Add(ReplayTTL)
+	t := time.NewTimer(releaseFirstRetry)
+	defer t.Stop()
+	for wait := releaseFirstRetry; ; wait = min(2*wait, releaseMaxWait) {
+		t.Reset(wait)
+		select {
+		case <-v.closed:
+			v.log.Warn("payment release abandoned at shutdown; the reconciler releases it", "id", id)
+			v.m.releaseRetries.WithLabelValues("abandoned").Inc()
+			return
+		case <-t.C:
+		}
+		err := v.releaseOnce(r)
+		if err == nil {
+			v.log.Info("payment released after a retry", "id", id)
+			v.m.releaseRetries.WithLabelValues("released").Inc()
+			return
+		}
+		if time.Now().After(until) {
+			v.log.Error("payment release abandoned; the reconciler releases it once its transaction can no longer land", "id", id, "err", err)
+			v.m.releaseRetries.WithLabelValues("abandoned").Inc()
+			return
+		}
 	}
 }
 

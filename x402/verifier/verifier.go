@@ -98,6 +98,7 @@ type Verifier struct {
 	// last made: shared, never modified, replaced whole when either moves.
 	extra   atomic.Pointer[extraOf]
 	cancel  context.CancelFunc
+	closed  <-chan struct{} // closed by Close: background work stops
 	wg      sync.WaitGroup
 	closeMu sync.Once
 }
@@ -146,7 +147,7 @@ func New(ctx context.Context, opt Deps) (*Verifier, error) {
 		v.storeBytes = DefaultAnswerStoreBytes
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	v.cancel = cancel
+	v.cancel, v.closed = cancel, runCtx.Done()
 	v.wg.Add(1)
 	go func() { defer v.wg.Done(); v.pruneLoop(runCtx) }()
 	if cfg.SelfSettling() {

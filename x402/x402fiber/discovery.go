@@ -8,6 +8,7 @@ import (
 
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/x402/verifier"
 	"github.com/gofiber/fiber/v2"
@@ -99,16 +100,13 @@ func (d *Discovery) wellKnown(c *fiber.Ctx) error {
 	if len(c.Request().URI().QueryString()) == 0 {
 		return send(c, b, fiber.MIMEApplicationJSON)
 	}
-	limit, offset, typ, err := discoveryPage(c)
+	limit, offset, err := discoveryPage(c)
 	if err != nil {
 		return err
 	}
 	d.mu.Lock()
 	full := d.full
 	d.mu.Unlock()
-	if typ != "" && typ != "http" {
-		full.Items = nil // every resource of this origin is an HTTP one
-	}
 	page, err := json.Marshal(full.Page(limit, offset))
 	if err != nil {
 		return err
@@ -118,11 +116,14 @@ func (d *Discovery) wellKnown(c *fiber.Ctx) error {
 
 // discoveryPage reads the parameters of GET /discovery/resources (x402
 // v2): limit 1 to 100 (default 20; more is clamped to 100, as
-// pagination.limit then says), offset from 0 (default 0) and type (a
-// filter: "http" keeps every item, another type none). A malformed limit
-// or offset, or one of the three given twice, is 400; other parameters
-// are ignored (a crawler's cache buster, a facilitator's filters).
-func discoveryPage(c *fiber.Ctx) (limit, offset int, typ string, err error) {
+// pagination.limit then says), offset from 0 (default 0) and type, which
+// may only be "http" (every payable resource of this service is an HTTP
+// route; a type we do not serve is refused rather than answered with an
+// empty list a client could take for "nothing for sale"). A malformed
+// limit, offset or type, or one of the three given twice, is 400; other
+// parameters are ignored (a crawler's cache buster, a facilitator's
+// filters).
+func discoveryPage(c *fiber.Ctx) (limit, offset int, err error) {
 	limit = verifier.DiscoveryDefaultLimit
 	seen := map[string]bool{}
 	var bad error
@@ -152,10 +153,12 @@ func discoveryPage(c *fiber.Ctx) (limit, offset int, typ string, err error) {
 			}
 			offset = n
 		case "type":
-			typ = string(v)
+			if string(v) != "http" {
+				bad = apierror.Invalid("type must be http (every payable resource here is an HTTP route), got %q", excerpt.Of(string(v), 32))
+			}
 		}
 	})
-	return limit, offset, typ, bad
+	return limit, offset, bad
 }
 
 // smallNumber reads 1 to 7 decimal digits (at most 1,000,000).

@@ -553,7 +553,9 @@ func TestDiscoveryPages(t *testing.T) {
 		{"?offset=1000000", 200, 20, 1000000, 0},
 		{"?limit=500", 200, 100, 0, all},
 		{"?type=http", 200, 20, 0, all},
-		{"?type=mcp", 200, 20, 0, 0},
+		{"?type=mcp", 400, 0, 0, 0},
+		{"?type=", 400, 0, 0, 0},
+		{"?type=HTTP", 400, 0, 0, 0},
 		{"?v=123&metadata[provider]=x", 200, 20, 0, all},
 		{"?limit=0", 400, 0, 0, 0},
 		{"?limit=-1", 400, 0, 0, 0},
@@ -582,8 +584,8 @@ func TestDiscoveryPages(t *testing.T) {
 		var doc verifier.Discovery
 		testenv.Must(t, json.Unmarshal(b, &doc), "decode %q", tc.query)
 		total := all
-		if strings.Contains(tc.query, "type=mcp") {
-			total = 0
+		if doc.Items == nil {
+			t.Errorf("%q: items is null; an empty page is []", tc.query)
 		}
 		if doc.Pagination != (x402.DiscoveryPagination{Limit: tc.limit, Offset: tc.offset, Total: total}) || len(doc.Items) != tc.items ||
 			len(doc.Resources) != all {
