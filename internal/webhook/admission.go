@@ -44,8 +44,8 @@ func (w *Worker) admitted(ctx context.Context, t *task, h *hook) bool {
 			return false
 		}
 	}
-	cap := w.capOf(h)
-	wait, ownOnly := slot(ctx, w.rdb, w.prefix, cap, h.host, h.id, rate, onOwn)
+	cap, to := w.capOf(h), w.dests.of(ctx, h.host).key
+	wait, ownOnly := slot(ctx, w.rdb, w.prefix, cap, to, h.id, rate, onOwn)
 	w.disp.booked(t)
 	if ownOnly {
 		if wait > hostRetry {
@@ -58,7 +58,7 @@ func (w *Worker) admitted(ctx context.Context, t *task, h *hook) bool {
 			w.rec.add(outcome{part: m.Part, releaseOnly: m.StreamID})
 			return false
 		}
-		wait, _ = slot(ctx, w.rdb, w.prefix, cap, h.host, h.id, rate, true)
+		wait, _ = slot(ctx, w.rdb, w.prefix, cap, to, h.id, rate, true)
 	}
 	if wait > hostRetry {
 		// Over the host's cap: the job waits for its turn in the retry

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -46,7 +47,7 @@ func TestDeliversSignedEventsToMatchingWebhooks(t *testing.T) {
 	}
 	wantAll := ids(match, other, []int64{revoked, registered})
 	wantF := ids(match, []int64{revoked})
-	testenv.WaitFor(t, "every delivery", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "every delivery", testenv.Patience, func() bool {
 		return len(all.eventIDs(t)) >= len(wantAll) && len(filtered.eventIDs(t)) >= len(wantF)
 	})
 	for rc, want := range map[*receiver]map[string]bool{all: wantAll, filtered: wantF} {
@@ -415,5 +416,39 @@ func TestOutageParksJobsThenDeliversEverything(t *testing.T) {
 		t.Fatalf("the failing receiver got %d requests for %d events: its circuit did not hold them back", f, n)
 	} else {
 		t.Logf("%d events; the failing receiver got %d requests before it recovered", n, f)
+	}
+}
+
+// TestSpellingsOfOneReceiverShareItsCap: webhooks of two accounts aimed
+// at one receiver as 127.0.0.1, localhost and [::ffff:127.0.0.1] take
+// their turns at one cap (one schedule in Redis, the address's), not one
+// per spelling.
+func TestSpellingsOfOneReceiverShareItsCap(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpt{})
+	rc := newReceiver(t, nil)
+	u, err := url.Parse(rc.URL())
+	testenv.Must(t, err, "receiver URL")
+	for i, host := range []string{"127.0.0.1", "localhost", "[::ffff:127.0.0.1]"} {
+		key := h.Key(t, fmt.Sprintf("account-%d", i%2))
+		h.Create(t, key, map[string]any{"url": "http://" + host + ":" + u.Port() + u.Path, "events": []string{"attestation.created"}})
+	}
+	cfg := h.cfg
+	cfg.UnverifiedHostRate, cfg.HostRate = 1000, 1000 // caps on, never in the way
+	h.startWorker(t, cfg, "w1")
+	insertEvents(t, h.env.Store, 4, agentA, "ToolCall")
+	testenv.WaitForState(t, "12 deliveries", testenv.Patience, func() (bool, string) {
+		n := len(rc.deliveries())
+		return n >= 12, fmt.Sprintf("%d delivered", n)
+	})
+	keys, err := h.rdb.Keys(context.Background(), h.env.Prefix+"whcap:{h:*").Result()
+	testenv.Must(t, err, "cap keys")
+	if len(keys) == 0 {
+		t.Fatal("no cap schedule in Redis")
+	}
+	for _, k := range keys {
+		if !strings.Contains(k, "{h:127.0.0.1}") {
+			t.Errorf("cap schedule %q: every spelling should share 127.0.0.1's (%v)", k, keys)
+		}
 	}
 }

@@ -9,9 +9,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// hostCap is the cap on requests per second to one destination host of
-// one class of endpoints (verified ones, or the others), shared by every
-// account and worker through Redis.
+// hostCap is the cap on requests per second to one destination of one
+// class of endpoints (verified ones, or the others), shared by every
+// account and worker through Redis. A destination is the receiver's
+// address as dests keys it, however its URL spells the host.
 //
 // It is a GCRA schedule, one theoretical arrival time per host, in which a
 // request over the cap is not refused but takes the next free turn: the

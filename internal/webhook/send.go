@@ -135,6 +135,8 @@ func (w *Worker) sendAttempt(ctx context.Context, h *hook, job *queue.Job) resul
 // post sends s.body to url, signed as s (again on the client's retry);
 // without an answer, why says why (the caller closes an answer's body).
 func (w *Worker) post(ctx context.Context, url string, s signing) (resp *http.Response, why string) {
+	// Connect where the host's cap turn was taken (dests).
+	ctx = egress.WithAddr(ctx, w.dests.of(ctx, hostOf(url)).addr)
 	req, err := retryablehttp.NewRequestWithContext(context.WithValue(ctx, signingKey{}, s), http.MethodPost, url, s.body)
 	if err != nil {
 		return nil, "invalid request: " + err.Error()

@@ -135,13 +135,13 @@ func (w *Worker) verifyLoop(ctx, sendCtx context.Context) {
 func (w *Worker) verifyOne(ctx context.Context, j store.VerifyJob) {
 	o := store.VerifyOutcome{WebhookID: j.WebhookID, Round: j.Round}
 	var result verificationResult
-	host := hostOf(j.URL)
+	to := w.dests.of(ctx, hostOf(j.URL)).key
 	wait := time.Duration(0)
 	onIt, early := onTurn(derefTime(j.Turn), w.now())
 	if onIt || early {
 		wait = max(j.Turn.Sub(w.now()), 0) // back before its turn: wait for it
 	} else {
-		wait, _ = w.unverifiedCap.turn(ctx, host, true)
+		wait, _ = w.unverifiedCap.turn(ctx, to, true)
 	}
 	if wait > hostRetry && !onIt {
 		next := w.now().Add(wait)

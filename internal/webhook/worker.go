@@ -93,6 +93,9 @@ type Worker struct {
 	now    func() time.Time
 	name   string
 	egress *egress.Client
+	// dests is where each host's requests connect, and the key of its
+	// per-host caps: one per receiver address, however it is spelled.
+	dests  *dests
 	client *retryablehttp.Client
 	hooks  *hookCache
 	brk    *breakers
@@ -157,8 +160,10 @@ func NewWorker(opt WorkerDeps) (*Worker, error) {
 	w := &Worker{opt: opt, cfg: cfg, st: opt.Store, q: opt.Queue, log: opt.Logger.With("worker", opt.Name), now: opt.Now,
 		name: opt.Name, m: newMetrics(opt.Registerer), reconcile: make(chan struct{}, 1),
 		tokens: make(chan struct{}, heldPerSender*cfg.Concurrency)}
-	w.egress = egress.NewClient(egress.Options{Policy: egress.Policy{AllowLoopback: cfg.AllowLoopback}, Timeout: cfg.Timeout,
+	policy := egress.Policy{AllowLoopback: cfg.AllowLoopback}
+	w.egress = egress.NewClient(egress.Options{Policy: policy, Timeout: cfg.Timeout,
 		Resolver: opt.Resolver, MaxConnsPerHost: cfg.EndpointConcurrency, TLS: opt.TLS})
+	w.dests = newDests(opt.Resolver, policy)
 	w.client = newRetryClient(w.egress)
 	w.hooks = &hookCache{st: opt.Store, keys: cfg.Keys, now: opt.Now}
 	w.brk = &breakers{minCool: opt.BreakerCooldown}

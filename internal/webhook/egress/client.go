@@ -71,7 +71,7 @@ func NewClient(opt Options) *Client {
 	}
 	t := &http.Transport{
 		Proxy:                  nil, // a proxy would make the dialer check the proxy's address instead
-		DialContext:            dialer.DialContext,
+		DialContext:            dialPinned(dialer),
 		TLSClientConfig:        tlsConf,
 		TLSHandshakeTimeout:    min(5*time.Second, opt.Timeout),
 		ResponseHeaderTimeout:  opt.Timeout,
@@ -92,6 +92,19 @@ func NewClient(opt Options) *Client {
 			},
 		},
 		transport: t,
+	}
+}
+
+// dialPinned dials the address a request's context pins (WithAddr), at
+// the port asked for, instead of what the host resolves to now.
+func dialPinned(d *net.Dialer) func(ctx context.Context, network, address string) (net.Conn, error) {
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		if a, ok := pinned(ctx); ok {
+			if _, port, err := net.SplitHostPort(address); err == nil {
+				address = net.JoinHostPort(a.String(), port)
+			}
+		}
+		return d.DialContext(ctx, network, address)
 	}
 }
 
