@@ -294,37 +294,11 @@ func gen(t *testing.T, c *devnet.Chain, agents, atts, batch int) devnet.Generate
 	return g
 }
 
-// metricValue sums the samples of a counter or gauge whose labels include
-// the given ones.
+// metricValue sums the samples of a counter or gauge whose labels include the
+// given ones.
 func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	testenv.Must(t, err, "gather")
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				ok := false
-				for _, l := range m.GetLabel() {
-					ok = ok || (l.GetName() == labels[i] && l.GetValue() == labels[i+1])
-				}
-				if !ok {
-					continue next
-				}
-			}
-			if c := m.GetCounter(); c != nil {
-				sum += c.GetValue()
-			}
-			if g := m.GetGauge(); g != nil {
-				sum += g.GetValue()
-			}
-		}
-	}
-	return sum
+	return testenv.MetricSum(t, reg, name, labels...)
 }
 
 func txRows(t *testing.T, st *store.Store, sig solana.Signature) int {

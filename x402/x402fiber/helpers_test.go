@@ -184,32 +184,11 @@ func reason(t *testing.T, r *apptest.Response) string {
 	return b.Error.Reason
 }
 
+// counter sums the samples of a counter or gauge whose labels include the
+// given ones.
 func counter(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	testenv.Must(t, err, "gather")
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				found := false
-				for _, lp := range m.GetLabel() {
-					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
-						found = true
-					}
-				}
-				if !found {
-					continue next
-				}
-			}
-			sum += m.GetCounter().GetValue()
-		}
-	}
-	return sum
+	return testenv.MetricSum(t, reg, name, labels...)
 }
 
 func ledger(t *testing.T, st *store.Store, status store.PaymentStatus) []store.Payment {

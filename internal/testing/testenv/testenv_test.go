@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -111,5 +112,32 @@ func TestSharedServerStartsOnce(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestMetricSum(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "things_total"}, []string{"kind", "outcome"})
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "level"})
+	reg.MustRegister(c, g)
+	c.WithLabelValues("a", "ok").Add(2)
+	c.WithLabelValues("a", "bad").Add(3)
+	c.WithLabelValues("b", "ok").Add(5)
+	g.Set(7)
+	for _, tc := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"things_total", nil, 10},
+		{"things_total", []string{"kind", "a"}, 5},
+		{"things_total", []string{"kind", "a", "outcome", "ok"}, 2},
+		{"things_total", []string{"kind", "c"}, 0},
+		{"level", nil, 7},
+		{"missing", nil, 0},
+	} {
+		if got := MetricSum(t, reg, tc.name, tc.labels...); got != tc.want {
+			t.Errorf("%s %v: %v, want %v", tc.name, tc.labels, got, tc.want)
+		}
 	}
 }
