@@ -26,6 +26,9 @@ const (
 	releaseTimeout    = 2 * time.Second
 	releaseFirstRetry = 100 * time.Millisecond
 	releaseMaxWait    = 2 * time.Second
+	// maxLateReleases bounds the releases retried at once: past it (a
+	// long outage under many paid requests) the reconciler has the rest.
+	maxLateReleases = 1024
 )
 
 // release is what is left to undo of one claim.
@@ -44,6 +47,13 @@ func (v *Verifier) unclaim(p *Payment, ledger bool) {
 		r.ledgerID = p.ledgerID
 	}
 	if err := v.releaseOnce(r); err != nil {
+		if v.lateReleases.Add(1) > maxLateReleases {
+			v.lateReleases.Add(-1)
+			v.log.Error("payment release failed, and too many are retried already; the reconciler releases it once its transaction can no longer land",
+				"id", r.ledgerID, "err", err)
+			v.m.releaseRetries.WithLabelValues("abandoned").Inc()
+			return
+		}
 		v.log.Warn("payment release failed; retrying in the background", "id", r.ledgerID, "err", err)
 		v.wg.Add(1)
 		go v.releaseLater(r)
@@ -76,6 +86,7 @@ func (v *Verifier) releaseOnce(r *release) error {
 // ReplayTTL has passed.
 func (v *Verifier) releaseLater(r *release) {
 	defer v.wg.Done()
+	defer v.lateReleases.Add(-1)
 	id := r.ledgerID
 	until := time.Now().Add(ReplayTTL)
 	t := time.NewTimer(releaseFirstRetry)

@@ -96,11 +96,13 @@ type Verifier struct {
 	assetStr, payToStr string
 	// extra is the requirements' extra (fee payer, blockhash hint) as
 	// last made: shared, never modified, replaced whole when either moves.
-	extra   atomic.Pointer[extraOf]
-	cancel  context.CancelFunc
-	closed  <-chan struct{} // closed by Close: background work stops
-	wg      sync.WaitGroup
-	closeMu sync.Once
+	extra  atomic.Pointer[extraOf]
+	cancel context.CancelFunc
+	closed <-chan struct{} // closed by Close: background work stops
+	// lateReleases counts the releases retried in the background (settle.go).
+	lateReleases atomic.Int64
+	wg           sync.WaitGroup
+	closeMu      sync.Once
 }
 
 type route struct {
