@@ -42,13 +42,16 @@ type ChainStatusFunc func(ctx context.Context) ChainStatus
 
 // Health is the body of GET /health.
 type Health struct {
-	Status        string        `json:"status"`
-	Version       string        `json:"version"`
-	UptimeSeconds int64         `json:"uptimeSeconds"`
-	Postgres      string        `json:"postgres"`
-	Redis         string        `json:"redis"`
-	Indexer       IndexerStatus `json:"indexer"`
-	Chain         ChainStatus   `json:"chain"`
+	Status        string `json:"status"`
+	Version       string `json:"version"`
+	UptimeSeconds int64  `json:"uptimeSeconds"`
+	Postgres      string `json:"postgres"`
+	Redis         string `json:"redis"`
+	// Cache is "full" while the read cache refuses writes to Redis (its
+	// budget spent, or Redis out of memory): answers are still served.
+	Cache   string        `json:"cache"`
+	Indexer IndexerStatus `json:"indexer"`
+	Chain   ChainStatus   `json:"chain"`
 	// Reasons says, one sentence each, why the status is not ok (empty
 	// when it is): a store down, the chain unreachable, the indexer behind.
 	Reasons  []string  `json:"reasons"`
@@ -100,7 +103,7 @@ func (a *API) health(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), 3*time.Second)
 	defer cancel()
 	h := Health{Status: "ok", Version: buildinfo.Version, UptimeSeconds: int64(time.Since(a.started).Seconds()),
-		Postgres: "ok", Redis: "ok", Reasons: []string{}}
+		Postgres: "ok", Redis: "ok", Cache: "ok", Reasons: []string{}}
 	pgUp := a.deps.Store.Ping(ctx) == nil
 	if !pgUp {
 		h.Postgres = "down"
@@ -110,6 +113,9 @@ func (a *API) health(c *fiber.Ctx) error {
 	if !redisUp {
 		h.Redis = "down"
 		h.Reasons = append(h.Reasons, "redis: down; reads go to PostgreSQL")
+	}
+	if a.deps.Cache.Full() {
+		h.Cache = "full"
 	}
 	for _, d := range a.deps.Degradations {
 		if d.Active() {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/attestd/attestd/internal/metric"
 	"github.com/attestd/attestd/internal/pubsub"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,14 +24,18 @@ var ErrNotFound = errors.New("not found")
 
 // Options configure a Cache.
 type Options struct {
-	Prefix         string        // key prefix in Redis, e.g. "attestd:"
-	LocalBytes     int           // in-process budget per kind (immutable, indexed); default 32 MiB; -1 disables the local layer
-	ImmutableTTL   time.Duration // default 24 h
-	IndexedTTL     time.Duration // bound on time-dependent fields (last24h); default 30 s
-	LoadTimeout    time.Duration // Postgres load deadline; default 5 s
-	RedisTimeout   time.Duration // per Redis call; default 200 ms
-	PollInterval   time.Duration // epoch poll backing pub/sub; default 1 s
-	Disabled       bool          // bypass both layers (benchmarks of uncached reads)
+	Prefix       string        // key prefix in Redis, e.g. "attestd:"
+	LocalBytes   int           // in-process budget per kind (immutable, indexed); default 32 MiB; -1 disables the local layer
+	ImmutableTTL time.Duration // default 24 h
+	IndexedTTL   time.Duration // bound on time-dependent fields (last24h); default 30 s
+	LoadTimeout  time.Duration // Postgres load deadline; default 5 s
+	RedisTimeout time.Duration // per Redis call; default 200 ms
+	PollInterval time.Duration // epoch poll backing pub/sub; default 1 s
+	Disabled     bool          // bypass both layers (benchmarks of uncached reads)
+	// MaxBytes bounds what the cache keeps in Redis, shared by every node
+	// (see budget.go); default DefaultMaxBytes, -1 unbounded (a Redis of
+	// the cache's own that evicts).
+	MaxBytes       int64
 	Logger         *slog.Logger
 	Registerer     prometheus.Registerer
 	SkipSubscriber bool // writers that never read (seed, the indexer) need no subscription or epoch polling
@@ -61,6 +66,7 @@ type Cache struct {
 	immutable *local
 	sf        singleflight.Group
 	m         *metrics
+	budget    *budget
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
 	listener  *pubsub.Listener
@@ -86,7 +92,12 @@ func New(ctx context.Context, rdb redis.UniversalClient, opt Options) (*Cache, e
 	if opt.PollInterval <= 0 {
 		opt.PollInterval = time.Second
 	}
-	c := &Cache{rdb: rdb, opt: opt, log: opt.Logger, immutable: newLocal(opt.LocalBytes), m: newMetrics(opt.Registerer)}
+	if opt.MaxBytes == 0 {
+		opt.MaxBytes = DefaultMaxBytes
+	}
+	c := &Cache{rdb: rdb, opt: opt, log: opt.Logger, immutable: newLocal(opt.LocalBytes), m: newMetrics(opt.Registerer),
+		budget: newBudget(rdb, opt)}
+	metric.Register(opt.Registerer, prometheus.Collector(budgetCollector{c.budget}))
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -260,5 +271,15 @@ func (c *Cache) poll(ctx context.Context) {
 			continue
 		}
 		c.markUp()
+		c.refreshBudget(ctx)
+	}
+}
+
+// refreshBudget reads what every node stored in the live windows.
+func (c *Cache) refreshBudget(ctx context.Context) {
+	rctx, cancel := c.redisCtx(ctx)
+	defer cancel()
+	if err := c.budget.refresh(rctx); err != nil {
+		c.log.Debug("cache budget not read", "err", err)
 	}
 }

@@ -222,13 +222,9 @@ func (c *Cache) fromRedis(ctx context.Context, key string, epoch uint64) ([]byte
 func (c *Cache) toRedis(ctx context.Context, key string, epoch uint64, b []byte, immutable bool) {
 	rctx, cancel := c.redisCtx(ctx)
 	defer cancel()
-	var err error
 	if immutable {
-		err = c.rdb.Set(rctx, c.immutableKey(key), b, c.opt.ImmutableTTL).Err()
+		c.keep(rctx, c.immutableKey(key), b, c.opt.ImmutableTTL)
 	} else {
-		err = c.rdb.Set(rctx, c.indexedKey(key, epoch), b, c.opt.IndexedTTL).Err()
-	}
-	if err != nil {
-		c.markDown(fmt.Errorf("cache set: %w", err))
+		c.keep(rctx, c.indexedKey(key, epoch), b, c.opt.IndexedTTL)
 	}
 }

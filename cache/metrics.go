@@ -16,7 +16,18 @@ type metrics struct {
 	epoch       prometheus.Gauge
 	loadSeconds prometheus.Histogram
 	localBytes  func() float64
+	writes      [classes][outcomes]prometheus.Counter
 }
+
+// Outcomes of a write to Redis (attestd_cache_redis_writes_total).
+const (
+	outcomeStored   = iota // kept
+	outcomeDeferred        // first miss: a marker only
+	outcomeRefused         // the class's budget is spent, or Redis is out of memory
+	outcomes
+)
+
+var outcomeNames = [outcomes]string{outcomeStored: "stored", outcomeDeferred: "deferred", outcomeRefused: "refused"}
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
@@ -46,5 +57,45 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		return m.localBytes()
 	}))
 	m.hitsLocal, m.hitsRedis = m.hits.WithLabelValues("local"), m.hits.WithLabelValues("redis")
+	writes := metric.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "attestd_cache_redis_writes_total",
+		Help: "Cache entries offered to Redis, by class (short, long) and outcome: stored; deferred (a first miss leaves a marker, the second stores); refused (the class's budget is spent, or Redis is out of memory)."},
+		[]string{"class", "outcome"}))
+	for cls := range classes {
+		for o := range outcomes {
+			m.writes[cls][o] = writes.WithLabelValues(classNames[cls], outcomeNames[o])
+		}
+	}
 	return m
+}
+
+// budgetCollector reports the budget when scraped: each class's share,
+// what it holds (as last read, every PollInterval) and whether it is full.
+type budgetCollector struct{ b *budget }
+
+var (
+	budgetDesc = prometheus.NewDesc("attestd_cache_redis_budget_bytes",
+		"Bytes each class of cache entries may hold in Redis (ATTESTD_CACHE_MAX_MB; 0: unbounded).", []string{"class"}, nil)
+	heldDesc = prometheus.NewDesc("attestd_cache_redis_bytes",
+		"Bytes each class of cache entries holds in Redis, as counted against its budget (an overestimate by one window at most).", []string{"class"}, nil)
+	fullDesc = prometheus.NewDesc("attestd_cache_full",
+		"1 while a class of cache entries refuses writes to Redis (its budget spent, or Redis out of memory); answers are still served.", []string{"class"}, nil)
+)
+
+func (bc budgetCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- budgetDesc
+	ch <- heldDesc
+	ch <- fullDesc
+}
+
+func (bc budgetCollector) Collect(ch chan<- prometheus.Metric) {
+	for cls := range classes {
+		name := classNames[cls]
+		full := 0.0
+		if bc.b.isFull(cls) {
+			full = 1
+		}
+		ch <- prometheus.MustNewConstMetric(budgetDesc, prometheus.GaugeValue, float64(bc.b.limit[cls]), name)
+		ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(bc.b.heldNow(cls)), name)
+		ch <- prometheus.MustNewConstMetric(fullDesc, prometheus.GaugeValue, full, name)
+	}
 }

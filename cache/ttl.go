@@ -58,9 +58,7 @@ func (c *Cache) GetValueFor(ctx context.Context, key string, ttl time.Duration, 
 		if redisUp {
 			rctx, cancel := c.redisCtx(ctx)
 			defer cancel()
-			if err := c.rdb.Set(rctx, c.ttlKey(key), b, ttl).Err(); err != nil {
-				c.markDown(fmt.Errorf("cache set: %w", err))
-			}
+			c.keep(rctx, c.ttlKey(key), b, ttl)
 		}
 		return result{b, FromLoader}, nil
 	})

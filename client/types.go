@@ -54,13 +54,16 @@ type AgentStats struct {
 
 // Health is the body of GET /health.
 type Health struct {
-	Status        string        `json:"status"` // ok, degraded or down
-	Version       string        `json:"version"`
-	UptimeSeconds int64         `json:"uptimeSeconds"`
-	Postgres      string        `json:"postgres"`
-	Redis         string        `json:"redis"`
-	Indexer       IndexerStatus `json:"indexer"`
-	Chain         ChainStatus   `json:"chain"`
+	Status        string `json:"status"` // ok, degraded or down
+	Version       string `json:"version"`
+	UptimeSeconds int64  `json:"uptimeSeconds"`
+	Postgres      string `json:"postgres"`
+	Redis         string `json:"redis"`
+	// Cache is "full" while the read cache refuses writes to Redis; the
+	// node still answers ("ok" otherwise).
+	Cache   string        `json:"cache"`
+	Indexer IndexerStatus `json:"indexer"`
+	Chain   ChainStatus   `json:"chain"`
 	// Reasons says why the status is not ok (empty when it is).
 	Reasons  []string  `json:"reasons"`
 	Replicas []Replica `json:"replicas"`

@@ -167,17 +167,30 @@ func startLocalStores(ctx context.Context, env *settings.Overlay, f localFlags, 
 		env.Set("DATABASE_URL", pg.URL)
 	}
 	if env.Getenv("REDIS_URL") == "" {
-		// One server for state and cache here, bounded and never evicting
-		// (docs/operations.md, Redis memory; make cluster runs the pair).
-		log.Info("starting local redis (no persistence)")
+		// The pair every shipped configuration runs (docs/operations.md,
+		// Redis memory): state bounded and never evicting, the read cache
+		// in a server of its own that evicts its least used entries.
+		log.Info("starting local redis for state and one for the cache (no persistence)")
 		r, err := devstack.StartRedisWith(ctx, filepath.Join(f.abs, "redis"), 0, devstack.StateRedisArgs...)
 		if err != nil {
 			return stop, fmt.Errorf("local redis: %w", err)
 		}
 		stops = append(stops, r.Stop)
 		env.Set("REDIS_URL", r.URL)
+		if env.Getenv("ATTESTD_CACHE_REDIS_URL") == "" {
+			c, err := devstack.StartRedisWith(ctx, filepath.Join(f.abs, "redis-cache"), 0, devstack.CacheRedisArgs...)
+			if err != nil {
+				return stop, fmt.Errorf("local cache redis: %w", err)
+			}
+			stops = append(stops, c.Stop)
+			env.Set("ATTESTD_CACHE_REDIS_URL", c.URL)
+			if env.Getenv("ATTESTD_CACHE_MAX_MB") == "" {
+				env.Set("ATTESTD_CACHE_MAX_MB", devstack.CacheRedisBudgetMB)
+			}
+		}
 	}
-	log.Info("local stores ready", "DATABASE_URL", env.Getenv("DATABASE_URL"), "REDIS_URL", env.Getenv("REDIS_URL"))
+	log.Info("local stores ready", "DATABASE_URL", env.Getenv("DATABASE_URL"), "REDIS_URL", env.Getenv("REDIS_URL"),
+		"ATTESTD_CACHE_REDIS_URL", env.Getenv("ATTESTD_CACHE_REDIS_URL"))
 	// One-shot commands in another terminal find the stores here.
 	removeStores, err := writeStoresFile(f.abs, env.Getenv)
 	if err != nil {

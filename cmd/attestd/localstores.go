@@ -24,7 +24,7 @@ const (
 )
 
 // storesVars are the variables stores.env carries, in its order.
-var storesVars = []string{"DATABASE_URL", "REDIS_URL", "ATTESTD_REDIS_PREFIX"}
+var storesVars = []string{"DATABASE_URL", "REDIS_URL", "ATTESTD_CACHE_REDIS_URL", "ATTESTD_REDIS_PREFIX"}
 
 // errLocalRunning: an attestd local holds the directory's lock.
 var errLocalRunning = errors.New("an attestd local (make run) is running")

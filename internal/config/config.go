@@ -22,6 +22,7 @@ var Vars = []Var{
 	{"ATTESTD_ACCESS_LOG", "errors", "errors (5xx and slow requests) or all"},
 	{"ATTESTD_REDIS_PREFIX", "attestd:", "prefix of every Redis key and channel"},
 	{"ATTESTD_CACHE", "on", "off bypasses both cache layers"},
+	{"ATTESTD_CACHE_MAX_MB", "64", "what the read cache may keep in Redis, MiB, shared by every node (a quarter for answers kept 30 s at most, the rest for those kept up to 24 h); past it the cache stops writing and says full (attestd_cache_full); 0: unbounded, only with ATTESTD_CACHE_REDIS_URL (a server of its own that evicts)"},
 	{"ATTESTD_CACHE_LOCAL_MB", "32", "in-process cache budget per kind, MiB; 0 disables the in-process layer"},
 	{"ATTESTD_DB_MAX_CONNS", "16", "PostgreSQL pool size per process"},
 	{"ATTESTD_SHUTDOWN_TIMEOUT", "10s", "grace for in-flight requests on SIGTERM"},
@@ -45,7 +46,8 @@ type Config struct {
 	AccessLogAll    bool
 	RedisPrefix     string
 	CacheDisabled   bool
-	LocalBytes      int // per kind; -1 disables
+	CacheMaxBytes   int64 // in Redis; -1: unbounded
+	LocalBytes      int   // per kind; -1 disables
 	DBMaxConns      int32
 	ShutdownTimeout time.Duration
 	DrainTimeout    time.Duration
@@ -89,6 +91,15 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if v := e.String("ATTESTD_LOG_LEVEL", "info"); c.LogLevel.UnmarshalText([]byte(v)) != nil {
 		e.Fail("ATTESTD_LOG_LEVEL", "want debug, info, warn or error, got %q", v)
+	}
+	c.CacheMaxBytes = int64(e.Int("ATTESTD_CACHE_MAX_MB", 64, 0, 1<<24)) << 20
+	if c.CacheMaxBytes == 0 {
+		c.CacheMaxBytes = -1
+		if c.CacheRedisURL == "" {
+			// Unbounded in the server that holds limits, sessions, queues
+			// and payment claims: readers could fill it.
+			e.Fail("ATTESTD_CACHE_MAX_MB", "0 (unbounded) needs ATTESTD_CACHE_REDIS_URL: a cache sharing REDIS_URL's server must be bounded")
+		}
 	}
 	c.LocalBytes = e.Int("ATTESTD_CACHE_LOCAL_MB", 32, 0, 1<<20) << 20
 	if c.LocalBytes == 0 {

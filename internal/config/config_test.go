@@ -14,7 +14,7 @@ func TestFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.HTTPAddr != "127.0.0.1:8080" || c.LogLevel != slog.LevelInfo || c.DBMaxConns != 16 ||
-		c.ShutdownTimeout != 10*time.Second || c.RedisPrefix != "attestd:" || c.LocalBytes != 32<<20 || c.RedisCluster ||
+		c.ShutdownTimeout != 10*time.Second || c.RedisPrefix != "attestd:" || c.LocalBytes != 32<<20 || c.RedisCluster || c.CacheMaxBytes != 64<<20 ||
 		c.MetricsAddr != "127.0.0.1:9090" {
 		t.Fatalf("defaults: %+v", c)
 	}
@@ -24,6 +24,9 @@ func TestFromEnv(t *testing.T) {
 		{"ATTESTD_CACHE": "maybe"},
 		{"ATTESTD_REDIS_CLUSTER": "yes"},
 		{"ATTESTD_CACHE_LOCAL_MB": "-1"},
+		{"ATTESTD_CACHE_MAX_MB": "-1"},
+		{"ATTESTD_CACHE_MAX_MB": "0"}, // unbounded in the state's server
+		{"ATTESTD_CACHE_MAX_MB": "lots"},
 		{"ATTESTD_DB_MAX_CONNS": "0"},
 		{"ATTESTD_DB_MAX_CONNS": "x"},
 		{"ATTESTD_SHUTDOWN_TIMEOUT": "soon"},
@@ -36,6 +39,17 @@ func TestFromEnv(t *testing.T) {
 	c, err = FromEnv(env(map[string]string{"ATTESTD_CACHE": "off", "ATTESTD_CACHE_LOCAL_MB": "0", "ATTESTD_ACCESS_LOG": "all", "ATTESTD_REDIS_CLUSTER": "on"}))
 	if err != nil || !c.CacheDisabled || c.LocalBytes != -1 || !c.AccessLogAll || !c.RedisCluster {
 		t.Fatalf("%+v %v", c, err)
+	}
+	for _, tc := range []struct {
+		vars map[string]string
+		want int64
+	}{
+		{map[string]string{"ATTESTD_CACHE_MAX_MB": "512"}, 512 << 20},
+		{map[string]string{"ATTESTD_CACHE_MAX_MB": "0", "ATTESTD_CACHE_REDIS_URL": "redis://cache:6379/0"}, -1},
+	} {
+		if c, err := FromEnv(env(tc.vars)); err != nil || c.CacheMaxBytes != tc.want {
+			t.Errorf("%v: cache budget %d %v, want %d", tc.vars, c.CacheMaxBytes, err, tc.want)
+		}
 	}
 	if c, _ := FromEnv(env(map[string]string{"ATTESTD_METRICS_ADDR": "10.0.0.5:9100"})); c.MetricsAddr != "10.0.0.5:9100" {
 		t.Fatalf("metrics addr %q", c.MetricsAddr)

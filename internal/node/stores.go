@@ -143,7 +143,7 @@ func openCache(ctx context.Context, cfg config.Config, rdb redis.UniversalClient
 		own = true
 	}
 	c, err := cache.New(ctx, rdb, cache.Options{
-		Prefix: cfg.RedisPrefix, LocalBytes: cfg.LocalBytes, Disabled: cfg.CacheDisabled,
+		Prefix: cfg.RedisPrefix, LocalBytes: cfg.LocalBytes, Disabled: cfg.CacheDisabled, MaxBytes: cfg.CacheMaxBytes,
 		Logger: log, Registerer: reg, SkipSubscriber: !role.reads, Bumped: role.bumped, CloseRedis: own,
 	})
 	if err != nil {

@@ -34,6 +34,11 @@ var (
 	CacheRedisArgs = []string{"--maxmemory", "128mb", "--maxmemory-policy", "volatile-lru"}
 )
 
+// CacheRedisBudgetMB is ATTESTD_CACHE_MAX_MB for a cache server started
+// with CacheRedisArgs: under its maxmemory, so it evicts only past what
+// the budget expects.
+const CacheRedisBudgetMB = "112"
+
 // StartRedisWith is StartRedis with extra redis-server arguments (for
 // example StateRedisArgs).
 func StartRedisWith(ctx context.Context, dir string, port int, extra ...string) (*Redis, error) {

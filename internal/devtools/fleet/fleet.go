@@ -269,6 +269,9 @@ func (f *Fleet) shareEnv(ctx context.Context, stores redisURLs, nginxPort int) e
 	if f.Replica != nil {
 		f.Env = append(f.Env, "DATABASE_READ_URLS="+f.Replica.URL)
 	}
+	if stores.cache != "" {
+		f.Env = append(f.Env, "ATTESTD_CACHE_MAX_MB="+devstack.CacheRedisBudgetMB)
+	}
 	if f.opt.WitnessedLog {
 		logEnv, err := f.startWitnessedLog(ctx)
 		if err != nil {

@@ -135,6 +135,9 @@ type Node struct {
 type NodeOptions struct {
 	CacheDisabled bool
 	LocalBytes    int
+	// CacheMaxBytes is the cache's Redis budget (0: the default; -1:
+	// unbounded).
+	CacheMaxBytes int64
 	// Configure may change the dependencies before the app is built
 	// (add middleware, routes, health contributors).
 	Configure func(*app.Deps)
@@ -153,7 +156,7 @@ func (e *Env) StartNode(t testing.TB, opt NodeOptions) *Node {
 	testenv.Must(t, err, "open store")
 	rdb := NewRedis(t, e.RedisURL)
 	reg := prometheus.NewRegistry()
-	c, err := cache.New(ctx, rdb, cache.Options{Prefix: e.Prefix, Disabled: opt.CacheDisabled, LocalBytes: opt.LocalBytes,
+	c, err := cache.New(ctx, rdb, cache.Options{Prefix: e.Prefix, Disabled: opt.CacheDisabled, LocalBytes: opt.LocalBytes, MaxBytes: opt.CacheMaxBytes,
 		Registerer: reg, Logger: Logger(), RedisTimeout: 150 * time.Millisecond, PollInterval: 200 * time.Millisecond})
 	testenv.Must(t, err, "cache")
 	st.SetNotifier(c)
