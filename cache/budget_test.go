@@ -65,13 +65,19 @@ func TestAdmissionStoresAtTheSecondMiss(t *testing.T) {
 		value []byte
 		want  []Source // what each node's first read comes from
 	}{
-		{"large, per epoch", func(c *Cache, k string, l Loader) (Source, error) { _, s, err := c.GetValue(context.Background(), k, l); return s, err },
+		{"large, per epoch", func(c *Cache, k string, l Loader) (Source, error) {
+			_, s, err := c.GetValue(context.Background(), k, l)
+			return s, err
+		},
 			val, []Source{FromLoader, FromLoader, FromRedis}},
 		{"large, for a time", func(c *Cache, k string, l Loader) (Source, error) {
 			_, s, err := c.GetValueFor(context.Background(), k, time.Minute, l)
 			return s, err
 		}, val, []Source{FromLoader, FromLoader, FromRedis}},
-		{"small", func(c *Cache, k string, l Loader) (Source, error) { _, s, err := c.GetValue(context.Background(), k, l); return s, err },
+		{"small", func(c *Cache, k string, l Loader) (Source, error) {
+			_, s, err := c.GetValue(context.Background(), k, l)
+			return s, err
+		},
 			[]byte(`{"small":true}`), []Source{FromLoader, FromRedis, FromRedis}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
