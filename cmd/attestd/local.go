@@ -53,15 +53,22 @@ func runLocal(ctx context.Context, args []string) error {
 		return err
 	}
 	defer release()
+	reapLeftovers(f.abs, log)
 	banner := localBanner{addr: cfg.HTTPAddr, dir: f.abs}
 	stopStores, err := startLocalStores(ctx, env, f, &banner, log)
 	defer stopStores()
 	if err != nil {
 		return err
 	}
+	// The run ends with a signal, or when a server it started dies
+	// (watchParts); deferred after stopStores, so it ends first and
+	// stopping the stores is not taken for a death.
+	ctx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
 	if err := prepareLocalRoles(ctx, env, f, &banner, log); err != nil {
 		return err
 	}
+	watchParts(ctx, stopRun, banner.parts, log)
 	// Every setting of the three roles, read once and checked together.
 	s, err := settings.Load(settings.Local, env.Getenv)
 	if err != nil {
@@ -77,7 +84,11 @@ func runLocal(ctx context.Context, args []string) error {
 	startLocal(ctx, "indexer", log, func() error { return node.Index(ctx, s, log, prometheus.NewRegistry(), nil) })
 	startLocal(ctx, "webhook worker", log, func() error { return node.Worker(ctx, s, log, prometheus.NewRegistry(), nil) })
 	go banner.printWhenReady(ctx, os.Stderr)
-	return node.Serve(ctx, s, log, node.ServeOptions{SkipDrain: secondSignal(ctx)})
+	err = node.Serve(ctx, s, log, node.ServeOptions{SkipDrain: secondSignal(ctx)})
+	if cause := context.Cause(ctx); errors.Is(cause, errPartDied) {
+		return cause
+	}
+	return err
 }
 
 // parseLocalFlags reads `attestd local`'s flags.
@@ -158,6 +169,7 @@ func startLocalStores(ctx context.Context, env *settings.Overlay, f localFlags, 
 		}
 		stops = append(stops, pg.Stop)
 		banner.pgData = pg.Dir
+		banner.parts = append(banner.parts, localPart{"postgres", filepath.Join(pg.Dir, "server.log"), pg.Done()})
 		if pg.Relocated {
 			log.Info("local postgres data lives outside "+f.dir+": the account postgres runs as cannot reach "+f.abs,
 				"data", pg.Dir, "wanted", want)
@@ -177,6 +189,7 @@ func startLocalStores(ctx context.Context, env *settings.Overlay, f localFlags, 
 		}
 		stops = append(stops, r.Stop)
 		env.Set("REDIS_URL", r.URL)
+		banner.parts = append(banner.parts, localPart{"redis (state)", filepath.Join(r.Dir, "redis.log"), r.Done()})
 		if env.Getenv("ATTESTD_CACHE_REDIS_URL") == "" {
 			c, err := devstack.StartRedisWith(ctx, filepath.Join(f.abs, "redis-cache"), 0, devstack.CacheRedisArgs...)
 			if err != nil {
@@ -184,6 +197,7 @@ func startLocalStores(ctx context.Context, env *settings.Overlay, f localFlags, 
 			}
 			stops = append(stops, c.Stop)
 			env.Set("ATTESTD_CACHE_REDIS_URL", c.URL)
+			banner.parts = append(banner.parts, localPart{"redis (cache)", filepath.Join(c.Dir, "redis.log"), c.Done()})
 			if env.Getenv("ATTESTD_CACHE_MAX_MB") == "" {
 				env.Set("ATTESTD_CACHE_MAX_MB", devstack.CacheRedisBudgetMB)
 			}
@@ -219,7 +233,7 @@ func prepareLocalRoles(ctx context.Context, env *settings.Overlay, f localFlags,
 	if err != nil {
 		return err
 	}
-	if err := startLocalWitness(ctx, env, f.abs, lcfg, log); err != nil {
+	if err := startLocalWitness(ctx, env, f.abs, lcfg, banner, log); err != nil {
 		return err
 	}
 	if err := localWebhookKeys(env, f.abs, log); err != nil {
@@ -300,7 +314,7 @@ func localLogKey(env *settings.Overlay, dir string, log *slog.Logger) (translog.
 // data under dir/witness, told of the log, with a quorum of 1. So the
 // explorer shows a witnessed log. Without the Go toolchain, a checkout or
 // ssh-agent the log runs unwitnessed and one line says why.
-func startLocalWitness(ctx context.Context, env *settings.Overlay, dir string, lcfg translog.Config, log *slog.Logger) error {
+func startLocalWitness(ctx context.Context, env *settings.Overlay, dir string, lcfg translog.Config, banner *localBanner, log *slog.Logger) error {
 	if lcfg.Key.Name == "" || env.Getenv("ATTESTD_LOG_WITNESSES") != "" {
 		return nil
 	}
@@ -317,6 +331,7 @@ func startLocalWitness(ctx context.Context, env *settings.Overlay, dir string, l
 		return nil
 	}
 	context.AfterFunc(ctx, w.Stop)
+	banner.parts = append(banner.parts, localPart{"witness", filepath.Join(dir, "witness", "litewitness.log"), w.Done()})
 	env.Set("ATTESTD_LOG_WITNESSES", witnesses)
 	env.Set("ATTESTD_LOG_WITNESS_QUORUM", "1")
 	return nil

@@ -20,10 +20,11 @@ import (
 // answers: where to point the browser and curl, where the demo payer
 // is, how one-shot commands find the stores, how to stop and reset.
 type localBanner struct {
-	addr   string // ATTESTD_HTTP_ADDR
-	dir    string // the run directory (.run)
-	pgData string // the PostgreSQL data directory, when local started it
-	rpc    string // the chain's JSON-RPC URL (the simulator's moves when 8899 is taken)
+	addr   string      // ATTESTD_HTTP_ADDR
+	dir    string      // the run directory (.run)
+	pgData string      // the PostgreSQL data directory, when local started it
+	rpc    string      // the chain's JSON-RPC URL (the simulator's moves when 8899 is taken)
+	parts  []localPart // the servers started as processes of their own, watched
 }
 
 // printWhenReady waits until the API answers on b.addr, then writes the

@@ -196,3 +196,6 @@ func chownTree(dir string, uid, gid int) error {
 		return nil
 	})
 }
+
+// Done is closed when the postmaster has exited (stopped, or died).
+func (pg *Postgres) Done() <-chan struct{} { return pg.proc.done }

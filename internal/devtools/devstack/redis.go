@@ -112,3 +112,6 @@ func splitHostPort(addr string) (string, int, error) {
 	}
 	return addr, 0, fmt.Errorf("no port in %q", addr)
 }
+
+// Done is closed when the server has exited (stopped, or died).
+func (r *Redis) Done() <-chan struct{} { return r.proc.done }

@@ -75,7 +75,8 @@ type Witness struct {
 	DB          string
 	Public      ed25519.PublicKey
 	agent, lw   *exec.Cmd
-	exited      chan error // litewitness's Wait
+	exited      chan error    // litewitness's Wait
+	done        chan struct{} // closed when litewitness has exited
 	dir         string
 	stopOnce    sync.Once
 }
@@ -109,7 +110,10 @@ func Start(ctx context.Context, opt Options) (*Witness, error) {
 	defer logf.Close()
 	w.agent = exec.Command("ssh-agent", "-D", "-a", sock)
 	w.agent.Stdout, w.agent.Stderr = logf, logf
-	w.agent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Debian installs ssh-agent setgid, and executing a setgid program
+	// clears the parent-death signal: an agent whose parent was killed
+	// outright stays, and the next make run ends it (devstack.KillLeftovers).
+	w.agent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := w.agent.Start(); err != nil {
 		return nil, fmt.Errorf("start ssh-agent (the openssh-client package): %w", err)
 	}
@@ -132,14 +136,14 @@ func Start(ctx context.Context, opt Options) (*Witness, error) {
 	w.lw = exec.Command(opt.Binary, "-name", opt.Name, "-db", w.DB, "-ssh-agent", sock, "-listen", w.Addr,
 		"-key", ssh.FingerprintSHA256(sshPub))
 	w.lw.Stdout, w.lw.Stderr = logf, logf
-	w.lw.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	w.lw.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := w.lw.Start(); err != nil {
 		w.Stop()
 		return nil, fmt.Errorf("start litewitness: %w", err)
 	}
-	w.exited = make(chan error, 1)
-	exited := w.exited
-	go func() { exited <- w.lw.Wait(); close(exited) }()
+	w.exited, w.done = make(chan error, 1), make(chan struct{})
+	exited, done := w.exited, w.done
+	go func() { err := w.lw.Wait(); close(done); exited <- err; close(exited) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		res, err := http.Get("http://" + w.Addr + "/")
@@ -227,6 +231,9 @@ func (w *Witness) AddLog(ctx context.Context, origin string, vkeys ...string) er
 
 // quote is an SQL string literal.
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// Done is closed when litewitness has exited (stopped, or died).
+func (w *Witness) Done() <-chan struct{} { return w.done }
 
 // Stop stops litewitness and its ssh-agent.
 func (w *Witness) Stop() {
