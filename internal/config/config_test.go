@@ -27,6 +27,11 @@ func TestFromEnv(t *testing.T) {
 		{"ATTESTD_CACHE_MAX_MB": "-1"},
 		{"ATTESTD_CACHE_MAX_MB": "0"}, // unbounded in the state's server
 		{"ATTESTD_CACHE_MAX_MB": "lots"},
+		{"ATTESTD_CACHE_MAX_MB": "64MB"},
+		{"ATTESTD_CACHE_MAX_MB": "1e3"},
+		{"ATTESTD_CACHE_MAX_MB": "0x40"},
+		{"ATTESTD_CACHE_MAX_MB": "16777217"},
+		{"ATTESTD_CACHE_MAX_MB": "99999999999999999999"},
 		{"ATTESTD_DB_MAX_CONNS": "0"},
 		{"ATTESTD_DB_MAX_CONNS": "x"},
 		{"ATTESTD_SHUTDOWN_TIMEOUT": "soon"},
