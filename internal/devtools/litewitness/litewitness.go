@@ -144,25 +144,31 @@ func Start(ctx context.Context, opt Options) (*Witness, error) {
 	w.exited, w.done = make(chan error, 1), make(chan struct{})
 	exited, done := w.exited, w.done
 	go func() { err := w.lw.Wait(); close(done); exited <- err; close(exited) }()
+	if err := w.waitReady(ctx, logf.Name()); err != nil {
+		w.Stop()
+		return nil, err
+	}
+	return w, nil
+}
+
+// waitReady waits (30 s at most) until litewitness answers HTTP.
+func (w *Witness) waitReady(ctx context.Context, logName string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		res, err := http.Get("http://" + w.Addr + "/")
 		if err == nil {
 			res.Body.Close()
-			return w, nil
+			return nil
 		}
 		select {
-		case err := <-exited:
-			w.Stop()
-			return nil, fmt.Errorf("litewitness exited at start (%v); see %s", err, logf.Name())
+		case err := <-w.exited:
+			return fmt.Errorf("litewitness exited at start (%v); see %s", err, logName)
 		case <-ctx.Done():
-			w.Stop()
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			w.Stop()
-			return nil, fmt.Errorf("litewitness did not answer on %s within 30 s; see %s", w.Addr, logf.Name())
+			return fmt.Errorf("litewitness did not answer on %s within 30 s; see %s", w.Addr, logName)
 		}
 	}
 }
