@@ -16,6 +16,7 @@ import (
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/testing/apptest"
 	"github.com/attestd/attestd/internal/testing/testenv"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // maxSlot returns the highest slot stored.
@@ -206,12 +207,18 @@ func TestPostgresStoppedCachedReadsContinue(t *testing.T) {
 			t.Fatalf("cached %s on a fresh node with postgres down: %d %s", p, res.Status, res.Body)
 		}
 	}
-	// Uncached reads are 503 UNAVAILABLE, never a 500.
+	// Uncached reads are 503 UNAVAILABLE, never a 500, and counted as
+	// 503s, apart from other 5xx (AttestdUnavailableAnswers, not
+	// AttestdHigh5xxRatio).
 	for _, p := range []string{"/attestations?limit=9", "/agents/" + lr.Data[0].AgentPDA + "/stats"} {
 		res := node.Get(t, p)
 		if res.Status != 503 || res.ErrorCode() != "UNAVAILABLE" {
 			t.Fatalf("uncached %s: %d %s", p, res.Status, res.Body)
 		}
+	}
+	const seconds = "attestd_http_request_duration_seconds"
+	if n503, n5xx := metricCount(t, node.Reg, seconds, "status", "503"), metricCount(t, node.Reg, seconds, "status", "5xx"); n503 < 2 || n5xx != 0 {
+		t.Errorf("requests counted: %d as 503, %d as 5xx; want the 503s apart", n503, n5xx)
 	}
 	var h app.Health
 	res := node.Get(t, "/health")
@@ -263,4 +270,26 @@ func TestInvalidationSurvivesRedisReset(t *testing.T) {
 			})
 		})
 	}
+}
+
+// metricCount sums the sample counts of histogram name in reg whose
+// labels include label=value.
+func metricCount(t *testing.T, reg prometheus.Gatherer, name, label, value string) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	testenv.Must(t, err, "gather metrics")
+	var n uint64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					n += m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return n
 }

@@ -178,7 +178,12 @@ func (a *API) observe(c *fiber.Ctx) error {
 		route = "unmatched"
 	}
 	cls := "5xx"
-	if i := status/100 - 1; i >= 0 && i < len(statusClass) {
+	switch i := status/100 - 1; {
+	case status == http.StatusServiceUnavailable:
+		// Apart from other 5xx: a store, the chain or a facilitator away
+		// (or a node draining), said so and to be retried; not a defect.
+		cls = "503"
+	case i >= 0 && i < len(statusClass):
 		cls = statusClass[i]
 	}
 	// Labels outlive the request: only constant strings (c.Method() points

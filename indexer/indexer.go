@@ -1,7 +1,9 @@
 package indexer
 
 import (
+	"github.com/attestd/attestd/internal/metric"
 	"github.com/attestd/attestd/internal/tracing"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"context"
 	"errors"
@@ -31,6 +33,8 @@ type Indexer struct {
 	rpc *rpc.Client
 	log *slog.Logger
 	m   *metrics
+	// clock turns the lag in slots into seconds (attestd_indexer_lag_seconds).
+	clock slotClock
 
 	trigger chan struct{}
 
@@ -76,6 +80,9 @@ func New(cfg Config, st *store.Store) (*Indexer, error) {
 		pending: map[solana.Signature]*pendingTx{},
 		settled: newSigSet(settledMemory),
 	}
+	metric.Register(cfg.Registerer, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "attestd_indexer_lag_seconds",
+		Help: "How long ago the chain first stood past the slot through which the index is complete (0: caught up with every slot seen)."},
+		func() float64 { return ix.clock.lag(time.Now()).Seconds() }))
 	return ix, nil
 }
 

@@ -82,6 +82,7 @@ func (ix *Indexer) syncOnce(ctx context.Context) error {
 	}
 	ix.lastChain.Store(chainSlot)
 	ix.m.chainSlot.Set(float64(chainSlot))
+	ix.clock.chainAt(chainSlot, time.Now())
 	from, has := ix.listedPos()
 	if done := max(from.Slot, ix.headSlot.Load()); chainIsBehind(chainSlot, done, ix.cfg.SyncedLagSlots) {
 		ix.waitForChain(chainSlot, done)
@@ -119,6 +120,7 @@ func (ix *Indexer) syncOnce(ctx context.Context) error {
 	ix.chainOK.Store(true)
 	ix.m.indexedSlot.Set(float64(indexed))
 	ix.m.lag.Set(float64(chainSlot - indexed))
+	ix.clock.indexedTo(indexed)
 	ix.mu.Lock()
 	t := attestation.At(now)
 	ix.status = Status{LastIndexedSlot: indexed, ChainSlot: chainSlot, LastIndexedAt: &t, Synced: true}
@@ -306,6 +308,7 @@ func (ix *Indexer) applyBuilt(ctx context.Context, b built, chainSlot uint64) er
 	}
 	ix.m.lag.Set(float64(lag))
 	ix.m.indexedSlot.Set(float64(b.last.slot))
+	ix.clock.indexedTo(b.last.slot)
 	return nil
 }
 
