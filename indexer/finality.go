@@ -30,6 +30,10 @@ func (ix *Indexer) finalityLoop(ctx context.Context) {
 		}
 		if err := ix.checkConfirmedRange(ctx); err != nil && ctx.Err() == nil {
 			ix.log.Warn("indexer reconciliation failed; will try again", "range", "confirmed", "err", err)
+			continue
+		}
+		if err := ix.frontierOnce(ctx); err != nil && ctx.Err() == nil {
+			ix.log.Warn("indexer could not move the log's frontier; will try again", "err", err)
 		}
 	}
 }
@@ -126,4 +130,13 @@ func (ix *Indexer) finalizeOnce(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// frontierOnce moves the log's frontier up to the chain's finalized slot.
+func (ix *Indexer) frontierOnce(ctx context.Context) error {
+	finalSlot, err := ix.getSlot(ctx, rpc.CommitmentFinalized)
+	if err != nil {
+		return err
+	}
+	return ix.advanceLogFrontier(ctx, finalSlot)
 }

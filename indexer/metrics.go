@@ -24,6 +24,7 @@ type metrics struct {
 	reconciles    *prometheus.CounterVec
 	repairedTxs   *prometheus.CounterVec
 	repairedAtts  *prometheus.CounterVec
+	frontier      prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -65,6 +66,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Help: "Transactions a reconciliation found missing from the store and indexed, by range."}, []string{"range"}))
 	m.repairedAtts = metric.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "attestd_indexer_gap_attestations_repaired_total",
 		Help: "Attestations stored by reconciliations (a nonzero rate means gaps were found), by range."}, []string{"range"}))
+	m.frontier = metric.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_indexer_log_frontier_slot",
+		Help: "The newest slot whose attestations are all stored and final, checked against the chain: the transparency log appends up to it."}))
 	m.attestations = metric.Register(reg, m.attestations)
 	m.transactions = metric.Register(reg, m.transactions)
 	m.skipped = metric.Register(reg, m.skipped)

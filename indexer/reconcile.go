@@ -76,6 +76,12 @@ func (ix *Indexer) reconcileConfirmed(ctx context.Context, finalSlot uint64) err
 }
 
 func (ix *Indexer) reconcile(ctx context.Context, kind string, lo, hi uint64, c rpc.CommitmentType, finalSlot uint64) (err error) {
+	return ix.reconcileFrom(ctx, kind, lo, hi, c, finalSlot, solana.Signature{})
+}
+
+// reconcileFrom is reconcile with the listing started before a known
+// signature above hi (zero: at the newest).
+func (ix *Indexer) reconcileFrom(ctx context.Context, kind string, lo, hi uint64, c rpc.CommitmentType, finalSlot uint64, before solana.Signature) (err error) {
 	defer func() {
 		result := "ok"
 		if err != nil {
@@ -83,7 +89,7 @@ func (ix *Indexer) reconcile(ctx context.Context, kind string, lo, hi uint64, c 
 		}
 		ix.m.reconciles.WithLabelValues(kind, result).Inc()
 	}()
-	entries, err := ix.listRange(ctx, lo, hi, c)
+	entries, err := ix.listRange(ctx, lo, hi, c, before)
 	if err != nil {
 		return err
 	}
@@ -159,10 +165,10 @@ func (ix *Indexer) applyBelow(ctx context.Context, recs []*txRecords) (int, erro
 }
 
 // listRange lists the program's transactions in slots lo..hi at commitment
-// c, newest first, paging getSignaturesForAddress from the newest.
-func (ix *Indexer) listRange(ctx context.Context, lo, hi uint64, c rpc.CommitmentType) ([]sigEntry, error) {
+// c, newest first, paging getSignaturesForAddress from before (zero: the
+// newest).
+func (ix *Indexer) listRange(ctx context.Context, lo, hi uint64, c rpc.CommitmentType, before solana.Signature) ([]sigEntry, error) {
 	var out []sigEntry
-	var before solana.Signature
 	limit := ix.cfg.PageSize
 	for {
 		cctx, cancel := ix.rpcCtx(ctx)

@@ -57,9 +57,15 @@ func fillLog(t *testing.T, st *store.Store, agents []seed.Agent, n int) {
 	for i := range recs {
 		recs[i].Commitment = attestation.Finalized
 	}
-	recs[n].Commitment = attestation.Confirmed // one a fork may still drop: no proof yet (409)
+	// One a fork may still drop: no proof yet (409). The newest slot, as
+	// on a chain: older slots are final first.
+	recs[n].Commitment = attestation.Confirmed
+	for _, r := range recs[:n] {
+		recs[n].Slot = max(recs[n].Slot, r.Slot+1)
+	}
 	_, err := st.Apply(ctx, &store.Batch{Attestations: recs})
 	testenv.Must(t, err, "apply finalized attestations")
+	testenv.Must(t, st.SettleLogFrontier(ctx), "settle the log's frontier")
 	cfg := logConfig(t)
 	a, err := translog.NewAppender(translog.AppenderDeps{Store: st, Config: cfg, Logger: apptest.Logger()})
 	testenv.Must(t, err, "appender")

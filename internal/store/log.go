@@ -33,7 +33,10 @@ type LogAppended struct {
 // first, so two appenders (a leader change) never interleave, and a crash
 // at any point leaves the transaction undone whole: no leaf is lost or
 // doubled. The order is the queue's: slot, transaction signature, event
-// index, pda, of the rows queued when the append starts.
+// index, pda, of the rows queued when the append starts, and only of
+// slots at or below the log's frontier (AdvanceLogFrontier): every
+// attestation of those slots is known and final, so the order is the
+// chain's, whenever and in whatever order they were indexed.
 func (s *Store) LogAppend(ctx context.Context, max int) (LogAppended, error) {
 	var res LogAppended
 	if max <= 0 {
@@ -53,6 +56,7 @@ func (s *Store) LogAppend(ctx context.Context, max int) (LogAppended, error) {
 			FROM log_queue q
 			LEFT JOIN attestations a ON a.pda = q.pda
 			LEFT JOIN log_leaves l ON l.pda = q.pda
+			WHERE q.slot <= (SELECT frontier FROM log_order)
 			ORDER BY q.slot, q.tx_signature, q.event_index, q.pda LIMIT $1`, max)
 		if err != nil {
 			return fmt.Errorf("read log queue: %w", err)
@@ -590,4 +594,75 @@ func (s *Store) LatestWitnessedCheckpoint(ctx context.Context, origin string, qu
 		}
 	}
 	return c, lines, newest, true, nil
+}
+
+// LogFrontier is the newest slot whose attestations the log may take
+// (see LogAppend), and the log's size when that rule began (leaves below
+// it keep the order an older release appended them in).
+func (s *Store) LogFrontier(ctx context.Context) (frontier uint64, orderFrom int64, err error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var f int64
+	if err := s.pool.QueryRow(ctx, `SELECT frontier, order_from_size FROM log_order`).Scan(&f, &orderFrom); err != nil {
+		return 0, 0, fmt.Errorf("read log frontier: %w", err)
+	}
+	return uint64(f), orderFrom, nil
+}
+
+// AdvanceLogFrontier declares that every attestation of every slot up to
+// slot is stored and final: the log may take them. The frontier never
+// moves back.
+func (s *Store) AdvanceLogFrontier(ctx context.Context, slot uint64) error {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	if _, err := s.pool.Exec(ctx, `UPDATE log_order SET frontier = GREATEST(frontier, $1)`, int64(slot)); err != nil {
+		return fmt.Errorf("advance log frontier: %w", err)
+	}
+	return nil
+}
+
+// LowestUnfinalizedSlot is the lowest slot of an attestation not final
+// yet; ok is false when there is none.
+func (s *Store) LowestUnfinalizedSlot(ctx context.Context) (slot uint64, ok bool, err error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var v *int64
+	if err := s.pool.QueryRow(ctx, `SELECT min(slot) FROM attestations WHERE NOT finalized`).Scan(&v); err != nil {
+		return 0, false, fmt.Errorf("lowest unfinalized slot: %w", err)
+	}
+	if v == nil {
+		return 0, false, nil
+	}
+	return uint64(*v), true, nil
+}
+
+// TransactionAfter is a stored attestation's transaction in the lowest
+// slot above slot (ok false: none): listing the chain's signatures before
+// it starts just above slot.
+func (s *Store) TransactionAfter(ctx context.Context, slot uint64) (sig string, ok bool, err error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	err = s.pool.QueryRow(ctx, `SELECT tx_signature FROM attestations WHERE slot > $1 ORDER BY slot LIMIT 1`, int64(slot)).Scan(&sig)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("transaction after slot %d: %w", slot, err)
+	}
+	return sig, true, nil
+}
+
+// SettleLogFrontier moves the frontier as far as the stored data alone
+// allows: to the newest slot stored, short of the lowest one not final
+// yet. Only for a writer whose writes are the whole chain (seed, tests,
+// benchmarks); the indexer checks the chain instead (AdvanceLogFrontier).
+func (s *Store) SettleLogFrontier(ctx context.Context) error {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	if _, err := s.pool.Exec(ctx, `UPDATE log_order SET frontier = GREATEST(frontier, LEAST(
+			(SELECT COALESCE(max(slot), 0) FROM attestations),
+			(SELECT COALESCE(min(slot) - 1, 9223372036854775807) FROM attestations WHERE NOT finalized)))`); err != nil {
+		return fmt.Errorf("settle log frontier: %w", err)
+	}
+	return nil
 }

@@ -95,13 +95,22 @@ func (le *logEnv) add(t testing.TB, n int, c attestation.Commitment) []store.Att
 	}
 	_, err := le.st.Apply(context.Background(), &store.Batch{Attestations: recs})
 	testenv.Must(t, err, "apply")
+	le.settle(t)
 	return recs
+}
+
+// settle moves the log's frontier as the indexer does once it has checked
+// the chain (this environment's writes are the whole chain).
+func (le *logEnv) settle(t testing.TB) {
+	t.Helper()
+	testenv.Must(t, le.st.SettleLogFrontier(context.Background()), "settle the log's frontier")
 }
 
 // appendAll appends every queued attestation and signs a checkpoint.
 func (le *logEnv) appendAll(t testing.TB) store.LogCheckpoint {
 	t.Helper()
 	ctx := context.Background()
+	le.settle(t)
 	for {
 		res, err := le.st.LogAppend(ctx, le.cfg.Batch)
 		testenv.Must(t, err, "append")
@@ -157,5 +166,6 @@ func (le *logEnv) bulk(t testing.TB, n int, c attestation.Commitment) []store.At
 		done += k
 		all = append(all, recs...)
 	}
+	le.settle(t)
 	return all
 }

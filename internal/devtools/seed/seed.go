@@ -107,6 +107,10 @@ func Run(ctx context.Context, st *store.Store, opt Options) (Result, error) {
 	if _, err := st.Apply(ctx, g.agentChanges(agents)); err != nil {
 		return Result{}, fmt.Errorf("seed agent changes: %w", err)
 	}
+	// Seed made every slot it used whole and final: the log may take them.
+	if err := st.SettleLogFrontier(ctx); err != nil {
+		return Result{}, err
+	}
 	return Result{Agents: agents, Attestations: written, Duration: time.Since(start), Samples: g.samples}, nil
 }
 

@@ -86,6 +86,9 @@ func (s *Served) AppendAll(t testing.TB) store.LogCheckpoint {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// The tests' writes are the whole chain: every stored slot up to the
+	// first not final is whole.
+	testenv.Must(t, s.Env.Store.SettleLogFrontier(ctx), "settle the log's frontier")
 	for {
 		res, err := s.Env.Store.LogAppend(ctx, s.Config.Batch)
 		testenv.Must(t, err, "log append")
