@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -147,20 +149,26 @@ func (s *Store) FanOut(ctx context.Context, outboxIDs []int64) ([]NewDelivery, e
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `WITH ev AS (
-			SELECT o.id, o.event_type, o.target_webhook, o.created_at,
+			SELECT o.id, o.event_type, o.target_webhook, o.created_at, o.chain_key,
 				COALESCE(o.payload->>'agentPda', o.payload->>'pda') AS agent, o.payload->>'actionType' AS action_type
 			FROM outbox o WHERE o.id = ANY($1)
 		), done AS (
 			UPDATE outbox SET dispatched_at = now() WHERE id = ANY($1) AND dispatched_at IS NULL
+		), cand AS (
+			SELECT CASE WHEN ev.chain_key IS NULL THEN 'msg_' || replace(gen_random_uuid()::text, '-', '')
+					ELSE `+deliveryIDSQL+` END AS id,
+				w.id AS webhook_id, ev.id AS outbox_id
+			FROM ev JOIN webhooks w ON CASE WHEN ev.target_webhook IS NOT NULL THEN w.id = ev.target_webhook
+				ELSE w.active AND ev.event_type = ANY (w.events) AND w.created_at <= ev.created_at
+					AND (cardinality(w.agents) = 0 OR ev.agent = ANY (w.agents))
+					AND (cardinality(w.action_types) = 0 OR ev.event_type <> 'attestation.created' OR ev.action_type = ANY (w.action_types))
+				END
 		)
 		INSERT INTO webhook_deliveries (id, webhook_id, outbox_id)
-		SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), w.id, ev.id
-		FROM ev JOIN webhooks w ON CASE WHEN ev.target_webhook IS NOT NULL THEN w.id = ev.target_webhook
-			ELSE w.active AND ev.event_type = ANY (w.events) AND w.created_at <= ev.created_at
-				AND (cardinality(w.agents) = 0 OR ev.agent = ANY (w.agents))
-				AND (cardinality(w.action_types) = 0 OR ev.event_type <> 'attestation.created' OR ev.action_type = ANY (w.action_types))
-			END
-		ORDER BY ev.id, w.id
+		SELECT id, webhook_id, outbox_id FROM cand
+		-- The same chain event made twice for one webhook is one delivery.
+		WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.id = cand.id AND d.outbox_id <> cand.outbox_id)
+		ORDER BY outbox_id, webhook_id
 		ON CONFLICT (webhook_id, outbox_id) DO UPDATE SET updated_at = now()
 			WHERE webhook_deliveries.status = 'pending' AND webhook_deliveries.attempts = 0
 		RETURNING id, webhook_id, outbox_id`, outboxIDs)
@@ -590,4 +598,20 @@ func disabledEvents(ctx context.Context, tx pgx.Tx, disabled []string) error {
 		}
 	}
 	return nil
+}
+
+// deliveryIDSQL derives a chain event's delivery id in FanOut's query, as
+// DeliveryID does (w: the webhook, ev: the outbox row).
+const deliveryIDSQL = `'msg_' || encode(substr(sha256(convert_to(w.id || chr(10) || ev.event_type || chr(10) || ev.chain_key, 'UTF8')), 1, 16), 'hex')`
+
+// DeliveryID is the id (the webhook-id header) of the delivery of a chain
+// event to a webhook: msg_ and the first 16 bytes, in hex, of the SHA-256
+// of the webhook's id, the event type and the event's chain key (account,
+// transaction, event index, slot), newline-separated. The same event made
+// again (a database restored from a backup and refilled from the chain)
+// is delivered under the same id, so a receiver that deduplicates on
+// webhook-id sees it once.
+func DeliveryID(webhookID, eventType, chainKey string) string {
+	sum := sha256.Sum256([]byte(webhookID + "\n" + eventType + "\n" + chainKey))
+	return "msg_" + hex.EncodeToString(sum[:16])
 }

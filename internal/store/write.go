@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/attestd/attestd/attestation"
@@ -108,7 +109,7 @@ func applyRegistrations(ctx context.Context, tx pgx.Tx, regs []AgentRegistration
 			"policyRoot": fmt.Sprintf("%x", r.PolicyRoot), "registeredAt": attestation.At(r.At),
 			"txSignature": r.TxSignature, "slot": r.Slot,
 		}
-		if err := outbox(ctx, tx, EventAgentRegistered, payload); err != nil {
+		if err := outbox(ctx, tx, EventAgentRegistered, payload, chainKey(r.PDA, r.TxSignature, r.EventIndex, r.Slot)); err != nil {
 			return n, err
 		}
 	}
@@ -134,7 +135,7 @@ func applyPolicyUpdates(ctx context.Context, tx pgx.Tx, ups []PolicyUpdate) (int
 		}
 		payload := map[string]any{"pda": u.PDA, "policyRoot": fmt.Sprintf("%x", u.PolicyRoot),
 			"updatedAt": attestation.At(u.At), "txSignature": u.TxSignature, "slot": u.Slot}
-		if err := outbox(ctx, tx, EventAgentPolicyUpdated, payload); err != nil {
+		if err := outbox(ctx, tx, EventAgentPolicyUpdated, payload, chainKey(u.PDA, u.TxSignature, u.EventIndex, u.Slot)); err != nil {
 			return n, err
 		}
 	}
@@ -159,7 +160,7 @@ func applyRevocations(ctx context.Context, tx pgx.Tx, revs []AgentRevocation) (i
 			return n, fmt.Errorf("revoke %s: %w", r.PDA, err)
 		}
 		payload := map[string]any{"pda": r.PDA, "revokedAt": attestation.At(r.At), "txSignature": r.TxSignature, "slot": r.Slot}
-		if err := outbox(ctx, tx, EventAgentRevoked, payload); err != nil {
+		if err := outbox(ctx, tx, EventAgentRevoked, payload, chainKey(r.PDA, r.TxSignature, r.EventIndex, r.Slot)); err != nil {
 			return n, err
 		}
 	}
@@ -309,7 +310,7 @@ func (cols *attestationRows) insert(ctx context.Context, tx pgx.Tx) ([]string, e
 // byPDA), adds their outbox rows and appends them to the stream.
 func announceAttestations(ctx context.Context, tx pgx.Tx, inserted []string, byPDA map[string]*AttestationRecord) error {
 	counts := newCounters()
-	types, payloads := make([]string, 0, len(inserted)), make([][]byte, 0, len(inserted))
+	types, payloads, keys := make([]string, 0, len(inserted)), make([][]byte, 0, len(inserted)), make([]string, 0, len(inserted))
 	evs := make([]StreamEvent, 0, len(inserted))
 	for _, pda := range inserted {
 		r := byPDA[pda]
@@ -320,14 +321,15 @@ func announceAttestations(ctx context.Context, tx pgx.Tx, inserted []string, byP
 		}
 		types = append(types, EventAttestationCreated)
 		payloads = append(payloads, b)
+		keys = append(keys, chainKey(r.PDA, r.TxSignature, r.EventIndex, r.Slot))
 		evs = append(evs, StreamEvent{Kind: StreamAttestation, PDA: r.PDA, AgentPDA: r.AgentPDA, ActionType: r.ActionType,
 			ActionHash: r.ActionHash[:], TxSignature: r.TxSignature, Timestamp: r.Timestamp, Slot: r.Slot})
 	}
 	if err := addCounts(ctx, tx, counts); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_type, payload)
-		SELECT * FROM unnest($1::text[], $2::jsonb[])`, types, payloads); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_type, payload, chain_key)
+		SELECT * FROM unnest($1::text[], $2::jsonb[], $3::text[])`, types, payloads, keys); err != nil {
 		return fmt.Errorf("insert outbox rows: %w", err)
 	}
 	sortStream(evs)
@@ -430,12 +432,19 @@ func recordRepeats(ctx context.Context, tx pgx.Tx, recs []AttestationRecord) err
 	return nil
 }
 
-func outbox(ctx context.Context, tx pgx.Tx, eventType string, payload any) error {
+// chainKey names a chain event in chain terms (outbox.chain_key): its
+// account, transaction, event index and slot. A fork that re-includes
+// the transaction at another slot makes another event.
+func chainKey(pda, txSignature string, eventIndex int, slot uint64) string {
+	return pda + "/" + txSignature + "/" + strconv.Itoa(eventIndex) + "/" + strconv.FormatUint(slot, 10)
+}
+
+func outbox(ctx context.Context, tx pgx.Tx, eventType string, payload any, key string) error {
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("encode outbox payload: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_type, payload) VALUES ($1, $2)`, eventType, b); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_type, payload, chain_key) VALUES ($1, $2, $3)`, eventType, b, key); err != nil {
 		return fmt.Errorf("insert outbox row: %w", err)
 	}
 	return nil
