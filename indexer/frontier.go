@@ -29,17 +29,25 @@ func (ix *Indexer) advanceLogFrontier(ctx context.Context, finalSlot uint64) err
 	if hi <= from {
 		return nil
 	}
-	// The listing starts just above hi, not at the chain's newest.
-	var before solana.Signature
-	if sig, ok, err := ix.st.TransactionAfter(ctx, hi); err != nil {
-		return err
-	} else if ok {
-		if before, err = solana.SignatureFromBase58(sig); err != nil {
-			return fmt.Errorf("stored signature %q: %w", sig, err)
+	// Slots this process already checked against the chain's finalized
+	// listing stay checked (a finalized transaction does not go away):
+	// only newer ones are listed, while a pending or unfinalized
+	// attestation holds the frontier back.
+	lo := max(from, ix.frontierChecked.Load()) + 1
+	if lo <= hi {
+		// The listing starts just above hi, not at the chain's newest.
+		var before solana.Signature
+		if sig, ok, err := ix.st.TransactionAfter(ctx, hi); err != nil {
+			return err
+		} else if ok {
+			if before, err = solana.SignatureFromBase58(sig); err != nil {
+				return fmt.Errorf("stored signature %q: %w", sig, err)
+			}
 		}
-	}
-	if err := ix.reconcileFrom(ctx, "frontier", from+1, hi, rpc.CommitmentFinalized, finalSlot, before); err != nil {
-		return err
+		if err := ix.reconcileFrom(ctx, "frontier", lo, hi, rpc.CommitmentFinalized, finalSlot, before); err != nil {
+			return err
+		}
+		ix.frontierChecked.Store(hi)
 	}
 	if s, ok, err := ix.st.LowestUnfinalizedSlot(ctx); err != nil {
 		return err

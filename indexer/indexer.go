@@ -58,6 +58,12 @@ type Indexer struct {
 	lastChain atomic.Uint64
 	waiting   atomic.Bool   // the chain is behind the checkpoint (logged once)
 	headSlot  atomic.Uint64 // the head checkpoint: the index is complete through it
+	// frontierChecked: the slot up to which this process checked the
+	// chain's finalized listing against the store (advanceLogFrontier).
+	frontierChecked atomic.Uint64
+	// reconciling serialises reconciliations (the finalized window's and
+	// the frontier's), so one sees what the other repaired.
+	reconciling sync.Mutex
 	// chainOK: the last sync found the chain at or past the checkpoint;
 	// until then, and while the chain is behind, the finality, pending
 	// and reconciliation loops change nothing.
@@ -207,6 +213,7 @@ func (ix *Indexer) loadCheckpoint(ctx context.Context) error {
 		return fmt.Errorf("load head checkpoint: %w", err)
 	}
 	ix.headSlot.Store(0)
+	ix.frontierChecked.Store(0) // checked again from the stored frontier
 	if okHead {
 		ix.headSlot.Store(head.Slot)
 	}

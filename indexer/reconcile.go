@@ -82,6 +82,8 @@ func (ix *Indexer) reconcile(ctx context.Context, kind string, lo, hi uint64, c 
 // reconcileFrom is reconcile with the listing started before a known
 // signature above hi (zero: at the newest).
 func (ix *Indexer) reconcileFrom(ctx context.Context, kind string, lo, hi uint64, c rpc.CommitmentType, finalSlot uint64, before solana.Signature) (err error) {
+	ix.reconciling.Lock()
+	defer ix.reconciling.Unlock()
 	defer func() {
 		result := "ok"
 		if err != nil {
