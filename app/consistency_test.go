@@ -188,8 +188,11 @@ func TestPostgresStoppedCachedReadsContinue(t *testing.T) {
 	var lr listResp
 	node.Get(t, "/attestations?limit=5").JSON(t, &lr)
 	cached := []string{"/stats", "/attestations?limit=5", "/attestations/" + lr.Data[1].PDA, "/agents/" + lr.Data[0].AgentPDA}
-	// Asked at two nodes: Redis keeps an answer at its second miss.
+	// Asked at two nodes: Redis keeps an answer at its second miss (both
+	// at the newest epoch: a per-epoch answer's key holds the epoch).
 	second := env.StartNode(t, apptest.NodeOptions{})
+	node.SettleEpoch(t)
+	second.SettleEpoch(t)
 	for _, p := range cached {
 		node.Get(t, p)
 		second.Get(t, p)

@@ -353,11 +353,12 @@ func TestRetryAfterDelaysTheNextAttempt(t *testing.T) {
 	}
 }
 
-// TestOwnRateLimit: rateLimitPerSecond holds (within 10%) across two
-// workers. 200 events are queued at once; the rate is measured over the
-// whole run, from the first arrival to the last, so that a few deliveries
-// held up on their way (by a loaded machine) and arriving together move
-// only its two ends, not the count in a short window.
+// TestOwnRateLimit: rateLimitPerSecond holds across two workers: 200
+// events queued at once are never delivered faster than the rate (the
+// run from the first arrival to the last is at least 90% of what the
+// rate allows). A loaded machine only makes the run longer, so that side
+// is not judged by the clock here: the schedule's pace (turns exactly
+// 1/rate apart) is TestOwnRateTakesTurns's, the throughput bench/webhook's.
 func TestOwnRateLimit(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpt{})
@@ -387,9 +388,9 @@ func TestOwnRateLimit(t *testing.T) {
 	for _, d := range ds {
 		perSecond[int(d.At.Sub(ds[0].At)/time.Second)]++
 	}
-	if span < want*9/10 || span > want*11/10 {
-		t.Fatalf("%d deliveries (%d events) took %s at %d/s: want %s within 10%% (per second: %v)",
-			len(ds), events, span.Round(time.Millisecond), rate, want, perSecond)
+	if span < want*9/10 {
+		t.Fatalf("%d deliveries (%d events) took %s at %d/s: faster than the rate allows (%s at least; per second: %v)",
+			len(ds), events, span.Round(time.Millisecond), rate, want*9/10, perSecond)
 	}
 	t.Logf("%d deliveries in %s (limit %d/s; per second: %v)", len(ds), span.Round(time.Millisecond), rate, perSecond)
 }
