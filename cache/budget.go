@@ -262,16 +262,19 @@ func (c *Cache) keep(ctx context.Context, key string, b []byte, ttl time.Duratio
 	}
 	if len(b) >= admitBelow {
 		mk := c.seenKey(key)
-		if err := c.budget.charge(ctx, cls, costOf(mk, 0)); err != nil {
-			c.writeFailed(ctx, cls, err)
-			return
-		}
 		first, err := c.rdb.SetNX(ctx, mk, "", ttl).Result()
 		if err != nil {
 			c.writeFailed(ctx, cls, err)
 			return
 		}
 		if first {
+			// Only a new marker is charged (the second miss finds it and
+			// pays for the entry alone); one that passes the share makes
+			// the class full like any write.
+			if err := c.budget.charge(ctx, cls, costOf(mk, 0)); err != nil {
+				c.writeFailed(ctx, cls, err)
+				return
+			}
 			c.m.writes[cls][outcomeDeferred].Inc()
 			return
 		}

@@ -183,21 +183,23 @@ func startLocalStores(ctx context.Context, env *settings.Overlay, f localFlags, 
 		// Redis memory): state bounded and never evicting, the read cache
 		// in a server of its own that evicts its least used entries.
 		log.Info("starting local redis for state and one for the cache (no persistence)")
-		r, err := devstack.StartRedisWith(ctx, filepath.Join(f.abs, "redis"), 0, devstack.StateRedisArgs...)
-		if err != nil {
-			return stop, fmt.Errorf("local redis: %w", err)
-		}
-		stops = append(stops, r.Stop)
-		env.Set("REDIS_URL", r.URL)
-		banner.parts = append(banner.parts, localPart{"redis (state)", filepath.Join(r.Dir, "redis.log"), r.Done()})
-		if env.Getenv("ATTESTD_CACHE_REDIS_URL") == "" {
-			c, err := devstack.StartRedisWith(ctx, filepath.Join(f.abs, "redis-cache"), 0, devstack.CacheRedisArgs...)
+		start := func(part, dir, variable string, args []string) error {
+			r, err := devstack.StartRedisWith(ctx, filepath.Join(f.abs, dir), 0, args...)
 			if err != nil {
-				return stop, fmt.Errorf("local cache redis: %w", err)
+				return fmt.Errorf("local %s: %w", part, err)
 			}
-			stops = append(stops, c.Stop)
-			env.Set("ATTESTD_CACHE_REDIS_URL", c.URL)
-			banner.parts = append(banner.parts, localPart{"redis (cache)", filepath.Join(c.Dir, "redis.log"), c.Done()})
+			stops = append(stops, r.Stop)
+			env.Set(variable, r.URL)
+			banner.parts = append(banner.parts, localPart{part, filepath.Join(r.Dir, "redis.log"), r.Done()})
+			return nil
+		}
+		if err := start("redis (state)", "redis", "REDIS_URL", devstack.StateRedisArgs); err != nil {
+			return stop, err
+		}
+		if env.Getenv("ATTESTD_CACHE_REDIS_URL") == "" {
+			if err := start("redis (cache)", "redis-cache", "ATTESTD_CACHE_REDIS_URL", devstack.CacheRedisArgs); err != nil {
+				return stop, err
+			}
 			if env.Getenv("ATTESTD_CACHE_MAX_MB") == "" {
 				env.Set("ATTESTD_CACHE_MAX_MB", devstack.CacheRedisBudgetMB)
 			}
