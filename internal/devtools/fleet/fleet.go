@@ -83,6 +83,10 @@ type Fleet struct {
 
 	opt     Options
 	closers []func()
+	// targetsMu guards targetsDir, Prometheus's file_sd directory ("":
+	// no Prometheus, or stopped), and serializes its rewrites.
+	targetsMu  sync.Mutex
+	targetsDir string
 }
 
 // URL is the fleet's public API base through nginx, http://127.0.0.1:port/api/v1.
@@ -323,7 +327,7 @@ func (f *Fleet) startProcs(ctx context.Context) ([]string, error) {
 // newProc is the i-th process of role, with its own listeners (free
 // ports) added to the shared environment; not started.
 func (f *Fleet) newProc(role string, i int) (*Proc, error) {
-	p := &Proc{Name: role + "-" + strconv.Itoa(i), Role: role, bin: f.opt.Bin}
+	p := &Proc{Name: role + "-" + strconv.Itoa(i), Role: role, bin: f.opt.Bin, changed: f.targetsChanged}
 	p.LogPath = filepath.Join(f.opt.Dir, p.Name+".log")
 	mport, err := devstack.FreePort()
 	if err != nil {

@@ -466,9 +466,10 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 	}
 
 	t.Run("every indexer killed: the indexer alerts fire in Prometheus, and resolve after the restart", func(t *testing.T) {
-		// (Only the index job's ProcessDown: the rolling restart above moved
-		// the API nodes' metrics ports, which Prometheus's static targets
-		// still name.)
+		// (Only the index job's ProcessDown: the API nodes are not killed
+		// here. After the rolling restart above, Prometheus scrapes their
+		// replacements' new metrics ports: the fleet rewrites its file_sd
+		// targets, so no API node is down.)
 		index := map[string]string{"job": "attestd-index"}
 		for _, name := range []string{"AttestdNoIndexerLeader", "AttestdProcessDown"} {
 			if alert(t, name, index) {

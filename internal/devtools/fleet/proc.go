@@ -29,6 +29,27 @@ type Proc struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
+	// out: taken out of service by Stop (until started again), so no
+	// longer a scrape target; a killed process stays one.
+	out bool
+	// changed is called after the process starts, stops or is replaced
+	// (the fleet rewrites Prometheus's targets); nil: nothing.
+	changed func()
+}
+
+// notify calls the changed hook, when there is one.
+func (p *Proc) notify() {
+	if p.changed != nil {
+		p.changed()
+	}
+}
+
+// target is the process's metrics address and whether Prometheus is to
+// scrape it (not after Stop).
+func (p *Proc) target() (addr string, in bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.MetricsAddr, !p.out
 }
 
 func (p *Proc) start() error {
@@ -47,7 +68,7 @@ func (p *Proc) start() error {
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	p.cmd, p.done = cmd, done
+	p.cmd, p.done, p.out = cmd, done, false
 	return nil
 }
 
@@ -98,12 +119,23 @@ func (p *Proc) signal(sig syscall.Signal, grace time.Duration) {
 	}
 }
 
-// Kill ends the process with SIGKILL: no drain, no goodbye.
-func (p *Proc) Kill() { p.signal(syscall.SIGKILL, time.Minute) }
+// Kill ends the process with SIGKILL: no drain, no goodbye. As after a
+// crash, it stays a scrape target (whose up is 0).
+func (p *Proc) Kill() {
+	p.signal(syscall.SIGKILL, time.Minute)
+	p.notify()
+}
 
-// Stop sends SIGTERM (a graceful drain) and waits for the exit, killing
-// it after 30 s.
-func (p *Proc) Stop() { p.signal(syscall.SIGTERM, 30*time.Second) }
+// Stop takes the process out of service: no longer a scrape target, it
+// gets SIGTERM (a graceful drain) and Stop waits for the exit, killing it
+// after 30 s.
+func (p *Proc) Stop() {
+	p.mu.Lock()
+	p.out = true
+	p.mu.Unlock()
+	p.notify()
+	p.signal(syscall.SIGTERM, 30*time.Second)
+}
 
 // Restart starts the process again (after Kill or Stop) with the same
 // addresses and waits until it is ready (Ready).
@@ -114,14 +146,16 @@ func (p *Proc) Restart(ctx context.Context) error {
 	if err := p.start(); err != nil {
 		return err
 	}
+	p.notify()
 	return p.Ready(ctx)
 }
 
 // Replace starts a new process for p on the same API address while the
 // current one stops: SIGTERM to the current one (which drains, still
 // listening: both bind with ATTESTD_REUSE_PORT=on), a new one with a
-// fresh metrics address, and a wait until the new one is ready. The
-// returned Proc is the old process, to wait for (Wait).
+// fresh metrics address (Prometheus's targets move to it once it has
+// started), and a wait until the new one is ready. The returned Proc is
+// the old process, to wait for (Wait).
 func (p *Proc) Replace(ctx context.Context) (old *Proc, err error) {
 	port, err := devstack.FreePort()
 	if err != nil {
@@ -136,7 +170,9 @@ func (p *Proc) Replace(ctx context.Context) (old *Proc, err error) {
 	if err := old.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return nil, fmt.Errorf("SIGTERM %s: %w", p.Name, err)
 	}
+	p.mu.Lock()
 	p.MetricsAddr = "127.0.0.1:" + strconv.Itoa(port)
+	p.mu.Unlock()
 	for i, kv := range p.env {
 		for _, k := range []string{"ATTESTD_METRICS_ADDR=", "ATTESTD_INDEXER_METRICS_ADDR=", "ATTESTD_WORKER_METRICS_ADDR="} {
 			if strings.HasPrefix(kv, k) && kv != k { // an empty one stays off
@@ -144,7 +180,9 @@ func (p *Proc) Replace(ctx context.Context) (old *Proc, err error) {
 			}
 		}
 	}
-	if err := p.start(); err != nil {
+	err = p.start()
+	p.notify() // the new address is the target, even when it did not start
+	if err != nil {
 		return old, err
 	}
 	return old, p.Ready(ctx)
