@@ -27,6 +27,10 @@ type OutboxEvent struct {
 	Type      string
 	Payload   []byte // JSON, as PostgreSQL renders the stored jsonb
 	CreatedAt time.Time
+	// Trace is the W3C traceparent of the span that wrote the row ("":
+	// none, or a row older than outbox.traceparent). PublishOutbox reads
+	// it; the other readers leave it empty.
+	Trace string
 }
 
 // PublishOutbox hands up to limit outbox rows to publish, oldest first:
@@ -39,7 +43,7 @@ func (s *Store) PublishOutbox(ctx context.Context, limit int, republishAfter tim
 	defer cancel()
 	n := 0
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT id, event_type, payload, created_at FROM outbox
+		rows, err := tx.Query(ctx, `SELECT id, event_type, payload, created_at, COALESCE(traceparent, '') FROM outbox
 			WHERE dispatched_at IS NULL AND (published_at IS NULL OR published_at < now() - make_interval(secs => $2))
 			ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, limit, republishAfter.Seconds())
 		if err != nil {
@@ -47,7 +51,7 @@ func (s *Store) PublishOutbox(ctx context.Context, limit int, republishAfter tim
 		}
 		evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (OutboxEvent, error) {
 			var e OutboxEvent
-			return e, r.Scan(&e.ID, &e.Type, &e.Payload, &e.CreatedAt)
+			return e, r.Scan(&e.ID, &e.Type, &e.Payload, &e.CreatedAt, &e.Trace)
 		})
 		if err != nil {
 			return fmt.Errorf("read outbox: %w", err)
@@ -201,8 +205,8 @@ func (s *Store) InsertTestEvent(ctx context.Context, accountID int64, webhookID 
 		if err != nil {
 			return fmt.Errorf("lock webhook: %w", err)
 		}
-		if err := tx.QueryRow(ctx, `INSERT INTO outbox (event_type, payload, target_webhook) VALUES ($1, $2, $3) RETURNING id`,
-			EventWebhookTest, payload, webhookID).Scan(&d.OutboxID); err != nil {
+		if err := tx.QueryRow(ctx, `INSERT INTO outbox (event_type, payload, target_webhook, traceparent) VALUES ($1, $2, $3, $4) RETURNING id`,
+			EventWebhookTest, payload, webhookID, outboxTrace(ctx)).Scan(&d.OutboxID); err != nil {
 			return fmt.Errorf("insert test event: %w", err)
 		}
 		if err := tx.QueryRow(ctx, `INSERT INTO webhook_deliveries (id, webhook_id, outbox_id)
@@ -583,12 +587,12 @@ func (s *Store) OutboxBacklog(ctx context.Context) (int64, time.Time, error) {
 // (each its own outbox row, targeted like a test event), and wakes the
 // relays.
 func disabledEvents(ctx context.Context, tx pgx.Tx, disabled []string) error {
-	tag, err := tx.Exec(ctx, `INSERT INTO outbox (event_type, payload, target_webhook)
+	tag, err := tx.Exec(ctx, `INSERT INTO outbox (event_type, payload, target_webhook, traceparent)
 		SELECT $2, jsonb_build_object('webhookId', d.id, 'url', d.url, 'reason', d.disabled_reason,
-				'disabledAt', to_char(d.disabled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')), o.id
+				'disabledAt', to_char(d.disabled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')), o.id, $3::text
 		FROM webhooks d JOIN webhooks o ON o.account_id = d.account_id AND o.id <> d.id AND o.active
 		WHERE d.id = ANY($1) AND NOT d.active
-		ORDER BY d.id, o.id`, disabled, EventWebhookDisabled)
+		ORDER BY d.id, o.id`, disabled, EventWebhookDisabled, outboxTrace(ctx))
 	if err != nil {
 		return fmt.Errorf("webhook.disabled events: %w", err)
 	}

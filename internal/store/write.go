@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/internal/tracing"
 	"github.com/gagliardetto/solana-go"
 	"github.com/jackc/pgx/v5"
 )
@@ -328,8 +329,9 @@ func announceAttestations(ctx context.Context, tx pgx.Tx, inserted []string, byP
 	if err := addCounts(ctx, tx, counts); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_type, payload, chain_key)
-		SELECT * FROM unnest($1::text[], $2::jsonb[], $3::text[])`, types, payloads, keys); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_type, payload, chain_key, traceparent)
+		SELECT t, p, k, $4::text FROM unnest($1::text[], $2::jsonb[], $3::text[]) AS u(t, p, k)`,
+		types, payloads, keys, outboxTrace(ctx)); err != nil {
 		return fmt.Errorf("insert outbox rows: %w", err)
 	}
 	sortStream(evs)
@@ -439,12 +441,29 @@ func chainKey(pda, txSignature string, eventIndex int, slot uint64) string {
 	return pda + "/" + txSignature + "/" + strconv.Itoa(eventIndex) + "/" + strconv.FormatUint(slot, 10)
 }
 
+// outboxTrace is the traceparent an outbox row records of the span that
+// writes it (ctx's: the indexer's batch, an API request), for the webhook
+// fan-out and delivery spans to link to: nil (NULL) when tracing is off or
+// ctx has no span. Only a well-formed traceparent is stored (at most
+// tracing.TraceparentLen characters, as outbox.traceparent holds).
+func outboxTrace(ctx context.Context) *string {
+	if !tracing.Enabled() {
+		return nil
+	}
+	tp := tracing.CleanTraceparent(tracing.Traceparent(ctx))
+	if tp == "" {
+		return nil
+	}
+	return &tp
+}
+
 func outbox(ctx context.Context, tx pgx.Tx, eventType string, payload any, key string) error {
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("encode outbox payload: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_type, payload, chain_key) VALUES ($1, $2, $3)`, eventType, b, key); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO outbox (event_type, payload, chain_key, traceparent) VALUES ($1, $2, $3, $4)`,
+		eventType, b, key, outboxTrace(ctx)); err != nil {
 		return fmt.Errorf("insert outbox row: %w", err)
 	}
 	return nil

@@ -104,6 +104,33 @@ func TestTraceparentRoundTrip(t *testing.T) {
 	}
 }
 
+// A traceparent kept for later (an outbox row, a stream message) is
+// bounded: only a well-formed version-00 one naming a valid span survives,
+// and only it makes a link.
+func TestCleanTraceparent(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	if got := CleanTraceparent(tp); got != tp {
+		t.Fatalf("CleanTraceparent(%q) = %q", tp, got)
+	}
+	if l, ok := Link(tp); !ok || l.SpanContext.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" ||
+		l.SpanContext.SpanID().String() != "00f067aa0ba902b7" {
+		t.Fatalf("Link(%q) = %+v, %v", tp, l, ok)
+	}
+	for _, bad := range []string{"", "garbage", strings.ToUpper(tp), tp + "-extra", tp[:54],
+		"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+		"00-4bf92f3577b34da6a3ce929d0e0e47zz-00f067aa0ba902b7-01",
+		"00-" + strings.Repeat("a", 8000)} {
+		if got := CleanTraceparent(bad); got != "" {
+			t.Errorf("CleanTraceparent(%.60q) = %q, want \"\"", bad, got)
+		}
+		if _, ok := Link(bad); ok {
+			t.Errorf("Link(%.60q) made a link", bad)
+		}
+	}
+}
+
 func TestValidateNamesEveryBadVariable(t *testing.T) {
 	on := map[string]string{EnvEndpoint: "http://127.0.0.1:4318"}
 	with := func(kv ...string) func(string) string {

@@ -62,7 +62,7 @@ func (w *Worker) publish(ctx context.Context) (int, error) {
 	return w.st.PublishOutbox(ctx, relayBatch, republishAfter, func(evs []store.OutboxEvent) error {
 		msgs := make([]queue.Event, len(evs))
 		for i, e := range evs {
-			msgs[i] = queue.Event{ID: e.ID, Type: e.Type, Created: e.CreatedAt.UnixMilli(), Body: Body(e, w.opt.Origin)}
+			msgs[i] = queue.Event{ID: e.ID, Type: e.Type, Created: e.CreatedAt.UnixMilli(), Body: Body(e, w.opt.Origin), Trace: e.Trace}
 		}
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
@@ -137,7 +137,7 @@ func (w *Worker) fanOutBatch(ctx context.Context, msgs []queue.EventMsg) (err er
 		// A trace per batch: its deliveries (queued here, carrying this
 		// span's traceparent) are its children.
 		var span trace.Span
-		ctx, span = tracing.Start(ctx, "webhook fan-out", trace.SpanKindInternal, attribute.Int("attestd.webhook.events", len(msgs)))
+		ctx, span = fanOutSpan(ctx, msgs)
 		defer func() { tracing.End(span, err) }()
 	}
 	byID := make(map[int64]queue.Event, len(msgs))
@@ -163,7 +163,7 @@ func (w *Worker) fanOutBatch(ctx context.Context, msgs []queue.EventMsg) (err er
 	for i, d := range ds {
 		e := byID[d.OutboxID]
 		jobs[i] = queue.Job{ID: d.ID, Delivery: d.ID, Webhook: d.WebhookID, Event: e.ID, Type: e.Type, Created: e.Created,
-			Queued: now, Body: e.Body}
+			Queued: now, Body: e.Body, Origin: e.Trace}
 	}
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -179,4 +179,33 @@ func (w *Worker) fanOutBatch(ctx context.Context, msgs []queue.EventMsg) (err er
 		w.log.Debug("fan-out: queued deliveries", "events", len(ids), "deliveries", len(jobs))
 	}
 	return nil
+}
+
+// maxFanOutLinks bounds the links of one fan-out span (the SDK's own
+// limit is 128): a batch after a backlog may hold events of many writers.
+const maxFanOutLinks = 32
+
+// fanOutSpan starts the "webhook fan-out" span of a batch, linked to the
+// spans that wrote its events to the outbox (their traceparents: the
+// indexer's batch of a round, the request of a test event), each once.
+// Links, not a parent: a batch merges events of many rounds and a span has
+// one parent, so parenting would file the batch and every delivery under
+// one round's trace and lose the others, and would make a round's trace
+// run on for as long as its deliveries are retried; a link per writer
+// keeps each round's trace its own and still leads from the batch to each.
+func fanOutSpan(ctx context.Context, msgs []queue.EventMsg) (context.Context, trace.Span) {
+	var links []trace.Link
+	seen := make(map[string]bool)
+	for _, m := range msgs {
+		tp := m.Event.Trace
+		if m.Err != nil || tp == "" || seen[tp] || len(links) == maxFanOutLinks {
+			continue
+		}
+		seen[tp] = true
+		if l, ok := tracing.Link(tp); ok {
+			links = append(links, l)
+		}
+	}
+	return tracing.Tracer().Start(ctx, "webhook fan-out", trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(attribute.Int("attestd.webhook.events", len(msgs))), trace.WithLinks(links...))
 }

@@ -89,13 +89,19 @@ func (w *Worker) send(ctx context.Context, h *hook, job *queue.Job) result {
 }
 
 // sendTraced is send in a "webhook deliver" span, the child of the span
-// that queued the job when the job carries one (Job.Trace); the request
-// carries the span's traceparent to the receiver (see post).
+// that queued the job when the job carries one (Job.Trace), linked to the
+// span that wrote its event to the outbox (Job.Origin: the indexer's
+// batch; a link, as the fan-out's, since the parent is the queuing span);
+// the request carries the span's traceparent to the receiver (see post).
 func (w *Worker) sendTraced(ctx context.Context, h *hook, job *queue.Job) result {
 	ctx = tracing.WithTraceparent(ctx, job.Trace)
-	ctx, span := tracing.Start(ctx, "webhook deliver", trace.SpanKindProducer,
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
 		attribute.String("attestd.webhook.id", job.Webhook), attribute.String("attestd.webhook.delivery", job.Delivery),
-		attribute.String("attestd.webhook.event_type", job.Type), attribute.Int("attestd.webhook.attempt", job.Attempts+1))
+		attribute.String("attestd.webhook.event_type", job.Type), attribute.Int("attestd.webhook.attempt", job.Attempts+1))}
+	if l, ok := tracing.Link(job.Origin); ok {
+		opts = append(opts, trace.WithLinks(l))
+	}
+	ctx, span := tracing.Tracer().Start(ctx, "webhook deliver", opts...)
 	r := w.sendAttempt(ctx, h, job)
 	if r.status != 0 {
 		span.SetAttributes(attribute.Int("http.response.status_code", r.status))

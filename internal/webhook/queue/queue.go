@@ -54,6 +54,10 @@ type Job struct {
 	// tracing was on): the worker's delivery span is its child, and the
 	// receiver gets its traceparent. Retries keep it.
 	Trace string `json:"tp,omitempty"`
+	// Origin is the W3C traceparent of the span that wrote the job's event
+	// to the outbox (Event.Trace; "": none): the delivery span links to
+	// it. Retries keep it.
+	Origin string `json:"ot,omitempty"`
 }
 
 // Event is one outbox event on the event stream.
@@ -62,6 +66,10 @@ type Event struct {
 	Type    string
 	Created int64 // Unix ms
 	Body    string
+	// Trace is the W3C traceparent of the span that wrote the event to the
+	// outbox ("": none). A message without it (one a worker published
+	// before it was carried) or with a malformed one reads as "".
+	Trace string
 }
 
 // EventMsg is an event read from the stream.
@@ -165,8 +173,11 @@ func (q *Queue) Publish(ctx context.Context, evs []Event) error {
 	}
 	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, e := range evs {
-			p.XAdd(ctx, &redis.XAddArgs{Stream: q.eventsKey(), Values: []any{
-				"id", e.ID, "t", e.Type, "c", e.Created, "b", e.Body}})
+			vals := []any{"id", e.ID, "t", e.Type, "c", e.Created, "b", e.Body}
+			if e.Trace != "" {
+				vals = append(vals, "tp", e.Trace)
+			}
+			p.XAdd(ctx, &redis.XAddArgs{Stream: q.eventsKey(), Values: vals})
 		}
 		return nil
 	})
@@ -225,7 +236,7 @@ func decodeEvent(m redis.XMessage) EventMsg {
 	str := func(k string) string { s, _ := m.Values[k].(string); return s }
 	id, err1 := strconv.ParseInt(str("id"), 10, 64)
 	created, err2 := strconv.ParseInt(str("c"), 10, 64)
-	em.Event = Event{ID: id, Type: str("t"), Created: created, Body: str("b")}
+	em.Event = Event{ID: id, Type: str("t"), Created: created, Body: str("b"), Trace: tracing.CleanTraceparent(str("tp"))}
 	if err1 != nil || err2 != nil || em.Event.Type == "" || em.Event.Body == "" {
 		em.Err = fmt.Errorf("malformed event message %s", m.ID)
 	}

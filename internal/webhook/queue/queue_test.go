@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,6 +118,40 @@ func TestClaimAndTouch(t *testing.T) {
 	got, err := q.Claim(ctx, p, "alive", 100*time.Millisecond, 10)
 	if err != nil || len(got) == 0 || got[len(got)-1].StreamID != msgs[1].StreamID || got[len(got)-1].Job == nil {
 		t.Fatalf("claim: %+v %v", got, err)
+	}
+}
+
+// TestEventTrace: an event's traceparent travels on the event stream; a
+// message without one (published by a worker from before it was carried,
+// during a rolling upgrade) or with a malformed one reads as an event
+// without a trace, never as a malformed message. A job keeps its origin.
+func TestEventTrace(t *testing.T) {
+	q, rdb := newQueue(t, 1)
+	ctx := context.Background()
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	testenv.Must(t, q.Publish(ctx, []Event{{ID: 1, Type: "attestation.created", Created: 5, Body: "{}", Trace: tp},
+		{ID: 2, Type: "attestation.created", Created: 5, Body: "{}"}}), "publish")
+	for _, tr := range []string{"", "00-" + strings.Repeat("a", 4000)} {
+		vals := []any{"id", 3, "t", "attestation.created", "c", 5, "b", "{}"} // as a worker before this field wrote it
+		if tr != "" {
+			vals = append(vals, "tp", tr)
+		}
+		testenv.Must(t, rdb.XAdd(ctx, &redis.XAddArgs{Stream: q.eventsKey(), Values: vals}).Err(), "xadd")
+	}
+	msgs, err := q.ReadEvents(ctx, "c", 10, 0)
+	if err != nil || len(msgs) != 4 {
+		t.Fatalf("read events: %+v %v", msgs, err)
+	}
+	for i, want := range []string{tp, "", "", ""} {
+		if m := msgs[i]; m.Err != nil || m.Event.Trace != want {
+			t.Errorf("event %d: trace %.60q, err %v; want %q", i, m.Event.Trace, m.Err, want)
+		}
+	}
+	job := Job{ID: "msg_1", Delivery: "msg_1", Webhook: "wh_a", Event: 1, Type: "attestation.created", Body: "{}", Origin: tp}
+	testenv.Must(t, q.Enqueue(ctx, []Job{job}), "enqueue")
+	got, err := q.Read(ctx, 0, "c", 10, 0)
+	if err != nil || len(got) != 1 || got[0].Job == nil || got[0].Job.Origin != tp {
+		t.Fatalf("job origin: %+v %v", got, err)
 	}
 }
 
