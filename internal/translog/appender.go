@@ -50,6 +50,7 @@ type appenderMetrics struct {
 	lag         prometheus.Gauge
 	appended    prometheus.Counter
 	checkpoints prometheus.Counter
+	behind      prometheus.Gauge
 }
 
 // NewAppender checks the options and builds an appender.
@@ -91,6 +92,8 @@ func NewAppender(opt AppenderDeps) (*Appender, error) {
 			Help: "leaves this process appended"}),
 		checkpoints: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_log_checkpoints_total",
 			Help: "checkpoints this process signed"}),
+		behind: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_log_regrow_remaining",
+			Help: "leaves the log still has to regrow from the chain to reach the size its witnesses cosigned (after a restore; 0: whole)"}),
 	}
 	a.wm = newCosignerMetrics()
 	if opt.Registry != nil {
@@ -103,6 +106,7 @@ func NewAppender(opt AppenderDeps) (*Appender, error) {
 		a.m.lag = metric.Register(opt.Registry, a.m.lag)
 		a.m.appended = metric.Register(opt.Registry, a.m.appended)
 		a.m.checkpoints = metric.Register(opt.Registry, a.m.checkpoints)
+		a.m.behind = metric.Register(opt.Registry, a.m.behind)
 	}
 	return a, nil
 }
@@ -151,8 +155,12 @@ func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
 	var stop func()
 	t.cos, stop = a.startCosigner(ctx, cancel)
 	defer stop()
+	if err := a.startTerm(ctx, &t); err != nil {
+		return err
+	}
 	for {
-		res, err := a.opt.Store.LogAppend(ctx, a.opt.Config.Batch)
+		most := t.appendMax(a.opt.Config.Batch)
+		res, err := a.opt.Store.LogAppend(ctx, most)
 		if err != nil {
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
@@ -167,7 +175,14 @@ func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
 			a.m.appended.Add(float64(res.Leaves))
 		}
 		a.m.size.Set(float64(res.Size))
-		if res.Size != t.signedSize && time.Since(t.lastSigned) >= a.opt.Config.CheckpointInterval {
+		t.size = res.Size
+		a.m.behind.Set(float64(max(0, t.floor-t.size)))
+		if t.regrowing() && time.Since(t.lastProgress) >= regrowProgressEvery {
+			t.lastProgress = time.Now()
+			a.log.Info("log regrowing to its witnessed size", "size", t.size, "witnessed_size", t.floor,
+				"percent", fmt.Sprintf("%.1f", 100*float64(t.size)/float64(t.floor)))
+		}
+		if a.signDue(res, &t) {
 			a.sign(ctx, &t)
 		}
 		if time.Since(t.lastBacklog) >= backlogEvery {
@@ -176,7 +191,7 @@ func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
 			t.lastBacklog = time.Now()
 			a.refreshBacklog(ctx)
 		}
-		full := res.Leaves+res.Dropped >= a.opt.Config.Batch
+		full := res.Leaves+res.Dropped >= most
 		if full {
 			continue // more waits: no pause
 		}
@@ -190,8 +205,52 @@ func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
 // appends.
 type leadTerm struct {
 	lastSigned, lastBacklog time.Time
+	lastProgress            time.Time
 	signedSize              int64 // -1: none signed yet this term
+	size                    int64 // the log's size after the last append
+	floor                   int64 // the witnessed size, while the log regrows to it (regrow.go)
 	cos                     *cosigner
+}
+
+// startTerm reads the log's size and, when witnesses are configured,
+// learns what they cosigned (regrow.go) before anything is appended.
+func (a *Appender) startTerm(ctx context.Context, t *leadTerm) error {
+	b, err := a.opt.Store.LogBacklog(ctx)
+	for err != nil {
+		a.log.Warn("log appender: cannot read the log's size; will try again", "err", err)
+		if !pause.For(ctx, a.opt.Config.Poll) {
+			return context.Cause(ctx)
+		}
+		b, err = a.opt.Store.LogBacklog(ctx)
+	}
+	t.size = b.Size
+	if t.cos == nil {
+		return a.releaseUnwitnessed(ctx)
+	}
+	if err := a.askWitnesses(ctx, t); err != nil {
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
+// signDue reports whether a checkpoint is to be signed after this append:
+// never while the log regrows below its witnessed size; at once when it
+// reaches it; otherwise when it grew and the interval passed.
+func (a *Appender) signDue(res store.LogAppended, t *leadTerm) bool {
+	switch {
+	case res.Size == t.signedSize || t.regrowing():
+		return false
+	case t.regrown(res):
+		a.log.Info("log regrown to the size its witnesses cosigned; signing it for them to check", "size", res.Size)
+		return true
+	}
+	return time.Since(t.lastSigned) >= a.opt.Config.CheckpointInterval
+}
+
+// regrown reports whether this append brought the log to exactly its
+// witnessed size, not signed yet.
+func (t *leadTerm) regrown(res store.LogAppended) bool {
+	return t.floor > 0 && res.Size == t.floor && t.signedSize < t.floor
 }
 
 // startCosigner starts the cosigner when witnesses are configured (nil
@@ -267,6 +326,9 @@ func (a *Appender) SignCheckpoint(ctx context.Context) (store.LogCheckpoint, boo
 		return logformat.Checkpoint{Origin: origin, Size: size, Root: root}.Sign(signers...)
 	})
 }
+
+// regrowProgressEvery is how often a regrowing log says how far it is.
+const regrowProgressEvery = 5 * time.Second
 
 // backlogEvery is how often the appender refreshes its queue metrics.
 const backlogEvery = 5 * time.Second

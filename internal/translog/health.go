@@ -34,10 +34,17 @@ func (s *Server) Health(ctx context.Context) (*logreport.Health, string) {
 			}
 		}
 	}
-	if len(cfg.Witnesses) == 0 {
-		return h, ""
-	}
 	var reasons []string
+	if hold := s.hold.Load(); hold != nil {
+		if !hold.HeldSince.IsZero() {
+			reasons = append(reasons, fmt.Sprintf("log: restored from a backup at %s; held until the appender has asked the witnesses which size they cosigned", hold.HeldSince.UTC().Format(time.RFC3339)))
+		} else {
+			reasons = append(reasons, "log: "+regrowReason(cfg.Origin(), *hold))
+		}
+	}
+	if len(cfg.Witnesses) == 0 {
+		return h, strings.Join(reasons, "; ")
+	}
 	states, err := s.opt.Store.LogWitnesses(ctx, cfg.Origin())
 	if err != nil {
 		return h, "log: the witnesses' state cannot be read now"

@@ -68,6 +68,7 @@ type Server struct {
 	reads  atomic.Int64 // checkpoint reads from PostgreSQL (for tests)
 	newest atomic.Int64 // the newest checkpoint's size, witnessed or not
 	behind atomic.Int64 // since when (unix ns) the newest is not the one served; 0: it is
+	hold   atomic.Pointer[store.LogHold] // the last refresh's, while the log is held (regrow.go); nil: not held
 }
 
 type failure struct {
@@ -148,8 +149,26 @@ func (s *Server) refreshLocked(ctx context.Context) (*served, error) {
 		s.failed.Store(&failure{err: err, at: time.Now()})
 		return s.latest.Load(), err
 	}
+	hold, err := s.opt.Store.ReadLogHold(ctx)
+	if err != nil {
+		s.failed.Store(&failure{err: err, at: time.Now()})
+		return s.latest.Load(), err
+	}
 	s.failed.Store(nil)
 	s.newest.Store(newest)
+	if hold.Regrowing() || (ok && c.Size < hold.WitnessedSize) {
+		// Restored from a backup: what the database holds may be older
+		// than what the witnesses cosigned and clients hold. Nothing
+		// below the witnessed size is served (a checkpoint this node
+		// served before is not older: it stays).
+		s.hold.Store(&hold)
+		ok = false
+		if cur := s.latest.Load(); cur != nil && cur.Size < hold.WitnessedSize {
+			s.latest.Store(nil)
+		}
+	} else {
+		s.hold.Store(nil)
+	}
 	defer func() {
 		if l := s.latest.Load(); l != nil && l.Size >= newest {
 			s.behind.Store(0)
@@ -276,6 +295,12 @@ func (s *Server) current(c *fiber.Ctx) (*served, error) {
 	}
 	if err != nil {
 		return nil, httpapi.StoreError(err)
+	}
+	if h := s.hold.Load(); h != nil {
+		if !h.HeldSince.IsZero() {
+			return nil, apierror.Unavailable("log %s was restored from a backup at %s: no checkpoint is served until the log's appender has asked its witnesses which size they cosigned", s.opt.Config.Origin(), h.HeldSince.UTC().Format(time.RFC3339))
+		}
+		return nil, apierror.Unavailable("%s", regrowReason(s.opt.Config.Origin(), *h))
 	}
 	if q := s.opt.Config.Quorum; q > 0 && s.newest.Load() > 0 {
 		return nil, apierror.Unavailable("no checkpoint of log %s is cosigned by %d of its %d witnesses yet (ATTESTD_LOG_WITNESSES): the log serves only witnessed checkpoints", s.opt.Config.Origin(), q, len(s.opt.Config.Witnesses))
