@@ -64,10 +64,10 @@ type Server struct {
 	// failed is the last refresh's error while PostgreSQL does not answer
 	// (nil after a success): requests do not ask again within Refresh.
 	failed atomic.Pointer[failure]
-	mu     sync.Mutex   // one refresh at a time
-	reads  atomic.Int64 // checkpoint reads from PostgreSQL (for tests)
-	newest atomic.Int64 // the newest checkpoint's size, witnessed or not
-	behind atomic.Int64 // since when (unix ns) the newest is not the one served; 0: it is
+	mu     sync.Mutex                    // one refresh at a time
+	reads  atomic.Int64                  // checkpoint reads from PostgreSQL (for tests)
+	newest atomic.Int64                  // the newest checkpoint's size, witnessed or not
+	behind atomic.Int64                  // since when (unix ns) the newest is not the one served; 0: it is
 	hold   atomic.Pointer[store.LogHold] // the last refresh's, while the log is held (regrow.go); nil: not held
 }
 
