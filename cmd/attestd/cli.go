@@ -87,14 +87,16 @@ var help = map[string]helpInfo{
 	"worker": {vars: settings.WorkerVars, example: "ATTESTD_WEBHOOK_SECRET_KEYS=... DATABASE_URL=... REDIS_URL=... attestd worker"},
 	"migrate": {vars: storeVars, example: "DATABASE_URL=postgres://... attestd migrate\n" +
 		"attestd migrate        # while make run runs: uses its stores (.run/stores.env)"},
-	"seed": {vars: settings.Join(storeVars, purge.Vars), example: "attestd seed --agents 10 --attestations 1000"},
+	"backup":  {usage: backupUsage, vars: storeVars, example: "attestd backup --dir /var/backups/attestd   # daily, from cron or a systemd timer"},
+	"restore": {usage: restoreUsage, vars: storeVars, example: "createdb attestd_restored && DATABASE_URL=postgres://.../attestd_restored attestd restore attestd-20261129T030000Z.dump"},
+	"seed":    {vars: settings.Join(storeVars, purge.Vars), example: "attestd seed --agents 10 --attestations 1000"},
 	"keys": {usage: keysUsage, vars: settings.Join(storeVars, apikey.Vars),
 		example: "attestd keys create --account demo --label laptop   # while make run runs, in a second terminal"},
 	"accounts": {usage: accountsUsage, vars: storeVars,
 		example: "attestd accounts link-wallet --account demo --wallet 7xKXtg2CW87d97TXJSDpbD5jBkheTqA83TZRuJosgAsU"},
 	"verify": {usage: verifyUsage, example: "attestd verify 7Hq...PDA --log-key 'attestd.example/log+1a2b3c4d+AV...' --url https://attestd.example\n" +
 		"attestd verify --monitor --log-key 'attestd.example/log+1a2b3c4d+AV...' --url https://attestd.example --watch 1m"},
-	"log": {usage: logUsage, vars: settings.Pick(config.Vars, "ATTESTD_PUBLIC_URL"),
+	"log": {usage: logUsage, vars: settings.Join(settings.Pick(config.Vars, "ATTESTD_PUBLIC_URL"), storeVars),
 		example: "attestd log keygen --name attestd.example.com/log"},
 	"payments": {usage: paymentsUsage, vars: storeVars, example: "attestd payments list --status pending --since 24h"},
 	"mcp": {usage: "usage: attestd mcp [--http ADDR]", vars: settings.MCPVars,

@@ -18,20 +18,25 @@ const logUsage = `usage:
   attestd log keygen [--name NAME]   make a transparency log key: prints the private key (ATTESTD_LOG_KEY where
                                      attestd index runs; keep it secret) and the verifier key (publish it; API
                                      nodes may hold only it). NAME is the log's origin, by default the host of
-                                     ATTESTD_PUBLIC_URL followed by /log`
+                                     ATTESTD_PUBLIC_URL followed by /log
+  attestd log hold                   hold the log of DATABASE_URL after recreating or restoring the database by hand:
+                                     no checkpoint is served until attestd index's appender has asked the witnesses
+                                     which size they cosigned and the log regrew to it (attestd restore does this)`
 
 func runLog(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usageErrorf("log: name a subcommand: keygen\n%s", logUsage)
+		return usageErrorf("log: name a subcommand: keygen, hold\n%s", logUsage)
 	}
 	switch args[0] {
 	case "keygen":
 		return logKeygen(args[1:], os.Getenv, os.Stdout)
+	case "hold":
+		return logHold(ctx, args[1:])
 	case "help", "-h", "-help", "--help":
 		writeHelp(os.Stdout, "log", nil)
 		return nil
 	}
-	return usageErrorf("log: unknown subcommand %q (want keygen)\n%s", args[0], logUsage)
+	return usageErrorf("log: unknown subcommand %q (want keygen or hold)\n%s", args[0], logUsage)
 }
 
 // logKeygen prints a new Ed25519 note key pair named --name (default:

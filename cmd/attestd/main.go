@@ -32,6 +32,8 @@ func init() {
 		{"log", "the transparency log: log keygen [--name NAME] prints a new log key pair", runLog},
 		{"verify", "check an attestation is in the transparency log (verify PDA --log-key KEY) or monitor the log (verify --monitor)", runVerify},
 		{"migrate", "apply database migrations (idempotent)", runMigrate},
+		{"backup", "dump the database with pg_dump and record the backup (its age is a metric)", runBackup},
+		{"restore", "restore a backup into an empty database, migrate it and hold the log until it regrows to its witnessed size", runRestore},
 		{"seed", "write realistic demo data through the write path", runSeed},
 		{"keys", "manage API keys: keys create --account NAME [--label L] | keys list --account NAME | keys revoke PREFIX", runKeys},
 		{"accounts", "manage accounts: accounts link-wallet --account NAME --wallet ADDRESS (sign in to the web console with that wallet)", runAccounts},

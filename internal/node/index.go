@@ -44,12 +44,13 @@ func Index(ctx context.Context, s settings.Settings, log *slog.Logger, reg prome
 	if err != nil {
 		return err
 	}
-	if err := startReconciler(ctx, st, s, log); err != nil {
+	if err := startReconciler(ctx, st, s, log, reg); err != nil {
 		return err
 	}
 	if err := startLogAppender(ctx, st, s.Log, log, reg); err != nil {
 		return err
 	}
+	watchBackups(ctx, st, reg, log)
 	log.Info("indexer starting", "rpc", icfg.RPCURL, "ws", icfg.WSURL, "program", icfg.ProgramID.String())
 	health.set(indexerProbe(st, ix.IsLeader))
 	return ix.Run(ctx)
@@ -58,17 +59,21 @@ func Index(ctx context.Context, s settings.Settings, log *slog.Logger, reg prome
 // startReconciler runs the payments reconciler beside the indexer (which
 // always runs and already talks to the chain): open payments are settled
 // or released against ATTESTD_X402_RPC_URL (default: the indexer's RPC).
-func startReconciler(ctx context.Context, st *store.Store, s settings.Settings, log *slog.Logger) error {
+func startReconciler(ctx context.Context, st *store.Store, s settings.Settings, log *slog.Logger, reg prometheus.Registerer) error {
 	interval, rpcURL := s.ReconcileInterval, s.PaymentsRPC
 	if interval == 0 {
 		log.Info("payments reconciler off (ATTESTD_X402_RECONCILE_INTERVAL=0)")
 		return nil
 	}
-	r, err := verifier.NewReconciler(verifier.ReconcilerOptions{Ledger: st, RPCURL: rpcURL, Interval: interval, Logger: log})
+	if s.PaymentsRecoverErr != nil {
+		log.Error("payments recovery off: the settlements a restore lost will not be recovered from the chain", "err", s.PaymentsRecoverErr)
+	}
+	r, err := verifier.NewReconciler(verifier.ReconcilerOptions{Ledger: st, RPCURL: rpcURL, Interval: interval, Logger: log,
+		Recover: s.PaymentsRecover, Registerer: reg})
 	if err != nil {
 		return err
 	}
-	log.Info("payments reconciler on", "rpc", rpcURL, "interval", interval.String())
+	log.Info("payments reconciler on", "rpc", rpcURL, "interval", interval.String(), "recovers_settlements", !s.PaymentsRecover.PayTo.IsZero())
 	go func() { _ = r.Run(ctx) }()
 	return nil
 }

@@ -69,7 +69,11 @@ type Settings struct {
 	// PaymentsRPC is where the reconciler settles (ATTESTD_X402_RPC_URL,
 	// default the indexer's RPC).
 	PaymentsRPC string
-	Purge       purge.Config
+	// PaymentsRecover: whose settlements the reconciler recovers from the
+	// chain after a restore (ATTESTD_X402_PAY_TO and its asset; zero: none).
+	PaymentsRecover    verifier.RecoverTerms
+	PaymentsRecoverErr error // why the recovery is off although ATTESTD_X402_PAY_TO is set
+	Purge              purge.Config
 
 	// serve and worker
 	Webhook webhook.Config
@@ -133,6 +137,9 @@ func Load(role Role, getenv func(string) string) (Settings, error) {
 		check("indexer", err)
 		s.ReconcileInterval, err = verifier.ReconcileInterval(getenv)
 		check("payments reconciler", err)
+		// The API's pay-per-request settings never stop the indexer: a
+		// payTo it cannot read turns the recovery off, loudly (Index).
+		s.PaymentsRecover, s.PaymentsRecoverErr = verifier.RecoverTermsFromEnv(getenv)
 		s.PaymentsRPC = getenv("ATTESTD_X402_RPC_URL")
 		if s.PaymentsRPC == "" {
 			s.PaymentsRPC = s.Indexer.RPCURL

@@ -25,7 +25,8 @@ var (
 		Pick(indexer.Vars, "ATTESTD_SOLANA_RPC_URL", "ATTESTD_PROGRAM_ID"), verifier.Vars, webhook.Vars, web.Vars, stream.Vars,
 		Pick(translog.Vars, "ATTESTD_LOG_KEY", "ATTESTD_LOG_KEY_FILE"))
 	// IndexVars is every variable an indexer reads.
-	IndexVars = Join(config.Vars, indexer.Vars, purge.Vars, verifier.ReconcileVars, translog.Vars)
+	IndexVars = Join(config.Vars, indexer.Vars, purge.Vars, verifier.ReconcileVars, translog.Vars,
+		Pick(verifier.Vars, "ATTESTD_X402_PAY_TO", "ATTESTD_X402_NETWORK", "ATTESTD_X402_ASSET", "ATTESTD_X402_ASSET_DECIMALS", "ATTESTD_X402_RPC_URL"))
 	// WorkerVars is every variable a webhook worker reads.
 	WorkerVars = Join(config.Vars, webhook.Vars)
 	// MCPVars is every variable the MCP server reads.

@@ -666,3 +666,21 @@ func (s *Store) SettleLogFrontier(ctx context.Context) error {
 	}
 	return nil
 }
+
+// OldestUnwitnessed is how long the oldest checkpoint of origin signed
+// after the newest one with quorum cosignatures has waited for them (0:
+// none waits, or quorum is 0).
+func (s *Store) OldestUnwitnessed(ctx context.Context, origin string, quorum int) (time.Duration, error) {
+	if quorum <= 0 {
+		return 0, nil
+	}
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var secs float64
+	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(signed_at)), 0)::float8 FROM log_checkpoints
+		WHERE origin = $1 AND size > (SELECT COALESCE(max(size), -1) FROM log_checkpoints WHERE origin = $1 AND cosignatures >= $2)`,
+		origin, quorum).Scan(&secs); err != nil {
+		return 0, fmt.Errorf("oldest unwitnessed checkpoint: %w", err)
+	}
+	return time.Duration(secs * float64(time.Second)), nil
+}

@@ -58,6 +58,9 @@ type Payment struct {
 	// LastValidHeight is the block height after which the transaction can
 	// no longer land (0: unknown).
 	LastValidHeight uint64
+	// Recovered: recorded from the chain after a restore lost the row
+	// (RecoverPayment); its request and kept answer were lost with it.
+	Recovered bool
 	// Receipt is the signed receipt (compact JWS) of a settled payment, ""
 	// when none was issued.
 	Receipt string
@@ -161,7 +164,7 @@ func (s *Store) NotePayment(ctx context.Context, id int64, reason string) error 
 // paymentColumns are what scanPayment reads.
 const paymentColumns = `id, message_hash, COALESCE(tx_signature, ''), network, asset, pay_to, payer, amount,
 	route, status, reason, node, created_at, updated_at, settled_at, request_fingerprint, request,
-	COALESCE(payment_id, ''), COALESCE(last_valid_height, 0), COALESCE(receipt, '')`
+	COALESCE(payment_id, ''), COALESCE(last_valid_height, 0), COALESCE(receipt, ''), recovered`
 
 func scanPayment(row pgx.Row) (Payment, error) {
 	var p Payment
@@ -169,7 +172,7 @@ func scanPayment(row pgx.Row) (Payment, error) {
 	var amount, lastValid int64
 	if err := row.Scan(&p.ID, &hash, &p.TxSignature, &p.Network, &p.Asset, &p.PayTo, &p.Payer, &amount, &p.Route,
 		&p.Status, &p.Reason, &p.Node, &p.CreatedAt, &p.UpdatedAt, &p.SettledAt, &p.RequestFingerprint, &p.Request,
-		&p.PaymentID, &lastValid, &p.Receipt); err != nil {
+		&p.PaymentID, &lastValid, &p.Receipt, &p.Recovered); err != nil {
 		return p, err
 	}
 	copy(p.MessageHash[:], hash)

@@ -51,6 +51,7 @@ type appenderMetrics struct {
 	appended    prometheus.Counter
 	checkpoints prometheus.Counter
 	behind      prometheus.Gauge
+	unwitnessed prometheus.Gauge
 }
 
 // NewAppender checks the options and builds an appender.
@@ -92,6 +93,8 @@ func NewAppender(opt AppenderDeps) (*Appender, error) {
 			Help: "leaves this process appended"}),
 		checkpoints: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_log_checkpoints_total",
 			Help: "checkpoints this process signed"}),
+		unwitnessed: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_log_unwitnessed_seconds",
+			Help: "how long the oldest checkpoint signed since the newest one its witnesses' quorum cosigned has waited for them (0: none waits)"}),
 		behind: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_log_regrow_remaining",
 			Help: "leaves the log still has to regrow from the chain to reach the size its witnesses cosigned (after a restore; 0: whole)"}),
 	}
@@ -107,6 +110,7 @@ func NewAppender(opt AppenderDeps) (*Appender, error) {
 		a.m.appended = metric.Register(opt.Registry, a.m.appended)
 		a.m.checkpoints = metric.Register(opt.Registry, a.m.checkpoints)
 		a.m.behind = metric.Register(opt.Registry, a.m.behind)
+		a.m.unwitnessed = metric.Register(opt.Registry, a.m.unwitnessed)
 	}
 	return a, nil
 }
@@ -296,6 +300,11 @@ func (a *Appender) refreshBacklog(ctx context.Context) {
 	if b, err := a.opt.Store.LogBacklog(ctx); err == nil {
 		a.m.queued.Set(float64(b.Queued))
 		a.m.lag.Set(b.Oldest.Seconds())
+	}
+	if len(a.opt.Config.Witnesses) > 0 {
+		if d, err := a.opt.Store.OldestUnwitnessed(ctx, a.opt.Config.Origin(), a.opt.Config.Quorum); err == nil {
+			a.m.unwitnessed.Set(d.Seconds())
+		}
 	}
 }
 

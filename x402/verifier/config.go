@@ -253,3 +253,27 @@ func pow10(n int) uint64 {
 
 // errOff is returned by New for a configuration that is off.
 var errOff = errors.New("x402: payments are not configured (ATTESTD_X402_PAY_TO is unset)")
+
+// RecoverTermsFromEnv reads what the reconciler's settlement recovery
+// needs (attestd index): ATTESTD_X402_PAY_TO and the network and asset
+// variables. Zero terms (no recovery) when ATTESTD_X402_PAY_TO is unset.
+func RecoverTermsFromEnv(getenv func(string) string) (RecoverTerms, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	e := config.NewEnv(getenv)
+	payTo := e.String("ATTESTD_X402_PAY_TO", "")
+	if payTo == "" {
+		return RecoverTerms{}, nil
+	}
+	var c Config
+	pk, err := solana.PublicKeyFromBase58(payTo)
+	if err != nil {
+		e.Fail("ATTESTD_X402_PAY_TO", "want a base58 Solana address (32 bytes), got %q", payTo)
+	}
+	c.readAsset(e)
+	if err := e.Err(); err != nil {
+		return RecoverTerms{}, err
+	}
+	return RecoverTerms{PayTo: pk, Asset: c.Asset, Network: c.Network.CAIP2}, nil
+}

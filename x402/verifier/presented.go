@@ -44,6 +44,9 @@ func (v *Verifier) presentedBefore(ctx context.Context, req Request, p *Payment)
 	if err != nil {
 		return v.ledgerDown(err), true, false
 	}
+	if row.Recovered && row.Status == store.PaymentSettled {
+		return answerLost(row), true, false
+	}
 	if row.Status != store.PaymentReleased {
 		// Bought (or being bought) for one request: never another's.
 		if len(row.RequestFingerprint) == 0 || !bytes.Equal(row.RequestFingerprint, req.Fingerprint) {
@@ -119,4 +122,15 @@ func inUse() outcome {
 	return outcome{inflight: true, ref: &Refusal{Status: http.StatusConflict, Code: apierror.CodePaymentReplayed, Reason: ReasonReplayed,
 		Challenge: true, RetryAfter: 2,
 		Message: "this payment is in use by a request still being answered; present it again in a few seconds: once that request is answered, the same payment gets the same answer (no new charge)"}}
+}
+
+// answerLost: a payment the ledger recovered from the chain after a
+// restore was settled, and so answered, before the database it was kept
+// in was lost. Its answer is gone and what it bought is not known: it is
+// refused, never charged again (its transfer landed once; the ledger row
+// keeps it from being claimed again), and never given a new answer (one
+// payment buys one answer).
+func answerLost(row store.Payment) outcome {
+	return outcome{ref: &Refusal{Status: http.StatusConflict, Code: apierror.CodePaymentReplayed, Reason: ReasonAnswerLost, Challenge: true,
+		Message: fmt.Sprintf("this payment was settled on chain (transaction %s) and answered before this service restored its database from an older backup, which lost the answer kept for it; it is not charged again, and one payment buys one answer, never a new one: sign a new payment for this request", row.TxSignature)}}
 }

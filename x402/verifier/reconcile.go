@@ -1,8 +1,6 @@
 package verifier
 
 import (
-	"github.com/attestd/attestd/internal/tracing"
-
 	"context"
 	"errors"
 	"fmt"
@@ -11,8 +9,12 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/metric"
 	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/tracing"
+	"github.com/attestd/attestd/x402"
 	"github.com/gagliardetto/solana-go"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ReconcileVars lists the variables ReconcilerConfigFromEnv reads (besides
@@ -38,6 +40,20 @@ type ReconcilerOptions struct {
 	RPCURL   string          // required: the Solana RPC the payments were sent to
 	Interval time.Duration   // default DefaultReconcileInterval
 	Logger   *slog.Logger
+	// Recover, when its PayTo is set, also recovers the settlements to
+	// that payTo that the ledger does not hold (recover.go); Ledger must
+	// then be a RecoverLedger too.
+	Recover RecoverTerms
+	// Registerer receives the reconciler's metrics (nil: not registered).
+	Registerer prometheus.Registerer
+}
+
+// RecoverTerms say which payments the recovery looks for: transfers of
+// Asset to PayTo's associated token accounts, recorded under Network
+// (CAIP-2).
+type RecoverTerms struct {
+	PayTo, Asset solana.PublicKey
+	Network      string
 }
 
 // Reconciler settles or releases open payments (pending, or failed with a
@@ -50,6 +66,30 @@ type Reconciler struct {
 	chain    chainCheck
 	interval time.Duration
 	log      *slog.Logger
+	rec      *recovery // nil: no recovery
+	m        reconcilerMetrics
+}
+
+type reconcilerMetrics struct {
+	recovered      prometheus.Counter
+	recoveredUnits prometheus.Counter
+	oldestOpen     prometheus.Gauge
+}
+
+func newReconcilerMetrics(reg prometheus.Registerer) reconcilerMetrics {
+	m := reconcilerMetrics{
+		recovered: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_x402_payments_recovered_total",
+			Help: "settled payments found on chain that the ledger did not hold (a database restored from an older backup), recorded"}),
+		recoveredUnits: prometheus.NewCounter(prometheus.CounterOpts{Name: "attestd_x402_payments_recovered_units_total",
+			Help: "atomic units of the asset those recovered payments paid"}),
+		oldestOpen: prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_x402_oldest_open_payment_seconds",
+			Help: "how long the oldest payment not settled or released yet (pending, or failed awaiting the chain) has waited; 0: none"}),
+	}
+	if reg != nil {
+		m.recovered, m.recoveredUnits = metric.Register(reg, m.recovered), metric.Register(reg, m.recoveredUnits)
+		m.oldestOpen = metric.Register(reg, m.oldestOpen)
+	}
+	return m
 }
 
 // NewReconciler builds a reconciler.
@@ -63,8 +103,19 @@ func NewReconciler(opt ReconcilerOptions) (*Reconciler, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Reconciler{ledger: opt.Ledger, chain: chainCheck{rpc: tracing.SolanaRPC(opt.RPCURL)}, interval: opt.Interval,
-		log: opt.Logger.With("component", "x402-reconciler")}, nil
+	rc := &Reconciler{ledger: opt.Ledger, chain: chainCheck{rpc: tracing.SolanaRPC(opt.RPCURL)}, interval: opt.Interval,
+		log: opt.Logger.With("component", "x402-reconciler"), m: newReconcilerMetrics(opt.Registerer)}
+	if t := opt.Recover; !t.PayTo.IsZero() {
+		rl, ok := opt.Ledger.(RecoverLedger)
+		if !ok {
+			return nil, errors.New("x402 reconciler: recovering settlements needs a ledger that can record them")
+		}
+		rc.rec = &recovery{ledger: rl, rpc: rc.chain.rpc, network: t.Network, terms: x402.ExactTerms{PayTo: t.PayTo, Asset: t.Asset}}
+		if err := rc.rec.terms.Prepare(); err != nil {
+			return nil, fmt.Errorf("x402 reconciler: %w", err)
+		}
+	}
+	return rc, nil
 }
 
 // ReconcileInterval reads ATTESTD_X402_RECONCILE_INTERVAL (0: off).
@@ -82,6 +133,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
 			r.log.Warn("reconcile payments", "err", err)
 		}
+		r.afterRound(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -145,4 +197,30 @@ func (r *Reconciler) decide(ctx context.Context, p store.Payment, height uint64)
 		return store.Verdict{Status: store.PaymentReleased, Reason: reason}
 	}
 	return store.Verdict{}
+}
+
+// afterRound recovers lost settlements (when configured) and reads the
+// age of the oldest open payment.
+func (r *Reconciler) afterRound(ctx context.Context) {
+	if r.rec != nil {
+		if _, err := r.recoverSettlements(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("payments recovery", "err", err)
+		}
+	}
+	if l, ok := r.ledger.(interface {
+		OldestOpenPayment(context.Context) (time.Duration, error)
+	}); ok {
+		if age, err := l.OldestOpenPayment(ctx); err == nil {
+			r.m.oldestOpen.Set(age.Seconds())
+		}
+	}
+}
+
+// Recover runs the settlement recovery once (for tests and `attestd
+// payments recover`): how many payments it added to the ledger.
+func (r *Reconciler) Recover(ctx context.Context) (int, error) {
+	if r.rec == nil {
+		return 0, errors.New("x402 reconciler: no payTo to recover settlements to")
+	}
+	return r.recoverSettlements(ctx)
 }

@@ -41,6 +41,10 @@ const (
 	// ReasonAnswerExpired: a settled payment presented again after the
 	// retention of the answer it bought.
 	ReasonAnswerExpired = "payment_answer_expired"
+	// ReasonAnswerLost: a settled payment presented again whose ledger
+	// row was recovered from the chain after a restore: its kept answer
+	// was lost with the database (409; not charged again, no new answer).
+	ReasonAnswerLost = "payment_answer_lost"
 	// ReasonOtherResource: the payment names another resource than the
 	// request's (its payload's resource.url).
 	ReasonOtherResource = "invalid_payment_resource"
