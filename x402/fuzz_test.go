@@ -62,3 +62,27 @@ func FuzzCheckTransaction(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadTransfer: any transaction the chain shows us to payTo is read
+// as a payment or refused, never a panic; what is read moves the asset
+// into payTo's account, by the transaction's second signer, and the
+// amount is the transfer's.
+func FuzzReadTransfer(f *testing.F) {
+	wire, terms := payment(f)
+	f.Add(wire)
+	f.Add(wire[:len(wire)-1])
+	f.Add([]byte{2, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tx, err := DecodeTransaction(b)
+		if err != nil {
+			return
+		}
+		tr, err := ReadTransfer(tx, terms)
+		if err != nil {
+			return
+		}
+		if tr.Payer != tx.Keys[1] || tr.MessageHash != sha256Sum(tx.Message) {
+			t.Fatalf("read %+v from a transaction whose second signer is %s", tr, tx.Keys[1])
+		}
+	})
+}

@@ -11,6 +11,9 @@
 //     from the node's memory) against the bare Fiber baseline, with wrk,
 //     interleaved rounds as bench/edge does;
 //
+//   - restore: from `attestd restore` of a backup of -restore-n
+//     attestations to serving the witnessed size, -gap leaves above it;
+//
 //   - scale: the proof's database work (the leaf by index, then the
 //     O(log n) stored hashes in one query, and tlog.ProveRecord) at 100k
 //     and at -big leaves, stored hashes and leaves bulk-loaded with COPY.
@@ -60,7 +63,7 @@ import (
 )
 
 func main() {
-	parts := flag.String("parts", "append,proof,scale", "which parts to run (also: witness)")
+	parts := flag.String("parts", "append,proof,scale", "which parts to run (also: witness, restore)")
 	rate := flag.Int("rate", 5000, "append: finalized attestations stored per second")
 	feed := flag.Duration("feed", 20*time.Second, "append: how long attestations are stored at -rate")
 	backlog := flag.Int("backlog", 100_000, "append: queued attestations the appender drains for its rate")
@@ -68,6 +71,8 @@ func main() {
 	rounds := flag.Int("rounds", 3, "proof: rounds of baseline and proof runs")
 	big := flag.Int64("big", 10_000_000, "scale: leaves of the large tree")
 	samples := flag.Int("samples", 3000, "scale: proofs timed at each size")
+	restoreN := flag.Int64("restore-n", 1_000_000, "restore: attestations in the backup")
+	gap := flag.Int("gap", 20_000, "restore: attestations stored after the backup, regrown after the restore")
 	flag.Parse()
 	ctx := context.Background()
 	b, err := newBench(ctx)
@@ -87,6 +92,8 @@ func main() {
 			err = b.witnessPart(ctx, *rate, *feed)
 		case "scale":
 			err = b.scalePart(ctx, *big, *samples)
+		case "restore":
+			err = b.restorePart(ctx, *restoreN, *gap)
 		default:
 			err = fmt.Errorf("unknown part %q", p)
 		}
