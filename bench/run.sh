@@ -19,6 +19,8 @@
 #              with the CPU each process used (what saturates)
 #   stream     5,000 live stream clients on one node: ingest-to-client latency, node RSS, and a
 #              hot list's requests/s with the streams open vs without (wrk)
+#   restore    from attestd restore of a backup of 1,000,000 attestations to serving the log's
+#              witnessed size again (pg_restore, the regrowth of what the backup lacked, the witness)
 #   streambudget  3,200 never-reading streams (100 addresses x the per-IP cap), resumed from an old
 #              cursor vs live: the node's RSS peak against its stream buffer budget
 set -uo pipefail
@@ -26,7 +28,7 @@ cd "$(dirname "$0")/.."
 command -v wrk >/dev/null || { echo "installing wrk"; apt-get install -y -qq wrk >/dev/null; }
 go build -o bin/attestd ./cmd/attestd || exit 1
 go build -o bin/baseline ./bench/baseline || exit 1
-PARTS=${BENCH:-api ratelimit indexer premium x402 webhook webhookrecovery scale edge fleet stream streambudget}
+PARTS=${BENCH:-api ratelimit indexer premium x402 webhook webhookrecovery scale edge fleet stream streambudget restore}
 OUT=${BENCH_OUT:-bench/RESULTS.md}
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 {
@@ -56,6 +58,7 @@ for part in $PARTS; do
     fleet)     go run ./bench/fleet -duration "${BENCH_FLEET_DURATION:-5s}" ;;
     stream)    ./bin/attestd stores -- go run ./bench/stream -clients "${BENCH_STREAM_CLIENTS:-5000}" -rounds 20 -duration "${BENCH_DURATION:-5s}" | tee bench/stream/latest.md ;;
     streambudget) ./bin/attestd stores -- go run ./bench/streambudget -addresses 100 -hold 20s | tee bench/streambudget/latest.md ;;
+    restore)   ./bin/attestd stores -- go run ./bench/log -parts restore -restore-n "${BENCH_RESTORE_N:-1000000}" | tee bench/log/restore-latest.md ;;
     *) echo "unknown bench part $part" >&2; exit 2 ;;
   esac > >(tee "$TMP/$part.md")
   rc=$?
