@@ -74,6 +74,9 @@ func listPayments(ctx context.Context, st *store.Store, f store.PaymentFilter, w
 		if p.Request != "" {
 			bought = p.Request // method and path of what was bought
 		}
+		if p.Recovered {
+			bought = "(unknown: recovered from the chain)"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", attestation.At(p.CreatedAt), p.Status, amountOf(p), printable(bought), p.Payer,
 			orNone(p.TxSignature), orNone(p.Node), orNone(printable(p.Reason)))
 	}
