@@ -54,6 +54,9 @@ func TestBackupAndRestoreCommands(t *testing.T) {
 	if h, err := dstSt.ReadLogHold(ctx); err != nil || h.HeldSince.IsZero() {
 		t.Fatalf("the restored log is not held: %+v %v", h, err)
 	}
+	if rb, ok, err := dstSt.NewestBackup(ctx); err != nil || !ok || rb.Bytes != b.Bytes || rb.File != out {
+		t.Fatalf("the restored database does not record the backup it came from: %+v %v %v (taken %+v)", rb, ok, err, b)
+	}
 	cmd := exec.CommandContext(ctx, bin, "restore", out)
 	cmd.Env = env(dst)
 	if msg, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(msg), "not empty") {

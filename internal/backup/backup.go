@@ -99,7 +99,8 @@ var ErrNotEmpty = errors.New("the database is not empty")
 
 // Restore loads file (a dump Take wrote) into the empty database st is
 // open on (at dbURL), applies the migrations this binary has that the
-// dump's schema lacks, and holds the transparency log (store.HoldLog).
+// dump's schema lacks, holds the transparency log (store.HoldLog) and
+// records the dump as the database's newest backup.
 // It refuses a database that holds any table: a restore never merges
 // into, or replaces, data that is there.
 func Restore(ctx context.Context, st *store.Store, dbURL, file string) (applied []string, err error) {
@@ -127,5 +128,29 @@ func Restore(ctx context.Context, st *store.Store, dbURL, file string) (applied 
 	if err := st.HoldLog(ctx); err != nil {
 		return applied, err
 	}
+	// The dump does not hold its own record (written once it was
+	// complete): the restored database records it, so the newest backup's
+	// age is known again (the file's time is when its dump completed).
+	if err := recordRestored(ctx, st, file); err != nil {
+		return applied, err
+	}
 	return applied, nil
+}
+
+// recordRestored records file, just restored into st, as a backup of it.
+func recordRestored(ctx context.Context, st *store.Store, file string) error {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	size, slot, err := st.BackupMark(ctx)
+	if err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		abs = file
+	}
+	at := fi.ModTime().UTC()
+	return st.RecordBackup(ctx, store.Backup{StartedAt: at, FinishedAt: at, File: abs, Bytes: fi.Size(), LogSize: size, ChainSlot: slot})
 }

@@ -32,6 +32,13 @@ type Postgres struct {
 // reach dir, the data lives in a directory of its own that stays the same
 // for dir (see Postgres.Dir).
 func StartPostgres(ctx context.Context, dir string) (*Postgres, error) {
+	return StartPostgresAt(ctx, dir, 0)
+}
+
+// StartPostgresAt is StartPostgres on the given loopback port (0: a free
+// one): a server that replaces one which died takes its address, so the
+// clients need no new URL.
+func StartPostgresAt(ctx context.Context, dir string, port int) (*Postgres, error) {
 	bins, err := Find()
 	if err != nil {
 		return nil, err
@@ -61,9 +68,10 @@ func StartPostgres(ctx context.Context, dir string) (*Postgres, error) {
 		}
 	}
 	_ = os.Remove(filepath.Join(dir, "postmaster.pid")) // stale after a crash; we own this dir
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
+	if port == 0 {
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
 	}
 	cmd := exec.Command(bins.Postgres, "-D", dir, "-p", strconv.Itoa(port),
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",

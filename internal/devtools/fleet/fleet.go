@@ -55,6 +55,10 @@ type Options struct {
 	AlertTimeScale int
 	// Env is added to every attestd process's environment (last wins).
 	Env []string
+	// Setup, when set, runs once the chain is up and before any attestd
+	// process starts (accounts for x402 payments, say); the environment
+	// it returns is added to every process's after Env.
+	Setup func(ctx context.Context, chain *devnet.Chain) (env []string, err error)
 	// Log receives progress lines (default: discarded).
 	Log *slog.Logger
 }
@@ -284,6 +288,13 @@ func (f *Fleet) shareEnv(ctx context.Context, stores redisURLs, nginxPort int) e
 		f.Env = append(f.Env, logEnv...)
 	}
 	f.Env = append(f.Env, f.opt.Env...)
+	if f.opt.Setup != nil {
+		env, err := f.opt.Setup(ctx, f.Chain)
+		if err != nil {
+			return fmt.Errorf("setup: %w", err)
+		}
+		f.Env = append(f.Env, env...)
+	}
 	return nil
 }
 

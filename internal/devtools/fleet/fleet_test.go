@@ -415,6 +415,10 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 		// fail_timeout and, three nodes later, has none left.
 		start := time.Now()
 		var olds []*Proc
+		before := map[string]bool{}
+		for _, p := range f.Serve {
+			before[p.MetricsAddr] = true
+		}
 		for _, p := range f.Serve {
 			old, err := p.Replace(ctx)
 			testenv.Must(t, err, "replace %s", p.Name)
@@ -426,6 +430,14 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 				t.Errorf("%s did not stop within 30 s of SIGTERM", old.Name)
 			}
 		}
+		// Prometheus follows the replacements (file service discovery):
+		// the new metrics addresses are scraped, the old ones gone.
+		for _, p := range f.Serve {
+			if before[p.MetricsAddr] {
+				t.Fatalf("%s kept its metrics address %s", p.Name, p.MetricsAddr)
+			}
+		}
+		waitScraped(t, ctx, f, "attestd-serve", f.Serve...)
 		mark := l.ok.Load() + l.failed.Load()
 		testenv.WaitFor(t, "load after the restarts", 10*time.Second, func() bool { return l.ok.Load()+l.failed.Load() > mark+100 })
 		ok, failed, failures := l.stop()
