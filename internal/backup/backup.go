@@ -54,12 +54,19 @@ func Take(ctx context.Context, st *store.Store, dbURL, file string) (store.Backu
 		return store.Backup{}, err
 	}
 	b := store.Backup{StartedAt: time.Now().UTC(), File: file}
-	if b.LogSize, b.ChainSlot, err = st.BackupMark(ctx); err != nil {
+	// pg_dump reads in a snapshot exported here, in which the marks are
+	// read too: they are the dump's own.
+	snap, err := st.ExportBackupSnapshot(ctx)
+	if err != nil {
 		return store.Backup{}, err
 	}
+	b.LogSize, b.ChainSlot = snap.LogSize, snap.Slot
 	tmp := file + ".partial"
-	cmd := exec.CommandContext(ctx, pgDump, "--format=custom", "--no-owner", "--no-privileges", "--file="+tmp, "--dbname="+dbURL)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	cmd := exec.CommandContext(ctx, pgDump, "--format=custom", "--no-owner", "--no-privileges", "--snapshot="+snap.ID,
+		"--file="+tmp, "--dbname="+dbURL)
+	out, err := cmd.CombinedOutput()
+	snap.Release()
+	if err != nil {
 		os.Remove(tmp)
 		return store.Backup{}, fmt.Errorf("pg_dump: %w: %s", err, strings.TrimSpace(string(out)))
 	}

@@ -89,8 +89,42 @@ type Backup struct {
 	ChainSlot             uint64
 }
 
-// BackupMark is what a backup records of the database as it begins: the
-// log's size and the newest slot indexed.
+// BackupSnapshot is a snapshot of the database a dump is taken in
+// (pg_dump --snapshot), and what a backup records of it: the log's size
+// and the newest slot indexed, read in the same snapshot. Release ends it
+// once the dump is done.
+type BackupSnapshot struct {
+	ID      string
+	LogSize int64
+	Slot    uint64
+	Release func()
+}
+
+// ExportBackupSnapshot opens a read-only repeatable-read transaction,
+// exports its snapshot and reads the backup's marks in it.
+func (s *Store) ExportBackupSnapshot(ctx context.Context) (BackupSnapshot, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return BackupSnapshot{}, fmt.Errorf("backup snapshot: %w", err)
+	}
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		conn.Release()
+		return BackupSnapshot{}, fmt.Errorf("backup snapshot: %w", err)
+	}
+	b := BackupSnapshot{Release: func() { _ = tx.Rollback(context.Background()); conn.Release() }}
+	var sl int64
+	if err := tx.QueryRow(ctx, `SELECT pg_export_snapshot(), (SELECT size FROM log_size), COALESCE((SELECT max(slot) FROM attestations), 0)`).
+		Scan(&b.ID, &b.LogSize, &sl); err != nil {
+		b.Release()
+		return BackupSnapshot{}, fmt.Errorf("backup snapshot: %w", err)
+	}
+	b.Slot = uint64(sl)
+	return b, nil
+}
+
+// BackupMark is what a backup records of the database now: the log's
+// size and the newest slot indexed.
 func (s *Store) BackupMark(ctx context.Context) (logSize int64, slot uint64, err error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
