@@ -144,15 +144,18 @@ func TestBudgetBoundsWhatRedisHolds(t *testing.T) {
 				return a.budget.isFull(classOf(tc.immutable)) && b.budget.isFull(classOf(tc.immutable)),
 					fmt.Sprintf("a %v, b %v", a.Full(), b.Full())
 			})
+			// The gauge says so on both nodes, read now: a class is full
+			// until its window ends (10 s for the short one), which a
+			// loaded machine may reach before the other class is done.
+			for _, reg := range []*prometheus.Registry{regA, regB} {
+				if v := testenv.MetricSum(t, reg, "attestd_cache_full", "class", tc.name); v != 1 {
+					t.Errorf("attestd_cache_full{class=%q} is %v, want 1", tc.name, v)
+				}
+			}
 			if a.Degraded() || b.Degraded() {
 				t.Error("a full budget marked the cache down")
 			}
 		})
-	}
-	for _, reg := range []*prometheus.Registry{regA, regB} {
-		if v := testenv.MetricSum(t, reg, "attestd_cache_full"); v != 2 {
-			t.Errorf("attestd_cache_full sums to %v, want 2 (both classes)", v)
-		}
 	}
 	for _, o := range []string{"stored", "deferred", "refused"} {
 		if v := testenv.MetricSum(t, regA, "attestd_cache_redis_writes_total", "outcome", o) +
