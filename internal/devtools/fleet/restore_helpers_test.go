@@ -328,20 +328,12 @@ func watchCheckpoints(f *Fleet, floor int64) *checkpointWatch {
 	return w
 }
 
-func (w *checkpointWatch) stop() (served, held int, below []string) {
+func (w *checkpointWatch) stop() (served, held int, below []string, reason string) {
 	w.cancel()
 	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.served, w.held, w.below
-}
-
-// answers is how many checkpoints were served and refused so far, and
-// the last refusal.
-func (w *checkpointWatch) answers() (served, held int, reason string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.served, w.held, w.reason
+	return w.served, w.held, w.below, w.reason
 }
 
 // traffic records attestations on the chain in the background: perTick

@@ -416,12 +416,12 @@ func (c *comeback) checkLog(t *testing.T, cps *checkpointWatch) {
 		return err == nil && cp.Status == http.StatusOK && cp.Cosigned && cp.Size == int64(len(chain)), fmt.Sprintf("%+v %v", cp, err)
 	}))
 	testenv.Must(t, checkConsistency(c.ctx, c.node(), c.witnessed, next), "the next checkpoint extends the witnessed one")
-	served, held, below := cps.stop()
+	served, held, below, reason := cps.stop()
 	if len(below) > 0 {
 		t.Errorf("a node served a checkpoint below the witnessed size %d after the restore: %v", c.witnessed.Size, below)
 	}
-	t.Logf("log: witnessed size %d before the kill; served again at size %d (cosigned, consistent with it) %v after the processes were back; next checkpoint %d cosigned; of the nodes' answers since their restart %d refused, %d served, none below %d",
-		c.witnessed.Size, back.Size, regrew.Round(time.Millisecond), next.Size, held, served, c.witnessed.Size)
+	t.Logf("log: witnessed size %d before the kill; served again at size %d (cosigned, consistent with it) %v after the processes were back; next checkpoint %d cosigned; of the nodes' answers since their restart %d refused (the last: %s), %d served, none below %d",
+		c.witnessed.Size, back.Size, regrew.Round(time.Millisecond), next.Size, held, reason, served, c.witnessed.Size)
 }
 
 // checkPayments: the lost payment's row is back, recovered from the
