@@ -89,6 +89,10 @@ type Backup struct {
 	ChainSlot             uint64
 }
 
+// backupMarks selects what a backup records of the database: the log's
+// size and the newest slot indexed.
+const backupMarks = `(SELECT size FROM log_size), COALESCE((SELECT max(slot) FROM attestations), 0)`
+
 // BackupSnapshot is a snapshot of the database a dump is taken in
 // (pg_dump --snapshot), and what a backup records of it: the log's size
 // and the newest slot indexed, read in the same snapshot. Release ends it
@@ -114,7 +118,7 @@ func (s *Store) ExportBackupSnapshot(ctx context.Context) (BackupSnapshot, error
 	}
 	b := BackupSnapshot{Release: func() { _ = tx.Rollback(context.Background()); conn.Release() }}
 	var sl int64
-	if err := tx.QueryRow(ctx, `SELECT pg_export_snapshot(), (SELECT size FROM log_size), COALESCE((SELECT max(slot) FROM attestations), 0)`).
+	if err := tx.QueryRow(ctx, `SELECT pg_export_snapshot(), `+backupMarks).
 		Scan(&b.ID, &b.LogSize, &sl); err != nil {
 		b.Release()
 		return BackupSnapshot{}, fmt.Errorf("backup snapshot: %w", err)
@@ -129,7 +133,7 @@ func (s *Store) BackupMark(ctx context.Context) (logSize int64, slot uint64, err
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	var sl int64
-	if err := s.pool.QueryRow(ctx, `SELECT (SELECT size FROM log_size), COALESCE((SELECT max(slot) FROM attestations), 0)`).
+	if err := s.pool.QueryRow(ctx, `SELECT `+backupMarks).
 		Scan(&logSize, &sl); err != nil {
 		return 0, 0, fmt.Errorf("read backup mark: %w", err)
 	}

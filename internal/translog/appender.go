@@ -231,10 +231,7 @@ func (a *Appender) startTerm(ctx context.Context, t *leadTerm) error {
 	if t.cos == nil {
 		return a.releaseUnwitnessed(ctx)
 	}
-	if err := a.askWitnesses(ctx, t); err != nil {
-		return context.Cause(ctx)
-	}
-	return nil
+	return a.askWitnesses(ctx, t)
 }
 
 // signDue reports whether a checkpoint is to be signed after this append:

@@ -29,32 +29,14 @@ import (
 // cosigns, and only then does any node serve it.
 
 // askWitnesses learns the largest size the witnesses cosigned and records
-// it. While the database is held by a restore, it asks until every
-// witness has answered (nothing is appended meanwhile): a witness that
-// did not answer may hold the largest size. Otherwise one round, and what
-// answered is enough (the cosigner learns the rest as it goes). It returns
-// an error only when ctx ends.
+// it, trying again (with a growing pause) until an attempt is done. It
+// returns an error only when ctx ends.
 func (a *Appender) askWitnesses(ctx context.Context, t *leadTerm) error {
 	backoff := time.Duration(0)
 	for {
-		hold, err := a.opt.Store.ReadLogHold(ctx)
-		if err == nil {
-			var answered int
-			var largest int64
-			answered, largest, err = a.probeWitnesses(ctx, t.cos, !hold.HeldSince.IsZero())
-			if err == nil {
-				if largest > hold.Size && largest > hold.WitnessedSize {
-					err = a.opt.Store.RaiseLogWitnessedSize(ctx, largest)
-					hold.WitnessedSize = largest
-				}
-				if err == nil && (hold.HeldSince.IsZero() || answered == len(a.opt.Config.Witnesses)) {
-					return a.releaseHold(ctx, t, hold)
-				}
-				if err == nil {
-					a.log.Warn("log held after a restore: not every witness answered what it cosigned; asking again",
-						"answered", answered, "witnesses", len(a.opt.Config.Witnesses))
-				}
-			}
+		done, err := a.askOnce(ctx, t)
+		if done {
+			return nil
 		}
 		if err != nil && ctx.Err() == nil {
 			a.log.Warn("log appender: cannot ask the witnesses what they cosigned; will try again", "err", err)
@@ -66,11 +48,36 @@ func (a *Appender) askWitnesses(ctx context.Context, t *leadTerm) error {
 	}
 }
 
-// releaseHold ends a restore's hold and sets the term's floor.
-func (a *Appender) releaseHold(ctx context.Context, t *leadTerm, hold store.LogHold) error {
-	if !hold.HeldSince.IsZero() {
+// askOnce is one attempt: the witnesses asked, the largest size recorded
+// when the log is below it, and the term's floor set (a restore's hold
+// ended). While the database is held by a restore it is done only once
+// every witness answered (a witness that did not may hold the largest
+// size; nothing is appended meanwhile); otherwise what answered is enough
+// (the cosigner learns the rest as it goes).
+func (a *Appender) askOnce(ctx context.Context, t *leadTerm) (done bool, err error) {
+	hold, err := a.opt.Store.ReadLogHold(ctx)
+	if err != nil {
+		return false, err
+	}
+	held := !hold.HeldSince.IsZero()
+	answered, largest, err := a.probeWitnesses(ctx, t.cos, held)
+	if err != nil {
+		return false, err
+	}
+	if largest > hold.Size && largest > hold.WitnessedSize {
+		if err := a.opt.Store.RaiseLogWitnessedSize(ctx, largest); err != nil {
+			return false, err
+		}
+		hold.WitnessedSize = largest
+	}
+	if held && answered < len(a.opt.Config.Witnesses) {
+		a.log.Warn("log held after a restore: not every witness answered what it cosigned; asking again",
+			"answered", answered, "witnesses", len(a.opt.Config.Witnesses))
+		return false, nil
+	}
+	if held {
 		if err := a.opt.Store.ReleaseLogHold(ctx); err != nil {
-			return err
+			return false, err
 		}
 	}
 	t.floor = hold.WitnessedSize
@@ -79,7 +86,7 @@ func (a *Appender) releaseHold(ctx context.Context, t *leadTerm, hold store.LogH
 		a.log.Warn("log regrowing from the chain to the size its witnesses cosigned; no checkpoint is served until then",
 			"size", hold.Size, "witnessed_size", hold.WitnessedSize)
 	}
-	return nil
+	return true, nil
 }
 
 // probeWitnesses asks every witness, side by side, which size it holds:
