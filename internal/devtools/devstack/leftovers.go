@@ -12,7 +12,7 @@ import (
 // leftoverNames are the programs a local stack starts: only these are
 // ever taken for leftovers (a shell whose working directory is under the
 // run directory is somebody's, not ours).
-var leftoverNames = []string{"postgres", "redis-server", "ssh-agent", "litewitness"}
+var leftoverNames = []string{"postgres", "redis-server", "ssh-agent", "litewitness", "weed"}
 
 // KillLeftovers ends the servers an earlier run left behind under dirs:
 // processes of leftoverNames whose working directory is in one of dirs
