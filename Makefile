@@ -16,7 +16,7 @@ export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 # package runs without it, in the plain half.
 RACE_PKGS := ./internal/webhook ./internal/store ./app ./indexer ./internal/node ./internal/translog ./internal/stream \
              ./x402/verifier ./internal/premium ./internal/mcp ./ratelimit ./internal/apikey ./cache ./internal/purge \
-             ./internal/pubsub ./internal/devtools/devnet
+             ./internal/pubsub ./internal/devtools/devnet ./internal/dataset ./internal/devtools/seaweed
 TEST_TIMEOUT ?= 10m
 
 .PHONY: build run reset test test-race test-plain lint bench fuzz vet fmt clean image cluster answers screenshot
@@ -36,7 +36,7 @@ image:
 	cp /etc/ssl/certs/ca-certificates.crt bin/image/
 	$(ENGINE) $(ENGINE_FLAGS) build $(if $(findstring podman,$(ENGINE)),$(BUILD_FLAGS),) -f deploy/Containerfile -t $(IMAGE) bin/image
 
-## cluster: the fleet on this machine (nginx, 3 serve, 2 index, 2 worker, Redis or CLUSTER=redis-cluster, Postgres + replica); Ctrl-C stops it
+## cluster: the fleet on this machine (nginx, 3 serve, 2 index, 2 worker, 1 dataset with SeaweedFS as its S3 store, Redis or CLUSTER=redis-cluster, Postgres + replica); Ctrl-C stops it
 cluster: build
 	./$(BIN) cluster $(if $(filter redis-cluster,$(CLUSTER)),-redis-cluster,)
 

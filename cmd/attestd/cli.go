@@ -82,9 +82,10 @@ var storeVars = settings.Pick(config.Vars, "DATABASE_URL", "REDIS_URL", "ATTESTD
 
 // help is each command's help beyond its flags.
 var help = map[string]helpInfo{
-	"serve":  {vars: settings.ServeVars, example: "DATABASE_URL=postgres://... REDIS_URL=redis://... attestd serve"},
-	"index":  {vars: settings.IndexVars, example: "ATTESTD_SOLANA_RPC_URL=https://api.devnet.solana.com DATABASE_URL=postgres://... attestd index"},
-	"worker": {vars: settings.WorkerVars, example: "ATTESTD_WEBHOOK_SECRET_KEYS=... DATABASE_URL=... REDIS_URL=... attestd worker"},
+	"serve":   {vars: settings.ServeVars, example: "DATABASE_URL=postgres://... REDIS_URL=redis://... attestd serve"},
+	"index":   {vars: settings.IndexVars, example: "ATTESTD_SOLANA_RPC_URL=https://api.devnet.solana.com DATABASE_URL=postgres://... attestd index"},
+	"dataset": {vars: settings.DatasetVars, example: "ATTESTD_DATASET_BUCKET='s3://attestd-data?region=eu-west-1' ATTESTD_LOG_KEY=... DATABASE_URL=... attestd dataset"},
+	"worker":  {vars: settings.WorkerVars, example: "ATTESTD_WEBHOOK_SECRET_KEYS=... DATABASE_URL=... REDIS_URL=... attestd worker"},
 	"migrate": {vars: storeVars, example: "DATABASE_URL=postgres://... attestd migrate\n" +
 		"attestd migrate        # while make run runs: uses its stores (.run/stores.env)"},
 	"backup":  {usage: backupUsage, vars: storeVars, example: "attestd backup --dir /var/backups/attestd   # daily, from cron or a systemd timer"},

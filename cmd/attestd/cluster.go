@@ -52,7 +52,7 @@ func runCluster(ctx context.Context, args []string) error {
 		return err
 	}
 	f, err := fleet.Start(ctx, fleet.Options{Bin: bin, Dir: abs, NginxConf: conf, Serve: *serve, Index: *index, Worker: *worker,
-		RedisCluster: *redisCluster, NoReplica: *noReplica, Rate: *rate, WitnessedLog: true, RulesFile: *rules, Log: log})
+		RedisCluster: *redisCluster, NoReplica: *noReplica, Rate: *rate, WitnessedLog: true, Dataset: true, RulesFile: *rules, Log: log})
 	if err != nil {
 		return err
 	}

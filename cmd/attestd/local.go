@@ -83,6 +83,7 @@ func runLocal(ctx context.Context, args []string) error {
 	defer stopTracing()
 	startLocal(ctx, "indexer", log, func() error { return node.Index(ctx, s, log, prometheus.NewRegistry(), nil) })
 	startLocal(ctx, "webhook worker", log, func() error { return node.Worker(ctx, s, log, prometheus.NewRegistry(), nil) })
+	startLocal(ctx, "dataset producer", log, func() error { return node.Dataset(ctx, s, log, prometheus.NewRegistry(), nil, false) })
 	go banner.printWhenReady(ctx, os.Stderr)
 	err = node.Serve(ctx, s, log, node.ServeOptions{SkipDrain: secondSignal(ctx)})
 	if cause := context.Cause(ctx); errors.Is(cause, errPartDied) {
@@ -241,10 +242,25 @@ func prepareLocalRoles(ctx context.Context, env *settings.Overlay, f localFlags,
 	if err := localWebhookKeys(env, f.abs, log); err != nil {
 		return err
 	}
+	localDataset(env, f.abs, log)
 	if env.Getenv("ATTESTD_DRAIN_TIMEOUT") == "" { // no load balancer to tell: Ctrl-C stops at once
 		env.Set("ATTESTD_DRAIN_TIMEOUT", "0s")
 	}
 	return nil
+}
+
+// localDataset turns the daily dataset on for make run, unless the
+// environment names a bucket: its files in dir/dataset (the filesystem
+// through the same blob library as S3 in production), a day cut within
+// seconds of being witnessed.
+func localDataset(env *settings.Overlay, dir string, log *slog.Logger) {
+	if env.Getenv("ATTESTD_DATASET_BUCKET") == "" {
+		env.Set("ATTESTD_DATASET_BUCKET", "file://"+filepath.ToSlash(filepath.Join(dir, "dataset"))+"?create_dir=1&no_tmp_dir=1")
+	}
+	if env.Getenv("ATTESTD_DATASET_INTERVAL") == "" {
+		env.Set("ATTESTD_DATASET_INTERVAL", "10s")
+	}
+	log.Info("dataset on", "bucket", env.Getenv("ATTESTD_DATASET_BUCKET"), "index", "/dataset/index.json")
 }
 
 // startLocal runs one of make run's roles in the background, logging why

@@ -3,21 +3,29 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/attestd/attestd/client"
+	"github.com/attestd/attestd/internal/dataset"
 	"github.com/attestd/attestd/internal/translog"
 	"github.com/attestd/attestd/translog/logformat"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 const verifyUsage = `usage:
@@ -27,7 +35,13 @@ const verifyUsage = `usage:
       name+hash+base64, got out of band) and the inclusion proof. Exits 1 on any mismatch.
   attestd verify --monitor --log-key KEY [--url URL] [--state FILE] [--watch INTERVAL]
       fetch the latest checkpoint and prove it extends the one seen before (kept in FILE), once or every
-      INTERVAL. Exits 3 on a fork or a rollback (both signed checkpoints are printed: the evidence).`
+      INTERVAL. Exits 3 on a fork or a rollback (both signed checkpoints are printed: the evidence).
+  attestd verify --dataset FILE [--manifest M] --log-key KEY [--witness KEY]... [--quorum N] [--url URL]
+      check a day's dataset file (DAY.parquet, from URL/dataset/): its manifest's checkpoint is signed with KEY
+      and cosigned by the witnesses, the file is the one the manifest describes (SHA-256), and its rows, in
+      log order, rebuild the checkpoint's root by the manifest's range proof. The manifest is M, or fetched
+      from URL/dataset/DAY.json (DAY: the file's own). With a URL (given, or the manifest fetched), a row
+      that does not give the log's leaf is named from the log's tiles. Exits 1 on any mismatch.`
 
 // exitFork is the status of a monitor that saw a fork or a rollback.
 const exitFork = 3
@@ -50,8 +64,10 @@ func runVerify(ctx context.Context, args []string) error {
 	watch := fs.Duration("watch", 0, "with --monitor: check again every INTERVAL (e.g. 30s) until interrupted")
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on each request")
 	proofFile := fs.String("proof", "", "check a C2SP tlog-proof file offline (GET /api/v1/attestations/PDA/proof?format=tlog-proof): no network; '-' reads standard input")
+	datasetFile := fs.String("dataset", "", "check a day's dataset file (DAY.parquet) against its manifest and the log")
+	manifestFile := fs.String("manifest", "", "with --dataset: the file's manifest (default: fetched from URL/dataset/DAY.json)")
 	var witnesses stringList
-	fs.Var(&witnesses, "witness", "a witness's cosignature verifier key (name+keyid+base64) the checkpoint must carry (of a proof, a PDA's or the monitor's); repeat for each")
+	fs.Var(&witnesses, "witness", "a witness's cosignature verifier key (name+keyid+base64) the checkpoint must carry (of a proof, a PDA's, the monitor's or a dataset manifest's); repeat for each")
 	quorum := fs.Int("quorum", -1, "how many of the --witness keys must have cosigned (default: all of them)")
 	// The PDA may come before the flags (attestd verify PDA --log-key K).
 	var pdas []string
@@ -66,31 +82,29 @@ func runVerify(ctx context.Context, args []string) error {
 		return err
 	}
 	if *proofFile != "" {
-		if *monitor || len(pdas) > 0 {
-			return usageErrorf("verify: --proof checks the file alone: no PDA, no --monitor")
+		if *monitor || len(pdas) > 0 || *datasetFile != "" {
+			return usageErrorf("verify: --proof checks the file alone: no PDA, no --monitor, no --dataset")
 		}
 		return verifyProofFile(safeWriter{os.Stdout}, *proofFile, *key, witnesses, *quorum)
 	}
 	if *quorum >= 0 && len(witnesses) == 0 {
 		return usageErrorf("verify: --quorum goes with --witness")
 	}
-	v, err := client.NewLogVerifier(*key)
+	v, err := logVerifier(*key, *origin, witnesses, *quorum)
 	if err != nil {
-		return usageErrorf("verify: --log-key: %v", err)
+		return err
 	}
-	if *origin != "" {
-		v = v.WithOrigin(*origin)
+	if *datasetFile != "" {
+		if *monitor || len(pdas) > 0 || *state != "" || *watch != 0 {
+			return usageErrorf("verify: --dataset checks the file alone: no PDA, no --monitor")
+		}
+		urlSet := false
+		fs.Visit(func(f *flag.Flag) { urlSet = urlSet || f.Name == "url" })
+		return verifyDataset(ctx, safeWriter{os.Stdout}, datasetCheck{file: *datasetFile, manifest: *manifestFile, url: *base,
+			online: urlSet || *manifestFile == "", timeout: *timeout, v: v, witnesses: len(witnesses)})
 	}
-	if len(witnesses) > 0 {
-		// The client's own witness policy: the checkpoint (of a proof, or
-		// the monitor's) must carry that many of these cosignatures.
-		q := *quorum
-		if q < 0 {
-			q = len(witnesses)
-		}
-		if v, err = v.WithWitnesses(q, witnesses...); err != nil {
-			return usageErrorf("verify: %v", err)
-		}
+	if *manifestFile != "" {
+		return usageErrorf("verify: --manifest goes with --dataset")
 	}
 	c, err := client.New(*base, client.WithTimeout(*timeout))
 	if err != nil {
@@ -118,6 +132,30 @@ func runVerify(ctx context.Context, args []string) error {
 		return usageErrorf("verify: name one attestation PDA (or give --monitor)")
 	}
 	return verifyAttestation(ctx, safeWriter{os.Stdout}, c, v, pdas[0])
+}
+
+// logVerifier is the verifier of --log-key (expecting --origin) with the
+// client's own witness policy: the checkpoint (of a proof, the monitor's
+// or a dataset manifest's) must carry quorum (default: all) of the
+// --witness keys' cosignatures.
+func logVerifier(key, origin string, witnesses []string, quorum int) (*client.LogVerifier, error) {
+	v, err := client.NewLogVerifier(key)
+	if err != nil {
+		return nil, usageErrorf("verify: --log-key: %v", err)
+	}
+	if origin != "" {
+		v = v.WithOrigin(origin)
+	}
+	if len(witnesses) > 0 {
+		q := quorum
+		if q < 0 {
+			q = len(witnesses)
+		}
+		if v, err = v.WithWitnesses(q, witnesses...); err != nil {
+			return nil, usageErrorf("verify: %v", err)
+		}
+	}
+	return v, nil
 }
 
 // safeWriter writes what a service sent (ids, messages, notes) with every
@@ -366,4 +404,247 @@ func verifyProofFile(w io.Writer, file, keys string, witnesses []string, quorum 
 		"      Solana RPC for transaction %s at slot %d (getTransaction)\n", leaf.TxSignature, leaf.Slot)
 	fmt.Fprintf(w, "verified: %s is in the log at index %d of %d\n", leaf.PDA, v.Index, v.Checkpoint.Size)
 	return nil
+}
+
+// datasetCheck is what verify --dataset checks.
+type datasetCheck struct {
+	file, manifest string
+	url            string // --url
+	// online: read the log's tiles to name a row that differs (--url
+	// given, or the manifest fetched).
+	online    bool
+	timeout   time.Duration
+	v         *client.LogVerifier
+	witnesses int // --witness keys given
+}
+
+// maxManifest bounds a fetched or read manifest.
+const maxManifest = 1 << 20
+
+// verifyDataset checks a day's file with dataset.VerifyFile and prints
+// the outcome: one line, naming the row when one is wrong.
+func verifyDataset(ctx context.Context, w io.Writer, c datasetCheck) error {
+	root, site, err := datasetURLs(c.url)
+	if err != nil {
+		return usageErrorf("verify: --url: %v", err)
+	}
+	if c.timeout <= 0 {
+		return usageErrorf("verify: --timeout must be positive")
+	}
+	f, err := os.Open(c.file)
+	if err != nil {
+		return failf(w, err, "open the dataset file")
+	}
+	defer f.Close()
+	h := sha256.New()
+	size, err := io.Copy(h, f)
+	if err != nil {
+		return failf(w, err, "read %s", c.file)
+	}
+	m, err := c.readManifest(ctx, w, f, size, root)
+	if err != nil {
+		return err
+	}
+	opt := dataset.VerifyOptions{Verifier: c.v, Manifest: m, FileSHA256: hex.EncodeToString(h.Sum(nil))}
+	if c.online {
+		opt.Tiles = &datasetTiles{site: site, origin: c.v.Origin(), timeout: c.timeout}
+	}
+	rep, err := dataset.VerifyFile(ctx, f, size, opt)
+	if err != nil {
+		return failf(w, err, "%s", c.file)
+	}
+	by := "signed by the log's key (no --witness given: no cosignature required)"
+	if c.witnesses > 0 {
+		by = fmt.Sprintf("cosigned by %d of %d witnesses", rep.Witnessed, c.witnesses)
+	}
+	fmt.Fprintf(w, "verified: %s: %s rows, leaves %s to %s, match the checkpoint of %s leaves %s\n", rep.Day, thousands(rep.Rows),
+		thousands(rep.FirstIndex), thousands(rep.LastIndex), thousands(rep.CheckpointSize), by)
+	return nil
+}
+
+// readManifest reads --manifest, or fetches the manifest of the file's
+// day (its own metadata says which) from the node.
+func (c datasetCheck) readManifest(ctx context.Context, w io.Writer, f *os.File, size int64, root string) (dataset.Manifest, error) {
+	var m dataset.Manifest
+	var b []byte
+	from := c.manifest
+	if from != "" {
+		mf, err := os.Open(from)
+		if err != nil {
+			return m, failf(w, err, "open the manifest")
+		}
+		b, err = io.ReadAll(io.LimitReader(mf, maxManifest+1))
+		mf.Close()
+		if err != nil {
+			return m, failf(w, err, "read the manifest %s", from)
+		}
+	} else {
+		meta, err := dataset.ReadMeta(f, size)
+		if err != nil {
+			return m, failf(w, err, "%s: find its day to fetch its manifest (or give --manifest)", c.file)
+		}
+		from = root + "/dataset/" + dataset.ManifestName(meta.Day)
+		if b, err = fetchManifest(ctx, from, c.timeout); err != nil {
+			return m, failf(w, err, "fetch the manifest")
+		}
+		fmt.Fprintf(w, "ok    fetched the manifest %s\n", from)
+	}
+	if len(b) > maxManifest {
+		return m, failf(w, fmt.Errorf("more than %d bytes", maxManifest), "read the manifest %s", from)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, failf(w, err, "read the manifest %s", from)
+	}
+	return m, nil
+}
+
+// fetchManifest GETs a manifest, bounded in time and size.
+func fetchManifest(ctx context.Context, u string, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", u, res.Status)
+	}
+	b, err := io.ReadAll(io.LimitReader(res.Body, maxManifest+1))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", u, err)
+	}
+	return b, nil
+}
+
+// datasetURLs are, for --url, where the node serves /dataset/ (the URL
+// without its /api/v1 base) and its site (scheme://host, where the log's
+// tiles are at the origin's path).
+func datasetURLs(raw string) (root, site string, err error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", "", err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", "", fmt.Errorf("%q is not an absolute http or https URL without a query", raw)
+	}
+	site = u.Scheme + "://" + u.Host
+	path := strings.TrimSuffix(strings.TrimRight(u.Path, "/"), client.APIPrefix)
+	return site + strings.TrimRight(path, "/"), site, nil
+}
+
+// thousands writes n with a comma between groups of three digits.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	start := 0
+	if n < 0 {
+		start = 1
+	}
+	var b strings.Builder
+	for i := range len(s) {
+		if i > start && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// maxDatasetTile is the most bytes of one level-0 tile: 256 hashes.
+const maxDatasetTile = logformat.TileWidth * tlog.HashSize
+
+// datasetTiles reads the log's leaf hashes (dataset.TileReader) from a
+// node's level-0 tiles (C2SP tlog-tiles, height 8) at the log's origin
+// path: GET {site}{origin path}/tile/0/{N}[.p/{W}], each answer bounded
+// to a tile's size and each request to timeout. It keeps the last tile
+// read (windows that meet inside a tile read it once).
+type datasetTiles struct {
+	site    string // scheme://host[:port]
+	origin  string // the log's origin: translog.OriginPath says where its tiles are
+	timeout time.Duration
+
+	last struct {
+		n    int64
+		data []byte // the tile's hashes (nil: none)
+	}
+}
+
+// LeafHashes reads the leaf hashes of [first, end) in the tree of
+// treeSize from the level-0 tiles that hold them.
+func (t *datasetTiles) LeafHashes(ctx context.Context, first, end, treeSize int64) ([]tlog.Hash, error) {
+	if first < 0 || end <= first || end > treeSize {
+		return nil, fmt.Errorf("log tiles: leaves [%d, %d) are not a range of a tree of %d", first, end, treeSize)
+	}
+	out := make([]tlog.Hash, 0, end-first)
+	for n := first / logformat.TileWidth; n <= (end-1)/logformat.TileWidth; n++ {
+		data, err := t.tile(ctx, n, treeSize)
+		if err != nil {
+			return nil, err
+		}
+		from, to := max(first, n*logformat.TileWidth), min(end, (n+1)*logformat.TileWidth)
+		for i := from; i < to; i++ {
+			off := (i - n*logformat.TileWidth) * tlog.HashSize
+			out = append(out, tlog.Hash(data[off:off+tlog.HashSize]))
+		}
+	}
+	return out, nil
+}
+
+// tile reads level-0 tile n of the tree of treeSize: the partial tile at
+// the tree's edge, or, if the node no longer serves it, the full one.
+func (t *datasetTiles) tile(ctx context.Context, n, treeSize int64) ([]byte, error) {
+	if t.last.data != nil && t.last.n == n {
+		return t.last.data, nil
+	}
+	w := int(min(logformat.TileWidth, treeSize-n*logformat.TileWidth))
+	data, status, err := t.get(ctx, logformat.Tile{Level: 0, N: n, W: w})
+	if status == http.StatusNotFound && w < logformat.TileWidth {
+		data, _, err = t.get(ctx, logformat.Tile{Level: 0, N: n, W: logformat.TileWidth})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(data) < w*tlog.HashSize {
+		return nil, fmt.Errorf("log tile 0/%d: %d bytes, want %d", n, len(data), w*tlog.HashSize)
+	}
+	t.last.n, t.last.data = n, data
+	return data, nil
+}
+
+// get fetches one tile, which must be exactly its width of hashes.
+func (t *datasetTiles) get(ctx context.Context, tile logformat.Tile) ([]byte, int, error) {
+	path, err := translog.OriginPath(t.origin)
+	if err != nil {
+		return nil, 0, fmt.Errorf("log tiles: %w", err)
+	}
+	u := t.site + path + "/tile/" + tile.Path()
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, 0, fmt.Errorf("log tile %s: %w", u, err)
+	}
+	req.Header.Set("Accept", "application/octet-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, 0, fmt.Errorf("log tile: GET %s: %w", u, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxDatasetTile))
+		return nil, res.StatusCode, fmt.Errorf("log tile: GET %s: %s", u, res.Status)
+	}
+	b, err := io.ReadAll(io.LimitReader(res.Body, maxDatasetTile+1))
+	if err != nil {
+		return nil, res.StatusCode, fmt.Errorf("log tile: GET %s: %w", u, err)
+	}
+	if len(b) != tile.W*tlog.HashSize {
+		return nil, res.StatusCode, fmt.Errorf("log tile: GET %s: %d bytes, want %d", u, len(b), tile.W*tlog.HashSize)
+	}
+	return b, res.StatusCode, nil
 }

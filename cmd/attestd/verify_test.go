@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,8 @@ import (
 	"github.com/attestd/attestd/internal/testing/apptest"
 	"github.com/attestd/attestd/internal/testing/logfixture"
 	"github.com/attestd/attestd/internal/testing/testenv"
+	"github.com/attestd/attestd/translog/logformat"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // tamperProxy forwards to target and lets rewrite change a JSON answer
@@ -240,5 +243,101 @@ func TestVerifyCommand(t *testing.T) {
 	}
 	if _, _, code := runCLI(t, bin, "", nil, "verify", key); code != exitUsage {
 		t.Errorf("no pda: %d", code)
+	}
+}
+
+// TestDatasetTiles: the tile reader of verify --dataset reads the leaf
+// hashes of a range across tiles, from partial tiles or, when a node
+// serves only full ones, those; it reads each tile once however the
+// windows fall; an answer too large, too short or an error fails.
+func TestDatasetTiles(t *testing.T) {
+	var hashes []tlog.Hash
+	reader := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(idx))
+		for i, x := range idx {
+			out[i] = hashes[x]
+		}
+		return out, nil
+	})
+	for i := range 800 {
+		hs, err := tlog.StoredHashes(int64(i), []byte(strconv.Itoa(i)), reader)
+		testenv.Must(t, err, "stored hashes")
+		hashes = append(hashes, hs...)
+	}
+	var requests atomic.Int64
+	serve := func(partial bool, answer func(b []byte) []byte) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			requests.Add(1)
+			tile, err := logformat.ParseTilePath(strings.TrimPrefix(r.URL.Path, "/log/tile/"))
+			if err != nil || !strings.HasPrefix(r.URL.Path, "/log/tile/") || tile.Level != 0 || !tile.Within(800) || (!partial && tile.W < logformat.TileWidth) {
+				http.NotFound(w, r)
+				return
+			}
+			b, err := tlog.ReadTileData(tlog.Tile{H: logformat.TileHeight, N: tile.N, W: tile.W}, reader)
+			testenv.Must(t, err, "tile")
+			if answer != nil {
+				b = answer(b)
+			}
+			w.Write(b)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	ctx := context.Background()
+	for _, partial := range []bool{true, false} {
+		tiles := &datasetTiles{site: serve(partial, nil), origin: "attestd.test/log", timeout: 5 * time.Second}
+		for _, r := range [][2]int64{{450, 600}, {200, 450}, {0, 1}, {255, 257}, {599, 600}} {
+			got, err := tiles.LeafHashes(ctx, r[0], r[1], 600)
+			if err != nil || int64(len(got)) != r[1]-r[0] {
+				t.Fatalf("partial tiles served %v: leaves [%d, %d): %d hashes, %v", partial, r[0], r[1], len(got), err)
+			}
+			for i, h := range got {
+				if h != hashes[tlog.StoredHashIndex(0, r[0]+int64(i))] {
+					t.Fatalf("partial tiles served %v: leaf %d: not the log's hash", partial, r[0]+int64(i))
+				}
+			}
+		}
+	}
+	requests.Store(0)
+	tiles := &datasetTiles{site: serve(true, nil), origin: "attestd.test/log", timeout: 5 * time.Second}
+	for _, r := range [][2]int64{{100, 300}, {300, 500}, {500, 600}} {
+		if _, err := tiles.LeafHashes(ctx, r[0], r[1], 600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := requests.Load(); n != 3 {
+		t.Fatalf("three tiles read in %d requests", n)
+	}
+	for name, answer := range map[string]func([]byte) []byte{
+		"too large": func(b []byte) []byte { return make([]byte, 1<<20) },
+		"too short": func(b []byte) []byte { return b[:len(b)-1] },
+	} {
+		tiles := &datasetTiles{site: serve(true, answer), origin: "attestd.test/log", timeout: 5 * time.Second}
+		if _, err := tiles.LeafHashes(ctx, 0, 10, 600); err == nil || !strings.Contains(err.Error(), "bytes, want") {
+			t.Errorf("a tile %s: %v", name, err)
+		}
+	}
+	if _, err := (&datasetTiles{site: "http://127.0.0.1:9", origin: "attestd.test/log", timeout: 5 * time.Second}).LeafHashes(ctx, 0, 10, 600); err == nil {
+		t.Errorf("no node: no error")
+	}
+}
+
+// TestDatasetURLs: where verify --dataset finds /dataset/ and the log's
+// tiles for a --url, and how it writes counts.
+func TestDatasetURLs(t *testing.T) {
+	for in, want := range map[string][2]string{
+		"https://attestd.example":             {"https://attestd.example", "https://attestd.example"},
+		"https://attestd.example/api/v1/":     {"https://attestd.example", "https://attestd.example"},
+		"http://127.0.0.1:8080/mirror/":       {"http://127.0.0.1:8080/mirror", "http://127.0.0.1:8080"},
+		"http://127.0.0.1:8080/mirror/api/v1": {"http://127.0.0.1:8080/mirror", "http://127.0.0.1:8080"},
+	} {
+		if root, site, err := datasetURLs(in); err != nil || root != want[0] || site != want[1] {
+			t.Errorf("datasetURLs(%q) = %q, %q, %v; want %q", in, root, site, err, want)
+		}
+	}
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1233: "1,233", 1234567: "1,234,567", -12345: "-12,345"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q", n, got)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/attestd/attestd/internal/apikey"
 	"github.com/attestd/attestd/internal/buildinfo"
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/dataset"
 	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/premium"
 	"github.com/attestd/attestd/internal/settings"
@@ -32,6 +33,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"gocloud.dev/blob"
 )
 
 // ServeOptions is what the command running a node adds to its settings.
@@ -144,6 +146,12 @@ func (n *node) appDeps(ctx context.Context) (app.Deps, *translog.Server, error) 
 	if err != nil {
 		return deps, nil, fmt.Errorf("transparency log: %w", err)
 	}
+	// 1c. The daily dataset (/dataset/: the index, manifests and Parquet
+	//     files, from the bucket, never local disk), outside that limit
+	//     too: its own per-IP guard in requests and bytes.
+	if err := n.dataset(ctx, &deps); err != nil {
+		return deps, nil, fmt.Errorf("dataset: %w", err)
+	}
 	// 2. /health reports the indexer's progress and the chain's reachability.
 	if err := n.indexerHealth(&deps); err != nil {
 		return deps, nil, fmt.Errorf("indexer health: %w", err)
@@ -175,6 +183,8 @@ type node struct {
 	redis    redis.UniversalClient
 	cache    *cache.Cache
 	reg      *prometheus.Registry
+	// datasets serves the daily dataset (the web page and MCP read its index).
+	datasets *dataset.Server
 	// closers run at shutdown, last added first.
 	closers []func()
 }
@@ -411,4 +421,25 @@ func (n *node) stream(ctx context.Context) (fiber.Handler, error) {
 	n.log.Info("live stream", "max_per_ip", scfg.MaxPerIP, "max", scfg.MaxStreams, "heartbeat", scfg.Heartbeat.String(),
 		"lifetime", scfg.Lifetime.String(), "retention", scfg.Retention.String())
 	return h.Serve, nil
+}
+
+// dataset opens the dataset's bucket and puts its routes among deps'
+// unlimited routes (503 when no bucket is configured).
+func (n *node) dataset(ctx context.Context, deps *app.Deps) error {
+	cfg := n.s.Dataset
+	var bucket *blob.Bucket
+	if cfg.Enabled() {
+		var err error
+		if bucket, err = cfg.OpenBucket(ctx); err != nil {
+			return err
+		}
+		n.closers = append(n.closers, func() { bucket.Close() })
+		n.log.Info("dataset routes on", "path", "/dataset/", "prefix", cfg.Prefix, "rate", cfg.Rate, "mib_rate", cfg.MiBRate)
+	} else {
+		n.log.Info("dataset off (/dataset/ answers 503): set ATTESTD_DATASET_BUCKET")
+	}
+	srv := dataset.NewServer(dataset.ServerDeps{Bucket: bucket, Config: cfg, ClientIP: n.resolver.ClientIP, Logger: n.log, Registerer: n.reg})
+	n.datasets = srv
+	deps.Unlimited = append(deps.Unlimited, srv.Routes()...)
+	return nil
 }

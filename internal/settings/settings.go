@@ -9,6 +9,7 @@ import (
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/apikey"
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/dataset"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/mcp"
 	"github.com/attestd/attestd/internal/premium"
@@ -26,14 +27,15 @@ import (
 // Role is what a process runs.
 type Role string
 
-// The roles of the binary. Local runs serve, index and worker in one
-// process (make run), so it reads what all three do.
+// The roles of the binary. Local runs serve, index, worker and dataset
+// in one process (make run), so it reads what all four do.
 const (
-	Serve  Role = "serve"
-	Index  Role = "index"
-	Worker Role = "worker"
-	MCP    Role = "mcp"
-	Local  Role = "local"
+	Serve   Role = "serve"
+	Index   Role = "index"
+	Worker  Role = "worker"
+	Dataset Role = "dataset"
+	MCP     Role = "mcp"
+	Local   Role = "local"
 )
 
 // Settings is one process's configuration, read once. Only the parts its
@@ -60,8 +62,12 @@ type Settings struct {
 	Stream   stream.Config
 	Verifier verifier.Config // pay per request: its config and key files
 
-	// serve and index
+	// serve, index and dataset
 	Log translog.Config
+
+	// serve and dataset: where the daily files are (the dataset role
+	// writes them, API nodes serve them)
+	Dataset dataset.Config
 
 	// index
 	Indexer           indexer.Config
@@ -101,7 +107,7 @@ func Load(role Role, getenv func(string) string) (Settings, error) {
 	check("settings", err)
 	serve, index, worker := role == Serve || role == Local, role == Index || role == Local, role == Worker || role == Local
 	switch role {
-	case Serve, Index, Worker, MCP, Local:
+	case Serve, Index, Worker, Dataset, MCP, Local:
 	default:
 		return s, fmt.Errorf("settings: unknown role %q", role)
 	}
@@ -128,9 +134,13 @@ func Load(role Role, getenv func(string) string) (Settings, error) {
 		s.Verifier, err = verifier.ConfigFromEnv(getenv)
 		check("pay per request", err)
 	}
-	if serve || index {
+	if serve || index || role == Dataset {
 		s.Log, err = translog.ConfigFromEnv(getenv)
 		check("transparency log", err)
+	}
+	if serve || role == Dataset {
+		s.Dataset, err = dataset.ConfigFromEnv(getenv)
+		check("dataset", err)
 	}
 	if index {
 		s.Indexer, err = indexer.ConfigFromEnv(getenv)

@@ -4,6 +4,7 @@ import (
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/apikey"
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/dataset"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/mcp"
 	"github.com/attestd/attestd/internal/premium"
@@ -23,17 +24,21 @@ var (
 	// ServeVars is every variable an API node reads.
 	ServeVars = Join(config.Vars, store.Vars, httpcache.Vars, ratelimit.Vars, apikey.Vars, premium.Vars,
 		Pick(indexer.Vars, "ATTESTD_SOLANA_RPC_URL", "ATTESTD_PROGRAM_ID"), verifier.Vars, webhook.Vars, web.Vars, stream.Vars,
-		Pick(translog.Vars, "ATTESTD_LOG_KEY", "ATTESTD_LOG_KEY_FILE"))
+		Pick(translog.Vars, "ATTESTD_LOG_KEY", "ATTESTD_LOG_KEY_FILE"),
+		Pick(dataset.Vars, "ATTESTD_DATASET_BUCKET", "ATTESTD_DATASET_PREFIX", "ATTESTD_DATASET_RATE", "ATTESTD_DATASET_MIB_RATE"))
 	// IndexVars is every variable an indexer reads.
 	IndexVars = Join(config.Vars, indexer.Vars, purge.Vars, verifier.ReconcileVars, translog.Vars,
 		Pick(verifier.Vars, "ATTESTD_X402_PAY_TO", "ATTESTD_X402_NETWORK", "ATTESTD_X402_ASSET", "ATTESTD_X402_ASSET_DECIMALS", "ATTESTD_X402_RPC_URL"))
 	// WorkerVars is every variable a webhook worker reads.
 	WorkerVars = Join(config.Vars, webhook.Vars)
+	// DatasetVars is every variable the dataset producer reads.
+	DatasetVars = Join(config.Vars, dataset.Vars, Pick(translog.Vars, "ATTESTD_LOG_KEY", "ATTESTD_LOG_KEY_FILE", "ATTESTD_LOG_WITNESSES",
+		"ATTESTD_LOG_WITNESS_QUORUM"))
 	// MCPVars is every variable the MCP server reads.
 	MCPVars = Join(mcp.Vars, Pick(config.Vars, "ATTESTD_LOG_LEVEL", "ATTESTD_LOG_FORMAT"))
 	// LocalVars is every variable make run's one process reads: serve's,
-	// index's and worker's.
-	LocalVars = Join(ServeVars, IndexVars, WorkerVars)
+	// index's, worker's and dataset's.
+	LocalVars = Join(ServeVars, IndexVars, WorkerVars, DatasetVars)
 )
 
 // Vars returns the variables role reads (nil for an unknown role).
@@ -45,6 +50,8 @@ func Vars(role Role) []config.Var {
 		return IndexVars
 	case Worker:
 		return WorkerVars
+	case Dataset:
+		return DatasetVars
 	case MCP:
 		return MCPVars
 	case Local:

@@ -192,15 +192,7 @@ func (s *Server) refreshLocked(ctx context.Context) (*served, error) {
 	// The served note: the log's signatures, then the witnesses'
 	// cosignatures (C2SP tlog-cosignature lines), each checked here too:
 	// a line that does not verify is left out and not counted.
-	text, _, _ := strings.Cut(c.Note, "\n\n")
-	note := c.Note
-	witnessed := 0
-	for _, l := range lines {
-		if checkCosignature(text, l, cfg.Witnesses) {
-			note += l
-			witnessed++
-		}
-	}
+	note, witnessed := Cosigned(c, lines, cfg.Witnesses)
 	if witnessed < cfg.Quorum {
 		s.log.Warn("log checkpoint's cosignatures do not verify with this node's witness keys; serving the last one that did",
 			"size", c.Size, "verified", witnessed, "quorum", cfg.Quorum)

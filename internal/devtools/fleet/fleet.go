@@ -17,6 +17,7 @@ import (
 	"github.com/attestd/attestd/internal/devtools/devnet"
 	"github.com/attestd/attestd/internal/devtools/devstack"
 	"github.com/attestd/attestd/internal/devtools/litewitness"
+	"github.com/attestd/attestd/internal/devtools/seaweed"
 	"github.com/attestd/attestd/internal/webhook/keyring"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -46,6 +47,10 @@ type Options struct {
 	// in Dir/log-key; the indexers append, the nodes serve) with one local
 	// witness cosigning it: torchwood's litewitness, quorum 1.
 	WitnessedLog bool
+	// Dataset runs a real S3-compatible store (SeaweedFS, the project's Go
+	// tool dependency) and one attestd dataset writing the daily files into
+	// it; the API nodes serve them from it. It needs WitnessedLog.
+	Dataset bool
 	// RulesFile, when set, runs Prometheus (the Debian package) scraping
 	// every process with these rules loaded (deploy/prometheus/attestd-rules.yml).
 	RulesFile string
@@ -81,6 +86,10 @@ type Fleet struct {
 	Prometheus *devstack.Prometheus
 	// Witness cosigns the log (nil without WitnessedLog).
 	Witness *litewitness.Witness
+	// S3 holds the dataset's files, and Dataset writes them (nil without
+	// Options.Dataset).
+	S3      *seaweed.Server
+	Dataset []*Proc
 	// WebhookKeys is ATTESTD_WEBHOOK_SECRET_KEYS of every process (made
 	// for this fleet), to seal the secrets of webhooks made directly.
 	WebhookKeys string
@@ -98,7 +107,7 @@ func (f *Fleet) URL() string { return f.Nginx.URL + "/api/v1" }
 
 // Procs is every attestd process.
 func (f *Fleet) Procs() []*Proc {
-	return append(append(append([]*Proc{}, f.Serve...), f.Index...), f.Worker...)
+	return append(append(append(append([]*Proc{}, f.Serve...), f.Index...), f.Worker...), f.Dataset...)
 }
 
 // Start brings the fleet up and returns once every API node answers
@@ -287,6 +296,13 @@ func (f *Fleet) shareEnv(ctx context.Context, stores redisURLs, nginxPort int) e
 		}
 		f.Env = append(f.Env, logEnv...)
 	}
+	if f.opt.Dataset {
+		dsEnv, err := f.startS3(ctx)
+		if err != nil {
+			return err
+		}
+		f.Env = append(f.Env, dsEnv...)
+	}
 	f.Env = append(f.Env, f.opt.Env...)
 	if f.opt.Setup != nil {
 		env, err := f.opt.Setup(ctx, f.Chain)
@@ -308,7 +324,7 @@ func (f *Fleet) startProcs(ctx context.Context) ([]string, error) {
 		role string
 		n    int
 		list *[]*Proc
-	}{{"index", opt.Index, &f.Index}, {"worker", opt.Worker, &f.Worker}, {"serve", opt.Serve, &f.Serve}} {
+	}{{"index", opt.Index, &f.Index}, {"worker", opt.Worker, &f.Worker}, {"serve", opt.Serve, &f.Serve}, {"dataset", datasets(opt), &f.Dataset}} {
 		for i := 1; i <= r.n; i++ {
 			p, err := f.newProc(r.role, i)
 			if err != nil {
@@ -331,7 +347,7 @@ func (f *Fleet) startProcs(ctx context.Context) ([]string, error) {
 			upstreams = append(upstreams, p.Addr)
 		}
 	}
-	opt.Log.Info("attestd processes up", "serve", len(f.Serve), "index", len(f.Index), "worker", len(f.Worker))
+	opt.Log.Info("attestd processes up", "serve", len(f.Serve), "index", len(f.Index), "worker", len(f.Worker), "dataset", len(f.Dataset))
 	return upstreams, nil
 }
 
@@ -360,6 +376,8 @@ func (f *Fleet) newProc(role string, i int) (*Proc, error) {
 		env = append(env, "ATTESTD_INDEXER_METRICS_ADDR="+p.MetricsAddr, "ATTESTD_METRICS_ADDR=")
 	case "worker":
 		env = append(env, "ATTESTD_WORKER_METRICS_ADDR="+p.MetricsAddr, "ATTESTD_METRICS_ADDR=")
+	case "dataset":
+		env = append(env, "ATTESTD_DATASET_METRICS_ADDR="+p.MetricsAddr, "ATTESTD_METRICS_ADDR=")
 	}
 	p.env = env
 	return p, nil
@@ -386,6 +404,32 @@ func (f *Fleet) startWitnessedLog(ctx context.Context) ([]string, error) {
 	f.closers = append(f.closers, w.Stop)
 	f.opt.Log.Info("transparency log on", "verifier_key", vkey)
 	return []string{"ATTESTD_LOG_KEY_FILE=" + keyFile, "ATTESTD_LOG_WITNESSES=" + witnesses, "ATTESTD_LOG_WITNESS_QUORUM=1"}, nil
+}
+
+// datasets is how many dataset producers run: one with Options.Dataset.
+func datasets(opt Options) int {
+	if opt.Dataset {
+		return 1
+	}
+	return 0
+}
+
+// startS3 starts SeaweedFS for the dataset's files; it returns the
+// processes' dataset settings (the bucket, its credentials, a day cut
+// within seconds of being witnessed).
+func (f *Fleet) startS3(ctx context.Context) ([]string, error) {
+	bin, err := seaweed.Binary(ctx, ".")
+	if err != nil {
+		return nil, err
+	}
+	s3, err := seaweed.Start(ctx, seaweed.Options{Binary: bin, Dir: filepath.Join(f.opt.Dir, "s3")})
+	if err != nil {
+		return nil, fmt.Errorf("seaweedfs: %w", err)
+	}
+	f.S3 = s3
+	f.closers = append(f.closers, s3.Stop)
+	f.opt.Log.Info("S3 store up (SeaweedFS)", "endpoint", s3.Endpoint, "bucket", s3.Bucket)
+	return append(s3.Env(), "ATTESTD_DATASET_BUCKET="+s3.URL(), "ATTESTD_DATASET_INTERVAL=10s"), nil
 }
 
 // run runs `attestd args...` to completion.

@@ -17,7 +17,7 @@ import (
 // promJobs are the fleet's scrape jobs, one per role (as
 // docs/operations.md's Alerts asks), each with its file of targets under
 // the Prometheus directory's targets/.
-var promJobs = []struct{ role, job string }{{"serve", "attestd-serve"}, {"index", "attestd-index"}, {"worker", "attestd-worker"}}
+var promJobs = []struct{ role, job string }{{"serve", "attestd-serve"}, {"index", "attestd-index"}, {"worker", "attestd-worker"}, {"dataset", "attestd-dataset"}}
 
 // startPrometheus runs Prometheus scraping every attestd process by role
 // (jobs attestd-serve, attestd-index, attestd-worker) with the fleet's

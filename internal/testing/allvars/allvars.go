@@ -4,6 +4,7 @@ import (
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/apikey"
 	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/dataset"
 	"github.com/attestd/attestd/internal/httpcache"
 	"github.com/attestd/attestd/internal/mcp"
 	"github.com/attestd/attestd/internal/premium"
@@ -26,7 +27,7 @@ func Lists() [][]config.Var {
 	return [][]config.Var{
 		config.Vars, store.Vars, httpcache.Vars, purge.Vars, ratelimit.Vars, apikey.Vars, premium.Vars, indexer.Vars,
 		mcp.Vars, testenv.Vars, verifier.Vars, verifier.ReconcileVars, webhook.Vars, web.Vars,
-		translog.Vars,
+		translog.Vars, dataset.Vars,
 		stream.Vars,
 		tracing.Vars,
 	}
