@@ -39,8 +39,8 @@ func loadPanels(t *testing.T) panelSource {
 	if err := yaml.Unmarshal(b, &src); err != nil {
 		t.Fatalf("grafana/panels.yml: %v", err)
 	}
-	if len(src.Dashboards) != 4 {
-		t.Fatalf("%d dashboards in panels.yml, want serve, index, worker and log", len(src.Dashboards))
+	if len(src.Dashboards) != 5 {
+		t.Fatalf("%d dashboards in panels.yml, want serve, index, dataset, worker and log", len(src.Dashboards))
 	}
 	return src
 }

@@ -76,7 +76,7 @@ func TestSystemdEnvironmentSetsOnlyWhatAttestdReads(t *testing.T) {
 	for _, name := range unknown(env, allvars.Names()) {
 		t.Errorf("attestd.env.example sets %s, which attestd does not read", name)
 	}
-	for _, unit := range []string{"attestd-serve.service", "attestd-index.service", "attestd-worker.service", "attestd-backup.service"} {
+	for _, unit := range []string{"attestd-serve.service", "attestd-index.service", "attestd-worker.service", "attestd-backup.service", "attestd-dataset.service"} {
 		b, err := os.ReadFile(unit)
 		if err != nil {
 			t.Fatal(err)

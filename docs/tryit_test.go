@@ -100,7 +100,7 @@ func TestTryItAgainstLocal(t *testing.T) {
 	served = true
 
 	script := strings.ReplaceAll(block, "localhost:8080", fmt.Sprintf("localhost:%d", port)) +
-		"\n" + `for v in PDA AGENT CURSOR KEY HASH; do eval "test -n \"\$$v\"" || { echo "$v is empty" >&2; exit 1; }; done` + "\n"
+		"\n" + `for v in PDA AGENT CURSOR KEY HASH DAY; do eval "test -n \"\$$v\"" || { echo "$v is empty" >&2; exit 1; }; done` + "\n"
 	cmd := exec.Command("bash", "-e", "-o", "pipefail")
 	cmd.Dir = dir
 	cmd.Env = base // no stores: the second terminal has none
@@ -117,7 +117,7 @@ func TestTryItAgainstLocal(t *testing.T) {
 		t.Errorf("a call of the Try it block answered an error:\n%s", clip(got))
 	}
 	for _, want := range []string{`"status":`, `"byType":`, `"pagination":`, `"totalAttestations":`, `"reportHash":`, `"summary":`,
-		`"valid":true`, `"actionHash":`} {
+		`"valid":true`, `"actionHash":`, " rows, leaves "} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the Try it block's output lacks %s:\n%s", want, clip(got))
 		}

@@ -186,6 +186,7 @@ func TestDriveEveryOperation(t *testing.T) {
 	newReader, err := keys.CreateWithRole(context.Background(), acc.ID, "new reader", apikey.RoleRead)
 	testenv.Must(t, err, "read key")
 	driveNewOperations(t, node, admin.Secret, newReader.Secret, agent)
+	driveDataset(t, env)
 
 	// Every other documented answer but the x402 ones (x402fiber's tests)
 	// and the 5xx, operation by operation.

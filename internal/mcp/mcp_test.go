@@ -38,8 +38,8 @@ func TestToolsAndSchemas(t *testing.T) {
 	slices.Sort(names)
 	want := mcp.ToolNames()
 	slices.Sort(want)
-	if !slices.Equal(names, want) || len(want) != 9 {
-		t.Fatalf("tools %v, want the 9 %v", names, want)
+	if !slices.Equal(names, want) || len(want) != 10 {
+		t.Fatalf("tools %v, want the 10 %v", names, want)
 	}
 	// The schema says what the API accepts.
 	prop := func(tool, name string) map[string]any {

@@ -149,6 +149,7 @@ const Instructions = `Tools over attestd, a read-only index of AI-agent attestat
 An attestation is a receipt for one agent action: the SHA-256 of the action payload (actionHash), signed with the agent's
 Ed25519 key (agentId), an action type and a timestamp. Agents are identified by their pda (agentPda).
 Use verify_action_hash to check that a payload is the one an attestation commits to.
+For bulk work (more than a few pages of list_attestations) use list_datasets and download the daily Parquet files it lists.
 Premium tools (get_full_history, get_forensic_report, bulk_verify) need ATTESTD_API_KEY in this server's environment,
 or ATTESTD_MCP_PAYER_KEYPAIR to pay per call in USDC (each paid answer says what it cost, within a per-session cap).`
 

@@ -20,6 +20,7 @@ const (
 	ToolGetAgent          = "get_agent"
 	ToolGetAgentStats     = "get_agent_stats"
 	ToolVerifyActionHash  = "verify_action_hash"
+	ToolListDatasets      = "list_datasets"
 	ToolGetFullHistory    = "get_full_history"
 	ToolGetForensicReport = "get_forensic_report"
 	ToolBulkVerify        = "bulk_verify"
@@ -28,7 +29,7 @@ const (
 // ToolNames lists every tool, public first.
 func ToolNames() []string {
 	return []string{ToolGetStats, ToolListAttestations, ToolGetAttestation, ToolGetAgent, ToolGetAgentStats,
-		ToolVerifyActionHash, ToolGetFullHistory, ToolGetForensicReport, ToolBulkVerify}
+		ToolVerifyActionHash, ToolListDatasets, ToolGetFullHistory, ToolGetForensicReport, ToolBulkVerify}
 }
 
 // PremiumTools are the tools that need ATTESTD_API_KEY.
@@ -173,6 +174,7 @@ func (s *Server) addTools() error {
 				p["expectedHash"].Pattern = hashPattern
 				address(p["attestationPda"])
 			}, s.verifyActionHash),
+		s.addDatasetsTool(),
 		addTool(s, &mcpsdk.Tool{Name: ToolGetFullHistory, Annotations: readOnly("Full history (premium)"),
 			Description: "Premium (an API key on this server, or an x402 payment in _meta[\"x402/payment\"]): the full attestation history of one agent, newest first, up to 1000 per call, " +
 				"with the agent record; optional time range (from inclusive, to exclusive); more with pagination.nextCursor as cursor."},
@@ -325,7 +327,8 @@ func (s *Server) needKey(ctx context.Context, tool string) error {
 		"`attestd keys create --account NAME`). "+
 		"Put the key in this tool server's environment as %s (the \"env\" block of the MCP client's configuration) and restart it. "+
 		"The public tools (%s) work without a key", tool, EnvAPIKey,
-		strings.Join([]string{ToolGetStats, ToolListAttestations, ToolGetAttestation, ToolGetAgent, ToolGetAgentStats, ToolVerifyActionHash}, ", "))
+		strings.Join([]string{ToolGetStats, ToolListAttestations, ToolGetAttestation, ToolGetAgent, ToolGetAgentStats, ToolVerifyActionHash,
+			ToolListDatasets}, ", "))
 }
 
 // apiError turns a client error into the advice a model reads.

@@ -269,7 +269,23 @@ func (c Config) LLMsText(origin config.Origin, receipts bool) string {
 		"- [OpenAPI](%s): every route; payable operations carry `x-x402` with their price.\n"+
 		"- MCP: `attestd mcp --http` serves the tools over streamable HTTP; premium tools are paid with `_meta[\"x402/payment\"]` (x402 MCP transport).\n",
 		origin.URL("/.well-known/x402"), origin.URL("/api/v1/openapi.json"))
+	b.WriteString(bulkDataText(origin))
 	return b.String()
+}
+
+// bulkDataText is /llms.txt's section on the daily dataset (docs/dataset.md),
+// which every API node serves at /dataset/, free.
+func bulkDataText(origin config.Origin) string {
+	return fmt.Sprintf("\n## Bulk data\n\n"+
+		"- [Dataset index](%s): every finalized attestation as one Parquet file per UTC day (%s, in transparency-log order, "+
+		"beside its manifest YYYY-MM-DD.json), free and outside the API's rate limit; the index lists each day's file with its rows, "+
+		"bytes and SHA-256, and `pending` says which day comes next and why it is not out yet (503 when the dataset is off on the node).\n"+
+		"- For bulk work (counting, aggregating, mirroring, auditing), download the files rather than paging %s: one GET per day, "+
+		"Range requests served; DuckDB, Polars and pandas read them directly. Over MCP, the `list_datasets` tool lists them.\n"+
+		"- Check a file against a witnessed checkpoint of the log: `attestd verify --dataset YYYY-MM-DD.parquet --url %s "+
+		"--log-key KEY --witness WITNESS_KEY` (KEY: the log's verifier key, pinned out of band; %s serves it).\n",
+		origin.URL("/dataset/index.json"), origin.URL("/dataset/YYYY-MM-DD.parquet"), origin.URL("/api/v1/attestations"),
+		origin.String(), origin.URL("/api/v1/log/key"))
 }
 
 // ExtensionOpenAPI is the OpenAPI member that prices a payable operation.

@@ -147,6 +147,26 @@ func TestDiscoveryAgreesWithLive402s(t *testing.T) {
 	}
 }
 
+// /llms.txt's bulk data section sends agents to the daily dataset's files,
+// at the node's public origin, and says how to check one.
+func TestLLMsTxtBulkData(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	n := f.node(t, f.config(), nil)
+	res, llms := get(t, n.Root, x402fiber.PathLLMs)
+	_, bulk, found := strings.Cut(string(llms), "\n## Bulk data\n")
+	if res.StatusCode != http.StatusOK || !found {
+		t.Fatalf("/llms.txt: %d, no bulk data section:\n%s", res.StatusCode, llms)
+	}
+	for _, w := range []string{"[Dataset index](" + testOrigin.URL("/dataset/index.json") + ")", "one Parquet file per UTC day",
+		"download the files rather than paging " + testOrigin.URL("/api/v1/attestations"), "`list_datasets`",
+		"`attestd verify --dataset YYYY-MM-DD.parquet --url " + testOrigin.String() + " --log-key KEY"} {
+		if !strings.Contains(bulk, w) {
+			t.Errorf("llms.txt's bulk data section lacks %q:\n%s", w, llms)
+		}
+	}
+}
+
 // The OpenAPI file's x-x402 members are the default configuration's
 // prices, from the same catalog (the served document has the live ones).
 func TestOpenAPIFilePricesAreTheDefaults(t *testing.T) {

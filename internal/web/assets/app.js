@@ -1,5 +1,5 @@
 // The single page: a hash router over the home, the explorer, the search,
-// the console and the API reference. Every view reads the public API at
+// the dataset's downloads, the console and the API reference. Every view reads the public API at
 // /api/v1; nothing is loaded from elsewhere. When the API's per-IP limit
 // refuses a call, a notice says so and when the page tries again, and the
 // view is drawn again then.
@@ -8,6 +8,7 @@ import { listView, attestationView, agentView, agentsView, statsView, listParams
 import { searchView, attachSearch } from "./search.js";
 import { consoleView } from "./console.js";
 import { apiRefView } from "./apiref.js";
+import { dataView } from "./data.js";
 import { el, secondsLeft, failure } from "./util.js";
 
 const main = document.getElementById("main");
@@ -33,7 +34,7 @@ function navOf(r) {
   const p = r.parts[0] || "";
   if (p === "" && [...r.params.keys()].some((k) => listParams.includes(k))) return "#/attestations";
   return { "": "#/", attestation: "#/attestations", attestations: "#/attestations", agent: "#/agents", agents: "#/agents",
-    stats: "#/stats", console: "#/console", api: "#/api" }[p] || "";
+    stats: "#/stats", data: "#/data", console: "#/console", api: "#/api" }[p] || "";
 }
 
 async function render() {
@@ -62,6 +63,7 @@ async function render() {
       case "agent": cleanup = await agentView(view, r.parts[1] || ""); break;
       case "agents": cleanup = await agentsView(view, r.params); break;
       case "stats": cleanup = await statsView(view); break;
+      case "data": cleanup = await dataView(view); break;
       case "search": cleanup = await searchView(view, r.params); break;
       case "console": cleanup = await consoleView(view); break;
       case "api": cleanup = await apiRefView(view, r.parts[1] || ""); break;

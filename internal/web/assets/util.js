@@ -92,6 +92,15 @@ const numberFormat = new Intl.NumberFormat("en-US");
 // num writes a count with thousands separators (102,116).
 export function num(n) { return numberFormat.format(n); }
 
+// bytes writes a size in binary units: "512 B", "96.5 KiB", "12 MiB" (a
+// no-break space keeps the number with its unit).
+export function bytes(n) {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  for (; n >= 1024 && i < units.length - 1; i++) n /= 1024;
+  return (i ? n.toFixed(n < 100 ? 1 : 0) : String(n)) + "\u00a0" + units[i];
+}
+
 // exact is an instant as "2026-11-21 10:00:00 UTC".
 export function exact(iso) { return iso.replace("T", " ").replace("Z", " UTC"); }
 
