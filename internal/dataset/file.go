@@ -34,7 +34,10 @@ type FileMeta struct {
 func Schema() string { return parquet.SchemaOf(Row{}).String() }
 
 // FileWriter writes one day's file: rows in log order, zstd-compressed,
-// RowGroupRows per row group. The bytes are a function of the rows and
+// RowGroupRows per row group. zstd at SpeedBetterCompression: most of a
+// row is random base58 and hex, which only entropy coding shrinks (at
+// SpeedDefault a file was larger than the gzip'd JSON pages of its rows;
+// bench/dataset), and it still encodes far faster than the log is read. The bytes are a function of the rows and
 // the metadata only (no clock, no build in them): written twice, the same.
 type FileWriter struct {
 	pw     *parquet.GenericWriter[Row]
@@ -61,7 +64,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 func NewFileWriter(w io.Writer, meta FileMeta) *FileWriter {
 	cw := &countingWriter{w: w, sum: sha256.New()}
 	pw := parquet.NewGenericWriter[Row](cw,
-		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}),
+		parquet.Compression(&zstd.Codec{Level: zstd.SpeedBetterCompression}),
 		parquet.MaxRowsPerRowGroup(RowGroupRows),
 		parquet.CreatedBy("attestd", "dataset", "v1"),
 		parquet.KeyValueMetadata("attestd.format", Format),

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -93,6 +94,11 @@ type ServerDeps struct {
 	ClientIP   func(*fiber.Ctx) netip.Addr
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer // nil: none
+	// WriteTimeout is the node's time to write an answer (app.Timeouts;
+	// 0: 15 s). A file is streamed with that much time per read from
+	// the bucket, not for the whole file: a download of any size goes on
+	// while the client keeps taking bytes.
+	WriteTimeout time.Duration
 }
 
 // Server serves the dataset from its bucket on an API node, under
@@ -184,6 +190,9 @@ var errNoDay = errors.New("no such day")
 func NewServer(d ServerDeps) *Server {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
+	}
+	if d.WriteTimeout <= 0 {
+		d.WriteTimeout = 15 * time.Second
 	}
 	s := &Server{d: d, log: d.Logger, guard: newGuard(d.Config.Rate, d.Config.MiBRate, d.ClientIP), now: time.Now,
 		manifests: make(map[Day]*manifestEntry), absent: make(map[Day]time.Time)}
@@ -635,7 +644,7 @@ func (s *Server) openFile(c *fiber.Ctx, d Day, e *manifestEntry, r byteRange) (*
 		cancel()
 		return nil, s.storeFailed(c, d, fmt.Errorf("%w: %s holds %d bytes, its manifest says %d", errInconsistent, FileName(d), br.Size(), e.m.Bytes))
 	}
-	return &fileBody{r: br, cancel: cancel, sent: s.m.bytes}, nil
+	return &fileBody{r: br, cancel: cancel, sent: s.m.bytes, conn: c.Context().Conn(), timeout: s.d.WriteTimeout}, nil
 }
 
 // fileBody is a file's answer as fasthttp sends it: it counts the bytes
@@ -644,9 +653,17 @@ type fileBody struct {
 	r      *blob.Reader
 	cancel context.CancelFunc
 	sent   prometheus.Counter
+	// conn is the client's connection: fasthttp reads the body and writes
+	// it on the one goroutine, under one write deadline for the whole
+	// answer; each read moves it on by timeout.
+	conn    net.Conn
+	timeout time.Duration
 }
 
 func (b *fileBody) Read(p []byte) (int, error) {
+	if b.conn != nil {
+		_ = b.conn.SetWriteDeadline(time.Now().Add(b.timeout))
+	}
 	n, err := b.r.Read(p)
 	if n > 0 {
 		b.sent.Add(float64(n))

@@ -438,7 +438,8 @@ func (n *node) dataset(ctx context.Context, deps *app.Deps) error {
 	} else {
 		n.log.Info("dataset off (/dataset/ answers 503): set ATTESTD_DATASET_BUCKET")
 	}
-	srv := dataset.NewServer(dataset.ServerDeps{Bucket: bucket, Config: cfg, ClientIP: n.resolver.ClientIP, Logger: n.log, Registerer: n.reg})
+	srv := dataset.NewServer(dataset.ServerDeps{Bucket: bucket, Config: cfg, ClientIP: n.resolver.ClientIP, Logger: n.log, Registerer: n.reg,
+		WriteTimeout: deps.Timeouts.Write})
 	n.datasets = srv
 	deps.Unlimited = append(deps.Unlimited, srv.Routes()...)
 	return nil
