@@ -23,12 +23,18 @@
 #              witnessed size again (pg_restore, the regrowth of what the backup lacked, the witness)
 #   streambudget  3,200 never-reading streams (100 addresses x the per-IP cap), resumed from an old
 #              cursor vs live: the node's RSS peak against its stream buffer budget
+#   dataset    the daily Parquet dataset: attestd dataset --once over a log of BENCH_DATASET_N
+#              attestations (default 1,000,000) over 365 days (rows/s, bytes, peak RSS, and a day of
+#              1,000,000 rows to show the RSS does not follow the day), a day's file vs the gzip'd
+#              API pages of its rows, and 64 range readers on a node vs a bare file server; its
+#              database and files (about 1.7 GB per million) go under BENCH_DATASET_DIR (default $TMPDIR)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 command -v wrk >/dev/null || { echo "installing wrk"; apt-get install -y -qq wrk >/dev/null; }
 go build -o bin/attestd ./cmd/attestd || exit 1
 go build -o bin/baseline ./bench/baseline || exit 1
-PARTS=${BENCH:-api ratelimit indexer premium x402 webhook webhookrecovery scale edge fleet stream streambudget restore}
+PARTS=${BENCH:-api ratelimit indexer premium x402 webhook webhookrecovery scale edge fleet stream streambudget restore dataset}
+case " $PARTS " in *" dataset "*) [ -x /usr/bin/time ] || { echo "installing time"; apt-get install -y -qq time >/dev/null; } ;; esac
 OUT=${BENCH_OUT:-bench/RESULTS.md}
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 {
@@ -59,6 +65,7 @@ for part in $PARTS; do
     stream)    ./bin/attestd stores -- go run ./bench/stream -clients "${BENCH_STREAM_CLIENTS:-5000}" -rounds 20 -duration "${BENCH_DURATION:-5s}" | tee bench/stream/latest.md ;;
     streambudget) ./bin/attestd stores -- go run ./bench/streambudget -addresses 100 -hold 20s | tee bench/streambudget/latest.md ;;
     restore)   ./bin/attestd stores -- go run ./bench/log -parts restore -restore-n "${BENCH_RESTORE_N:-1000000}" | tee bench/log/restore-latest.md ;;
+    dataset)   go run ./bench/dataset -n "${BENCH_DATASET_N:-1000000}" -dir "${BENCH_DATASET_DIR:-${TMPDIR:-/tmp}}" ;;
     *) echo "unknown bench part $part" >&2; exit 2 ;;
   esac > >(tee "$TMP/$part.md")
   rc=$?
