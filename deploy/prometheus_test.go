@@ -105,7 +105,7 @@ func TestEveryAlertIsTestedAndDescribed(t *testing.T) {
 			if s := r.Labels["severity"]; s != "critical" && s != "warning" {
 				t.Errorf("%s: severity %q, want critical or warning", r.Alert, s)
 			}
-			if !regexp.MustCompile(`attestd (serve|index|worker|\{\{ \$labels\.job \}\})`).MatchString(r.Annotations["summary"]) &&
+			if !regexp.MustCompile(`attestd (serve|index|worker|dataset|\{\{ \$labels\.job \}\})`).MatchString(r.Annotations["summary"]) &&
 				!strings.Contains(r.Annotations["summary"], "attestd index") {
 				t.Errorf("%s: the summary %q does not name the process", r.Alert, r.Annotations["summary"])
 			}

@@ -119,8 +119,8 @@ func TestPrometheusTargetsFollowTheFleet(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if !slices.Equal(names, []string{"index.json", "serve.json", "worker.json"}) {
-		t.Errorf("targets directory holds %q; want only the three files", names)
+	if !slices.Equal(names, []string{"dataset.json", "index.json", "serve.json", "worker.json"}) {
+		t.Errorf("targets directory holds %q; want only the four roles' files", names)
 	}
 	conf := string(promConfig(time.Second))
 	if strings.Contains(conf, "static_configs") || !strings.Contains(conf,
