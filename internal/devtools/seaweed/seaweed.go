@@ -130,20 +130,32 @@ func Start(ctx context.Context, opt Options) (*Server, error) {
 	if err := writeIdentities(config, s.AccessKey, s.SecretKey); err != nil {
 		return nil, err
 	}
-	args, s3Port, err := serverArgs(opt.Dir, data, config)
-	if err != nil {
-		return nil, err
-	}
-	s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(s3Port)
-	if err := s.start(opt.Binary, args); err != nil {
-		return nil, err
-	}
-	if err := s.waitReady(ctx); err != nil {
+	// The ten ports are free when chosen, but another process may take
+	// one before weed binds it: weed then exits at once, and a new set is
+	// tried.
+	for attempt := 1; ; attempt++ {
+		args, s3Port, err := serverArgs(opt.Dir, data, config)
+		if err != nil {
+			return nil, err
+		}
+		s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(s3Port)
+		if err := s.start(opt.Binary, args); err != nil {
+			return nil, err
+		}
+		err = s.waitReady(ctx)
+		if err == nil {
+			return s, nil
+		}
+		if attempt < 3 && errors.Is(err, errPortTaken) {
+			continue // weed has exited: nothing to stop
+		}
 		s.Stop()
 		return nil, err
 	}
-	return s, nil
 }
+
+// errPortTaken: weed exited at start because one of its ports was taken.
+var errPortTaken = errors.New("a port was taken before weed bound it")
 
 // start starts weed, its output appended to the log file.
 func (s *Server) start(bin string, args []string) error {
@@ -251,7 +263,11 @@ func (s *Server) waitReady(ctx context.Context) error {
 		}
 		select {
 		case err := <-s.exited:
-			return fmt.Errorf("weed mini exited at start (%v); %s:\n%s", err, s.Log, s.logTail())
+			tail := s.logTail()
+			if strings.Contains(tail, "Port allocation failed") {
+				return fmt.Errorf("weed mini exited at start (%v): %w; %s:\n%s", err, errPortTaken, s.Log, tail)
+			}
+			return fmt.Errorf("weed mini exited at start (%v); %s:\n%s", err, s.Log, tail)
 		case <-ctx.Done():
 			return fmt.Errorf("weed mini: S3 on %s not ready within %v: %w (last: %v); %s:\n%s",
 				s.Endpoint, startTimeout, ctx.Err(), last, s.Log, s.logTail())
