@@ -418,6 +418,7 @@ func datasets(opt Options) int {
 // processes' dataset settings (the bucket, its credentials, a day cut
 // within seconds of being witnessed).
 func (f *Fleet) startS3(ctx context.Context) ([]string, error) {
+	f.opt.Log.Info("S3 store: building SeaweedFS (go tool weed; the first build takes minutes, later ones none)")
 	bin, err := seaweed.Binary(ctx, ".")
 	if err != nil {
 		return nil, err
