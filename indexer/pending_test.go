@@ -80,13 +80,15 @@ func TestGivenUpTransactionIsStillIndexed(t *testing.T) {
 		cfg.Registerer, cfg.PendingRetry, cfg.PendingTimeout = reg, 50*time.Millisecond, 300*time.Millisecond
 		cfg.ReconcileInterval = 200 * time.Millisecond
 	})
-	waitExact(t, st, c, 30*time.Second)
+	// Waits of testenv.Patience: the reconciliation that finds the given-up
+	// transaction again took more than 30 s on a loaded machine (make test).
+	waitExact(t, st, c, testenv.Patience)
 	testenv.Must(t, c.HideNextTransactions(1, devnet.Hide{For: 2 * time.Second, Statuses: true}), "hide")
 	hidden := gen(t, c, 2, 7, 7).Records[0]
-	testenv.WaitFor(t, "the indexer to give the hidden transaction up", 20*time.Second, func() bool {
+	testenv.WaitFor(t, "the indexer to give the hidden transaction up", testenv.Patience, func() bool {
 		return metricValue(t, reg, "attestd_indexer_pending_resolved_total", "outcome", "vanished") >= 1
 	})
-	waitExact(t, st, c, 30*time.Second)
+	waitExact(t, st, c, testenv.Patience)
 	if n := txRows(t, st, hidden); n != 7 {
 		t.Fatalf("hidden transaction: %d rows", n)
 	}
