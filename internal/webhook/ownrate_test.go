@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -132,34 +133,44 @@ func TestSlotConcurrentAsks(t *testing.T) {
 		{"a host cap that binds", newHostCap(rdb, prefix, "u", 2), 100, 500 * time.Millisecond, false},
 	} {
 		const n = 12
-		host, id := "conc-"+strings.ReplaceAll(c.name, " ", "-")+".example", "wh_conc"
 		type ask struct {
 			lo, hi time.Time // the turn is within them
 			own    bool
 		}
-		asks := make([]ask, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := rdb
-				if i%2 == 1 {
-					r = rdb2
-				}
-				start := time.Now()
-				w, own := slot(ctx, r, prefix, c.cap, host, id, c.rate, false)
-				asks[i] = ask{start.Add(w), time.Now().Add(w), own}
-			}()
-		}
-		wg.Wait()
-		sort.Slice(asks, func(i, j int) bool { return asks[i].lo.Before(asks[j].lo) })
+		var asks []ask
 		var eps time.Duration
-		for _, a := range asks {
-			eps = max(eps, a.hi.Sub(a.lo))
+		// A measurement whose calls took too long to tell turns apart
+		// (a loaded machine) judges nothing: it is taken again, on a new
+		// webhook and host, at most three times.
+		for attempt := 0; attempt < 3; attempt++ {
+			host, id := fmt.Sprintf("conc-%s-%d.example", strings.ReplaceAll(c.name, " ", "-"), attempt), fmt.Sprintf("wh_conc%d", attempt)
+			asks = make([]ask, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := rdb
+					if i%2 == 1 {
+						r = rdb2
+					}
+					start := time.Now()
+					w, own := slot(ctx, r, prefix, c.cap, host, id, c.rate, false)
+					asks[i] = ask{start.Add(w), time.Now().Add(w), own}
+				}()
+			}
+			wg.Wait()
+			sort.Slice(asks, func(i, j int) bool { return asks[i].lo.Before(asks[j].lo) })
+			eps = 0
+			for _, a := range asks {
+				eps = max(eps, a.hi.Sub(a.lo))
+			}
+			if eps <= c.every/4 {
+				break
+			}
 		}
 		if eps > c.every/4 {
-			t.Fatalf("%s: a call took %s: too long to tell turns %s apart", c.name, eps, c.every)
+			t.Fatalf("%s: a call took %s three times: too long to tell turns %s apart", c.name, eps, c.every)
 		}
 		for i, a := range asks {
 			// Under a host cap the first ask takes both turns at once.
