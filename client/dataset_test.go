@@ -1,8 +1,6 @@
 package client_test
 
 import (
-	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,60 +12,21 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
-	"time"
 
 	"github.com/attestd/attestd/app"
-	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/client"
 	"github.com/attestd/attestd/internal/dataset"
 	"github.com/attestd/attestd/internal/testing/apptest"
+	"github.com/attestd/attestd/internal/testing/datasetfixture"
 	"github.com/attestd/attestd/internal/testing/testenv"
 	"gocloud.dev/blob"
-	"gocloud.dev/blob/fileblob"
 )
 
-// writeDataset writes a bucket (a directory, through the same blob
-// library as S3) holding a file of two rows and its manifest for each of
-// days, and their index, as attestd dataset writes them.
+// writeDataset writes a bucket holding two days' files, their manifests
+// and their index, as attestd dataset writes them (datasetfixture).
 func writeDataset(t *testing.T, days ...string) (*blob.Bucket, dataset.Index) {
 	t.Helper()
-	ctx := context.Background()
-	b, err := fileblob.OpenBucket(t.TempDir(), nil)
-	testenv.Must(t, err, "bucket")
-	t.Cleanup(func() { b.Close() })
-	idx := dataset.Index{Format: dataset.Format, Origin: "attestd.test/log", UpdatedAt: attestation.At(time.Now()), Days: []dataset.IndexDay{},
-		Pending: []dataset.Pending{{Day: "2026-12-01", Code: dataset.PendingCheckpoint, Reason: "no checkpoint covers it yet"}}}
-	for _, s := range days {
-		day, err := dataset.ParseDay(s)
-		testenv.Must(t, err, "day")
-		first := idx.NextIndex
-		var file bytes.Buffer
-		fw := dataset.NewFileWriter(&file, dataset.FileMeta{Day: day, Origin: idx.Origin, First: first, End: first + 2})
-		testenv.Must(t, fw.Write([]dataset.Row{datasetRow(first, day), datasetRow(first+1, day)}), "rows")
-		w, err := fw.Close()
-		testenv.Must(t, err, "close")
-		sum := sha256.Sum256(file.Bytes())
-		m := dataset.Manifest{Format: dataset.Format, Day: s, File: dataset.FileName(day), Rows: w.Rows, FirstIndex: first, LastIndex: first + 1,
-			Bytes: w.Bytes, SHA256: hex.EncodeToString(sum[:]), Schema: dataset.Schema(), Checkpoint: "attestd.test/log\n2\nAAAA\n\n— attestd.test/log AAAA\n",
-			Witnessed: dataset.Witnessed{By: 2, Of: 3, Quorum: 2}, Proof: dataset.Proof{TreeSize: first + 2}, CutAt: attestation.At(time.Now())}
-		testenv.Must(t, b.WriteAll(ctx, m.File, file.Bytes(), nil), "write the file")
-		j, err := json.Marshal(m)
-		testenv.Must(t, err, "encode")
-		testenv.Must(t, b.WriteAll(ctx, dataset.ManifestName(day), j, nil), "write the manifest")
-		idx.Days = append(idx.Days, dataset.IndexDay{Day: s, File: m.File, Manifest: dataset.ManifestName(day), Rows: m.Rows,
-			FirstIndex: first, LastIndex: first + 1, Bytes: m.Bytes, SHA256: m.SHA256, CheckpointSize: first + 2, Witnessed: m.Witnessed})
-		idx.NextIndex = first + 2
-	}
-	j, err := json.Marshal(idx)
-	testenv.Must(t, err, "encode")
-	testenv.Must(t, b.WriteAll(ctx, dataset.IndexName, j, nil), "write the index")
-	return b, idx
-}
-
-func datasetRow(i int64, day dataset.Day) dataset.Row {
-	return dataset.Row{LogIndex: i, PDA: "11111111111111111111111111111112", AgentPDA: "11111111111111111111111111111113",
-		ActionType: "Decision", ActionHash: hex.EncodeToString(make([]byte, 32)), TxSignature: "1111111111111111111111111111111111111111111111111111111111111111",
-		Slot: 100 + i, Timestamp: day.Add(time.Hour), AgentID: "11111111111111111111111111111114", AgentSignature: "1111111111111111111111111111111111111111111111111111111111111111"}
+	return datasetfixture.Write(t, dataset.Pending{Day: "2026-12-01", Code: dataset.PendingCheckpoint, Reason: "no checkpoint covers it yet"}, days...)
 }
 
 // datasetNode starts a node over env serving the dataset of bucket (nil:

@@ -1,7 +1,6 @@
 package mcp_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,65 +9,24 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/attestd/attestd/app"
-	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/dataset"
 	"github.com/attestd/attestd/internal/mcp"
 	"github.com/attestd/attestd/internal/testing/apptest"
+	"github.com/attestd/attestd/internal/testing/datasetfixture"
 	"github.com/attestd/attestd/internal/testing/testenv"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"gocloud.dev/blob"
-	"gocloud.dev/blob/fileblob"
 )
 
-// datasetBucket writes a bucket (a directory, through the same blob
-// library as S3) holding a file of two rows and its manifest for each of
-// days and, unless days is empty, their index, as attestd dataset writes
-// them.
+// datasetBucket writes a bucket holding a file and its manifest for each
+// of days and, unless days is empty, their index, as attestd dataset
+// writes them (datasetfixture).
 func datasetBucket(t *testing.T, days ...string) *blob.Bucket {
 	t.Helper()
-	ctx := context.Background()
-	b, err := fileblob.OpenBucket(t.TempDir(), nil)
-	testenv.Must(t, err, "bucket")
-	t.Cleanup(func() { b.Close() })
-	if len(days) == 0 {
-		return b // the producer has not run: the node serves an index with nothing but not_started
-	}
-	idx := dataset.Index{Format: dataset.Format, Origin: "attestd.test/log", UpdatedAt: attestation.At(time.Now()), Days: []dataset.IndexDay{},
-		Pending: []dataset.Pending{{Day: "2026-11-28", Code: dataset.PendingDayOpen, Reason: "the day is not over in the log"}}}
-	for _, s := range days {
-		day, err := dataset.ParseDay(s)
-		testenv.Must(t, err, "day")
-		first := idx.NextIndex
-		var file bytes.Buffer
-		fw := dataset.NewFileWriter(&file, dataset.FileMeta{Day: day, Origin: idx.Origin, First: first, End: first + 2})
-		testenv.Must(t, fw.Write([]dataset.Row{datasetRow(first, day), datasetRow(first+1, day)}), "rows")
-		w, err := fw.Close()
-		testenv.Must(t, err, "close")
-		sum := sha256.Sum256(file.Bytes())
-		m := dataset.Manifest{Format: dataset.Format, Day: s, File: dataset.FileName(day), Rows: w.Rows, FirstIndex: first, LastIndex: first + 1,
-			Bytes: w.Bytes, SHA256: hex.EncodeToString(sum[:]), Schema: dataset.Schema(), Checkpoint: "attestd.test/log\n2\nAAAA\n\n— attestd.test/log AAAA\n",
-			Witnessed: dataset.Witnessed{By: 2, Of: 3, Quorum: 2}, Proof: dataset.Proof{TreeSize: first + 2}, CutAt: attestation.At(time.Now())}
-		testenv.Must(t, b.WriteAll(ctx, m.File, file.Bytes(), nil), "write the file")
-		j, err := json.Marshal(m)
-		testenv.Must(t, err, "encode")
-		testenv.Must(t, b.WriteAll(ctx, dataset.ManifestName(day), j, nil), "write the manifest")
-		idx.Days = append(idx.Days, dataset.IndexDay{Day: s, File: m.File, Manifest: dataset.ManifestName(day), Rows: m.Rows,
-			FirstIndex: first, LastIndex: first + 1, Bytes: m.Bytes, SHA256: m.SHA256, CheckpointSize: first + 2, Witnessed: m.Witnessed})
-		idx.NextIndex = first + 2
-	}
-	j, err := json.Marshal(idx)
-	testenv.Must(t, err, "encode")
-	testenv.Must(t, b.WriteAll(ctx, dataset.IndexName, j, nil), "write the index")
+	b, _ := datasetfixture.Write(t, dataset.Pending{Day: "2026-11-28", Code: dataset.PendingDayOpen, Reason: "the day is not over in the log"}, days...)
 	return b
-}
-
-func datasetRow(i int64, day dataset.Day) dataset.Row {
-	return dataset.Row{LogIndex: i, PDA: unknownPDA, AgentPDA: "11111111111111111111111111111113",
-		ActionType: "Decision", ActionHash: hex.EncodeToString(make([]byte, 32)), TxSignature: strings.Repeat("1", 64),
-		Slot: 100 + i, Timestamp: day.Add(time.Hour), AgentID: "11111111111111111111111111111114", AgentSignature: strings.Repeat("1", 64)}
 }
 
 // datasetNode starts a node over env serving bucket's dataset (nil: the
