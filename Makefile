@@ -16,7 +16,7 @@ export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 # package runs without it, in the plain half.
 RACE_PKGS := ./internal/webhook ./internal/store ./app ./indexer ./internal/node ./internal/translog ./internal/stream \
              ./x402/verifier ./internal/premium ./internal/mcp ./ratelimit ./internal/apikey ./cache ./internal/purge \
-             ./internal/pubsub ./internal/devtools/devnet ./internal/dataset ./internal/devtools/seaweed
+             ./internal/pubsub ./internal/devtools/devnet ./internal/dataset ./internal/devtools/seaweed ./internal/inprocess
 TEST_TIMEOUT ?= 10m
 
 .PHONY: build run reset test test-race test-plain lint bench fuzz vet fmt clean image cluster answers screenshot

@@ -19,6 +19,7 @@ import (
 	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/httpcache"
+	"github.com/attestd/attestd/internal/inprocess"
 	"github.com/attestd/attestd/internal/metric"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/openapi"
@@ -160,6 +161,18 @@ func New(d Deps) *API {
 			rctx.SetConnectionClose()
 		}
 	}
+	a.install(d)
+	a.routes()
+	return a
+}
+
+// install puts the middleware in front of the routes, in the order a
+// request meets it.
+func (a *API) install(d Deps) {
+	// A request the node makes of itself (the remote MCP endpoint's tools,
+	// package inprocess) runs under the context it was made with: its
+	// deadline, and the tool call's span as its parent.
+	a.fiber.Use(inheritContext)
 	if d.Trace != nil {
 		a.fiber.Use(d.Trace)
 	}
@@ -175,9 +188,21 @@ func New(d Deps) *API {
 			return mw(c)
 		})
 	}
-	a.routes()
-	return a
 }
+
+// inheritContext gives an in-process request (inprocess.Is) the context
+// it was made under as its user context.
+func inheritContext(c *fiber.Ctx) error {
+	if ctx := inprocess.Context(c.Context()); ctx != nil {
+		c.SetUserContext(ctx)
+	}
+	return c.Next()
+}
+
+// InProcess is the handler the node's listener runs, for requests the
+// node makes of itself (package inprocess): the same routes, middleware
+// and error envelope as a request read off a connection.
+func (a *API) InProcess() fasthttp.RequestHandler { return a.fiber.Server().Handler }
 
 // Fiber returns the underlying application (to listen or to test).
 func (a *API) Fiber() *fiber.App { return a.fiber }

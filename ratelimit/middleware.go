@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/inprocess"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -29,6 +30,12 @@ func (l *Limiter) Middleware() fiber.Handler {
 	}
 	prefixLen := len(l.cfg.KeyPrefix)
 	return func(c *fiber.Ctx) error {
+		if inprocess.Is(c.Context()) {
+			// A request the node makes of itself for a client (a remote
+			// MCP tool call's reads): the client's own request to the
+			// node was counted already.
+			return c.Next()
+		}
 		ip := l.resolver.ClientIP(c)
 		if len(l.cfg.Allowlist) > 0 && containsAddr(l.cfg.Allowlist, ip) {
 			return c.Next()

@@ -20,6 +20,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/attestd/attestd/internal/inprocess"
+
 	"github.com/attestd/attestd/internal/apierror"
 	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/attestd/attestd/internal/httpapi"
@@ -644,7 +646,11 @@ func (s *Server) openFile(c *fiber.Ctx, d Day, e *manifestEntry, r byteRange) (*
 		cancel()
 		return nil, s.storeFailed(c, d, fmt.Errorf("%w: %s holds %d bytes, its manifest says %d", errInconsistent, FileName(d), br.Size(), e.m.Bytes))
 	}
-	return &fileBody{r: br, cancel: cancel, sent: s.m.bytes, conn: c.Context().Conn(), timeout: s.d.WriteTimeout}, nil
+	b := &fileBody{r: br, cancel: cancel, sent: s.m.bytes, timeout: s.d.WriteTimeout}
+	if !inprocess.Is(c.Context()) { // an in-process request has no connection
+		b.conn = c.Context().Conn()
+	}
+	return b, nil
 }
 
 // fileBody is a file's answer as fasthttp sends it: it counts the bytes

@@ -10,11 +10,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/client"
+	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/devtools/seed"
 	"github.com/attestd/attestd/internal/mcp"
 	"github.com/attestd/attestd/internal/store"
@@ -152,10 +155,42 @@ func TestOfficialAgentPaysOverMCP(t *testing.T) {
 	f := newFixture(t, 40)
 	w := newWallets(t)
 	bin := testenv.BuildAttestd(t)
-	node := f.payingNode(t, w.config(10*time.Second))
-	endpoint := serveHTTP(t, bin, childEnv(node.Root, ""))
+	// Two endpoints: `attestd mcp --http` in front of a paying node, and
+	// the paying node's own /mcp.
+	endpoints := []struct {
+		name  string
+		start func(t *testing.T, settle time.Duration) (*apptest.Node, string)
+	}{
+		{"attestd mcp --http", func(t *testing.T, settle time.Duration) (*apptest.Node, string) {
+			node := f.payingNode(t, w.config(settle))
+			return node, serveHTTP(t, bin, childEnv(node.Root, ""))
+		}},
+		{"the node's /mcp", func(t *testing.T, settle time.Duration) (*apptest.Node, string) {
+			var endpoint string
+			node := f.payingNodeWith(t, w.config(settle), func(api *app.API, origin config.Origin) {
+				mountRemote(t, api, origin, nil)
+				endpoint = origin.URL(mcp.Path)
+			})
+			return node, endpoint
+		}},
+	}
+	for _, e := range endpoints {
+		t.Run(e.name, func(t *testing.T) {
+			node, endpoint := e.start(t, 10*time.Second)
+			agentPays(t, f, w, node, endpoint)
+			t.Run("settlement not confirmed", func(t *testing.T) {
+				node, endpoint := e.start(t, time.Second)
+				agentSettlementFails(t, f, w, node, endpoint)
+			})
+		})
+	}
+}
 
-	before := w.balance(t)
+// agentPays runs the official agent's whole flow against endpoint, in
+// front of node.
+func agentPays(t *testing.T, f *fixture, w *wallets, node *apptest.Node, endpoint string) {
+	t.Helper()
+	before, ledger := w.balance(t), len(settled(t, node.Store))
 	// Between the paid call and the same payment again, the agent gets a
 	// new attestation: a report generated afresh would count it.
 	r := runAgent(t, "flow", endpoint, w, f.agent, f.jsonPDA, func() { f.addAttestation(t, node) })
@@ -218,26 +253,30 @@ func TestOfficialAgentPaysOverMCP(t *testing.T) {
 	if got := w.balance(t); got != before+reportPrice {
 		t.Fatalf("payTo %d -> %d, want one charge of %d", before, got, reportPrice)
 	}
-	if rows := settled(t, node.Store); len(rows) != 1 || rows[0].TxSignature != s.Transaction {
+	// The fixture's nodes share one ledger: one more settled row, this one.
+	if rows := settled(t, node.Store); len(rows) != ledger+1 || !slices.ContainsFunc(rows, func(p store.Payment) bool { return p.TxSignature == s.Transaction }) {
 		t.Fatalf("ledger: %+v", rows)
 	}
 
-	t.Run("settlement not confirmed", func(t *testing.T) {
-		node := f.payingNode(t, w.config(time.Second))
-		endpoint := serveHTTP(t, bin, childEnv(node.Root, ""))
-		before := w.balance(t)
-		w.chain.HoldNextTransactions(1)
-		t.Cleanup(w.chain.DropHeld)
-		r := runAgent(t, "settle", endpoint, w, f.agent, f.jsonPDA, nil)
-		checkPaymentError(t, "unpaid", r.Unpaid[mcp.ToolGetForensicReport], "Payment required")
-		checkPaymentError(t, "paid, not confirmed", r.Paid, "settlement_not_confirmed")
-		if sr := r.Paid.Settle; sr == nil || sr.Success {
-			t.Errorf("the failed settlement is not in _meta[%q]: %+v", mcp.MetaPaymentResponse, sr)
-		}
-		if got := w.balance(t); got != before {
-			t.Fatalf("payTo %d -> %d for an unsettled payment", before, got)
-		}
-	})
+}
+
+// agentSettlementFails: a payment whose settlement does not confirm is
+// the transport's payment error, with the failed settlement, and no
+// charge.
+func agentSettlementFails(t *testing.T, f *fixture, w *wallets, node *apptest.Node, endpoint string) {
+	t.Helper()
+	before := w.balance(t)
+	w.chain.HoldNextTransactions(1)
+	t.Cleanup(w.chain.DropHeld)
+	r := runAgent(t, "settle", endpoint, w, f.agent, f.jsonPDA, nil)
+	checkPaymentError(t, "unpaid", r.Unpaid[mcp.ToolGetForensicReport], "Payment required")
+	checkPaymentError(t, "paid, not confirmed", r.Paid, "settlement_not_confirmed")
+	if sr := r.Paid.Settle; sr == nil || sr.Success {
+		t.Errorf("the failed settlement is not in _meta[%q]: %+v", mcp.MetaPaymentResponse, sr)
+	}
+	if got := w.balance(t); got != before {
+		t.Fatalf("payTo %d -> %d for an unsettled payment", before, got)
+	}
 }
 
 // addAttestation indexes one more attestation of the fixture's agent and
@@ -258,7 +297,9 @@ func (f *fixture) addAttestation(t *testing.T, node *apptest.Node) {
 	}
 	stats, err := f.env.Store.Stats(ctx, time.Now())
 	testenv.Must(t, err, "stats")
-	_, err = f.env.Store.Apply(ctx, &store.Batch{Attestations: seed.NewAttestations([]seed.Agent{agent}, 1, time.Now(), stats.IndexedSlot+5000, 4242)})
+	// Another attestation each time (the seed and slot name it).
+	n := f.added.Add(1)
+	_, err = f.env.Store.Apply(ctx, &store.Batch{Attestations: seed.NewAttestations([]seed.Agent{agent}, 1, time.Now(), stats.IndexedSlot+5000*uint64(n), 4242+uint64(n))})
 	testenv.Must(t, err, "apply an attestation")
 	testenv.WaitForState(t, "the node counts the new attestation", testenv.Patience, testenv.Every(100*time.Millisecond, func() (bool, string) {
 		now, err := api.GetAgentStats(ctx, f.agent)

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/json"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -51,6 +52,8 @@ type fixture struct {
 	jsonPDA, textPDA, forgedPDA string
 	// key is a valid API key of the node's premium routes; revoked is not.
 	key, revoked string
+	// added counts the attestations addAttestation made.
+	added atomic.Int64
 }
 
 // newFixture seeds a database, adds the three known-payload attestations
@@ -88,12 +91,24 @@ func newFixture(t *testing.T, attestations int) *fixture {
 // premium routes, wired as `attestd serve` wires them, plus middleware.
 func (f *fixture) startNode(t *testing.T, middleware fiber.Handler) *apptest.Node {
 	t.Helper()
+	return f.startNodeWith(t, middleware, nil)
+}
+
+// startNodeWith is startNode with more routes, added last, on a node
+// listening on ln (nil: any loopback port).
+func (f *fixture) startNodeWith(t *testing.T, middleware fiber.Handler, routes func(*app.API), ln ...net.Listener) *apptest.Node {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	acct, _, err := f.env.Store.EnsureAccount(ctx, "mcp-test")
 	testenv.Must(t, err, "account")
 	var deps app.Deps
+	var listener net.Listener
+	if len(ln) > 0 {
+		listener = ln[0]
+	}
 	return f.env.StartNode(t, apptest.NodeOptions{
+		Listener: listener,
 		Configure: func(d *app.Deps) {
 			if middleware != nil {
 				d.Middleware = append(d.Middleware, middleware)
@@ -108,6 +123,9 @@ func (f *fixture) startNode(t *testing.T, middleware fiber.Handler) *apptest.Nod
 			h, err := premium.New(premium.Deps{Auth: svc.Require(apikey.RequireOptions{}), Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
 			testenv.Must(t, err, "premium handler")
 			h.Routes(api)
+			if routes != nil {
+				routes(api)
+			}
 			if f.key != "" {
 				return
 			}

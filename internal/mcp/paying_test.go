@@ -78,6 +78,13 @@ func (w *wallets) config(settle time.Duration) verifier.Config {
 // real address as public origin, wired as `attestd serve` wires them.
 func (f *fixture) payingNode(t *testing.T, cfg verifier.Config) *apptest.Node {
 	t.Helper()
+	return f.payingNodeWith(t, cfg, nil)
+}
+
+// payingNodeWith is payingNode with more routes, added last (given the
+// node's origin).
+func (f *fixture) payingNodeWith(t *testing.T, cfg verifier.Config, routes func(*app.API, config.Origin)) *apptest.Node {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	testenv.Must(t, err, "listen")
 	origin, err := config.ParseOrigin("http://" + ln.Addr().String())
@@ -103,6 +110,9 @@ func (f *fixture) payingNode(t *testing.T, cfg verifier.Config) *apptest.Node {
 			h, err := premium.New(premium.Deps{Auth: svc.Require(apikey.RequireOptions{OnMissingKey: x402fiber.New(v, origin)}), Store: deps.Store, Cache: deps.Cache, Logger: deps.Logger})
 			testenv.Must(t, err, "premium")
 			h.Routes(api)
+			if routes != nil {
+				routes(api, origin)
+			}
 		},
 	})
 }

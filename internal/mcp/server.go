@@ -65,6 +65,10 @@ type Config struct {
 	// Logger receives the server's logs; it must not write to stdout when
 	// serving stdio. Nil discards them.
 	Logger *slog.Logger
+
+	// remote: the server is a node's own endpoint (NewRemote): callers
+	// pay or present keys for themselves, and advice says so.
+	remote bool
 }
 
 // Vars lists the variables ConfigFromEnv reads.
@@ -136,6 +140,8 @@ type Server struct {
 	api    *client.Client
 	log    *slog.Logger
 	budget *budget // nil: the server does not pay
+	// remote: a node's own endpoint (see Config.remote).
+	remote bool
 	// askPrice: a premium call without payment, key or payer asks the API
 	// for its payment requirements (the x402 MCP transport); set once the
 	// server is served over HTTP, where callers pay for themselves.
@@ -152,6 +158,16 @@ Use verify_action_hash to check that a payload is the one an attestation commits
 For bulk work (more than a few pages of list_attestations) use list_datasets and download the daily Parquet files it lists.
 Premium tools (get_full_history, get_forensic_report, bulk_verify) need ATTESTD_API_KEY in this server's environment,
 or ATTESTD_MCP_PAYER_KEYPAIR to pay per call in USDC (each paid answer says what it cost, within a per-session cap).`
+
+// RemoteInstructions tell clients of a node's /mcp endpoint what it is for.
+const RemoteInstructions = `Tools over attestd, a read-only index of AI-agent attestations issued on Solana by the Prova program.
+An attestation is a receipt for one agent action: the SHA-256 of the action payload (actionHash), signed with the agent's
+Ed25519 key (agentId), an action type and a timestamp. Agents are identified by their pda (agentPda).
+Use verify_action_hash to check that a payload is the one an attestation commits to.
+For bulk work (more than a few pages of list_attestations) use list_datasets and download the daily Parquet files it lists.
+Premium tools (get_full_history, get_forensic_report, bulk_verify) are paid per call by the caller: an x402 payment in
+_meta["x402/payment"] (a call without one answers what to pay), or the caller's attestd API key on the MCP request
+(Authorization: Bearer KEY or X-API-Key). Each MCP request counts as one request of the caller's rate limit.`
 
 // New builds the server and registers its tools.
 func New(cfg Config) (*Server, error) {
@@ -173,7 +189,7 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{api: api, log: log, budget: b}
+	s := &Server{api: api, log: log, budget: b, remote: cfg.remote}
 	if len(cfg.LogWitnesses) > 0 {
 		q := cfg.LogQuorum
 		if q == 0 {
@@ -195,13 +211,21 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("mcp: %s: %w", EnvWitnesses, err)
 		}
 	}
+	instructions := Instructions
+	if s.remote {
+		instructions = RemoteInstructions
+	}
 	s.mcp = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "attestd", Title: "attestd attestation index",
-		Version: buildinfo.Version}, &mcpsdk.ServerOptions{Instructions: Instructions, Logger: log,
-		Capabilities: &mcpsdk.ServerCapabilities{}})
+		Version: buildinfo.Version}, &mcpsdk.ServerOptions{Instructions: instructions, Logger: log,
+		// Tools only, and a fixed set of them: no list_changed to listen for.
+		Capabilities: &mcpsdk.ServerCapabilities{Tools: &mcpsdk.ToolCapabilities{}},
+		SetCacheable: func(_ context.Context, _ mcpsdk.Request, c *mcpsdk.Cacheable) {
+			c.TTLMs, c.CacheScope = int(ToolListTTL/time.Millisecond), "public"
+		}})
 	if err := s.addTools(); err != nil {
 		return nil, err
 	}
-	s.mcp.AddReceivingMiddleware(s.x402Middleware)
+	s.mcp.AddReceivingMiddleware(s.toolsOnly, s.x402Middleware)
 	return s, nil
 }
 

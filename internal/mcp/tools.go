@@ -176,7 +176,7 @@ func (s *Server) addTools() error {
 			}, s.verifyActionHash),
 		s.addDatasetsTool(),
 		addTool(s, &mcpsdk.Tool{Name: ToolGetFullHistory, Annotations: readOnly("Full history (premium)"),
-			Description: "Premium (an API key on this server, or an x402 payment in _meta[\"x402/payment\"]): the full attestation history of one agent, newest first, up to 1000 per call, " +
+			Description: s.premiumNote() + "the full attestation history of one agent, newest first, up to 1000 per call, " +
 				"with the agent record; optional time range (from inclusive, to exclusive); more with pagination.nextCursor as cursor."},
 			func(p map[string]*jsonschema.Schema) {
 				address(p["agentPda"])
@@ -184,12 +184,12 @@ func (s *Server) addTools() error {
 				p["offset"].Minimum = ptr(0.0)
 			}, s.fullHistory),
 		addTool(s, &mcpsdk.Tool{Name: ToolGetForensicReport, Annotations: readOnly("Forensic report (premium)"),
-			Description: "Premium (an API key on this server, or an x402 payment in _meta[\"x402/payment\"]): a structured audit report on one agent: period, totals by type, daily timeline, " +
+			Description: s.premiumNote() + "a structured audit report on one agent: period, totals by type, daily timeline, " +
 				"signature integrity, anomalies (bursts, gaps, activity after revocation, duplicate hashes), policy history; " +
 				"its reportHash is recomputed and checked here. Optional period: from (inclusive), to (exclusive)."},
 			func(p map[string]*jsonschema.Schema) { address(p["agentPda"]) }, s.forensicReport),
 		addTool(s, &mcpsdk.Tool{Name: ToolBulkVerify, Annotations: readOnly("Bulk verify (premium)"),
-			Description: "Premium (an API key on this server, or an x402 payment in _meta[\"x402/payment\"]): verify 1 to 1000 attestations by pda in one call. Valid means indexed, " +
+			Description: s.premiumNote() + "verify 1 to 1000 attestations by pda in one call. Valid means indexed, " +
 				"finalized, and the agent's Ed25519 signature over the hash checks out; otherwise a reason is given."},
 			func(p map[string]*jsonschema.Schema) {
 				ids := p["ids"]
@@ -316,6 +316,14 @@ func (s *Server) bulkVerify(ctx context.Context, in BulkVerifyInput) (client.Bul
 	return *res, withCost(bulkText(res), cost), nil
 }
 
+// premiumNote opens a premium tool's description: how it is paid for.
+func (s *Server) premiumNote() string {
+	if s.remote {
+		return "Premium (paid per call: an x402 payment in _meta[\"x402/payment\"], or your attestd API key on the MCP request as Authorization: Bearer or X-API-Key): "
+	}
+	return "Premium (an API key on this server, or an x402 payment in _meta[\"x402/payment\"]): "
+}
+
 // needKey refuses a premium tool without an API key, before any request.
 func (s *Server) needKey(ctx context.Context, tool string) error {
 	if s.api.HasAPIKey() || s.api.CanPay() || forwarding(ctx) {
@@ -334,6 +342,15 @@ func (s *Server) needKey(ctx context.Context, tool string) error {
 // apiError turns a client error into the advice a model reads.
 func (s *Server) apiError(err error) error {
 	e, ok := client.AsAPIError(err)
+	if !ok && s.remote {
+		// The node's own API, in process: nothing about it is the
+		// caller's to fix, and nothing of it is told.
+		s.log.Warn("tool call failed inside the node", "err", err)
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return errors.New("the attestd node did not answer in time; the call may be retried")
+		}
+		return errors.New("the attestd node could not answer this call; the call may be retried")
+	}
 	if !ok {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return fmt.Errorf("the attestd API at %s did not answer in time: %w", s.api.BaseURL(), err)
@@ -344,11 +361,17 @@ func (s *Server) apiError(err error) error {
 	head := fmt.Sprintf("attestd API error %d %s: %s", e.Status, e.Code, e.Message)
 	switch e.Status {
 	case 401:
+		if s.remote {
+			return advise(err, "%s. The API key sent with this MCP request (Authorization: Bearer or X-API-Key) was not accepted: check it (it may be revoked), or pay per call with x402 instead.", head)
+		}
 		if s.api.HasAPIKey() {
 			return advise(err, "%s. The API key in %s was not accepted: check it (it may be revoked) and restart this server.", head, EnvAPIKey)
 		}
 		return advise(err, "%s. This call needs an API key in %s.", head, EnvAPIKey)
 	case 402:
+		if s.remote {
+			return advise(err, "%s. This call must be paid for: an x402 payment in _meta[\"x402/payment\"], or your API key on the MCP request.", head)
+		}
 		if errors.Is(err, client.ErrPaymentRefused) {
 			return advise(err, "%s. This tool server did not pay: %s.", head, strings.TrimPrefix(refusal(err), "attestd client: payment not made: "))
 		}

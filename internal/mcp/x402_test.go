@@ -34,21 +34,41 @@ type rpcResult struct {
 	} `json:"result"`
 }
 
-// mcpPoster posts raw JSON-RPC to a streamable-HTTP MCP handler.
-type mcpPoster struct{ url string }
+// mcpPoster posts raw JSON-RPC to a streamable-HTTP MCP handler, with hc
+// (nil: http.DefaultClient) and header added.
+type mcpPoster struct {
+	url    string
+	hc     *http.Client
+	header http.Header
+}
 
 func (p mcpPoster) post(t *testing.T, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, p.url, strings.NewReader(body))
+	res, b := p.exchange(t, http.MethodPost, body)
+	return res.StatusCode, b
+}
+
+// exchange sends body with method and returns the response (its body
+// read and closed) and the body.
+func (p mcpPoster) exchange(t *testing.T, method, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, p.url, strings.NewReader(body))
 	testenv.Must(t, err, "request")
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	res, err := http.DefaultClient.Do(req)
+	for k, vs := range p.header {
+		req.Header[k] = vs
+	}
+	hc := p.hc
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	res, err := hc.Do(req)
 	testenv.Must(t, err, "post")
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	testenv.Must(t, err, "read answer")
-	return res.StatusCode, string(b)
+	return res, string(b)
 }
 
 // call posts tools/call of tool with args (JSON) and, when meta is not

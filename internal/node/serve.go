@@ -49,7 +49,7 @@ type ServeOptions struct {
 // ctx ends, then drains. Every feature a node runs is constructed here, in
 // the order a request meets it: first what app.New takes (appDeps: steps 1
 // to 3), then the features that add routes to the API (Routes, steps 4 to
-// 9). No feature joins after the node is wired.
+// 10). No feature joins after the node is wired.
 func Serve(ctx context.Context, s settings.Settings, log *slog.Logger, opt ServeOptions) error {
 	cfg := s.Common
 	// The API's address is bound first, so a taken port is said before
@@ -110,6 +110,12 @@ func Serve(ctx context.Context, s settings.Settings, log *slog.Logger, opt Serve
 	//    and consistency proofs (503 until ATTESTD_LOG_KEY is set; the
 	//    appender runs with attestd index).
 	logSrv.Routes(api)
+	// 10. The MCP tools at /mcp (stateless streamable HTTP), answered from
+	//     this node's own API in process, each call as its caller: its
+	//     address's limit, its API key, its payments.
+	if err := n.remoteMCP(api); err != nil {
+		return fmt.Errorf("remote MCP: %w", err)
+	}
 
 	ServeInternal(ctx, cfg.MetricsAddr, n.reg, log, cfg.Pprof, nil)
 	// On SIGTERM: /health says draining for ATTESTD_DRAIN_TIMEOUT while

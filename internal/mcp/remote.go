@@ -1,0 +1,357 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/attestd/attestd/client"
+	"github.com/attestd/attestd/internal/apierror"
+	"github.com/attestd/attestd/internal/config"
+	"github.com/attestd/attestd/internal/excerpt"
+	"github.com/attestd/attestd/internal/httpapi"
+	"github.com/attestd/attestd/internal/inprocess"
+	"github.com/gofiber/fiber/v2"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Path is where an API node serves the remote MCP endpoint.
+const Path = "/mcp"
+
+// Bounds of the remote endpoint.
+const (
+	// MaxRemoteBody bounds one request: a bulk_verify of 1000 ids with a
+	// payment in _meta is under 100 KB.
+	MaxRemoteBody = 256 << 10
+	// MaxDepth bounds the nesting of a request's JSON (objects and arrays):
+	// the deepest legitimate request, a payment in _meta, nests 6 deep.
+	MaxDepth = 32
+	// MaxAPIKey bounds an API key presented on a request (keys are 48
+	// characters).
+	MaxAPIKey = 256
+	// FreeToolTimeout and PaidToolTimeout bound one tool call: a paid call
+	// waits for its payment's settlement.
+	FreeToolTimeout = 10 * time.Second
+	PaidToolTimeout = 40 * time.Second
+	// ToolListTTL is how long a client may keep the tool list (and the
+	// server/discover answer) of protocol 2026-07-28: tools change only
+	// with a release, and a rolling release takes minutes.
+	ToolListTTL = 10 * time.Minute
+)
+
+// Caller is who a remote tool call is made for: its address as the node's
+// rate limiter resolves it, and the API key it presented ("" for none).
+type Caller struct {
+	Addr   netip.Addr
+	APIKey string
+}
+
+type callerKey struct{}
+
+// WithCaller returns a context for calls made for c.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerOf is the caller ctx carries.
+func CallerOf(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(Caller)
+	return c, ok
+}
+
+// RemoteConfig configures the MCP endpoint of an API node.
+type RemoteConfig struct {
+	// Origin is the node's public origin (ATTESTD_PUBLIC_URL, or its
+	// loopback address): a request's Host, and its Origin when it has
+	// one, must be this origin's (DNS rebinding).
+	Origin config.Origin
+	// API answers the tools' reads in process: the node's own handler
+	// (an inprocess.Transport), never a socket.
+	API http.RoundTripper
+	// ClientIP resolves a request's client address as the rate limiter
+	// does (the trusted proxies' forwarded addresses).
+	ClientIP func(*fiber.Ctx) netip.Addr
+	// ForwardedHost is the header a trusted proxy names the public host
+	// in ("" : none; the Host header alone is checked).
+	Logger *slog.Logger
+}
+
+// Remote is the MCP endpoint of an API node: the tools answered from the
+// node's own API in process, for each caller as that caller (its address,
+// its API key, its payments).
+type Remote struct {
+	s        *Server
+	h        http.Handler
+	origin   string
+	host     string
+	clientIP func(*fiber.Ctx) netip.Addr
+	log      *slog.Logger
+}
+
+// NewRemote builds the endpoint.
+func NewRemote(cfg RemoteConfig) (*Remote, error) {
+	if cfg.Origin.IsZero() {
+		return nil, fmt.Errorf("mcp: the remote endpoint needs the node's public origin (ATTESTD_PUBLIC_URL)")
+	}
+	if cfg.API == nil || cfg.ClientIP == nil {
+		return nil, fmt.Errorf("mcp: the remote endpoint needs the node's API and client address resolver")
+	}
+	s, err := New(Config{APIURL: cfg.Origin.String(), Timeout: PaidToolTimeout, Logger: cfg.Logger,
+		HTTPClient: &http.Client{Transport: callerTransport{next: cfg.API}}, remote: true})
+	if err != nil {
+		return nil, err
+	}
+	s.askPrice.Store(true)
+	h := mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return s.mcp },
+		&mcpsdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log,
+			// Host and Origin are checked against the public origin before
+			// the SDK sees the request (see Handler).
+			DisableLocalhostProtection: true, MaxRequestBodyBytes: MaxRemoteBody})
+	return &Remote{s: s, h: h, origin: cfg.Origin.String(), host: cfg.Origin.Host, clientIP: cfg.ClientIP, log: s.log}, nil
+}
+
+// Server is the tool server behind the endpoint.
+func (r *Remote) Server() *Server { return r.s }
+
+// callerTransport sends a tool's API request as the caller: from its
+// address, with its API key (and never with any other).
+type callerTransport struct{ next http.RoundTripper }
+
+func (t callerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c, ok := CallerOf(req.Context())
+	if !ok {
+		return nil, fmt.Errorf("mcp: a tool call without its caller")
+	}
+	req = req.Clone(inprocess.WithPeer(req.Context(), c.Addr))
+	req.Header.Del(client.APIKeyHeader)
+	if c.APIKey != "" {
+		req.Header.Set(client.APIKeyHeader, c.APIKey)
+	}
+	return t.next.RoundTrip(req)
+}
+
+// Handler serves POST /mcp. The node's middleware ran before it: the
+// request counts as one of the caller's API requests, whatever tool it
+// calls (see docs/mcp.md, "Limits").
+func (r *Remote) Handler() fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := r.check(c); err != nil {
+			return err
+		}
+		key, err := apiKey(c)
+		if err != nil {
+			return err
+		}
+		caller := Caller{Addr: r.clientIP(c), APIKey: key}
+		ctx, cancel := context.WithTimeout(WithCaller(c.UserContext(), caller), PaidToolTimeout+5*time.Second)
+		defer cancel()
+		req, err := httpRequest(ctx, c)
+		if err != nil {
+			return err
+		}
+		w := newRecorder()
+		r.h.ServeHTTP(w, req)
+		return r.answer(c, w)
+	}
+}
+
+// check refuses what the endpoint does not serve, before any body is
+// decoded: another Host or Origin than the public origin's, other
+// methods than POST, batches, and JSON nested deeper than MaxDepth.
+func (r *Remote) check(c *fiber.Ctx) error {
+	if host := string(c.Request().Host()); !strings.EqualFold(host, r.host) {
+		return apierror.Forbidden("this MCP endpoint answers requests for %s only, not for host %q (DNS rebinding protection)",
+			r.host, excerpt.Of(host, httpapi.MaxEcho))
+	}
+	if o := c.Request().Header.Peek(fiber.HeaderOrigin); len(o) > 0 && !strings.EqualFold(string(o), r.origin) {
+		return apierror.Forbidden("requests from origin %q are refused: this MCP endpoint accepts its own origin %s, or requests without an Origin header",
+			excerpt.Of(string(o), httpapi.MaxEcho), r.origin)
+	}
+	if c.Method() != fiber.MethodPost {
+		c.Set(fiber.HeaderAllow, fiber.MethodPost)
+		return apierror.New(http.StatusMethodNotAllowed, apierror.CodeMethodNotAllowed,
+			"method %s is not allowed on %s: this endpoint is stateless streamable HTTP, one JSON-RPC message per POST (no GET stream, no session to DELETE)",
+			excerpt.Of(c.Method(), httpapi.MaxEcho), Path)
+	}
+	body := c.Body()
+	if len(body) > MaxRemoteBody {
+		return apierror.New(http.StatusRequestEntityTooLarge, apierror.CodePayloadTooLarge,
+			"request body of %d bytes: at most %d KiB per MCP request", len(body), MaxRemoteBody>>10)
+	}
+	if first := firstByte(body); first == '[' {
+		return apierror.Invalid("JSON-RPC batches are not accepted: send one message per request (batching left MCP in revision 2025-06-18)")
+	}
+	if depth(body) > MaxDepth {
+		return apierror.Invalid("the request's JSON nests deeper than %d levels", MaxDepth)
+	}
+	return nil
+}
+
+// apiKey is the API key the caller presented: Authorization: Bearer or
+// X-API-Key (the same key if both).
+func apiKey(c *fiber.Ctx) (string, error) {
+	h := &c.Request().Header
+	x := strings.TrimSpace(string(h.Peek(client.APIKeyHeader)))
+	var bearer string
+	if a := h.Peek(fiber.HeaderAuthorization); len(a) > 0 {
+		scheme, tok, ok := strings.Cut(strings.TrimSpace(string(a)), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+			return "", apierror.New(http.StatusUnauthorized, apierror.CodeUnauthorized,
+				"the Authorization header must be \"Bearer <API key>\"; or send the key as X-API-Key")
+		}
+		bearer = strings.TrimSpace(tok)
+	}
+	switch {
+	case x != "" && bearer != "" && x != bearer:
+		return "", apierror.Invalid("X-API-Key and Authorization: Bearer name different keys: send one")
+	case len(x) > MaxAPIKey || len(bearer) > MaxAPIKey:
+		return "", apierror.New(http.StatusUnauthorized, apierror.CodeUnauthorized, "the API key is longer than %d characters: not an attestd key", MaxAPIKey)
+	case x != "":
+		return x, nil
+	}
+	return bearer, nil
+}
+
+// httpRequest copies the Fiber request (which fasthttp reuses once the
+// handler returns) into a net/http one for the SDK.
+func httpRequest(ctx context.Context, c *fiber.Ctx) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, Path, bytes.NewReader(bytes.Clone(c.Body())))
+	if err != nil {
+		return nil, fmt.Errorf("mcp: request: %w", err)
+	}
+	req.Host = string(c.Request().Host())
+	req.RemoteAddr = c.Context().RemoteAddr().String()
+	c.Request().Header.VisitAll(func(k, v []byte) {
+		switch string(k) {
+		case fiber.HeaderAuthorization, client.APIKeyHeader, fiber.HeaderCookie:
+			return // the caller's credentials go no further than Caller
+		}
+		req.Header.Add(string(k), string(v))
+	})
+	return req, nil
+}
+
+// answer writes the SDK's answer. The SDK's own refusals in plain text
+// (a wrong Accept or Content-Type, a body it cannot read) become the
+// API's error envelope; JSON-RPC answers, errors included, pass as they
+// are.
+func (r *Remote) answer(c *fiber.Ctx, w *recorder) error {
+	ct := w.header.Get(fiber.HeaderContentType)
+	if w.code >= 400 && !strings.HasPrefix(ct, fiber.MIMEApplicationJSON) {
+		msg := strings.TrimSpace(w.body.String())
+		switch {
+		case w.code >= 500:
+			r.log.Error("mcp endpoint failed", "status", w.code, "err", msg)
+			return fmt.Errorf("mcp: the SDK answered %d: %s", w.code, excerpt.Of(msg, 200))
+		case w.code == http.StatusRequestEntityTooLarge:
+			return apierror.New(w.code, apierror.CodePayloadTooLarge, "%s", msg)
+		case w.code == http.StatusUnsupportedMediaType:
+			return apierror.New(w.code, apierror.CodeUnsupportedMedia, "%s", msg)
+		case w.code == http.StatusMethodNotAllowed:
+			return apierror.New(w.code, apierror.CodeMethodNotAllowed, "%s", msg)
+		case w.code == http.StatusForbidden:
+			return apierror.Forbidden("%s", msg)
+		case w.code == http.StatusNotFound:
+			return apierror.NotFound(apierror.CodeNotFound, "%s", msg)
+		}
+		return apierror.New(w.code, apierror.CodeInvalidParam, "%s", msg)
+	}
+	for k, vs := range w.header {
+		for _, v := range vs {
+			c.Response().Header.Add(k, v)
+		}
+	}
+	// An MCP answer is for this caller only (its payments, its limit).
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Status(w.code)
+	return c.Send(w.body.Bytes())
+}
+
+// recorder is the http.ResponseWriter the SDK answers into: its answers
+// are whole JSON documents (JSONResponse), written once.
+type recorder struct {
+	code   int
+	header http.Header
+	body   bytes.Buffer
+}
+
+func newRecorder() *recorder { return &recorder{code: http.StatusOK, header: make(http.Header)} }
+
+func (w *recorder) Header() http.Header         { return w.header }
+func (w *recorder) WriteHeader(code int)        { w.code = code }
+func (w *recorder) Write(b []byte) (int, error) { return w.body.Write(b) }
+func (w *recorder) Flush()                      {}
+
+// firstByte is b's first byte that is not JSON white space (0: none).
+func firstByte(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c
+	}
+	return 0
+}
+
+// depth is the deepest nesting of objects and arrays in the JSON text b
+// (brackets inside strings do not count), read without decoding.
+func depth(b []byte) int {
+	d, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			d++
+			deepest = max(deepest, d)
+		case c == '}' || c == ']':
+			d--
+		}
+	}
+	return deepest
+}
+
+// toolTimeout bounds one call of the named tool on the remote endpoint.
+func toolTimeout(name string) time.Duration {
+	if slices.Contains(PremiumTools, name) {
+		return PaidToolTimeout
+	}
+	return FreeToolTimeout
+}
+
+// toolsOnly answers the methods of features the server does not offer
+// (prompts, resources, completions: the SDK would answer empty lists or
+// "not found") with JSON-RPC's method not found, as server/discover
+// declares tools alone; on a node it bounds each tool call by
+// toolTimeout.
+func (s *Server) toolsOnly(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
+	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
+		if strings.HasPrefix(method, "prompts/") || strings.HasPrefix(method, "resources/") || strings.HasPrefix(method, "completion/") {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+				Message: fmt.Sprintf("method %q is not offered: this server has tools only", excerpt.Of(method, httpapi.MaxEcho))}
+		}
+		if call, ok := req.(*mcpsdk.CallToolRequest); ok && s.remote && method == "tools/call" && call.Params != nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, toolTimeout(call.Params.Name))
+			defer cancel()
+		}
+		return next(ctx, method, req)
+	}
+}
