@@ -117,7 +117,7 @@ func TestTryItAgainstLocal(t *testing.T) {
 		t.Errorf("a call of the Try it block answered an error:\n%s", clip(got))
 	}
 	for _, want := range []string{`"status":`, `"byType":`, `"pagination":`, `"totalAttestations":`, `"reportHash":`, `"summary":`,
-		`"valid":true`, `"actionHash":`, " rows, leaves "} {
+		`"valid":true`, `"actionHash":`, " rows, leaves ", `"structuredContent":`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the Try it block's output lacks %s:\n%s", want, clip(got))
 		}

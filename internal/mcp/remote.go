@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Path is where an API node serves the remote MCP endpoint.
@@ -78,21 +80,23 @@ type RemoteConfig struct {
 	// ClientIP resolves a request's client address as the rate limiter
 	// does (the trusted proxies' forwarded addresses).
 	ClientIP func(*fiber.Ctx) netip.Addr
-	// ForwardedHost is the header a trusted proxy names the public host
-	// in ("" : none; the Host header alone is checked).
-	Logger *slog.Logger
+	Logger   *slog.Logger
+	// Registerer receives the endpoint's metrics (nil: not registered).
+	Registerer prometheus.Registerer
 }
 
 // Remote is the MCP endpoint of an API node: the tools answered from the
 // node's own API in process, for each caller as that caller (its address,
 // its API key, its payments).
 type Remote struct {
-	s        *Server
-	h        http.Handler
-	origin   string
-	host     string
-	clientIP func(*fiber.Ctx) netip.Addr
-	log      *slog.Logger
+	s *Server
+	h http.Handler
+	// origins and hosts are the Origin and Host values accepted: the
+	// public origin's, and for a loopback origin (make run) the same
+	// port under each loopback name.
+	origins, hosts []string
+	clientIP       func(*fiber.Ctx) netip.Addr
+	log            *slog.Logger
 }
 
 // NewRemote builds the endpoint.
@@ -109,12 +113,39 @@ func NewRemote(cfg RemoteConfig) (*Remote, error) {
 		return nil, err
 	}
 	s.askPrice.Store(true)
+	// Counted outermost: every method, and every tool call's outcome as
+	// the caller gets it (payment errors included).
+	s.mcp.AddReceivingMiddleware(newMetrics(cfg.Registerer).middleware)
 	h := mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return s.mcp },
 		&mcpsdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log,
 			// Host and Origin are checked against the public origin before
 			// the SDK sees the request (see Handler).
 			DisableLocalhostProtection: true, MaxRequestBodyBytes: MaxRemoteBody})
-	return &Remote{s: s, h: h, origin: cfg.Origin.String(), host: cfg.Origin.Host, clientIP: cfg.ClientIP, log: s.log}, nil
+	r := &Remote{s: s, h: h, clientIP: cfg.ClientIP, log: s.log}
+	r.origins, r.hosts = accepted(cfg.Origin)
+	return r, nil
+}
+
+// accepted are the Origin and Host values of requests for origin o: its
+// own; for a loopback origin also its port under the other loopback
+// names (localhost, 127.0.0.1, [::1]), which no other site can be.
+func accepted(o config.Origin) (origins, hosts []string) {
+	hosts = []string{o.Host}
+	if h, port, err := net.SplitHostPort(o.Host); err == nil && isLoopbackName(h) {
+		hosts = []string{net.JoinHostPort("localhost", port), net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("::1", port)}
+	}
+	for _, h := range hosts {
+		origins = append(origins, o.Scheme+"://"+h)
+	}
+	return origins, hosts
+}
+
+func isLoopbackName(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(strings.Trim(h, "[]"))
+	return err == nil && a.IsLoopback()
 }
 
 // Server is the tool server behind the endpoint.
@@ -166,13 +197,13 @@ func (r *Remote) Handler() fiber.Handler {
 // decoded: another Host or Origin than the public origin's, other
 // methods than POST, batches, and JSON nested deeper than MaxDepth.
 func (r *Remote) check(c *fiber.Ctx) error {
-	if host := string(c.Request().Host()); !strings.EqualFold(host, r.host) {
+	if host := string(c.Request().Host()); !containsFold(r.hosts, host) {
 		return apierror.Forbidden("this MCP endpoint answers requests for %s only, not for host %q (DNS rebinding protection)",
-			r.host, excerpt.Of(host, httpapi.MaxEcho))
+			r.hosts[0], excerpt.Of(host, httpapi.MaxEcho))
 	}
-	if o := c.Request().Header.Peek(fiber.HeaderOrigin); len(o) > 0 && !strings.EqualFold(string(o), r.origin) {
+	if o := c.Request().Header.Peek(fiber.HeaderOrigin); len(o) > 0 && !containsFold(r.origins, string(o)) {
 		return apierror.Forbidden("requests from origin %q are refused: this MCP endpoint accepts its own origin %s, or requests without an Origin header",
-			excerpt.Of(string(o), httpapi.MaxEcho), r.origin)
+			excerpt.Of(string(o), httpapi.MaxEcho), r.origins[0])
 	}
 	if c.Method() != fiber.MethodPost {
 		c.Set(fiber.HeaderAllow, fiber.MethodPost)
@@ -192,6 +223,10 @@ func (r *Remote) check(c *fiber.Ctx) error {
 		return apierror.Invalid("the request's JSON nests deeper than %d levels", MaxDepth)
 	}
 	return nil
+}
+
+func containsFold(list []string, s string) bool {
+	return slices.ContainsFunc(list, func(v string) bool { return strings.EqualFold(v, s) })
 }
 
 // apiKey is the API key the caller presented: Authorization: Bearer or

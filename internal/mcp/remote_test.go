@@ -25,11 +25,18 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gowebpki/jcs"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // mountRemote serves the remote MCP endpoint on api for origin, as
 // `attestd serve` does; clientIP nil: the connection's address.
 func mountRemote(t *testing.T, api *app.API, origin config.Origin, clientIP func(*fiber.Ctx) netip.Addr) {
+	t.Helper()
+	mountRemoteReg(t, api, origin, clientIP, nil)
+}
+
+// mountRemoteReg is mountRemote with the endpoint's metrics in reg.
+func mountRemoteReg(t *testing.T, api *app.API, origin config.Origin, clientIP func(*fiber.Ctx) netip.Addr, reg prometheus.Registerer) {
 	t.Helper()
 	if clientIP == nil {
 		r, err := ratelimit.NewIPResolver(nil, "")
@@ -37,7 +44,7 @@ func mountRemote(t *testing.T, api *app.API, origin config.Origin, clientIP func
 		clientIP = r.ClientIP
 	}
 	r, err := mcp.NewRemote(mcp.RemoteConfig{Origin: origin, API: &inprocess.Transport{Handler: api.InProcess()},
-		ClientIP: clientIP, Logger: apptest.Logger()})
+		ClientIP: clientIP, Logger: apptest.Logger(), Registerer: reg})
 	testenv.Must(t, err, "remote endpoint")
 	api.Page(fiber.MethodPost, mcp.Path, r.Handler())
 }
@@ -46,6 +53,12 @@ func mountRemote(t *testing.T, api *app.API, origin config.Origin, clientIP func
 // with the remote endpoint, limited to limit requests a minute per client
 // address (0: no limit); it returns the node and the endpoint's URL.
 func (f *fixture) remoteNode(t *testing.T, limit int) (*apptest.Node, string) {
+	t.Helper()
+	return f.remoteNodeReg(t, limit, nil)
+}
+
+// remoteNodeReg is remoteNode with the endpoint's metrics in reg.
+func (f *fixture) remoteNodeReg(t *testing.T, limit int, reg prometheus.Registerer) (*apptest.Node, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	testenv.Must(t, err, "listen")
@@ -57,7 +70,7 @@ func (f *fixture) remoteNode(t *testing.T, limit int) (*apptest.Node, string) {
 		l := f.env.NewLimiter(t, limit)
 		mw, clientIP = l.Middleware(), l.Resolver().ClientIP
 	}
-	node := f.startNodeWith(t, mw, func(api *app.API) { mountRemote(t, api, origin, clientIP) }, ln)
+	node := f.startNodeWith(t, mw, func(api *app.API) { mountRemoteReg(t, api, origin, clientIP, reg) }, ln)
 	return node, origin.URL(mcp.Path)
 }
 
@@ -197,7 +210,8 @@ func TestRemoteEachCallerItsOwnLimit(t *testing.T) {
 	t.Parallel()
 	const limit = 6
 	f := newFixture(t, 10)
-	_, endpoint := f.remoteNode(t, limit)
+	reg := prometheus.NewRegistry()
+	_, endpoint := f.remoteNodeReg(t, limit, reg)
 	// get_attestation reads the attestation, its proof, the log's key and
 	// checkpoint: several API reads, one request.
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_attestation","arguments":{"pda":"` + f.textPDA + `"}}}`
@@ -221,6 +235,13 @@ func TestRemoteEachCallerItsOwnLimit(t *testing.T) {
 	other := mcpPoster{url: endpoint, hc: callerClient("127.0.0.3", nil), header: flood.header}
 	if res, b := other.exchange(t, http.MethodPost, body); res.StatusCode != http.StatusOK || res.Header.Get("Ratelimit-Remaining") != strconv.Itoa(limit-1) {
 		t.Fatalf("another caller: %d, remaining %q: %.300s", res.StatusCode, res.Header.Get("Ratelimit-Remaining"), b)
+	}
+	// The refused call never reached the endpoint: seven calls counted.
+	if n := testenv.MetricSum(t, reg, "attestd_mcp_tool_calls_total", "tool", mcp.ToolGetAttestation, "outcome", "ok"); n != limit+1 {
+		t.Errorf("attestd_mcp_tool_calls_total{get_attestation,ok} = %v, want %d", n, limit+1)
+	}
+	if n := testenv.MetricSum(t, reg, "attestd_mcp_requests_total", "method", "tools/call"); n != limit+1 {
+		t.Errorf("attestd_mcp_requests_total{tools/call} = %v, want %d", n, limit+1)
 	}
 }
 
@@ -247,6 +268,9 @@ func TestRemoteRefusals(t *testing.T) {
 		{"a foreign Origin", http.MethodPost, http.Header{"Origin": {"https://evil.example"}}, list, 403, "FORBIDDEN", "origin"},
 		{"the null Origin", http.MethodPost, http.Header{"Origin": {"null"}}, list, 403, "FORBIDDEN", "origin"},
 		{"the same origin", http.MethodPost, http.Header{"Origin": {"http://" + u.Host}}, list, 200, "", ""},
+		{"the same loopback origin by name", http.MethodPost, http.Header{"Origin": {"http://localhost:" + u.Port()}}, list, 200, "", ""},
+		{"another loopback port", http.MethodPost, http.Header{"Origin": {"http://localhost:1"}}, list, 403, "FORBIDDEN", "origin"},
+		{"https for http", http.MethodPost, http.Header{"Origin": {"https://" + u.Host}}, list, 403, "FORBIDDEN", "origin"},
 		{"GET", http.MethodGet, nil, "", 405, "METHOD_NOT_ALLOWED", "POST"},
 		{"DELETE", http.MethodDelete, nil, "", 405, "METHOD_NOT_ALLOWED", "POST"},
 		{"a batch", http.MethodPost, nil, "[" + list + "," + list + "]", 400, "INVALID_PARAM", "batches"},

@@ -22,7 +22,7 @@ func (n *node) remoteMCP(api *app.API) error {
 		return nil
 	}
 	r, err := mcp.NewRemote(mcp.RemoteConfig{Origin: origin, API: &inprocess.Transport{Handler: api.InProcess()},
-		ClientIP: n.resolver.ClientIP, Logger: n.log.With("part", "mcp")})
+		ClientIP: n.resolver.ClientIP, Logger: n.log.With("part", "mcp"), Registerer: n.reg})
 	if err != nil {
 		return err
 	}
