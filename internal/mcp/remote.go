@@ -126,16 +126,29 @@ func NewRemote(cfg RemoteConfig) (*Remote, error) {
 	return r, nil
 }
 
-// accepted are the Origin and Host values of requests for origin o: its
-// own; for a loopback origin also its port under the other loopback
-// names (localhost, 127.0.0.1, [::1]), which no other site can be.
+// accepted are the Origin values and Host names of requests for origin
+// o: its own (first); for a loopback origin also the other loopback
+// names (localhost, 127.0.0.1, [::1]) of its port, which no other site
+// can be. Host is compared by name: a proxy may leave the port out.
 func accepted(o config.Origin) (origins, hosts []string) {
-	hosts = []string{o.Host}
-	if h, port, err := net.SplitHostPort(o.Host); err == nil && isLoopbackName(h) {
-		hosts = []string{net.JoinHostPort("localhost", port), net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("::1", port)}
+	_, port, err := net.SplitHostPort(o.Host)
+	if err != nil {
+		port = ""
 	}
-	for _, h := range hosts {
-		origins = append(origins, o.Scheme+"://"+h)
+	name := hostName(o.Host)
+	origins, hosts = []string{o.String()}, []string{name}
+	if isLoopbackName(name) {
+		for _, alt := range []string{"localhost", "127.0.0.1", "[::1]"} {
+			if alt == name {
+				continue
+			}
+			hosts = append(hosts, alt)
+			h := alt
+			if port != "" {
+				h = net.JoinHostPort(strings.Trim(alt, "[]"), port)
+			}
+			origins = append(origins, o.Scheme+"://"+h)
+		}
 	}
 	return origins, hosts
 }
@@ -194,22 +207,17 @@ func (r *Remote) Handler() fiber.Handler {
 }
 
 // check refuses what the endpoint does not serve, before any body is
-// decoded: another Host or Origin than the public origin's, other
-// methods than POST, batches, and JSON nested deeper than MaxDepth.
+// decoded: another Host or Origin than the public origin's, batches, and
+// JSON nested deeper than MaxDepth. (Only POST is routed here: the app
+// answers other methods 405, with Allow: POST.)
 func (r *Remote) check(c *fiber.Ctx) error {
-	if host := string(c.Request().Host()); !containsFold(r.hosts, host) {
+	if host := string(c.Request().Host()); !containsFold(r.hosts, hostName(host)) {
 		return apierror.Forbidden("this MCP endpoint answers requests for %s only, not for host %q (DNS rebinding protection)",
 			r.hosts[0], excerpt.Of(host, httpapi.MaxEcho))
 	}
 	if o := c.Request().Header.Peek(fiber.HeaderOrigin); len(o) > 0 && !containsFold(r.origins, string(o)) {
 		return apierror.Forbidden("requests from origin %q are refused: this MCP endpoint accepts its own origin %s, or requests without an Origin header",
 			excerpt.Of(string(o), httpapi.MaxEcho), r.origins[0])
-	}
-	if c.Method() != fiber.MethodPost {
-		c.Set(fiber.HeaderAllow, fiber.MethodPost)
-		return apierror.New(http.StatusMethodNotAllowed, apierror.CodeMethodNotAllowed,
-			"method %s is not allowed on %s: this endpoint is stateless streamable HTTP, one JSON-RPC message per POST (no GET stream, no session to DELETE)",
-			excerpt.Of(c.Method(), httpapi.MaxEcho), Path)
 	}
 	body := c.Body()
 	if len(body) > MaxRemoteBody {
@@ -223,6 +231,19 @@ func (r *Remote) check(c *fiber.Ctx) error {
 		return apierror.Invalid("the request's JSON nests deeper than %d levels", MaxDepth)
 	}
 	return nil
+}
+
+// hostName is a Host header's name, without its port (an IPv6 address
+// in brackets, as origins write it).
+func hostName(h string) string {
+	name, _, err := net.SplitHostPort(h)
+	switch {
+	case err != nil:
+		return h
+	case strings.Contains(name, ":"):
+		return "[" + name + "]"
+	}
+	return name
 }
 
 func containsFold(list []string, s string) bool {

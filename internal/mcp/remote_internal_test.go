@@ -13,14 +13,16 @@ func TestAccepted(t *testing.T) {
 		origins, hosts []string
 	}{
 		{"https://api.example.com", []string{"https://api.example.com"}, []string{"api.example.com"}},
-		{"https://api.example.com:8443", []string{"https://api.example.com:8443"}, []string{"api.example.com:8443"}},
-		{"http://127.0.0.1:8080", []string{"http://localhost:8080", "http://127.0.0.1:8080", "http://[::1]:8080"},
-			[]string{"localhost:8080", "127.0.0.1:8080", "[::1]:8080"}},
+		{"https://api.example.com:8443", []string{"https://api.example.com:8443"}, []string{"api.example.com"}},
+		{"http://127.0.0.1:8080", []string{"http://127.0.0.1:8080", "http://localhost:8080", "http://[::1]:8080"},
+			[]string{"127.0.0.1", "localhost", "[::1]"}},
 		{"http://localhost:9000", []string{"http://localhost:9000", "http://127.0.0.1:9000", "http://[::1]:9000"},
-			[]string{"localhost:9000", "127.0.0.1:9000", "[::1]:9000"}},
+			[]string{"localhost", "127.0.0.1", "[::1]"}},
+		{"http://[::1]:9000", []string{"http://[::1]:9000", "http://localhost:9000", "http://127.0.0.1:9000"},
+			[]string{"[::1]", "localhost", "127.0.0.1"}},
 		// A name that is not loopback's stays alone, however it resolves.
 		{"http://localhost.example.com:80", []string{"http://localhost.example.com"}, []string{"localhost.example.com"}},
-		{"http://10.0.0.5:8080", []string{"http://10.0.0.5:8080"}, []string{"10.0.0.5:8080"}},
+		{"http://10.0.0.5:8080", []string{"http://10.0.0.5:8080"}, []string{"10.0.0.5"}},
 	}
 	for _, tt := range tests {
 		o, err := config.ParseOrigin(tt.origin)
@@ -30,6 +32,15 @@ func TestAccepted(t *testing.T) {
 		origins, hosts := accepted(o)
 		if !slices.Equal(origins, tt.origins) || !slices.Equal(hosts, tt.hosts) {
 			t.Errorf("%s: origins %q hosts %q, want %q %q", tt.origin, origins, hosts, tt.origins, tt.hosts)
+		}
+	}
+}
+
+func TestHostName(t *testing.T) {
+	for h, want := range map[string]string{"api.example.com": "api.example.com", "api.example.com:443": "api.example.com",
+		"[::1]:8080": "[::1]", "[::1]": "[::1]", "127.0.0.1:1": "127.0.0.1", "": ""} {
+		if got := hostName(h); got != want {
+			t.Errorf("hostName(%q) = %q, want %q", h, got, want)
 		}
 	}
 }
