@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench: every bounded load benchmark, on loopback only. Each part
 # starts its own throwaway Postgres and Redis. Choose parts with
-# BENCH="api ratelimit indexer premium x402 webhook webhookrecovery scale edge fleet" (default: all).
+# BENCH="api ratelimit indexer premium x402 webhook webhookrecovery scale edge mcp fleet" (default: all).
 # It prints every part's figures and writes them, with the machine described,
 # to bench/RESULTS.md (BENCH_OUT=path to write elsewhere). A part that fails
 # is marked failed there and the others still run; the exit status says so.
@@ -15,6 +15,8 @@
 #   scale      uncached reads at 10M attestations against 100k (the data is
 #              seeded once, with attestd seed, and kept under .run/bench-scale)
 #   edge       304 answers vs the bare Fiber baseline; a hot list through the nginx edge vs one node
+#   mcp        a free tool call over a node's /mcp (protocols 2025-11-25 and 2026-07-28) vs the REST
+#              read giving the same answer on the same node, and `attestd mcp --http` beside them (wrk)
 #   fleet      lists through nginx over 3 nodes (make cluster's fleet) vs one node without nginx,
 #              with the CPU each process used (what saturates)
 #   stream     5,000 live stream clients on one node: ingest-to-client latency, node RSS, and a
@@ -33,7 +35,7 @@ cd "$(dirname "$0")/.."
 command -v wrk >/dev/null || { echo "installing wrk"; apt-get install -y -qq wrk >/dev/null; }
 go build -o bin/attestd ./cmd/attestd || exit 1
 go build -o bin/baseline ./bench/baseline || exit 1
-PARTS=${BENCH:-api ratelimit indexer premium x402 webhook webhookrecovery scale edge fleet stream streambudget restore dataset}
+PARTS=${BENCH:-api ratelimit indexer premium x402 webhook webhookrecovery scale edge mcp fleet stream streambudget restore dataset}
 case " $PARTS " in *" dataset "*) [ -x /usr/bin/time ] || { echo "installing time"; apt-get install -y -qq time >/dev/null; } ;; esac
 OUT=${BENCH_OUT:-bench/RESULTS.md}
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
@@ -61,6 +63,7 @@ for part in $PARTS; do
     webhookrecovery) go run ./bench/webhookrecovery -failed 100000 -live 4 -rate 100 -baseline 15s ;;
     scale)     go run ./bench/scale -n "${BENCH_SCALE_N:-400}" -out bench/scale/latest.md ;;
     edge)      ./bin/attestd stores -- go run ./bench/edge -duration "${BENCH_DURATION:-10s}" | tee bench/edge/latest.md ;;
+    mcp)       go run ./bench/mcp -duration "${BENCH_DURATION:-5s}" ;;
     fleet)     go run ./bench/fleet -duration "${BENCH_FLEET_DURATION:-5s}" ;;
     stream)    ./bin/attestd stores -- go run ./bench/stream -clients "${BENCH_STREAM_CLIENTS:-5000}" -rounds 20 -duration "${BENCH_DURATION:-5s}" | tee bench/stream/latest.md ;;
     streambudget) ./bin/attestd stores -- go run ./bench/streambudget -addresses 100 -hold 20s | tee bench/streambudget/latest.md ;;

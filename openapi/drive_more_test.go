@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,15 +15,20 @@ import (
 	"github.com/attestd/attestd/attestation"
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/devtools/seed"
+	"github.com/attestd/attestd/internal/inprocess"
+	"github.com/attestd/attestd/internal/mcp"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/testing/apptest"
 	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/attestd/attestd/internal/translog"
+	"github.com/attestd/attestd/openapi"
+	"github.com/attestd/attestd/ratelimit"
 	"github.com/attestd/attestd/x402"
 	"github.com/attestd/attestd/x402/receipt"
 	"github.com/attestd/attestd/x402/verifier"
 	"github.com/attestd/attestd/x402/x402fiber"
 	"github.com/gagliardetto/solana-go"
+	"github.com/gofiber/fiber/v2"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -98,7 +104,9 @@ func discovery(t *testing.T, ledger *store.Store, api *app.API) {
 	v, err := verifier.New(context.Background(), verifier.Deps{Config: cfg, Ledger: ledger, Logger: apptest.Logger(), Receipts: signer})
 	testenv.Must(t, err, "verifier")
 	t.Cleanup(v.Close)
-	d, err := x402fiber.NewDiscovery(v, origin)
+	ep, err := mcp.Endpoint()
+	testenv.Must(t, err, "MCP endpoint")
+	d, err := x402fiber.NewDiscovery(v, origin, x402fiber.WithMCP(ep))
 	testenv.Must(t, err, "discovery")
 	d.Routes(api)
 }
@@ -154,8 +162,10 @@ func driveNewOperations(t *testing.T, node *apptest.Node, adminKey, readKey, age
 			t.Errorf("GET %s: %d: %.300s", p, r.Status, r.Body)
 		}
 	}
-	if r := root.Get(t, "/.well-known/x402?limit=1&offset=1"); r.Status != http.StatusOK {
-		t.Errorf("a page of /.well-known/x402: %d: %.300s", r.Status, r.Body)
+	for _, q := range []string{"?limit=1&offset=1", "?type=mcp", "?type=http&limit=2"} {
+		if r := root.Get(t, "/.well-known/x402"+q); r.Status != http.StatusOK {
+			t.Errorf("a page of /.well-known/x402%s: %d: %.300s", q, r.Status, r.Body)
+		}
 	}
 	if r := root.Get(t, "/.well-known/x402?limit=0"); r.Status != http.StatusBadRequest {
 		t.Errorf("/.well-known/x402?limit=0: %d: %.300s", r.Status, r.Body)
@@ -278,4 +288,97 @@ func driveNewOperations(t *testing.T, node *apptest.Node, adminKey, readKey, age
 	// 409 on recover: an inactive webhook.
 	send(http.MethodPatch, wh, []byte(`{"active":false}`), admin, http.StatusOK)
 	send(http.MethodPost, wh+"/recover", since, admin, http.StatusConflict)
+}
+
+// mcpHeader is what an MCP client sends with each message.
+var mcpHeader = map[string]string{"Accept": "application/json, text/event-stream"}
+
+// remoteMCP serves the MCP endpoint on api for origin, as serve does.
+func remoteMCP(t *testing.T, api *app.API, origin config.Origin) {
+	t.Helper()
+	res, err := ratelimit.NewIPResolver(nil, "")
+	testenv.Must(t, err, "resolver")
+	r, err := mcp.NewRemote(mcp.RemoteConfig{Origin: origin, API: &inprocess.Transport{Handler: api.InProcess()},
+		ClientIP: res.ClientIP, Logger: apptest.Logger()})
+	testenv.Must(t, err, "MCP endpoint")
+	api.Page(fiber.MethodPost, mcp.Path, r.Handler())
+}
+
+// driveMCP provokes the answers of POST /mcp: a tools/list (the ten
+// tools), a paid tool called with an API key as Bearer, a JSON-RPC error,
+// a notification; and the refusals before the MCP layer.
+func driveMCP(t *testing.T, node *apptest.Node, adminKey, agent string) {
+	t.Helper()
+	root := rootOf(node)
+	post := func(body []byte, hdr map[string]string, want int) *apptest.Response {
+		t.Helper()
+		h := map[string]string{}
+		for k, v := range mcpHeader {
+			h[k] = v
+		}
+		for k, v := range hdr {
+			h[k] = v
+		}
+		r := root.Do(t, http.MethodPost, "/mcp", body, h)
+		if r.Status != want {
+			t.Errorf("POST /mcp %.80s: %d, want %d: %.300s", body, r.Status, want, r.Body)
+		}
+		return r
+	}
+	var list struct {
+		Result struct{ Tools []struct{ Name string } }
+	}
+	post([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), nil, http.StatusOK).JSON(t, &list)
+	var names []string
+	for _, tool := range list.Result.Tools {
+		names = append(names, tool.Name)
+	}
+	if want := mcp.ToolNames(); !slices.Equal(slices.Sorted(slices.Values(names)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("tools/list on /mcp: %v, want %v", names, want)
+	}
+	var call struct {
+		Result struct{ IsError bool }
+	}
+	post([]byte(`{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"get_forensic_report","arguments":{"agentPda":"`+agent+`"}}}`),
+		map[string]string{"Authorization": "Bearer " + adminKey}, http.StatusOK).JSON(t, &call)
+	if call.Result.IsError {
+		t.Errorf("get_forensic_report with an API key as Bearer: a tool error")
+	}
+	if r := post([]byte(`{"jsonrpc":"2.0","id":2,"method":"prompts/list"}`), nil, http.StatusOK); !strings.Contains(string(r.Body), "-32601") {
+		t.Errorf("prompts/list: %s", r.Body)
+	}
+	// Revision 2026-07-28 answers a method the server does not offer with
+	// its JSON-RPC error in a 404.
+	post([]byte(`{"jsonrpc":"2.0","id":3,"method":"prompts/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",`+
+		`"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"drive","version":"1"}}}}`),
+		map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "prompts/list"}, http.StatusNotFound)
+	post([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), nil, http.StatusAccepted)
+	post([]byte(`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`), nil, http.StatusBadRequest)
+	post([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), map[string]string{"Authorization": "Basic eDp5"}, http.StatusUnauthorized)
+	post([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden)
+	post([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"`+strings.Repeat("x", 300<<10)+`"}}`), nil, http.StatusRequestEntityTooLarge)
+	post([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), map[string]string{"Content-Type": "text/plain"}, http.StatusUnsupportedMediaType)
+}
+
+// TestMCPOperationNamesTheTools: the document's POST /mcp names every
+// tool of the endpoint, and says which are paid.
+func TestMCPOperationNamesTheTools(t *testing.T) {
+	doc, err := openapi.Document()
+	testenv.Must(t, err, "document")
+	op := doc.Paths.Find(mcp.Path).GetOperation(http.MethodPost)
+	if op == nil || op.OperationID != "mcp" || len(doc.Paths.Find(mcp.Path).Servers) != 1 || doc.Paths.Find(mcp.Path).Servers[0].URL != "/" {
+		t.Fatalf("POST %s: %+v", mcp.Path, op)
+	}
+	flat := strings.Join(strings.Fields(op.Description), " ")
+	for _, name := range mcp.ToolNames() {
+		if !strings.Contains(flat, "`"+name+"`") {
+			t.Errorf("POST /mcp does not name the tool %s", name)
+		}
+	}
+	paid := "`" + strings.Join(mcp.PremiumTools, "`, `") + "` are paid per call"
+	for _, w := range []string{paid, `params._meta["x402/payment"]`, `result._meta["x402/payment-response"]`, "Bearer", "once against the caller's per-IP rate limit"} {
+		if !strings.Contains(flat, w) {
+			t.Errorf("POST /mcp's description lacks %q", w)
+		}
+	}
 }

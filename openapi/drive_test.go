@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"flag"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -44,7 +45,7 @@ const maxKeys, maxWebhooks = 4, 3
 // fullNode starts a node with every feature a node serves without
 // payments (web sign-in, keys, webhooks, premium behind keys, the
 // transparency log with logConfig's key, the live stream, x402's discovery
-// documents), over env;
+// documents, the MCP endpoint at /mcp), over env;
 // limit > 0 puts the per-IP rate limiter in front.
 func fullNode(t *testing.T, env *apptest.Env, limit int) (*apptest.Node, *apikey.Service) {
 	t.Helper()
@@ -62,10 +63,16 @@ func fullNode(t *testing.T, env *apptest.Env, limit int) (*apptest.Node, *apikey
 	wcfg.MaxPerAccount = maxWebhooks
 	origin, err := config.ParseOrigin("http://console.test")
 	testenv.Must(t, err, "origin")
+	// The MCP endpoint answers for the node's own address only (Host).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	testenv.Must(t, err, "listen")
+	mcpOrigin, err := config.ParseOrigin("http://" + ln.Addr().String())
+	testenv.Must(t, err, "MCP origin")
 	var deps app.Deps
 	var keys *apikey.Service
 	var logSrv *translog.Server
 	node := env.StartNode(t, apptest.NodeOptions{
+		Listener: ln,
 		Configure: func(d *app.Deps) {
 			lcfg := logConfig(t)
 			if limit > 0 {
@@ -101,6 +108,7 @@ func fullNode(t *testing.T, env *apptest.Env, limit int) (*apptest.Node, *apikey
 			prem.Routes(api)
 			logSrv.Routes(api)
 			discovery(t, deps.Store, api)
+			remoteMCP(t, api, mcpOrigin)
 		},
 	})
 	t.Cleanup(keys.Close)
@@ -187,6 +195,7 @@ func TestDriveEveryOperation(t *testing.T) {
 	testenv.Must(t, err, "read key")
 	driveNewOperations(t, node, admin.Secret, newReader.Secret, agent)
 	driveDataset(t, env)
+	driveMCP(t, node, admin.Secret, agent)
 
 	// Every other documented answer but the x402 ones (x402fiber's tests)
 	// and the 5xx, operation by operation.
@@ -232,6 +241,8 @@ func TestDriveEveryOperation(t *testing.T) {
 	for _, p := range newRootPaths {
 		expect(rootOf(limited).Get(t, p), http.StatusTooManyRequests, p+" over the limit")
 	}
+	expect(rootOf(limited).Do(t, http.MethodPost, "/mcp", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), mcpHeader),
+		http.StatusTooManyRequests, "POST /mcp over the limit")
 	// The log's checkpoint and tiles are outside that limit, behind their
 	// own guard (1 a second here, a burst of 10): 429 past it.
 	for _, p := range logOriginPaths {

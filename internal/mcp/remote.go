@@ -3,12 +3,14 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/attestd/attestd/internal/excerpt"
 	"github.com/attestd/attestd/internal/httpapi"
 	"github.com/attestd/attestd/internal/inprocess"
+	"github.com/attestd/attestd/internal/jsonbody"
 	"github.com/gofiber/fiber/v2"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -186,7 +189,8 @@ func (t callerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // calls (see docs/mcp.md, "Limits").
 func (r *Remote) Handler() fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if err := r.check(c); err != nil {
+		body, err := r.check(c)
+		if err != nil {
 			return err
 		}
 		key, err := apiKey(c)
@@ -196,7 +200,7 @@ func (r *Remote) Handler() fiber.Handler {
 		caller := Caller{Addr: r.clientIP(c), APIKey: key}
 		ctx, cancel := context.WithTimeout(WithCaller(c.UserContext(), caller), PaidToolTimeout+5*time.Second)
 		defer cancel()
-		req, err := httpRequest(ctx, c)
+		req, err := httpRequest(ctx, c, body)
 		if err != nil {
 			return err
 		}
@@ -206,29 +210,61 @@ func (r *Remote) Handler() fiber.Handler {
 	}
 }
 
-// check refuses what the endpoint does not serve, before any body is
-// decoded: another Host or Origin than the public origin's, batches, and
-// JSON nested deeper than MaxDepth. (Only POST is routed here: the app
-// answers other methods 405, with Allow: POST.)
-func (r *Remote) check(c *fiber.Ctx) error {
+// check refuses what the endpoint does not serve, before the SDK decodes
+// anything: another Host or Origin than the public origin's, and a body that is not exactly one
+// JSON-RPC message the SDK reads as sent (see message). It returns the
+// body, decoded from its Content-Encoding within MaxRemoteBody. (Only
+// POST is routed here: the app answers other methods 405, with Allow:
+// POST.)
+func (r *Remote) check(c *fiber.Ctx) ([]byte, error) {
 	if host := string(c.Request().Host()); !containsFold(r.hosts, hostName(host)) {
-		return apierror.Forbidden("this MCP endpoint answers requests for %s only, not for host %q (DNS rebinding protection)",
+		return nil, apierror.Forbidden("this MCP endpoint answers requests for %s only, not for host %q (DNS rebinding protection)",
 			r.hosts[0], excerpt.Of(host, httpapi.MaxEcho))
 	}
 	if o := c.Request().Header.Peek(fiber.HeaderOrigin); len(o) > 0 && !containsFold(r.origins, string(o)) {
-		return apierror.Forbidden("requests from origin %q are refused: this MCP endpoint accepts its own origin %s, or requests without an Origin header",
+		return nil, apierror.Forbidden("requests from origin %q are refused: this MCP endpoint accepts its own origin %s, or requests without an Origin header",
 			excerpt.Of(string(o), httpapi.MaxEcho), r.origins[0])
 	}
-	body := c.Body()
-	if len(body) > MaxRemoteBody {
-		return apierror.New(http.StatusRequestEntityTooLarge, apierror.CodePayloadTooLarge,
-			"request body of %d bytes: at most %d KiB per MCP request", len(body), MaxRemoteBody>>10)
+	body, err := httpapi.Body(c, MaxRemoteBody)
+	if err != nil {
+		return nil, err
 	}
 	if first := firstByte(body); first == '[' {
-		return apierror.Invalid("JSON-RPC batches are not accepted: send one message per request (batching left MCP in revision 2025-06-18)")
+		return nil, apierror.Invalid("JSON-RPC batches are not accepted: send one message per request (batching left MCP in revision 2025-06-18)")
 	}
 	if depth(body) > MaxDepth {
-		return apierror.Invalid("the request's JSON nests deeper than %d levels", MaxDepth)
+		return nil, apierror.Invalid("the request's JSON nests deeper than %d levels", MaxDepth)
+	}
+	return body, message(body)
+}
+
+// maxMethod bounds a method name (the longest MCP method is under 40).
+const maxMethod = 128
+
+// message refuses a body that is not exactly one JSON object whose keys
+// appear once each (the SDK, like encoding/json, would read the last of
+// two, where another reader takes the first), with an id the SDK keeps
+// as sent (a string, or an integer within ±2^53: it reads numbers
+// through float64) and a method of a sane length.
+func message(body []byte) error {
+	if err := jsonbody.Check(body); err != nil {
+		return jsonbody.Refusal(err, "the body is not one JSON-RPC message (one JSON object, nothing after it)")
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method json.RawMessage `json:"method"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		return apierror.Invalid("the body is not a JSON-RPC message: a JSON object with jsonrpc, method and (for a request) id")
+	}
+	if len(m.Method) > maxMethod+2 {
+		return apierror.Invalid("the method name is longer than %d characters", maxMethod)
+	}
+	if id := string(m.ID); id != "" && id != "null" && id[0] != '"' {
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil || n > 1<<53 || n < -(1<<53) {
+			return apierror.Invalid("the id must be a string or an integer within ±2^53, as JSON-RPC clients send; got %s", excerpt.Of(id, 40))
+		}
 	}
 	return nil
 }
@@ -251,43 +287,54 @@ func containsFold(list []string, s string) bool {
 }
 
 // apiKey is the API key the caller presented: Authorization: Bearer or
-// X-API-Key (the same key if both).
+// X-API-Key, any number of times but one key (a second would be read by
+// one reader and not another).
 func apiKey(c *fiber.Ctx) (string, error) {
 	h := &c.Request().Header
-	x := strings.TrimSpace(string(h.Peek(client.APIKeyHeader)))
-	var bearer string
-	if a := h.Peek(fiber.HeaderAuthorization); len(a) > 0 {
+	keys := map[string]bool{}
+	for _, v := range h.PeekAll(client.APIKeyHeader) {
+		if k := strings.TrimSpace(string(v)); k != "" {
+			keys[k] = true
+		}
+	}
+	for _, a := range h.PeekAll(fiber.HeaderAuthorization) {
 		scheme, tok, ok := strings.Cut(strings.TrimSpace(string(a)), " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
 			return "", apierror.New(http.StatusUnauthorized, apierror.CodeUnauthorized,
 				"the Authorization header must be \"Bearer <API key>\"; or send the key as X-API-Key")
 		}
-		bearer = strings.TrimSpace(tok)
+		keys[strings.TrimSpace(tok)] = true
 	}
-	switch {
-	case x != "" && bearer != "" && x != bearer:
-		return "", apierror.Invalid("X-API-Key and Authorization: Bearer name different keys: send one")
-	case len(x) > MaxAPIKey || len(bearer) > MaxAPIKey:
-		return "", apierror.New(http.StatusUnauthorized, apierror.CodeUnauthorized, "the API key is longer than %d characters: not an attestd key", MaxAPIKey)
-	case x != "":
-		return x, nil
+	var key string
+	for k := range keys {
+		if len(k) > MaxAPIKey {
+			return "", apierror.New(http.StatusUnauthorized, apierror.CodeUnauthorized, "the API key is longer than %d characters: not an attestd key", MaxAPIKey)
+		}
+		key = k
 	}
-	return bearer, nil
+	if len(keys) > 1 {
+		return "", apierror.Invalid("the X-API-Key and Authorization: Bearer headers name different keys: send one")
+	}
+	return key, nil
 }
 
 // httpRequest copies the Fiber request (which fasthttp reuses once the
 // handler returns) into a net/http one for the SDK.
-func httpRequest(ctx context.Context, c *fiber.Ctx) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, Path, bytes.NewReader(bytes.Clone(c.Body())))
+func httpRequest(ctx context.Context, c *fiber.Ctx, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, Path, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("mcp: request: %w", err)
 	}
 	req.Host = string(c.Request().Host())
 	req.RemoteAddr = c.Context().RemoteAddr().String()
 	c.Request().Header.VisitAll(func(k, v []byte) {
-		switch string(k) {
-		case fiber.HeaderAuthorization, client.APIKeyHeader, fiber.HeaderCookie:
-			return // the caller's credentials go no further than Caller
+		for _, drop := range []string{
+			fiber.HeaderAuthorization, client.APIKeyHeader, fiber.HeaderCookie, // the caller's credentials go no further than Caller
+			fiber.HeaderContentEncoding, fiber.HeaderContentLength, // the body is decoded
+		} {
+			if strings.EqualFold(string(k), drop) {
+				return
+			}
 		}
 		req.Header.Add(string(k), string(v))
 	})
@@ -301,7 +348,7 @@ func httpRequest(ctx context.Context, c *fiber.Ctx) (*http.Request, error) {
 func (r *Remote) answer(c *fiber.Ctx, w *recorder) error {
 	ct := w.header.Get(fiber.HeaderContentType)
 	if w.code >= 400 && !strings.HasPrefix(ct, fiber.MIMEApplicationJSON) {
-		msg := strings.TrimSpace(w.body.String())
+		msg := excerpt.Of(strings.TrimSpace(w.body.String()), 300)
 		switch {
 		case w.code >= 500:
 			r.log.Error("mcp endpoint failed", "status", w.code, "err", msg)
@@ -394,12 +441,14 @@ func toolTimeout(name string) time.Duration {
 
 // toolsOnly answers the methods of features the server does not offer
 // (prompts, resources, completions: the SDK would answer empty lists or
-// "not found") with JSON-RPC's method not found, as server/discover
+// "not found"; subscriptions, whose stream a stateless JSON endpoint
+// does not keep) with JSON-RPC's method not found, as server/discover
 // declares tools alone; on a node it bounds each tool call by
 // toolTimeout.
 func (s *Server) toolsOnly(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 	return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
-		if strings.HasPrefix(method, "prompts/") || strings.HasPrefix(method, "resources/") || strings.HasPrefix(method, "completion/") {
+		if strings.HasPrefix(method, "prompts/") || strings.HasPrefix(method, "resources/") || strings.HasPrefix(method, "completion/") ||
+			strings.HasPrefix(method, "subscriptions/") {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
 				Message: fmt.Sprintf("method %q is not offered: this server has tools only", excerpt.Of(method, httpapi.MaxEcho))}
 		}

@@ -275,7 +275,7 @@ func TestRemoteRefusals(t *testing.T) {
 		{"DELETE", http.MethodDelete, nil, "", 405, "METHOD_NOT_ALLOWED", "POST"},
 		{"a batch", http.MethodPost, nil, "[" + list + "," + list + "]", 400, "INVALID_PARAM", "batches"},
 		{"nested too deep", http.MethodPost, nil, deep, 400, "INVALID_PARAM", "nests deeper"},
-		{"over the body bound", http.MethodPost, nil, `{"x":"` + strings.Repeat("a", mcp.MaxRemoteBody) + `"}`, 413, "PAYLOAD_TOO_LARGE", "KiB"},
+		{"over the body bound", http.MethodPost, nil, `{"x":"` + strings.Repeat("a", mcp.MaxRemoteBody) + `"}`, 413, "PAYLOAD_TOO_LARGE", "at most"},
 		{"a bad Authorization", http.MethodPost, http.Header{"Authorization": {"Basic Zm9vOmJhcg=="}}, list, 401, "UNAUTHORIZED", "Bearer"},
 		{"two different keys", http.MethodPost, http.Header{"Authorization": {"Bearer a"}, "X-Api-Key": {"b"}}, list, 400, "INVALID_PARAM", "different keys"},
 		{"an oversized key", http.MethodPost, http.Header{"X-Api-Key": {strings.Repeat("k", mcp.MaxAPIKey+1)}}, list, 401, "UNAUTHORIZED", "longer"},

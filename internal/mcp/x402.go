@@ -88,6 +88,15 @@ func (s *Server) x402Middleware(next mcpsdk.MethodHandler) mcpsdk.MethodHandler 
 			if malformed != "" {
 				pr.Error = x402.ReasonInvalidPayload + ": " + malformed
 			}
+			if s.remote {
+				// On a node's endpoint the tool is what is discovered and
+				// called: its bazaar says how (the route's said how to
+				// call the route). Over `attestd mcp --http` the route's
+				// stays: that server is not what the origin lists.
+				if err := toolBazaar(pr, call.Params.Name); err != nil {
+					s.log.Warn("the route's bazaar extension kept", "tool", call.Params.Name, "err", err)
+				}
+			}
 			level := slog.LevelDebug // an unpaid call: the price, asked
 			if paid {
 				level = slog.LevelInfo // a payment refused or not settled

@@ -16,6 +16,7 @@ import (
 	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/dataset"
 	"github.com/attestd/attestd/internal/httpapi"
+	"github.com/attestd/attestd/internal/mcp"
 	"github.com/attestd/attestd/internal/premium"
 	"github.com/attestd/attestd/internal/settings"
 	"github.com/attestd/attestd/internal/store"
@@ -338,7 +339,14 @@ func (n *node) payPerRequest(ctx context.Context, r httpapi.Router) (fiber.Handl
 	if err != nil {
 		return nil, err
 	}
-	disc, err := x402fiber.NewDiscovery(v, origin)
+	// The discovery documents list the MCP endpoint's paid tools too (it
+	// is served whenever payments are: both need the public origin).
+	tools, err := mcp.Endpoint()
+	if err != nil {
+		v.Close()
+		return nil, err
+	}
+	disc, err := x402fiber.NewDiscovery(v, origin, x402fiber.WithMCP(tools))
 	if err != nil {
 		v.Close()
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -194,11 +195,41 @@ func (d Discovery) Page(limit, offset int) Discovery {
 	return d
 }
 
-// DiscoveryDocument lists every payable route at origin, all in one page
-// (Page cuts the pages served). feePayer is the one the 402s name ("" while
-// unknown: the accepts then carry no extra). lastUpdated is when the
-// configuration was loaded.
-func (c Config) DiscoveryDocument(origin config.Origin, feePayer string, lastUpdated time.Time) Discovery {
+// OfType is the document with the items of type typ only ("" : every
+// item); resources keeps every route.
+func (d Discovery) OfType(typ string) Discovery {
+	if typ == "" {
+		return d
+	}
+	items := make([]x402.DiscoveredResource, 0, len(d.Items))
+	for _, it := range d.Items {
+		if it.Type == typ {
+			items = append(items, it)
+		}
+	}
+	d.Items = items
+	return d
+}
+
+// Types are the types of the document's items, each once, in order.
+func (d Discovery) Types() []string {
+	var types []string
+	for _, it := range d.Items {
+		if !slices.Contains(types, it.Type) {
+			types = append(types, it.Type)
+		}
+	}
+	return types
+}
+
+// DiscoveryDocument lists every payable route at origin, then the paid
+// tools of its MCP endpoint m (the zero MCPEndpoint: none), all in one
+// page (Page cuts the pages served). feePayer is the one the 402s name (""
+// while unknown: the accepts then carry no extra). lastUpdated is when the
+// configuration was loaded. resources lists the routes alone: each is a
+// "METHOD URL" that answers a 402 and takes PAYMENT-SIGNATURE, which the
+// MCP endpoint does not (its payments travel inside JSON-RPC).
+func (c Config) DiscoveryDocument(origin config.Origin, feePayer string, lastUpdated time.Time, m MCPEndpoint) Discovery {
 	updated := lastUpdated.UTC().Format(time.RFC3339)
 	d := Discovery{X402Version: 2, Version: 1, Resources: []string{}, Items: []x402.DiscoveredResource{},
 		Instructions: "Call a resource without payment to get its 402 (PAYMENT-REQUIRED header, x402 v2, scheme exact on Solana); " +
@@ -229,12 +260,18 @@ func (c Config) DiscoveryDocument(origin config.Origin, feePayer string, lastUpd
 	}
 	sort.SliceStable(d.Items, func(i, j int) bool { return d.Items[i].Resource < d.Items[j].Resource })
 	sort.Strings(d.Resources)
+	if tools := c.mcpItems(origin, feePayer, updated, m); len(tools) > 0 {
+		d.Items = append(d.Items, tools...)
+		d.Instructions += mcpInstructions(origin, m)
+	}
 	d.Pagination = x402.DiscoveryPagination{Limit: len(d.Items), Total: len(d.Items)}
 	return d
 }
 
-// LLMsText is /llms.txt: what the service sells and how to pay, in words.
-func (c Config) LLMsText(origin config.Origin, receipts bool) string {
+// LLMsText is /llms.txt: what the service sells and how to pay, in words;
+// with the node's MCP endpoint m (the zero MCPEndpoint: none), how to
+// call and pay its tools.
+func (c Config) LLMsText(origin config.Origin, receipts bool, m MCPEndpoint) string {
 	var b strings.Builder
 	b.WriteString("# attestd\n\n> An index of AI-agent attestations issued on Solana: public reads are free; " +
 		"premium answers are sold per request (x402) or with an API key.\n\n")
@@ -244,13 +281,7 @@ func (c Config) LLMsText(origin config.Origin, receipts bool) string {
 		if !ok {
 			continue
 		}
-		units, _ := q.AmountUnits()
-		asset := "atomic units of token " + q.Asset
-		amount := q.Amount
-		if c.Asset == c.Network.USDC {
-			asset, amount = "USDC", x402.FormatAmount(units, c.Decimals)
-		}
-		fmt.Fprintf(&b, "- [%s %s](%s): %s. Price: %s %s per request.\n", r.Method, r.APIPath(), origin.URL(r.APIPath()), r.Description, amount, asset)
+		fmt.Fprintf(&b, "- [%s %s](%s): %s. Price: %s per request.\n", r.Method, r.APIPath(), origin.URL(r.APIPath()), r.Description, c.amountText(q))
 	}
 	fmt.Fprintf(&b, "\n## How to pay\n\n"+
 		"- Protocol: x402 version 2, scheme `exact`, network `%s` (%s), asset `%s`, paid to `%s`.\n"+
@@ -266,9 +297,13 @@ func (c Config) LLMsText(origin config.Origin, receipts bool) string {
 	}
 	fmt.Fprintf(&b, "- Or skip payments: send an API key in the `x-api-key` header.\n\n## Discovery\n\n"+
 		"- [Payable resources](%s): price, network, asset, payTo, schemes and input schema of each.\n"+
-		"- [OpenAPI](%s): every route; payable operations carry `x-x402` with their price.\n"+
-		"- MCP: `attestd mcp --http` serves the tools over streamable HTTP; premium tools are paid with `_meta[\"x402/payment\"]` (x402 MCP transport).\n",
+		"- [OpenAPI](%s): every route; payable operations carry `x-x402` with their price.\n",
 		origin.URL("/.well-known/x402"), origin.URL("/api/v1/openapi.json"))
+	if m.Path == "" {
+		b.WriteString("- MCP: `attestd mcp --http` serves the tools over streamable HTTP; premium tools are paid with `_meta[\"x402/payment\"]` (x402 MCP transport).\n")
+	} else {
+		b.WriteString(c.mcpText(origin, m))
+	}
 	b.WriteString(bulkDataText(origin))
 	return b.String()
 }
@@ -322,4 +357,196 @@ func (c Config) retention() time.Duration {
 		return c.AnswerRetention
 	}
 	return DefaultAnswerRetention
+}
+
+// The paid tools of a node's MCP endpoint (internal/mcp) are sold by the
+// REST routes they call: a tool's price is its route's, and its payment
+// is bound to that route's URL (begin.go, otherResource). Discovery lists
+// each paid tool as an item of type mcp beside the routes.
+
+// MCP bazaar constants (x402 specs/extensions/bazaar.md, MCP tools).
+const (
+	// TypeMCP is the type of an MCP tool's discovered resource and of
+	// its bazaar input.
+	TypeMCP = "mcp"
+	// MCPTransport is the transport of the endpoint (the bazaar's
+	// transport: "streamable-http" or "sse").
+	MCPTransport = "streamable-http"
+)
+
+// MCPEndpoint is a node's remote MCP endpoint, as discovery describes it
+// (internal/mcp builds it: Path, Revisions, ToolNames, PaidTools). The zero
+// value is no endpoint.
+type MCPEndpoint struct {
+	Path      string    // at the origin's root, e.g. /mcp
+	Revisions []string  // MCP revisions it speaks, newest first
+	Tools     []string  // every tool, free and paid
+	Paid      []MCPTool // the paid tools
+}
+
+// MCPTool is one paid tool of the endpoint: as tools/list gives it, and
+// the REST route it calls and pays for.
+type MCPTool struct {
+	Name        string
+	Description string
+	// InputSchema is the tool's inputSchema, as tools/list gives it.
+	InputSchema json.RawMessage
+	// Example is the arguments of an example call (nil: none).
+	Example json.RawMessage
+	// Route is the REST route the tool calls, as Routes name it
+	// (/premium/forensic-report/:agentId): its price is the tool's.
+	Route string
+}
+
+// MCPBazaar is the bazaar extension of an MCP tool: the shape of the
+// official @x402/extensions declareDiscoveryExtension({toolName, ...}).
+type MCPBazaar struct {
+	Info struct {
+		Input MCPBazaarInput `json:"input"`
+	} `json:"info"`
+	Schema json.RawMessage `json:"schema"`
+	// RouteTemplate is the catalog key of the resource when its URL has
+	// path parameters (see Bazaar); "" for the endpoint's own URL.
+	RouteTemplate string `json:"routeTemplate,omitempty"`
+}
+
+// MCPBazaarInput is info.input of an MCP tool's bazaar.
+type MCPBazaarInput struct {
+	Type        string          `json:"type"`
+	ToolName    string          `json:"toolName"`
+	Description string          `json:"description,omitempty"`
+	Transport   string          `json:"transport"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	Example     json.RawMessage `json:"example,omitempty"`
+}
+
+// Bazaar is the tool's bazaar extension: info.input of type mcp (toolName,
+// description, transport, inputSchema, example) and, in schema, the JSON
+// Schema (draft 2020-12) of info as the official builder writes it:
+// type, toolName and inputSchema required, no other member than those
+// present. routeTemplate ("" none) is kept beside info for a resource URL
+// with path parameters: a tool's payment error names its route's URL
+// (/api/v1/premium/forensic-report/AGENT), and facilitators key their
+// catalog by origin and routeTemplate, not by each agent's URL.
+func (t MCPTool) Bazaar(routeTemplate string) (MCPBazaar, error) {
+	var b MCPBazaar
+	if t.Name == "" || !json.Valid(t.InputSchema) || t.InputSchema[0] != '{' {
+		return b, fmt.Errorf("x402: MCP tool %q: a name and an inputSchema object are needed", t.Name)
+	}
+	if t.Example != nil && (!json.Valid(t.Example) || t.Example[0] != '{') {
+		return b, fmt.Errorf("x402: MCP tool %q: the example arguments are not a JSON object", t.Name)
+	}
+	b.Info.Input = MCPBazaarInput{Type: TypeMCP, ToolName: t.Name, Description: t.Description, Transport: MCPTransport,
+		InputSchema: t.InputSchema, Example: t.Example}
+	props := []string{`"type":{"type":"string","const":"mcp"}`, `"toolName":{"type":"string"}`}
+	if t.Description != "" {
+		props = append(props, `"description":{"type":"string"}`)
+	}
+	props = append(props, `"transport":{"type":"string","enum":[`+strconv.Quote(MCPTransport)+`]}`, `"inputSchema":{"type":"object"}`)
+	if t.Example != nil {
+		props = append(props, `"example":{"type":"object"}`)
+	}
+	b.Schema = json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"input":{"type":"object","properties":{` +
+		strings.Join(props, ",") + `},"required":["type","toolName","inputSchema"],"additionalProperties":false}},"required":["input"]}`)
+	b.RouteTemplate = routeTemplate
+	return b, nil
+}
+
+// RouteOf is the payable route named path (as Routes name it).
+func RouteOf(path string) (Route, bool) {
+	for _, r := range Routes {
+		if r.Path == path {
+			return r, true
+		}
+	}
+	return Route{}, false
+}
+
+// mcpItems are the endpoint's paid tools as discovered resources: the
+// endpoint's URL, the price of the route each calls, and the tool's
+// bazaar. A tool whose route is not payable here is not listed.
+func (c Config) mcpItems(origin config.Origin, feePayer, updated string, m MCPEndpoint) []x402.DiscoveredResource {
+	var items []x402.DiscoveredResource
+	for _, t := range m.Paid {
+		r, ok := RouteOf(t.Route)
+		if !ok {
+			continue
+		}
+		q, ok := c.Offer(r, feePayer)
+		if !ok {
+			continue
+		}
+		b, err := t.Bazaar("")
+		if err != nil {
+			continue
+		}
+		bz, err := json.Marshal(b)
+		if err != nil {
+			continue
+		}
+		items = append(items, x402.DiscoveredResource{Resource: origin.URL(m.Path), Type: TypeMCP, X402Version: 2,
+			Accepts: []x402.Requirements{q}, LastUpdated: updated,
+			Metadata: map[string]any{"toolName": t.Name, "description": t.Description, "transport": MCPTransport,
+				"mimeType": "application/json", "paidRoute": r.APIPath(), "priceEnv": r.Env},
+			Extensions: map[string]json.RawMessage{x402.ExtensionBazaar: bz}})
+	}
+	return items
+}
+
+// mcpInstructions are the discovery document's words on the endpoint.
+func mcpInstructions(origin config.Origin, m MCPEndpoint) string {
+	return " MCP: the items of type mcp are the paid tools of " + origin.URL(m.Path) + " (one item per tool: resource and " +
+		"metadata.toolName; stateless streamable HTTP), each priced as the REST route it calls (metadata.paidRoute). " +
+		"Call the tool (tools/call) without payment: the tool error's content[0].text holds the requirements " +
+		"({\"x402/error\":{\"code\":402,...,\"data\":PaymentRequired}}), whose resource is that route's URL, to which the payment is bound; " +
+		"send the PaymentPayload in params._meta[\"x402/payment\"] (x402 MCP transport) and read the settlement in " +
+		"result._meta[\"x402/payment-response\"]. Or send the API key on the MCP request (Authorization: Bearer or X-API-Key)."
+}
+
+// mcpText is /llms.txt's section on the endpoint.
+func (c Config) mcpText(origin config.Origin, m MCPEndpoint) string {
+	var b strings.Builder
+	var free, paid, prices []string
+	paidNames := map[string]bool{}
+	for _, t := range m.Paid {
+		paidNames[t.Name] = true
+	}
+	for _, name := range m.Tools {
+		if paidNames[name] {
+			paid = append(paid, "`"+name+"`")
+		} else {
+			free = append(free, "`"+name+"`")
+		}
+	}
+	for _, t := range m.Paid {
+		r, ok := RouteOf(t.Route)
+		if !ok {
+			continue
+		}
+		if q, ok := c.Offer(r, ""); ok {
+			prices = append(prices, fmt.Sprintf("`%s` %s (as %s %s)", t.Name, c.amountText(q), r.Method, r.APIPath()))
+		}
+	}
+	fmt.Fprintf(&b, "\n## MCP\n\n- Endpoint: %s, MCP over stateless streamable HTTP (one JSON-RPC message per POST, JSON answers, "+
+		"no session), revisions %s.\n", origin.URL(m.Path), strings.Join(m.Revisions, ", "))
+	fmt.Fprintf(&b, "- Tools: %s (free); %s (paid).\n", strings.Join(free, ", "), strings.Join(paid, ", "))
+	if len(prices) > 0 {
+		fmt.Fprintf(&b, "- Prices per call: %s.\n", strings.Join(prices, "; "))
+	}
+	b.WriteString("- Pay per call with the x402 MCP transport: an unpaid call answers a tool error whose `content[0].text` holds " +
+		"the payment requirements (`x402/error`, code 402); send the payment in `params._meta[\"x402/payment\"]`, the settlement " +
+		"comes back in `result._meta[\"x402/payment-response\"]`. Or send your API key on the MCP request " +
+		"(`Authorization: Bearer KEY` or `X-API-Key`).\n" +
+		"- Each MCP request counts once against the caller's per-IP rate limit, whatever it calls.\n")
+	return b.String()
+}
+
+// amountText is q's amount in words: "0.05 USDC", or atomic units of
+// another token.
+func (c Config) amountText(q x402.Requirements) string {
+	units, _ := q.AmountUnits()
+	if c.Asset == c.Network.USDC {
+		return x402.FormatAmount(units, c.Decimals) + " USDC"
+	}
+	return q.Amount + " atomic units of token " + q.Asset
 }

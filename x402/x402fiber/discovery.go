@@ -3,6 +3,8 @@ package x402fiber
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +34,7 @@ const discoveryControl = "public, max-age=300"
 type Discovery struct {
 	v      *verifier.Verifier
 	origin config.Origin
+	mcp    verifier.MCPEndpoint // zero: the node serves no MCP endpoint
 	loaded time.Time
 	mu     sync.Mutex
 	full   verifier.Discovery // every item, once the fee payer is known
@@ -41,10 +44,24 @@ type Discovery struct {
 	did    []byte
 }
 
+// DiscoveryOption adds to what the discovery documents describe.
+type DiscoveryOption func(*Discovery)
+
+// WithMCP describes the node's MCP endpoint too (internal/mcp builds m):
+// its paid tools in /.well-known/x402 (items of type mcp, each priced as
+// the route it calls), and the endpoint, its tools and how to pay them in
+// /llms.txt.
+func WithMCP(m verifier.MCPEndpoint) DiscoveryOption {
+	return func(d *Discovery) { d.mcp = m }
+}
+
 // NewDiscovery describes v's routes at origin.
-func NewDiscovery(v *verifier.Verifier, origin config.Origin) (*Discovery, error) {
+func NewDiscovery(v *verifier.Verifier, origin config.Origin, opts ...DiscoveryOption) (*Discovery, error) {
 	d := &Discovery{v: v, origin: origin, loaded: time.Now().Truncate(time.Second)}
-	d.llms = []byte(v.Config().LLMsText(origin, v.Receipts() != nil))
+	for _, o := range opts {
+		o(d)
+	}
+	d.llms = []byte(v.Config().LLMsText(origin, v.Receipts() != nil, d.mcp))
 	if s := v.Receipts(); s != nil {
 		var err error
 		if d.jwks, err = json.Marshal(s.JWKS()); err != nil {
@@ -83,7 +100,7 @@ func (d *Discovery) Document() ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	full := d.v.Config().DiscoveryDocument(d.origin, fp.String(), d.loaded)
+	full := d.v.Config().DiscoveryDocument(d.origin, fp.String(), d.loaded, d.mcp)
 	b, err := json.Marshal(full.Page(verifier.DiscoveryDefaultLimit, 0))
 	if err != nil {
 		return nil, false
@@ -100,14 +117,18 @@ func (d *Discovery) wellKnown(c *fiber.Ctx) error {
 	if len(c.Request().URI().QueryString()) == 0 {
 		return send(c, b, fiber.MIMEApplicationJSON)
 	}
-	limit, offset, err := discoveryPage(c)
-	if err != nil {
-		return err
-	}
 	d.mu.Lock()
 	full := d.full
 	d.mu.Unlock()
-	page, err := json.Marshal(full.Page(limit, offset))
+	types := full.Types()
+	if !slices.Contains(types, "http") {
+		types = append([]string{"http"}, types...) // the routes' type, even with none priced
+	}
+	limit, offset, typ, err := discoveryPage(c, types)
+	if err != nil {
+		return err
+	}
+	page, err := json.Marshal(full.OfType(typ).Page(limit, offset))
 	if err != nil {
 		return err
 	}
@@ -116,14 +137,15 @@ func (d *Discovery) wellKnown(c *fiber.Ctx) error {
 
 // discoveryPage reads the parameters of GET /discovery/resources (x402
 // v2): limit 1 to 100 (default 20; more is clamped to 100, as
-// pagination.limit then says), offset from 0 (default 0) and type, which
-// may only be "http" (every payable resource of this service is an HTTP
-// route; a type we do not serve is refused rather than answered with an
-// empty list a client could take for "nothing for sale"). A malformed
-// limit, offset or type, or one of the three given twice, is 400; other
+// pagination.limit then says), offset from 0 (default 0) and type, one of
+// types, the types of the items listed ("http" for the routes, "mcp" for
+// the paid tools of the node's MCP endpoint; "" when absent: every item).
+// A type not listed here is refused rather than answered with an empty
+// list a client could take for "nothing for sale". A malformed limit,
+// offset or type, or one of the three given twice, is 400; other
 // parameters are ignored (a crawler's cache buster, a facilitator's
 // filters).
-func discoveryPage(c *fiber.Ctx) (limit, offset int, err error) {
+func discoveryPage(c *fiber.Ctx, types []string) (limit, offset int, typ string, err error) {
 	limit = verifier.DiscoveryDefaultLimit
 	seen := map[string]bool{}
 	var bad error
@@ -153,12 +175,14 @@ func discoveryPage(c *fiber.Ctx) (limit, offset int, err error) {
 			}
 			offset = n
 		case "type":
-			if string(v) != "http" {
-				bad = apierror.Invalid("type must be http (every payable resource here is an HTTP route), got %q", excerpt.Of(string(v), 32))
+			typ = string(v)
+			if !slices.Contains(types, typ) {
+				bad = apierror.Invalid("type must be %s (the types of the payable resources listed here), got %q",
+					strings.Join(types, " or "), excerpt.Of(typ, 32))
 			}
 		}
 	})
-	return limit, offset, bad
+	return limit, offset, typ, bad
 }
 
 // smallNumber reads 1 to 7 decimal digits (at most 1,000,000).

@@ -17,7 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/attestd/attestd/app"
+	"github.com/attestd/attestd/internal/mcp"
 	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/testing/apptest"
 	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/attestd/attestd/openapi"
 	"github.com/attestd/attestd/x402"
@@ -613,4 +616,78 @@ func TestDiscoveryPages(t *testing.T) {
 		}
 	}
 	t.Logf("%d discovery paging cases", len(cases))
+}
+
+// A node with its MCP endpoint lists the endpoint's paid tools in
+// /.well-known/x402 (type mcp, after the routes, at the endpoint's URL,
+// each at the price of the route it calls, with the tool's bazaar: its
+// inputSchema as the MCP server lists it), pages them by type, keeps
+// resources to the routes, and says in /llms.txt how to call and pay
+// them.
+func TestDiscoveryListsMCPTools(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cfg := f.config()
+	ep, err := mcp.Endpoint()
+	testenv.Must(t, err, "MCP endpoint")
+	n := f.env.StartNode(t, apptest.NodeOptions{Routes: func(api *app.API) {
+		v, err := verifier.New(context.Background(), verifier.Deps{Config: cfg, Ledger: f.env.Store, Logger: apptest.Logger()})
+		testenv.Must(t, err, "verifier")
+		t.Cleanup(v.Close)
+		d, err := x402fiber.NewDiscovery(v, testOrigin, x402fiber.WithMCP(ep))
+		testenv.Must(t, err, "discovery")
+		d.Routes(api)
+	}})
+	res, b := get(t, n.Root, x402fiber.PathWellKnown)
+	var doc verifier.Discovery
+	testenv.Must(t, json.Unmarshal(b, &doc), "decode %d %s", res.StatusCode, b)
+	routes, tools := len(verifier.Routes), len(mcp.PremiumTools)
+	if len(doc.Items) != routes+tools || len(doc.Resources) != routes || doc.Pagination.Total != routes+tools ||
+		!strings.Contains(doc.Instructions, testOrigin.URL("/mcp")) {
+		t.Fatalf("document %s", b)
+	}
+	for i, tool := range ep.Paid {
+		it := doc.Items[routes+i]
+		r, _ := verifier.RouteOf(tool.Route)
+		var route *x402.DiscoveredResource
+		for j := range doc.Items[:routes] {
+			if doc.Items[j].Resource == testOrigin.URL(r.APIPath()) {
+				route = &doc.Items[j]
+			}
+		}
+		var bz verifier.MCPBazaar
+		testenv.Must(t, json.Unmarshal(it.Extensions[x402.ExtensionBazaar], &bz), "bazaar of %s", tool.Name)
+		in := bz.Info.Input
+		if route == nil || it.Type != "mcp" || it.Resource != testOrigin.URL("/mcp") || it.Metadata["toolName"] != mcp.PremiumTools[i] ||
+			it.Metadata["paidRoute"] != r.APIPath() || !reflect.DeepEqual(it.Accepts, route.Accepts) || in.Type != "mcp" ||
+			in.ToolName != tool.Name || in.Transport != "streamable-http" || string(in.InputSchema) != string(tool.InputSchema) || bz.RouteTemplate != "" {
+			t.Errorf("%s: item %+v, bazaar %s", tool.Name, it, it.Extensions[x402.ExtensionBazaar])
+		}
+	}
+	for q, want := range map[string]int{"?type=mcp": tools, "?type=http": routes, "?type=mcp&limit=1&offset=2": 1, "?type=sse": -1} {
+		res, b := get(t, n.Root, x402fiber.PathWellKnown+q)
+		var page verifier.Discovery
+		if want < 0 {
+			if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "http or mcp") {
+				t.Errorf("%s: %d %s", q, res.StatusCode, b)
+			}
+			continue
+		}
+		testenv.Must(t, json.Unmarshal(b, &page), "decode %s", q)
+		if res.StatusCode != http.StatusOK || len(page.Items) != want || len(page.Resources) != routes {
+			t.Errorf("%s: %d, %d items", q, res.StatusCode, len(page.Items))
+		}
+	}
+	_, llms := get(t, n.Root, x402fiber.PathLLMs)
+	_, section, ok := strings.Cut(string(llms), "\n## MCP\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	if !ok || strings.Contains(string(llms), "`attestd mcp --http`") {
+		t.Fatalf("llms.txt:\n%s", llms)
+	}
+	for _, w := range append(mcp.ToolNames(), testOrigin.URL("/mcp"), "2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26",
+		"`get_forensic_report` 0.05 USDC", "`get_full_history` 0.01 USDC", "`bulk_verify` 0.02 USDC", "x402/payment", "Authorization: Bearer", "per-IP") {
+		if !strings.Contains(section, w) {
+			t.Errorf("llms.txt's MCP section lacks %q:\n%s", w, section)
+		}
+	}
 }

@@ -162,7 +162,10 @@ func Validate(t testing.TB, req *http.Request, r *Response) {
 	t.Helper()
 	// /health's 503 (down, draining) is documented with the Health body;
 	// every other error is the envelope.
-	if r.Status >= 400 && !(r.Status == http.StatusServiceUnavailable && strings.HasSuffix(req.URL.Path, "/api/v1/health")) {
+	// /mcp's protocol errors are JSON-RPC errors, at the statuses revision
+	// 2026-07-28 gives them (400, 404): MCP clients read those.
+	if r.Status >= 400 && !(r.Status == http.StatusServiceUnavailable && strings.HasSuffix(req.URL.Path, "/api/v1/health")) &&
+		!(req.URL.Path == "/mcp" && isJSONRPCError(r.Body)) {
 		var env struct {
 			Error *struct {
 				Code    *string `json:"code"`
@@ -201,6 +204,18 @@ func Validate(t testing.TB, req *http.Request, r *Response) {
 		}
 	}
 	record(req, route, r)
+}
+
+// isJSONRPCError reports whether b is a JSON-RPC 2.0 error response.
+func isJSONRPCError(b []byte) bool {
+	var m struct {
+		JSONRPC string `json:"jsonrpc"`
+		Error   *struct {
+			Code    *int    `json:"code"`
+			Message *string `json:"message"`
+		} `json:"error"`
+	}
+	return json.Unmarshal(b, &m) == nil && m.JSONRPC == "2.0" && m.Error != nil && m.Error.Code != nil && m.Error.Message != nil
 }
 
 // validateCachingHeaders holds what the validator skips to the document:
