@@ -22,6 +22,7 @@ TEST_TIMEOUT ?= 10m
 .PHONY: build run reset test test-race test-plain lint bench fuzz vet fmt clean image cluster answers screenshot
 
 build:
+	@test -e $(BIN) || echo "Building $(BIN) for the first time: Go compiles attestd and all its dependencies (Solana, Postgres, Redis, S3, Parquet clients...), a minute or two on a fresh checkout; later builds reuse the build cache and take seconds."
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/attestd
 
 ## image: a static binary in a FROM scratch image (deploy/Containerfile), built with podman or docker

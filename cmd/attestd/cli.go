@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"strconv"
 	"strings"
-	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/attestd/attestd/indexer"
 	"github.com/attestd/attestd/internal/apikey"
@@ -15,6 +17,7 @@ import (
 	"github.com/attestd/attestd/internal/purge"
 	"github.com/attestd/attestd/internal/settings"
 	"github.com/attestd/attestd/internal/webhook"
+	"golang.org/x/sys/unix"
 )
 
 // exitUsage is the status of a command line attestd cannot act on (an
@@ -113,8 +116,10 @@ var help = map[string]helpInfo{
 }
 
 // writeHelp prints the help of command name (its first word names the
-// top-level command) with the flags of fs (nil: none).
+// top-level command) with the flags of fs (nil: none), wrapped to
+// helpWidth's columns.
 func writeHelp(w io.Writer, name string, fs *flag.FlagSet) {
+	width := helpWidth()
 	top, _, _ := strings.Cut(name, " ")
 	c, _ := lookup(top)
 	h := help[top]
@@ -122,28 +127,274 @@ func writeHelp(w io.Writer, name string, fs *flag.FlagSet) {
 	if usage == "" || (name != top && fs != nil) {
 		usage = "usage: attestd " + name + " [flags]"
 	}
-	fmt.Fprintf(w, "%s\n\n%s\n", strings.TrimSpace(usage), c.summary)
+	var b strings.Builder
+	b.WriteString(reflow(strings.TrimSpace(usage), width) + "\n\n")
+	b.WriteString(wrapWords(c.summary, width, 0, 0) + "\n")
 	if fs != nil && hasFlags(fs) {
-		fmt.Fprintln(w, "\nflags:")
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
+		b.WriteString("\nflags:\n")
+		writeFlags(&b, fs, width)
 	}
-	if len(h.vars) > 0 {
-		fmt.Fprintln(w, "\nenvironment (docs/configuration.md):")
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		for _, v := range h.vars {
-			def := v.Default
-			if def == "" {
-				def = "-"
+	if vars := currentVars(h.vars); len(vars) > 0 {
+		b.WriteString("\nenvironment (docs/configuration.md):\n")
+		for _, v := range vars {
+			text := v.Help
+			if d := describeDefault(v.Default); d != "" {
+				text += " (default: " + d + ")"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", v.Name, def, v.Help)
+			lead := "  " + v.Name + "  "
+			if len(lead) > width/2 {
+				b.WriteString(strings.TrimRight(lead, " ") + "\n" + wrapWords(text, width, 6, 6) + "\n")
+				continue
+			}
+			b.WriteString(lead + strings.TrimLeft(wrapWords(text, width, len(lead), 6), " ") + "\n")
 		}
-		tw.Flush()
 	}
 	if h.example != "" {
-		fmt.Fprintf(w, "\nexample:\n  %s\n", strings.ReplaceAll(h.example, "\n", "\n  "))
+		b.WriteString("\nexample:\n")
+		for _, line := range strings.Split(h.example, "\n") {
+			b.WriteString(wrapCommand(line, width, 2) + "\n")
+		}
 	}
+	io.WriteString(w, b.String())
+}
+
+// currentVars is vars without those a release removed (default
+// "(removed)": a node refuses to start with one set; docs/configuration.md
+// says so, help lists only what may be set).
+func currentVars(vars []config.Var) []config.Var {
+	var out []config.Var
+	for _, v := range vars {
+		if v.Default != "(removed)" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// describeDefault is a variable's default as help shows it after
+// "default: ": without the parentheses of a description ("(none)":
+// "none"); "" for no default.
+func describeDefault(d string) string {
+	if strings.HasPrefix(d, "(") && strings.HasSuffix(d, ")") && strings.Count(d, "(") == 1 {
+		return d[1 : len(d)-1]
+	}
+	return d
+}
+
+// writeFlags writes fs's flags as flag.PrintDefaults does (--name TYPE,
+// then the usage on the next lines), wrapped to width. The default is
+// added when it is not the type's zero value, unless the usage names its
+// own ("(default: all of them)": the value given is then a sentinel).
+func writeFlags(b *strings.Builder, fs *flag.FlagSet, width int) {
+	fs.VisitAll(func(f *flag.Flag) {
+		typ, usage := flag.UnquoteUsage(f)
+		head := "--" + f.Name
+		if typ != "" {
+			head += " " + typ
+		}
+		if !strings.Contains(usage, "(default") && !isZeroValue(f) {
+			def := f.DefValue
+			if typ == "string" {
+				def = strconv.Quote(def)
+			}
+			usage += " (default " + def + ")"
+		}
+		b.WriteString(wrapWords(head, width, 2, 6) + "\n")
+		b.WriteString(wrapWords(usage, width, 6, 6) + "\n")
+	})
+}
+
+// isZeroValue reports whether f's default is its type's zero value, as
+// the flag package decides before printing "(default ...)".
+func isZeroValue(f *flag.Flag) (zero bool) {
+	defer func() {
+		if recover() != nil {
+			zero = false
+		}
+	}()
+	typ := reflect.TypeOf(f.Value)
+	var z reflect.Value
+	if typ.Kind() == reflect.Pointer {
+		z = reflect.New(typ.Elem())
+	} else {
+		z = reflect.Zero(typ)
+	}
+	v, ok := z.Interface().(flag.Value)
+	return ok && f.DefValue == v.String()
+}
+
+// helpWidth is the columns help wraps to: COLUMNS when set, else the
+// terminal's width when standard output is one, else 80; at least 40 and
+// at most 100 (longer lines read badly).
+func helpWidth() int {
+	w := 80
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		w = n
+	} else if ws, err := unix.IoctlGetWinsize(int(os.Stdout.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
+		w = int(ws.Col)
+	}
+	return min(max(w, 40), 100)
+}
+
+// wrapWords fills text's words into lines of at most width columns, the
+// first indented by indent spaces, the others by hang. A word longer than
+// a line is cut.
+func wrapWords(text string, width, indent, hang int) string {
+	var lines []string
+	line, pad := "", indent
+	for _, word := range strings.Fields(text) {
+		for {
+			room := max(width-pad, 1)
+			switch {
+			case line == "" && utf8.RuneCountInString(word) <= room:
+				line = word
+			case line != "" && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) <= room:
+				line += " " + word
+			case line != "":
+				lines, line, pad = append(lines, strings.Repeat(" ", pad)+line), "", hang
+				continue
+			default: // longer than a whole line
+				r := []rune(word)
+				lines, word, pad = append(lines, strings.Repeat(" ", pad)+string(r[:room])), string(r[room:]), hang
+				continue
+			}
+			break
+		}
+	}
+	if line != "" || len(lines) == 0 {
+		lines = append(lines, strings.Repeat(" ", pad)+line)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// reflow wraps a usage text to width, unless every line fits already
+// (then its layout stays). A line starting with "usage:" or "attestd "
+// is a command, its continuation lines indented 8 more; the lines after
+// it indented deeper (in a column of their own or below) describe it, in
+// one paragraph indented 4 more; a command's text after a gap of 3 spaces
+// or more is its description too. Other lines of one indentation make a
+// paragraph.
+func reflow(text string, width int) string {
+	lines := strings.Split(text, "\n")
+	fits := true
+	for _, l := range lines {
+		fits = fits && utf8.RuneCountInString(l) <= width
+	}
+	if fits {
+		return text
+	}
+	var out []string
+	var cur *paragraph
+	flush := func() {
+		if cur != nil {
+			out = append(out, cur.render(width))
+			cur = nil
+		}
+	}
+	for _, l := range lines {
+		text := strings.TrimSpace(l)
+		ind := len(l) - len(strings.TrimLeft(l, " "))
+		command := strings.HasPrefix(text, "usage:") || strings.HasPrefix(text, "attestd ")
+		switch {
+		case text == "":
+			flush()
+			out = append(out, "")
+		case cur != nil && !cur.command && (ind > cur.indent || (ind == cur.indent && !command)):
+			cur.text += " " + text
+		case cur != nil && cur.command && ind > cur.indent && !command:
+			at := cur.indent + 4
+			flush()
+			cur = &paragraph{text: text, indent: at, hang: at}
+		default:
+			flush()
+			if !command {
+				cur = &paragraph{text: text, indent: ind, hang: ind}
+				continue
+			}
+			left, right, gap := strings.Cut(l[ind:], "   ")
+			cur = &paragraph{text: left, indent: ind, hang: ind + 8, command: true}
+			if gap {
+				flush()
+				cur = &paragraph{text: right, indent: ind + 4, hang: ind + 4}
+			}
+		}
+	}
+	flush()
+	return strings.Join(out, "\n")
+}
+
+// paragraph is a run of usage text reflow fills into lines.
+type paragraph struct {
+	text         string
+	indent, hang int
+	command      bool
+}
+
+func (p *paragraph) render(width int) string { return wrapWords(p.text, width, p.indent, p.hang) }
+
+// wrapCommand writes an example's shell command line indented by indent,
+// as it is when it fits in width; else a trailing comment goes on lines of
+// its own before it and the command is continued over lines ending in
+// " \" (never inside quotes), so that it still runs when pasted.
+func wrapCommand(line string, width, indent int) string {
+	pad := strings.Repeat(" ", indent)
+	if utf8.RuneCountInString(line)+indent <= width {
+		return pad + line
+	}
+	words := shellWords(line)
+	var out []string
+	for i, w := range words {
+		if w == "#" {
+			out = append(out, wrapWords(strings.Join(words[i:], " "), width-2, indent, indent+2))
+			for j := range out[len(out)-1:] {
+				out[len(out)-1+j] = strings.ReplaceAll(out[len(out)-1+j], "\n"+pad+"  ", "\n"+pad+"# ")
+			}
+			words = words[:i]
+			break
+		}
+	}
+	cur, curPad := "", indent
+	var cmd []string
+	for _, w := range words {
+		if cur != "" && curPad+utf8.RuneCountInString(cur)+1+utf8.RuneCountInString(w)+2 > width {
+			cmd = append(cmd, strings.Repeat(" ", curPad)+cur+" \\")
+			cur, curPad = "", indent+4
+		}
+		if cur != "" {
+			cur += " "
+		}
+		cur += w
+	}
+	cmd = append(cmd, strings.Repeat(" ", curPad)+cur)
+	return strings.Join(append(out, cmd...), "\n")
+}
+
+// shellWords splits a command line at spaces outside quotes.
+func shellWords(line string) []string {
+	var words []string
+	var cur strings.Builder
+	var quote rune
+	for _, r := range line {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		case r == ' ':
+			if cur.Len() > 0 {
+				words = append(words, cur.String())
+				cur.Reset()
+			}
+			continue
+		}
+		cur.WriteRune(r)
+	}
+	if cur.Len() > 0 {
+		words = append(words, cur.String())
+	}
+	return words
 }
 
 func hasFlags(fs *flag.FlagSet) bool {

@@ -107,19 +107,23 @@ func firstNonEmpty(vs ...string) string {
 // agents) instead of replaying it from slot 1. As the simulator is this
 // command's own, the indexer may start over on it (ATTESTD_INDEXER_START_OVER)
 // when the database was indexed from another chain (dir/chain deleted,
-// or a database from before the chain was kept).
-func startLocalDevnet(ctx context.Context, env *settings.Overlay, dir string, log *slog.Logger) error {
+// or a database from before the chain was kept). The chain's slots come
+// after afterSlot, the newest the database's data uses (the seeded demo
+// data's), so stored and live data share one slot space. closeChain
+// (never nil) stops the chain and returns once it saved.
+func startLocalDevnet(ctx context.Context, env *settings.Overlay, dir string, afterSlot uint64, log *slog.Logger) (closeChain func(), err error) {
+	closeChain = func() {}
 	if env.Getenv("ATTESTD_SOLANA_RPC_URL") != "" {
-		return nil
+		return closeChain, nil
 	}
 	cfg := devnet.Config{Addr: "127.0.0.1:8899", Agents: 10, Attestations: 2000, Batch: 8, Rate: 2, LogLimit: 10_000, Logger: log,
-		StateDir: filepath.Join(dir, "chain")}
+		StateDir: filepath.Join(dir, "chain"), AfterSlot: afterSlot}
 	chain, err := devnet.Start(ctx, cfg)
 	if err != nil {
 		cfg.Addr = "" // 8899 taken: any free pair of ports
 		chain, err = devnet.Start(ctx, cfg)
 		if err != nil {
-			return fmt.Errorf("local devnet: %w", err)
+			return closeChain, fmt.Errorf("local devnet: %w", err)
 		}
 	}
 	go func() { <-ctx.Done(); chain.Close() }()
@@ -128,7 +132,7 @@ func startLocalDevnet(ctx context.Context, env *settings.Overlay, dir string, lo
 	}
 	env.Set("ATTESTD_SOLANA_RPC_URL", chain.RPCURL())
 	env.Set("ATTESTD_SOLANA_WS_URL", chain.WSURL())
-	return localPayments(env, chain, filepath.Join(dir, "x402"), log)
+	return chain.Close, localPayments(env, chain, filepath.Join(dir, "x402"), log)
 }
 
 // localPayments turns pay per request on for make run, on the simulator:

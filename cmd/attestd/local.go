@@ -65,7 +65,12 @@ func runLocal(ctx context.Context, args []string) error {
 	// stopping the stores is not taken for a death.
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
-	if err := prepareLocalRoles(ctx, env, f, &banner, log); err != nil {
+	closeChain, err := prepareLocalRoles(ctx, env, f, &banner, log)
+	// The run ends (the roles are told to stop), then the chain closes and
+	// saves what it landed before the process exits: the next run's chain
+	// knows every transaction the indexer stored.
+	defer func() { stopRun(nil); closeChain() }()
+	if err != nil {
 		return err
 	}
 	watchParts(ctx, stopRun, banner.parts, log)
@@ -84,7 +89,8 @@ func runLocal(ctx context.Context, args []string) error {
 	startLocal(ctx, "indexer", log, func() error { return node.Index(ctx, s, log, prometheus.NewRegistry(), nil) })
 	startLocal(ctx, "webhook worker", log, func() error { return node.Worker(ctx, s, log, prometheus.NewRegistry(), nil) })
 	startLocal(ctx, "dataset producer", log, func() error { return node.Dataset(ctx, s, log, prometheus.NewRegistry(), nil, false) })
-	go banner.printWhenReady(ctx, os.Stderr)
+	banner.getenv = env.Getenv
+	go banner.printWhenReady(ctx, os.Stderr, log)
 	err = node.Serve(ctx, s, log, node.ServeOptions{SkipDrain: secondSignal(ctx)})
 	if cause := context.Cause(ctx); errors.Is(cause, errPartDied) {
 		return cause
@@ -219,34 +225,38 @@ func startLocalStores(ctx context.Context, env *settings.Overlay, f localFlags, 
 
 // prepareLocalRoles seeds the database (applying the schema first: the
 // roles started after change none) and layers over env what the roles
-// need: the public origin, the chain, the log key and its witness, the
-// webhook keys and no drain wait.
-func prepareLocalRoles(ctx context.Context, env *settings.Overlay, f localFlags, banner *localBanner, log *slog.Logger) error {
-	if err := seedWith(ctx, env.Getenv, []string{"--if-empty", "--agents", strconv.Itoa(f.agents), "--attestations", strconv.Itoa(f.atts)}); err != nil {
-		return err
+// need: the public origin, the chain (after the slots the data uses), the
+// log key and its witness, the webhook keys and no drain wait.
+// closeChain (never nil) stops the chain and waits until it saved.
+func prepareLocalRoles(ctx context.Context, env *settings.Overlay, f localFlags, banner *localBanner, log *slog.Logger) (closeChain func(), err error) {
+	closeChain = func() {}
+	usedThrough, err := seedWith(ctx, env.Getenv, []string{"--if-empty", "--agents", strconv.Itoa(f.agents), "--attestations", strconv.Itoa(f.atts)})
+	if err != nil {
+		return closeChain, err
 	}
 	if err := setLocalPublicURL(env, log); err != nil {
-		return err
+		return closeChain, err
 	}
-	if err := startLocalDevnet(ctx, env, f.abs, log); err != nil {
-		return err
+	if closeChain, err = startLocalDevnet(ctx, env, f.abs, usedThrough, log); err != nil {
+		return closeChain, err
 	}
 	banner.rpc = env.Getenv("ATTESTD_SOLANA_RPC_URL")
 	lcfg, err := localLogKey(env, f.abs, log)
 	if err != nil {
-		return err
+		return closeChain, err
 	}
+	banner.logKey = lcfg.Key.VerifierKey
 	if err := startLocalWitness(ctx, env, f.abs, lcfg, banner, log); err != nil {
-		return err
+		return closeChain, err
 	}
 	if err := localWebhookKeys(env, f.abs, log); err != nil {
-		return err
+		return closeChain, err
 	}
 	localDataset(env, f.abs, log)
 	if env.Getenv("ATTESTD_DRAIN_TIMEOUT") == "" { // no load balancer to tell: Ctrl-C stops at once
 		env.Set("ATTESTD_DRAIN_TIMEOUT", "0s")
 	}
-	return nil
+	return closeChain, nil
 }
 
 // localDataset turns the daily dataset on for make run, unless the
@@ -295,7 +305,8 @@ func setLocalPublicURL(env *settings.Overlay, log *slog.Logger) error {
 // environment names a key, the log's private key is dir/log-key (made on
 // first run, readable by its owner only, named after the public origin's
 // host), which both the appender beside the local indexer and the node
-// read. The verifier key is logged for attestd verify.
+// read. The verifier key is logged; the banner shows the whole attestd
+// verify command.
 func localLogKey(env *settings.Overlay, dir string, log *slog.Logger) (translog.Config, error) {
 	if env.Getenv("ATTESTD_LOG_KEY") != "" || env.Getenv("ATTESTD_LOG_KEY_FILE") != "" {
 		return translog.ConfigFromEnv(env.Getenv)
@@ -321,8 +332,7 @@ func localLogKey(env *settings.Overlay, dir string, log *slog.Logger) (translog.
 	if err != nil {
 		return translog.Config{}, fmt.Errorf("local log key %s: %w", path, err)
 	}
-	log.Info("transparency log on", "key_file", path, "verifier_key", lcfg.Key.VerifierKey,
-		"try", "attestd verify <attestation pda> --log-key "+lcfg.Key.VerifierKey)
+	log.Info("transparency log on", "key_file", path, "verifier_key", lcfg.Key.VerifierKey)
 	return lcfg, nil
 }
 

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -13,7 +16,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/attestd/attestd/client"
+	"github.com/attestd/attestd/internal/config"
 	"github.com/attestd/attestd/internal/devtools/devstack"
+	"github.com/attestd/attestd/internal/node"
 )
 
 // localBanner is what `attestd local` tells a person once the API
@@ -25,11 +31,20 @@ type localBanner struct {
 	pgData string      // the PostgreSQL data directory, when local started it
 	rpc    string      // the chain's JSON-RPC URL (the simulator's moves when 8899 is taken)
 	parts  []localPart // the servers started as processes of their own, watched
+	logKey string      // the transparency log's verifier key
+	// getenv reads the settings the roles run with (the stores'), for
+	// finding an attestation in the log.
+	getenv func(string) string
+	// verifyWait bounds the wait for an attestation in the log before
+	// the banner shows (default 30 s).
+	verifyWait time.Duration
 }
 
-// printWhenReady waits until the API answers on b.addr, then writes the
-// banner to w; it gives up when ctx ends.
-func (b localBanner) printWhenReady(ctx context.Context, w io.Writer) {
+// printWhenReady waits until the API answers on b.addr and an
+// attestation is provably in the transparency log (at most b.verifyWait),
+// then writes the banner to w, and logs its verify command on log; it
+// gives up when ctx ends.
+func (b localBanner) printWhenReady(ctx context.Context, w io.Writer, log *slog.Logger) {
 	base := "http://" + browsable(b.addr)
 	client := &http.Client{Timeout: time.Second}
 	tick := time.NewTicker(200 * time.Millisecond)
@@ -41,8 +56,7 @@ func (b localBanner) printWhenReady(ctx context.Context, w io.Writer) {
 		}
 		if resp, err := client.Do(req); err == nil {
 			resp.Body.Close()
-			fmt.Fprint(w, b.text(base))
-			return
+			break
 		}
 		select {
 		case <-ctx.Done():
@@ -50,19 +64,38 @@ func (b localBanner) printWhenReady(ctx context.Context, w io.Writer) {
 		case <-tick.C:
 		}
 	}
+	verify, ok := b.verifyCommand(ctx, base)
+	if ctx.Err() != nil {
+		return
+	}
+	fmt.Fprint(w, b.text(base, verify, ok))
+	if b.logKey != "" {
+		log.Info("check that an attestation is in the transparency log (from this directory)", "try", verify)
+	}
 }
 
-// text is the banner for the API at base.
-func (b localBanner) text(base string) string {
+// text is the banner for the API at base; verify is the command that
+// checks an attestation's inclusion in the log (ok: it names one that is
+// there, else a placeholder).
+func (b localBanner) text(base, verify string, ok bool) string {
 	rel := relToCwd(b.dir)
+	prog := programPath()
 	var s strings.Builder
 	fmt.Fprintf(&s, "\n  attestd is running (make run)\n\n")
 	fmt.Fprintf(&s, "  explorer     %s/\n", base)
 	fmt.Fprintf(&s, "  console      %s/#/console   (no Solana wallet in this browser? the page offers a local test wallet:\n", base)
 	fmt.Fprintf(&s, "               a throwaway key kept in the browser, enough to sign in and make keys and webhooks)\n")
 	fmt.Fprintf(&s, "  API          %s/api/v1/   try: curl -s %s/api/v1/stats\n", base, base)
-	fmt.Fprintf(&s, "  API key      ./bin/attestd keys create --account demo   (another terminal, this directory: it finds\n")
+	fmt.Fprintf(&s, "  API key      %s keys create --account demo   (another terminal, this directory: it finds\n", prog)
 	fmt.Fprintf(&s, "               the stores in %s)\n", filepath.Join(rel, storesFileName))
+	if b.logKey != "" {
+		fmt.Fprintf(&s, "  verify       %s\n", verify)
+		if ok {
+			fmt.Fprintf(&s, "               (proves that attestation is in the transparency log, signed with its key: docs/log.md)\n")
+		} else {
+			fmt.Fprintf(&s, "               (PDA: any finalized attestation, once the log holds it: docs/log.md)\n")
+		}
+	}
 	if b.rpc != "" {
 		fmt.Fprintf(&s, "  chain RPC    %s   (Solana JSON-RPC; fund a wallet with devnet_fund, docs/payments.md)\n", b.rpc)
 	}
@@ -76,6 +109,85 @@ func (b localBanner) text(base string) string {
 	fmt.Fprintf(&s, "  demo data    %s   (make reset deletes it)\n", data)
 	fmt.Fprintf(&s, "  stop         Ctrl-C\n\n")
 	return s.String()
+}
+
+// verifyCommand is the command that checks an attestation's inclusion
+// in the transparency log, as it runs from this directory against the API
+// at base: the program as this one is found from here, an attestation of
+// the log, the log's key and --url. It waits (at most b.verifyWait) until
+// the log holds an attestation whose proof checks as attestd verify checks
+// it (ok); else the attestation is a placeholder, PDA.
+func (b localBanner) verifyCommand(ctx context.Context, base string) (cmd string, ok bool) {
+	pda := "PDA"
+	defer func() {
+		cmd = strings.Join([]string{programPath(), "verify", shellQuote(pda), "--log-key", shellQuote(b.logKey), "--url", shellQuote(base)}, " ")
+	}()
+	if b.logKey == "" || b.getenv == nil {
+		return "", false
+	}
+	wait := cmp.Or(b.verifyWait, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	cfg, err := config.FromEnv(b.getenv)
+	if err != nil {
+		return "", false
+	}
+	st, err := node.OpenStore(ctx, cfg, true)
+	if err != nil {
+		return "", false
+	}
+	defer st.Close()
+	v, err := client.NewLogVerifier(b.logKey)
+	if err != nil {
+		return "", false
+	}
+	c, err := client.New(base, client.WithTimeout(5*time.Second))
+	if err != nil {
+		return "", false
+	}
+	tick := time.NewTicker(time.Second) // the API's requests count against this address's rate limit
+	defer tick.Stop()
+	for {
+		if leaves, err := st.LogLeaves(ctx, 0, 1); err == nil && len(leaves) == 1 {
+			var leaf struct{ PDA string }
+			if json.Unmarshal(leaves[0], &leaf) == nil && leaf.PDA != "" {
+				if _, _, err := c.VerifyAttestation(ctx, v, leaf.PDA); err == nil {
+					pda = leaf.PDA
+					return "", true
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", false
+		case <-tick.C:
+		}
+	}
+}
+
+// programPath is this program as a shell in the current directory runs
+// it: ./bin/attestd from the checkout make run runs in, else its absolute
+// path.
+func programPath() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "attestd"
+	}
+	rel := relToCwd(exe)
+	if !filepath.IsAbs(rel) {
+		rel = "." + string(filepath.Separator) + rel
+	}
+	return shellQuote(rel)
+}
+
+// shellQuote is s as one word of a POSIX shell command line: as it is
+// when it holds only characters no shell treats specially, else in single
+// quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // browsable is addr as a browser on this machine reaches it: a wildcard

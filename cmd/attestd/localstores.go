@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/attestd/attestd/internal/node"
-	"github.com/attestd/attestd/internal/settings"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/attestd/attestd/internal/node"
+	"github.com/attestd/attestd/internal/settings"
 )
 
 // While `attestd local` (make run) runs, it keeps runDir/local.lock locked

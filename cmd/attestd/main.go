@@ -58,13 +58,15 @@ func lookup(name string) (command, bool) {
 	return command{}, false
 }
 
+// usage lists the commands, wrapped to helpWidth's columns.
 func usage(w io.Writer) {
+	width := helpWidth()
 	fmt.Fprintf(w, "usage: attestd <command> [flags]\n\ncommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, strings.TrimLeft(wrapWords(c.summary, width, 14, 14), " "))
 	}
-	fmt.Fprintf(w, "\n`attestd help COMMAND` (or `attestd COMMAND --help`) shows a command's flags, environment and an example.\n"+
-		"Configuration comes from the environment; see docs/configuration.md.\n")
+	fmt.Fprintf(w, "\n%s\n", wrapWords("`attestd help COMMAND` (or `attestd COMMAND --help`) shows a command's flags, environment and an example. "+
+		"Configuration comes from the environment; see docs/configuration.md.", width, 0, 0))
 }
 
 func main() {
@@ -107,9 +109,15 @@ func run(args []string) int {
 	err := cmd.run(ctx, args[1:])
 	var ue usageError
 	var ec interface{ ExitCode() int }
+	var rep interface{ Reported() bool }
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.As(err, &rep) && rep.Reported(): // the command's output said why already
+		if errors.As(err, &ec) {
+			return ec.ExitCode()
+		}
+		return 1
 	case errors.As(err, &ue):
 		msg := err.Error()
 		if !strings.HasPrefix(msg, cmd.name+" ") && !strings.HasPrefix(msg, cmd.name+":") {

@@ -12,12 +12,18 @@ import (
 	"github.com/attestd/attestd/internal/purge"
 )
 
-func runSeed(ctx context.Context, args []string) error { return seedWith(ctx, nil, args) }
+func runSeed(ctx context.Context, args []string) error {
+	_, err := seedWith(ctx, nil, args)
+	return err
+}
 
 // seedWith is the seed command reading its settings from getenv (nil: the
 // process environment, or a running make run's stores): make run seeds
-// with the stores it started.
-func seedWith(ctx context.Context, getenv func(string) string, args []string) error {
+// with the stores it started. usedThrough is the newest slot the
+// database's data is known to use: the seed's last slot, or, when it had
+// data already, the log's frontier (every slot up to it is stored whole).
+// make run's chain starts after it.
+func seedWith(ctx context.Context, getenv func(string) string, args []string) (usedThrough uint64, err error) {
 	fs := newFlags("seed")
 	agents := fs.Int("agents", 50, "agents to register")
 	atts := fs.Int("attestations", 100_000, "attestations to write")
@@ -25,42 +31,43 @@ func seedWith(ctx context.Context, getenv func(string) string, args []string) er
 	ifEmpty := fs.Bool("if-empty", false, "do nothing when the database already holds attestations")
 	batch := fs.Int("batch", 2000, "attestations per write transaction")
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return 0, err
 	}
 	if *agents < 1 || *atts < 0 || *batch < 1 || *batch > 50_000 {
-		return usageErrorf("seed: --agents must be >= 1, --attestations >= 0 and --batch from 1 to 50000")
+		return 0, usageErrorf("seed: --agents must be >= 1, --attestations >= 0 and --batch from 1 to 50000")
 	}
 	cfg, log, st, err := commandStore(ctx, getenv)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer st.Close()
 	if _, err := st.Migrate(ctx); err != nil {
-		return err
+		return 0, err
 	}
 	if *ifEmpty {
 		s, err := st.Stats(ctx, time.Now())
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if s.Attestations > 0 {
 			log.Info("database already seeded", "attestations", s.Attestations)
-			return nil
+			frontier, _, err := st.LogFrontier(ctx)
+			return frontier, err
 		}
 	}
 	if cfg.RedisURL != "" {
 		rdb, err := node.OpenRedis(ctx, cfg)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		defer rdb.Close()
 		pcfg, err := purge.ConfigFromEnv(getenv)
 		if err != nil {
-			return fmt.Errorf("purge hook: %w", err)
+			return 0, fmt.Errorf("purge hook: %w", err)
 		}
 		closeCache, err := node.OpenWriterCache(ctx, cfg, pcfg, rdb, st, nil, log)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		defer closeCache()
 	}
@@ -69,11 +76,13 @@ func seedWith(ctx context.Context, getenv func(string) string, args []string) er
 		BatchSize: *batch, Progress: bar.show})
 	bar.done()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	log.Info("seeded", "agents", len(res.Agents), "attestations", res.Attestations, "duration", res.Duration.String())
+	log.Info("seeded", "agents", len(res.Agents), "attestations", res.Attestations, "duration", res.Duration.String(),
+		"slots", fmt.Sprintf("1..%d", res.LastSlot))
 	printSamples(os.Stdout, res.Samples)
-	return nil
+	frontier, _, err := st.LogFrontier(ctx)
+	return max(res.LastSlot, frontier), err
 }
 
 // printSamples shows the attestations whose payloads the seed published,

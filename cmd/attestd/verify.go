@@ -47,12 +47,21 @@ const verifyUsage = `usage:
 const exitFork = 3
 
 // forkExit is a fork or rollback seen by verify --monitor: main exits
-// with exitFork.
+// with exitFork, without printing it again (the FORK lines said it).
 type forkExit struct{ err error }
 
-func (e forkExit) Error() string { return e.err.Error() }
-func (e forkExit) Unwrap() error { return e.err }
-func (e forkExit) ExitCode() int { return exitFork }
+func (e forkExit) Error() string  { return e.err.Error() }
+func (e forkExit) Unwrap() error  { return e.err }
+func (e forkExit) ExitCode() int  { return exitFork }
+func (e forkExit) Reported() bool { return true }
+
+// reportedFailure is a check that failed and that its FAIL line on the
+// command's output already told: main exits 1 without printing it again.
+type reportedFailure struct{ err error }
+
+func (e reportedFailure) Error() string  { return e.err.Error() }
+func (e reportedFailure) Unwrap() error  { return e.err }
+func (e reportedFailure) Reported() bool { return true }
 
 func runVerify(ctx context.Context, args []string) error {
 	fs := newFlags("verify")
@@ -191,11 +200,12 @@ type cleanError struct{ err error }
 func (e cleanError) Error() string { return cleanText(e.err.Error(), false) }
 func (e cleanError) Unwrap() error { return e.err }
 
-// failf prints a FAIL line and returns the error main reports.
+// failf prints a FAIL line and returns the error: one main does not
+// print again.
 func failf(w io.Writer, err error, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	fmt.Fprintf(w, "FAIL  %s: %v\n", msg, err)
-	return cleanError{fmt.Errorf("%s: %w", msg, err)}
+	return reportedFailure{cleanError{fmt.Errorf("%s: %w", msg, err)}}
 }
 
 // verifyAttestation prints each step of checking pda's inclusion.
@@ -275,7 +285,7 @@ func runMonitor(ctx context.Context, w io.Writer, m *client.Monitor, file string
 			return forkExit{cleanError{err}}
 		case err != nil:
 			fmt.Fprintf(w, "FAIL  %v\n", err)
-			return cleanError{err}
+			return reportedFailure{cleanError{err}}
 		case res.Previous == nil:
 			fmt.Fprintf(w, "ok    first checkpoint: tree size %d, root %s, signed by %s; saved to %s\n",
 				res.Current.Size, res.Current.Hash, res.Current.KeyName, file)

@@ -183,6 +183,9 @@ func TestVerifyCommand(t *testing.T) {
 		if code != 1 || !strings.Contains(out, tc.want) || strings.Contains(out, "verified:") {
 			t.Errorf("%s: exit %d, want 1 and %q:\n%s\n%s", tc.name, code, tc.want, out, errOut)
 		}
+		if strings.Count(out, "FAIL") != 1 || errOut != "" {
+			t.Errorf("%s: the failure should be said once, on one FAIL line:\n%s\nstderr:\n%s", tc.name, out, errOut)
+		}
 	}
 
 	// Not yet logged: confirmed only.
@@ -339,5 +342,19 @@ func TestDatasetURLs(t *testing.T) {
 		if got := thousands(n); got != want {
 			t.Errorf("thousands(%d) = %q", n, got)
 		}
+	}
+}
+
+// TestVerifyFailureSaidOnce: a verify that cannot reach the service (the
+// port make run does not listen on) says why once, on its FAIL line, and
+// exits 1; main does not print the error again on stderr.
+func TestVerifyFailureSaidOnce(t *testing.T) {
+	bin := testenv.BuildAttestd(t)
+	lg, err := logfixture.New("attestd.test/log")
+	testenv.Must(t, err, "log key")
+	out, errOut, code := runCLI(t, bin, "", nil, "verify", "4fY6gCbcxXWvBEvyM4q4yGkBtzLpYhJ6Ejk3SWqpGmvB", "--log-key", lg.VerifierKey,
+		"--url", "http://127.0.0.1:1")
+	if code != 1 || strings.Count(out, "FAIL") != 1 || !strings.Contains(out, "FAIL  fetch attestation") || errOut != "" {
+		t.Fatalf("exit %d, want 1, one FAIL line and nothing on stderr:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }

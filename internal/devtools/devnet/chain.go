@@ -46,8 +46,16 @@ type Config struct {
 	// chain (same genesis hash, the slot after the saved one, the same
 	// agents and accounts) instead of starting over at slot 1, and does
 	// not generate the initial traffic again. The chain is saved every
-	// second and on Close.
+	// second and on Close; the transactions of finalized slots go to a
+	// ledger file beside it, so a continued chain still knows every
+	// transaction it landed.
 	StateDir string
+	// AfterSlot is the last slot the chain must not use: a new chain's
+	// first slot is the next one, and a saved chain stopped below it
+	// continues there (the slots between passed empty, as a leader's
+	// skipped slots do). So data already stored at slots up to it (make
+	// run's seeded demo data) and the chain's share one slot space.
+	AfterSlot uint64
 	// Agents, Attestations and Batch describe traffic generated at start:
 	// Attestations attestations from Agents agents in transactions of up to
 	// Batch entries (default 100, max 100).
@@ -125,6 +133,12 @@ type Chain struct {
 	agents []*Agent
 	mints  map[solana.PublicKey]*mintInfo
 
+	// Saving (StateDir): every transaction of a slot up to archived is in
+	// the ledger file, whose first ledgerSize bytes hold them; under saveMu.
+	saveMu     sync.Mutex
+	archived   uint64
+	ledgerSize int64
+
 	ps        *pubsub
 	duplicate atomic.Bool
 
@@ -160,6 +174,9 @@ func Start(ctx context.Context, cfg Config) (*Chain, error) {
 		}
 	} else {
 		c.genesisState()
+	}
+	if err := c.trimLedger(); err != nil {
+		return nil, err
 	}
 	if err := c.listen(cfg.Addr); err != nil {
 		return nil, err
@@ -386,12 +403,36 @@ func (c *Chain) AdvanceSlots(n int) {
 	}
 }
 
-// newSlotLocked opens slot s with its block and blockhash.
-func (c *Chain) newSlotLocked(s uint64) {
+// openAfterLocked opens the chain's next slot: s, or the slot after
+// Config.AfterSlot when s is not past it (then the blockhashes of the
+// slots skipped over expire, as they would have had the slots passed).
+func (c *Chain) openAfterLocked(s uint64) {
+	if s > c.cfg.AfterSlot {
+		c.newSlotLocked(s)
+		return
+	}
+	c.newSlotLocked(c.cfg.AfterSlot + 1)
+	for h, slot := range c.blockhashes {
+		if slot+blockhashValidity < c.slot {
+			delete(c.blockhashes, h)
+		}
+	}
+	if s > 1 {
+		c.log.Info("devnet skips to the slot after the data already stored", "from", s, "to", c.slot)
+	}
+}
+
+// blockhashOf is slot s's blockhash.
+func (c *Chain) blockhashOf(s uint64) solana.Hash {
 	var seed [16]byte
 	binary.LittleEndian.PutUint64(seed[:8], uint64(c.cfg.Seed))
 	binary.LittleEndian.PutUint64(seed[8:], s)
-	h := solana.Hash(sha256.Sum256(append([]byte("devnet blockhash"), seed[:]...)))
+	return solana.Hash(sha256.Sum256(append([]byte("devnet blockhash"), seed[:]...)))
+}
+
+// newSlotLocked opens slot s with its block and blockhash.
+func (c *Chain) newSlotLocked(s uint64) {
+	h := c.blockhashOf(s)
 	b := &block{slot: s, time: time.Now().Unix(), blockhash: h}
 	c.blocks[s] = b
 	c.blockhashes[h] = s

@@ -14,7 +14,7 @@ import (
 
 // TestStateDirContinuesTheChain: a simulator started again on the same
 // state directory continues the chain (same genesis, a later slot, the same
-// agents, no replayed traffic, transactions not finalized yet still known)
+// agents, no replayed traffic, every transaction still known)
 // and records new attestations; a fresh directory is another chain.
 func TestStateDirContinuesTheChain(t *testing.T) {
 	dir := t.TempDir()
@@ -51,8 +51,8 @@ func TestStateDirContinuesTheChain(t *testing.T) {
 	if len(agents2) != len(agents1) || agents2[0].PDA != agents1[0].PDA {
 		t.Fatalf("agents not kept: %d, were %d", len(agents2), len(agents1))
 	}
-	if n := len(second.Transactions()); n >= txs1 {
-		t.Fatalf("the second start lists %d program transactions, the first had %d: traffic replayed?", n, txs1)
+	if n := len(second.Transactions()); n != txs1 {
+		t.Fatalf("the second start lists %d program transactions, the first had %d (more: traffic replayed; fewer: forgotten)", n, txs1)
 	}
 	st, err := cl.GetSignatureStatuses(ctx, true, recent.Records[0])
 	if err != nil || st.Value[0] == nil {
@@ -99,6 +99,130 @@ func TestCorruptStateIsRefused(t *testing.T) {
 			t.Errorf("%s: a corrupt chain.json was accepted", name)
 		} else if !strings.Contains(err.Error(), stateFile) {
 			t.Errorf("%s: %v, want the file named", name, err)
+		}
+	}
+}
+
+// TestStateDirKeepsFinalizedTransactions: what a chain finalized before a
+// restart is still there after it, at the same slot and finalized
+// (getSignatureStatuses, getTransaction, getSignaturesForAddress, the
+// events), across several restarts; what a save left half-written past
+// the ledger's counted bytes is ignored and written over. An indexer
+// whose confirmed rows the chain finalized while it was stopped finds
+// them, rather than taking them for a fork.
+func TestStateDirKeepsFinalizedTransactions(t *testing.T) {
+	dir := t.TempDir()
+	ctx := tctx(t)
+	cfg := Config{StateDir: dir, Agents: 2, Attestations: 12, Batch: 3, SlotInterval: -1, FinalityDepth: 4}
+	first, _ := start(t, cfg)
+	first.AdvanceSlots(2)
+	later, err := first.Generate(ctx, 2, 4, 4)
+	testMust(t, err, "generate")
+	first.AdvanceSlots(10) // everything finalized
+	events := first.Events()
+	sigs := first.Transactions()
+	first.Close()
+	if fi, err := os.Stat(filepath.Join(dir, ledgerFile)); err != nil || fi.Size() == 0 {
+		t.Fatalf("no ledger written: %v", err)
+	}
+	// A save that stopped while appending left half a gzip member.
+	f, err := os.OpenFile(filepath.Join(dir, ledgerFile), os.O_WRONLY|os.O_APPEND, 0)
+	testMust(t, err, "open ledger")
+	_, err = f.Write([]byte{0x1f, 0x8b, 8, 0, 0, 0})
+	testMust(t, err, "torn member")
+	testMust(t, f.Close(), "close ledger")
+
+	for round := 0; round < 2; round++ {
+		c, cl := start(t, cfg)
+		if got := c.Events(); len(got) != len(events) || got[0] != events[0] || got[len(got)-1] != events[len(events)-1] {
+			t.Fatalf("round %d: %d events after the restart, %d before", round, len(got), len(events))
+		}
+		if got := c.Transactions(); len(got) < len(sigs) || got[0] != sigs[0] {
+			t.Fatalf("round %d: %d program transactions after the restart, %d before", round, len(got), len(sigs))
+		}
+		st, err := cl.GetSignatureStatuses(ctx, true, sigs[0].Signature, later.Records[0])
+		testMust(t, err, "getSignatureStatuses")
+		for i, v := range st.Value {
+			if v == nil || v.ConfirmationStatus != rpc.ConfirmationStatusFinalized {
+				t.Fatalf("round %d: transaction %d finalized before the restart is %+v after it", round, i, v)
+			}
+		}
+		if v := st.Value[0]; v.Slot != sigs[0].Slot {
+			t.Fatalf("round %d: the first transaction moved from slot %d to %d", round, sigs[0].Slot, v.Slot)
+		}
+		max := uint64(0)
+		tx, err := cl.GetTransaction(ctx, sigs[0].Signature, &rpc.GetTransactionOpts{MaxSupportedTransactionVersion: &max})
+		if err != nil || tx == nil || tx.Slot != sigs[0].Slot {
+			t.Fatalf("round %d: getTransaction of a finalized transaction after the restart: %v", round, err)
+		}
+		_, err = c.Generate(ctx, 2, 2, 2) // more, finalized and saved for the next round
+		testMust(t, err, "generate")
+		c.AdvanceSlots(6)
+		events = c.Events()
+		c.Close()
+	}
+}
+
+// TestAfterSlot: a new chain opens the slot after Config.AfterSlot and
+// lands its traffic past it; a saved chain stopped below it continues
+// there with what it had.
+func TestAfterSlot(t *testing.T) {
+	ctx := tctx(t)
+	dir := t.TempDir()
+	c, _ := start(t, Config{StateDir: dir, Agents: 1, Attestations: 3, AfterSlot: 45_000})
+	for _, tx := range c.Transactions() {
+		if tx.Slot <= 45_000 {
+			t.Fatalf("a transaction at slot %d, at or below AfterSlot", tx.Slot)
+		}
+	}
+	if c.FinalizedSlot() < 45_000-4 {
+		t.Fatalf("finalized slot %d of a chain after slot 45000", c.FinalizedSlot())
+	}
+	n := len(c.Transactions())
+	c.Close()
+	again, cl := start(t, Config{StateDir: dir, AfterSlot: 90_000})
+	if again.Slot() != 90_001 || len(again.Transactions()) != n {
+		t.Fatalf("continued at slot %d with %d transactions, want slot 90001 and %d", again.Slot(), len(again.Transactions()), n)
+	}
+	if _, err := again.Generate(ctx, 1, 1, 1); err != nil {
+		t.Fatalf("traffic after the skip: %v", err)
+	}
+	h, err := cl.GetLatestBlockhash(ctx, rpc.CommitmentConfirmed)
+	if err != nil || h.Context.Slot != 90_001 {
+		t.Fatalf("latest blockhash after the skip: %v %+v", err, h)
+	}
+}
+
+func testMust(t *testing.T, err error, what string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// TestShortLedgerIsRefused: a chain.json counting more ledger bytes than
+// the ledger file holds (the file deleted or cut) is refused, naming the
+// ledger, rather than continued without the transactions it lost.
+func TestShortLedgerIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	c, _ := start(t, Config{StateDir: dir, Agents: 1, Attestations: 3, FinalityDepth: 2})
+	c.AdvanceSlots(4)
+	c.Close()
+	path := filepath.Join(dir, ledgerFile)
+	fi, err := os.Stat(path)
+	testMust(t, err, "ledger")
+	for name, cut := range map[string]func() error{
+		"cut":     func() error { return os.Truncate(path, fi.Size()-3) },
+		"deleted": func() error { return os.Remove(path) },
+	} {
+		testMust(t, cut(), name)
+		c, err := Start(context.Background(), Config{StateDir: dir, SlotInterval: -1, Addr: "127.0.0.1:0"})
+		if err == nil {
+			c.Close()
+			t.Fatalf("%s: a chain whose ledger lost transactions was continued", name)
+		}
+		if !strings.Contains(err.Error(), ledgerFile) {
+			t.Errorf("%s: %v, want the ledger named", name, err)
 		}
 	}
 }

@@ -28,11 +28,12 @@ type Agent struct {
 	seq        int
 }
 
-// genesisState opens slot 1, funds the faucet and creates the programs,
-// sysvars and the devnet USDC mint.
+// genesisState opens slot 1 (or the one after Config.AfterSlot), funds
+// the faucet and creates the programs, sysvars and the devnet USDC mint.
 func (c *Chain) genesisState() {
 	c.mu.Lock()
-	c.newSlotLocked(1)
+	c.openAfterLocked(1)
+	c.archived = c.slot - 1 // no transaction before the first slot
 	exe := func(owner solana.PublicKey) *Account {
 		return &Account{Lamports: 1_141_440, Owner: owner, Data: []byte{}, Executable: true}
 	}

@@ -70,6 +70,10 @@ type Result struct {
 	// published (store.PublishSamples): the demo data's "try the sample
 	// payload".
 	Samples []Sample
+	// LastSlot is the newest slot the run wrote an event at (its slots
+	// start at 1): a chain simulated beside the data starts after it, so
+	// seeded and live data share one slot space.
+	LastSlot uint64
 }
 
 // Sample is an attestation whose payload is published.
@@ -111,7 +115,7 @@ func Run(ctx context.Context, st *store.Store, opt Options) (Result, error) {
 	if err := st.SettleLogFrontier(ctx); err != nil {
 		return Result{}, err
 	}
-	return Result{Agents: agents, Attestations: written, Duration: time.Since(start), Samples: g.samples}, nil
+	return Result{Agents: agents, Attestations: written, Duration: time.Since(start), Samples: g.samples, LastSlot: g.slot}, nil
 }
 
 // complete checks the options and fills in their defaults (not the

@@ -134,6 +134,15 @@ func TestSeededDataIsRealistic(t *testing.T) {
 		t.Fatalf("checked %d rows", checked)
 	}
 
+	// Every event the run wrote lies at or below LastSlot: a chain
+	// simulated beside the data starts after it.
+	var maxSlot int64
+	testenv.Must(t, pool.QueryRow(ctx, `SELECT GREATEST((SELECT max(slot) FROM attestations), (SELECT max(slot) FROM agent_events))`).
+		Scan(&maxSlot), "newest slot")
+	if res.LastSlot == 0 || uint64(maxSlot) != res.LastSlot {
+		t.Errorf("LastSlot %d, the newest event stored is at slot %d", res.LastSlot, maxSlot)
+	}
+
 	// Same seed again: the same events, so nothing new.
 	again, err := Run(ctx, st, opt)
 	testenv.Must(t, err, "seed again")
