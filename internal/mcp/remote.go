@@ -186,7 +186,7 @@ func (t callerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // Handler serves POST /mcp. The node's middleware ran before it: the
 // request counts as one of the caller's API requests, whatever tool it
-// calls (see docs/mcp.md, "Limits").
+// calls (docs/mcp.md says why).
 func (r *Remote) Handler() fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		body, err := r.check(c)
@@ -211,11 +211,11 @@ func (r *Remote) Handler() fiber.Handler {
 }
 
 // check refuses what the endpoint does not serve, before the SDK decodes
-// anything: another Host or Origin than the public origin's, and a body that is not exactly one
-// JSON-RPC message the SDK reads as sent (see message). It returns the
-// body, decoded from its Content-Encoding within MaxRemoteBody. (Only
-// POST is routed here: the app answers other methods 405, with Allow:
-// POST.)
+// anything: another Host or Origin than the public origin's, and a body
+// that is not exactly one JSON-RPC message the SDK reads as sent (see
+// message). It returns the body, decoded from its Content-Encoding
+// within MaxRemoteBody. (Only POST is routed here: the app answers other
+// methods 405, with Allow: POST.)
 func (r *Remote) check(c *fiber.Ctx) ([]byte, error) {
 	if host := string(c.Request().Host()); !containsFold(r.hosts, hostName(host)) {
 		return nil, apierror.Forbidden("this MCP endpoint answers requests for %s only, not for host %q (DNS rebinding protection)",
