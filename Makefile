@@ -78,10 +78,12 @@ answers: build
 	./$(BIN) stores -- $(GO) test -count=1 -run '^TestDriveEveryOperation$$' ./openapi -args -record -answers=$(ANSWERS)
 	ATTESTD_OPENAPI_RECORD=$(ANSWERS) ./$(BIN) stores -- $(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) $(ANSWER_PKGS)
 
-## screenshot: the README's picture of the home page (docs/img/explorer.png), taken in headless Chromium from a
-## seeded node and stamped with the version of the look it shows (docs' TestREADMEScreenshotIsCurrent checks it)
+## screenshot: the README's picture of the home page (docs/img/explorer.png) and the first screen of every page at
+## 390 and 1440 px (docs/img/pages/), taken in headless Chromium from what make run shows (`attestd local`: its chain,
+## indexer and witnessed log on), each page held to the layout checks on the way, and stamped with the version of the
+## look they show (docs' TestREADMEScreenshotIsCurrent checks the README's)
 screenshot: build
-	ATTESTD_README_SCREENSHOT=docs/img/explorer.png ./$(BIN) stores -- $(GO) test -count=1 -run '^TestBrowserREADMEScreenshot$$' ./cmd/attestd
+	ATTESTD_README_SCREENSHOT=docs/img/explorer.png ATTESTD_PAGE_SCREENSHOTS=docs/img/pages $(GO) test -count=1 -timeout 20m -run '^TestBrowserREADMEScreenshot$$' ./cmd/attestd
 
 ## bench: bounded load runs on loopback (docs/performance.md)
 bench: build

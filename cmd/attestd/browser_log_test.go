@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -54,15 +53,22 @@ func TestBrowserLogProof(t *testing.T) {
 		b.waitFor(t, what+": the verdict", `(() => { const s = document.getElementById("log-proof");
 			return s && ["verified", "failed", "pending", "off", "error"].includes(s.dataset.result); })()`, 20*time.Second)
 		result = eval[string](t, b, `document.getElementById("log-proof").dataset.result`)
-		text = eval[string](t, b, `document.getElementById("log-proof").innerText`)
+		text = eval[string](t, b, `document.getElementById("log-proof").textContent`+plainText)
 		return result, text
 	}
 
+	// One sentence, then the details (behind a disclosure): the index and
+	// the tree's size as every figure is written, the log's key, the
+	// transaction to check on chain.
 	result, text := open(root, a.PDA, "a logged attestation")
-	want := fmt.Sprintf("In the log at index %d, verified", proof.Data.LeafIndex)
-	if result != "verified" || !strings.Contains(text, want) || !strings.Contains(text, "tree of 50 leaves") ||
-		!strings.Contains(text, "signed by attestd.test/log") || !strings.Contains(text, a.TxSignature) {
-		t.Fatalf("logged attestation: %s\n%s", result, text)
+	sentence := eval[string](t, b, `document.querySelector("#log-proof p.log-proof").innerText`+plainText)
+	if result != "verified" || !strings.HasPrefix(sentence, "✓ Recorded in the public log; no independent witness") ||
+		!strings.Contains(text, "index "+commas(proof.Data.LeafIndex)+" of a tree of 50 entries") ||
+		!strings.Contains(text, "attestd.test/log+") || !strings.Contains(text, a.TxSignature) {
+		t.Fatalf("logged attestation: %s\n%s\n%s", result, sentence, text)
+	}
+	if eval[bool](t, b, `document.getElementById("log-details").open`) {
+		t.Error("the log's details are open before the reader asks")
 	}
 	b.checkPage(t, "attestation log proof verified")
 
@@ -146,11 +152,12 @@ func TestBrowserLogProofWitnessed(t *testing.T) {
 		b.waitFor(t, what+": the verdict", `(() => { const s = document.getElementById("log-proof");
 			return s && ["verified", "failed", "pending", "off", "error"].includes(s.dataset.result); })()`, 20*time.Second)
 		return eval[string](t, b, `document.getElementById("log-proof").dataset.result`),
-			eval[string](t, b, `document.getElementById("log-proof").innerText`)
+			eval[string](t, b, `document.getElementById("log-proof").textContent`+plainText)
 	}
 	result, text := open(root, "a witnessed attestation")
-	if result != "verified" || !strings.Contains(text, fmt.Sprintf("In the log at index %d, verified", proof.Data.LeafIndex)) ||
-		!strings.Contains(text, "Witnessed by 2 of 2 (w1.test/w, w2.test/w; 2 required)") || !strings.Contains(text, keys[0]) {
+	if result != "verified" || !strings.Contains(text, "Recorded in the public log and confirmed by 2 independent witnesses.") ||
+		!strings.Contains(text, "index "+commas(proof.Data.LeafIndex)) ||
+		!strings.Contains(text, "countersigned by 2 of 2 (2 required)") || !strings.Contains(text, keys[0]) || !strings.Contains(text, keys[1]) {
 		t.Fatalf("witnessed attestation: %s\n%s", result, text)
 	}
 	if w := eval[string](t, b, `document.getElementById("log-proof").dataset.witnessed`); w != "2/2" {

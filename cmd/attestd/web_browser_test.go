@@ -426,29 +426,3 @@ func TestBrowserRateLimited(t *testing.T) {
 	// Once the window has passed, the page reloads its data by itself.
 	b.waitFor(t, "the data after the window", `document.getElementById("limit-notice").hidden && document.querySelector("#overview [data-stat=attestations]") && document.querySelector("#att-rows tr[data-pda]")`, 30*time.Second)
 }
-
-// TestBrowserREADMEScreenshot takes the README's picture of the home page
-// (1440 px, the first screen) when ATTESTD_README_SCREENSHOT names where
-// to write it (make screenshot); docs.TestREADMEScreenshotIsCurrent holds
-// the committed one to the assets it shows.
-func TestBrowserREADMEScreenshot(t *testing.T) {
-	out := os.Getenv("ATTESTD_README_SCREENSHOT")
-	if out == "" {
-		t.Skip("set ATTESTD_README_SCREENSHOT=docs/img/explorer.png (make screenshot) to take the README's screenshot")
-	}
-	b := startBrowser(t)
-	n := startWebNodeOf(t, 12, 6000)
-	b.do(t, "viewport", chromedp.EmulateViewport(1440, 900))
-	b.do(t, "open the home page", chromedp.Navigate(n.root+"/"))
-	b.waitFor(t, "the home page", rendered("#/")+` && document.querySelector("#overview [data-stat]") && document.querySelector("#top-rows tr")`, 30*time.Second)
-	time.Sleep(500 * time.Millisecond)
-	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
-	testenv.Must(t, err, "screenshot")
-	png, err = readmeShot(png)
-	testenv.Must(t, err, "stamp the screenshot")
-	if !filepath.IsAbs(out) {
-		out = filepath.Join("..", "..", out) // from cmd/attestd to the checkout's root
-	}
-	testenv.Must(t, os.WriteFile(out, png, 0o644), "write %s", out)
-	t.Logf("wrote %s (%d bytes)", out, len(png))
-}

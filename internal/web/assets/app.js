@@ -9,7 +9,7 @@ import { searchView, attachSearch } from "./search.js";
 import { consoleView } from "./console.js";
 import { apiRefView } from "./apiref.js";
 import { dataView } from "./data.js";
-import { el, secondsLeft, failure } from "./util.js";
+import { el, secondsLeft, failure, short } from "./util.js";
 
 const main = document.getElementById("main");
 const notice = el("div", { id: "limit-notice", class: "notice", role: "status", hidden: true });
@@ -37,6 +37,30 @@ function navOf(r) {
     stats: "#/stats", data: "#/data", console: "#/console", api: "#/api" }[p] || "";
 }
 
+// titleOf is the document's title on route r: what the page shows, then
+// the site ("Attestation 3xZab…: attestd").
+function titleOf(r) {
+  const id = (r.parts[1] || "").slice(0, 64);
+  const list = r.parts[0] === "attestations" || (!r.parts[0] && [...r.params.keys()].some((k) => listParams.includes(k)));
+  let what;
+  if (list) what = "Attestations";
+  else {
+    switch (r.parts[0] || "") {
+      case "": return "attestd: AI-agent attestations on Solana";
+      case "attestation": what = "Attestation " + short(id, 5); break;
+      case "agent": what = "Agent " + short(id, 5); break;
+      case "agents": what = "Agents"; break;
+      case "stats": what = "Stats"; break;
+      case "data": what = "Download the data"; break;
+      case "search": what = "Search" + (r.params.get("q") ? " for " + short(r.params.get("q"), 12) : ""); break;
+      case "console": what = "Console"; break;
+      case "api": what = "API reference"; break;
+      default: what = "Not found";
+    }
+  }
+  return what + ": attestd";
+}
+
 async function render() {
   if (stop) { stop(); stop = null; }
   const mine = ++generation;
@@ -44,8 +68,10 @@ async function render() {
   const r = route();
   const current = navOf(r);
   for (const a of document.querySelectorAll("nav a")) {
-    if (a.getAttribute("href") === current && !a.classList.contains("brand")) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+    if (a.getAttribute("href") === current) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
   }
+  document.title = titleOf(r);
+  menu(false);
   // The search box keeps its text on the search page only.
   const box = document.getElementById("q");
   if (box && r.parts[0] !== "search") box.value = "";
@@ -77,6 +103,21 @@ async function render() {
   stop = cleanup;
   main.dataset.view = shown; // which route is on screen (tests wait for it)
   performance.mark("attestd:view-rendered");
+  return view;
+}
+
+// A navigation within the page moves focus to the new page's heading (a
+// screen reader reads where it arrived; no frame is drawn around it), or
+// to main when the page has none.
+async function navigated() {
+  window.scrollTo(0, 0);
+  const view = await render();
+  if (!view || !view.isConnected) return;
+  const h1 = view.querySelector("h1");
+  const target = h1 || main;
+  if (h1) h1.setAttribute("tabindex", "-1");
+  // Not when the reader already moved on (typing in the search box, say).
+  if (document.activeElement === document.body || document.activeElement === main || !document.activeElement) target.focus({ preventScroll: true });
 }
 
 // The rate limit: one notice with a countdown, then the view again.
@@ -99,7 +140,44 @@ function limited() {
 }
 window.addEventListener("attestd:limited", limited);
 
-window.addEventListener("hashchange", () => { render(); main.focus(); });
+window.addEventListener("hashchange", () => { main.focus({ preventScroll: true }); navigated(); });
+
+// The menu (below 960 px the header's links fold behind it).
+const menuButton = document.getElementById("menu");
+function menu(open) {
+  if (!menuButton) return;
+  menuButton.setAttribute("aria-expanded", String(open));
+}
+if (menuButton) {
+  menuButton.addEventListener("click", () => menu(menuButton.getAttribute("aria-expanded") !== "true"));
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && menuButton.getAttribute("aria-expanded") === "true") { menu(false); menuButton.focus(); }
+  });
+  document.addEventListener("click", (e) => {
+    if (menuButton.getAttribute("aria-expanded") === "true" && !e.target.closest("nav")) menu(false);
+  });
+  document.getElementById("nav-links").addEventListener("click", (e) => { if (e.target.closest("a")) menu(false); });
+  // A file picked from the menu closes it too.
+  document.getElementById("payload-file").addEventListener("change", () => menu(false));
+}
+
+// The search box's placeholder: the longest of these that the box shows
+// whole at its current width.
+const placeholders = ["Address, transaction, action hash or payload file", "Address, transaction or action hash", "Address, tx or hash", "Address or hash", "Search"];
+const measure = document.createElement("canvas").getContext("2d");
+function fitPlaceholder() {
+  const input = document.getElementById("q");
+  if (!input || !measure) return;
+  const cs = getComputedStyle(input);
+  // (less the clear button's room, which a typed text shows)
+  const room = input.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 20;
+  if (room <= 0) return;
+  measure.font = `${cs.fontStyle} ${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+  const fits = placeholders.find((p) => measure.measureText(p).width <= room) || placeholders[placeholders.length - 1];
+  if (input.placeholder !== fits) input.placeholder = fits;
+}
+if (window.ResizeObserver) new ResizeObserver(fitPlaceholder).observe(document.getElementById("q")); else window.addEventListener("resize", fitPlaceholder);
+fitPlaceholder();
 // The skip link moves focus to the content without touching the route.
 document.querySelector(".skip").addEventListener("click", (e) => { e.preventDefault(); main.focus(); });
 attachSearch(document.getElementById("search"));

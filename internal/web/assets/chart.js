@@ -50,6 +50,44 @@ export function bucketSpan(iso, bucket) {
   return `${yearFmt.format(d)}, ${iso.slice(11, 16)}–${end} UTC`;
 }
 
+const monthFmt = new Intl.DateTimeFormat("en-US", { month: "short", timeZone: "UTC" });
+
+// xTicks chooses the x axis's labels for buckets starting at ats (ISO
+// instants, one bucket each, bw user units wide): [{i, text}] at an even
+// step of the calendar, the smallest whose labels keep apart.
+export function xTicks(ats, bucket, bw) {
+  const ms = ats.map((a) => Date.parse(a));
+  const pick = (every, room, keep, text) => {
+    if (every * bw < room) return null;
+    return ms.flatMap((t, i) => (keep(t) ? [{ i, text: text(t, i) }] : []));
+  };
+  if (bucket === "hour") {
+    for (const k of [1, 2, 3, 4, 6, 12, 24, 48, 168]) {
+      const room = k >= 24 ? 60 : 52;
+      // every k hours from midnight UTC; every 7 days from a Monday
+      const keep = (t) => (k === 168 ? (t / 3600e3 + 72) % 168 === 0 : (t / 3600e3) % k === 0);
+      const r = pick(k, room, keep, (t, i) => bucketLabel(ats[i], "hour"));
+      if (r) return r;
+    }
+    return [];
+  }
+  for (const k of [1, 2, 7, 14]) {
+    const keep = (t) => (k === 7 || k === 14 ? ((t / 86400e3 + 3) % k) === 0 : (t / 86400e3) % k === 0);
+    const r = pick(k, 60, keep, (t, i) => bucketLabel(ats[i], "day"));
+    if (r) return r;
+  }
+  // every k months, on the first of the month
+  for (const k of [1, 2, 3, 6, 12]) {
+    if (k * 30 * bw < 68) continue;
+    return ms.flatMap((t, i) => {
+      const d = new Date(t);
+      if (d.getUTCDate() !== 1 || d.getUTCMonth() % k !== 0) return [];
+      return [{ i, text: d.getUTCMonth() === 0 || k === 12 ? String(d.getUTCFullYear()) : monthFmt.format(d) }];
+    });
+  }
+  return [];
+}
+
 // stepMs is a bucket's length.
 export function stepMs(bucket) { return bucket === "day" ? 86400e3 : 3600e3; }
 
@@ -110,20 +148,16 @@ export function timeline(title, s, w = 640, now = Date.now()) {
     svg.append(hit);
     hits.push(hit);
   });
-  // x labels: as many as fit at a regular step, none cut at either edge,
-  // none over another.
-  const labelW = s.bucket === "day" ? 58 : 50;
-  const every = Math.max(1, Math.ceil((pts.length * labelW) / Math.max(plotW, 1)));
-  let lastRight = -Infinity;
-  pts.forEach((p, i) => {
-    if (i % every !== 0) return;
-    const text = bucketLabel(p.at, s.bucket);
+  // x labels at an even step of the calendar (every 3 hours, every
+  // Monday, every first of a month...), the smallest whose labels do not
+  // touch; a label that would leave the chart at an edge is left out,
+  // never moved off its bucket. Each has a tick on the axis.
+  const ticksX = xTicks(pts.map((p) => p.at), s.bucket, bw);
+  ticksX.forEach(({ i, text }) => {
     const cx = left + i * bw + bw / 2, tw = text.length * 7;
-    let x = cx, anchor = "middle", from = cx - tw / 2;
-    if (from < left - 4) { x = left; anchor = "start"; from = left; } else if (cx + tw / 2 > w - 2) { x = w - 2; anchor = "end"; from = w - 2 - tw; }
-    if (from < lastRight + 8) return;
-    lastRight = from + tw;
-    svg.append(el("text", { x, y: h - bottom + 16, "text-anchor": anchor, class: "axis", "data-xlabel": i }, text));
+    if (cx - tw / 2 < 2 || cx + tw / 2 > w - 2) return;
+    svg.append(el("line", { x1: cx, y1: y(0), x2: cx, y2: y(0) + 4, stroke: "#6e7781" }));
+    svg.append(el("text", { x: cx, y: h - bottom + 16, "text-anchor": "middle", class: "axis", "data-xlabel": i }, text));
   });
   if (partial.some(Boolean)) {
     svg.append(el("text", { x: w - right, y: h - 2, "text-anchor": "end", class: "axis" }, "pale, dashed: in progress"));

@@ -2,7 +2,7 @@
 // manage the account's API keys and webhooks through the API's own routes,
 // with the session as an admin of the account. Every call that changes
 // something carries the session's CSRF token.
-import { el, api, APIError, when, copyButton, short, cardsTable, cell, failure } from "./util.js";
+import { el, api, APIError, when, copyButton, short, num, nw, blob, cardsTable, cell, failure } from "./util.js";
 import { webhookTools, eventCatalog } from "./webhooks.js";
 import { installTestWallet } from "./devwallet.js";
 
@@ -29,8 +29,8 @@ export async function consoleView(main) {
     signInView(main);
   });
   main.append(el("h1", {}, "Console"),
-    el("p", {}, "Signed in as ", el("code", { id: "account-name", class: "break" }, session.account), " with wallet ",
-      el("code", { class: "break" }, short(session.wallet, 12)), " ", copyButton(session.wallet, "wallet address"),
+    el("p", {}, "Signed in as ", blob(session.account, { id: "account-name" }), " with wallet ",
+      el("code", {}, short(session.wallet, 12)), " ", copyButton(session.wallet, "wallet address"),
       "; the session ends ", when(session.expiresAt), ". ", signOut),
     status);
   const say = (msg, bad) => { status.textContent = msg; status.classList.toggle("error", !!bad); };
@@ -57,19 +57,21 @@ function signInView(main) {
       status.classList.add("error");
     }
   });
+  const actions = el("p", { class: "signin-actions" }, button);
   main.append(el("h1", {}, "Console"),
-    el("p", {}, "Your account is your Solana wallet. Sign in to create and revoke API keys and manage webhooks. ",
+    el("p", {}, "Your account is your Solana wallet: sign in to create and revoke API keys and manage webhooks. ",
       "Your wallet shows the message it signs: check that it names this site."),
-    el("p", {}, button), status);
-  if (!hasWallet()) noWallet(main, button, status);
+    actions, status);
+  if (!hasWallet()) noWallet(main, button, status, actions);
   return null;
 }
 
 function hasWallet() { return !!(window.solana && typeof window.solana.signMessage === "function"); }
 
 // noWallet explains how to get a wallet; on a node served from this
-// machine (make run) it offers a local test wallet instead.
-function noWallet(main, button, status) {
+// machine (make run) it offers a local test wallet first, beside the
+// sign-in button (on a phone's first screen).
+function noWallet(main, button, status, actions) {
   button.disabled = true;
   button.title = "No Solana wallet in this browser: see below";
   button.setAttribute("aria-describedby", "no-wallet-h");
@@ -84,24 +86,25 @@ function noWallet(main, button, status) {
       el("li", {}, el("a", { href: "https://backpack.app/download", rel: "noopener", target: "_blank" }, "Backpack"), " (browser extension and mobile apps)")),
     el("p", { class: "muted" }, "On a phone, open this page in your wallet app's built-in browser."));
   if (local) {
-    const use = el("button", { type: "button", class: "secondary", id: "use-test-wallet" }, "Use a local test wallet");
+    const use = el("button", { type: "button", class: "secondary", id: "use-test-wallet", "aria-describedby": "test-wallet-help" }, "Use a local test wallet");
+    const help = el("p", { id: "test-wallet-help", class: "muted" }, "No Solana wallet in this browser. This node is served from this computer (make run): ",
+      "a test wallet is an Ed25519 key made in this browser and kept in its local storage, enough to sign in and try the console, ",
+      "never a wallet for funds. Anyone using this browser profile can use it.");
     use.addEventListener("click", async () => {
       const address = await installTestWallet();
       button.disabled = false;
       button.removeAttribute("title");
       button.removeAttribute("aria-describedby");
+      use.remove();
       // The wallet is here now: the "no wallet" help gives way to what is.
-      sec.replaceWith(el("section", { id: "test-wallet", "aria-labelledby": "test-wallet-h" },
-        el("h2", { id: "test-wallet-h" }, "A local test wallet is ready"),
-        el("p", { id: "test-wallet-address" }, "Test wallet ", el("code", { class: "break" }, address), " (kept in this browser's local storage): ",
-          "press Sign in with Solana above. It signs the sign-in message and nothing else.")));
+      help.replaceWith(el("p", { id: "test-wallet-address" }, "A local test wallet is ready: ", blob(address), " (kept in this browser's local storage). ",
+        "Press Sign in with Solana: it signs the sign-in message and nothing else."));
+      sec.remove();
       status.textContent = "Test wallet ready.";
       button.focus();
     });
-    sec.append(el("h3", {}, "Trying attestd on this machine?"),
-      el("p", {}, "This node is served from this computer (make run). A test wallet is an Ed25519 key made in this browser and kept in its ",
-        "local storage: enough to sign in and try the console, never a wallet for funds. Anyone using this browser profile can use it."),
-      el("p", {}, use));
+    actions.append(" ", use);
+    actions.after(help);
   }
   main.append(sec);
 }
@@ -155,7 +158,7 @@ async function keysSection(sec, say) {
     if (!page.data.length) {
       body.append(el("tr", {}, el("td", { colspan: headers.length, class: "empty", "data-label": "" },
         "No keys yet. Give a new key a label above and press Create key: its secret is shown once, to copy then. ",
-        "A key opens the premium routes (x-api-key header) and manages this account's webhooks.")));
+        "A key opens the premium routes (", el("code", { class: "nw" }, "x-api-key"), " header) and manages this account's webhooks.")));
     }
   }
   form.addEventListener("submit", async (e) => {
@@ -164,7 +167,7 @@ async function keysSection(sec, say) {
       const k = (await api("/keys", { method: "POST", csrf: csrf(), body: { label: label.value, role: "admin" } })).data;
       secret.replaceChildren(el("div", { class: "secret" },
         el("p", {}, el("strong", {}, "Your new key, shown this once. "), "Store it now: it cannot be shown again."),
-        el("p", {}, el("code", { id: "new-key-secret" }, k.key), " ", copyButton(k.key, "the new key", { id: "copy-key" }))));
+        el("p", {}, blob(k.key, { id: "new-key-secret" }), " ", copyButton(k.key, "the new key", { id: "copy-key" }))));
       label.value = "";
       say(`Key ${k.prefix} created.`);
       await load();
@@ -201,7 +204,7 @@ async function webhooksSection(sec, say) {
         cell("Attempt", {}, String(d.attempt) + (d.manual ? " (manual)" : "")),
         cell("Outcome", { "data-outcome": d.succeeded ? "ok" : "failed" }, d.succeeded ? "delivered" : "failed"),
         cell("Status", {}, d.statusCode == null ? "no answer" : String(d.statusCode)),
-        cell("Latency", { class: "num" }, d.latencyMs + " ms"), cell("Error", {}, d.error || el("span", { class: "muted" }, "none")), cell("", {}, retry));
+        cell("Latency", { class: "num" }, nw(num(d.latencyMs) + "\u00a0ms")), cell("Error", {}, d.error || el("span", { class: "muted" }, "none")), cell("", {}, retry));
     });
     const refresh = el("button", { type: "button", class: "secondary", id: "refresh-log" }, "Refresh");
     refresh.addEventListener("click", () => showLog(id).catch((e) => say(e.message, true)));
@@ -238,7 +241,7 @@ async function webhooksSection(sec, say) {
       const w = (await api("/webhooks", { method: "POST", csrf: csrf(), body: { url: url.value, events: ["attestation.created"], description: desc.value } })).data;
       created.replaceChildren(el("div", { class: "secret" }, el("p", {}, el("strong", {}, "Signing secret of " + w.id + ", shown this once: "),
         "store it where your receiver checks signatures."),
-        el("p", {}, el("code", { id: "new-hook-secret" }, w.secret), " ", copyButton(w.secret, "the signing secret", { id: "copy-hook-secret" }))));
+        el("p", {}, blob(w.secret, { id: "new-hook-secret" }), " ", copyButton(w.secret, "the signing secret", { id: "copy-hook-secret" }))));
       url.value = ""; desc.value = "";
       say(`Webhook ${w.id} created.`);
       await load();
@@ -257,7 +260,7 @@ async function webhooksSection(sec, say) {
 // what answering the webhook.verify challenge gives. Deliveries never wait
 // for the challenge: it is an opt-in proof.
 function endpointState(v) {
-  const rate = (n) => (n == null ? "no cap" : n + "/s");
+  const rate = (n) => (n == null ? "no cap" : num(n) + "\u2060/\u2060s"); // a word joiner: "24/s" stays whole
   if (v.status === "verified") return `endpoint verified: up to ${rate(v.hostRateLimit)} to its host`;
   const state = v.status === "pending" ? "endpoint verification pending" : "endpoint unverified";
   return `${state}: deliveries go on, up to ${rate(v.hostRateLimit)} to its host with other unverified webhooks; ` +

@@ -1,7 +1,7 @@
 // The public explorer: the live list (server-sent events, no polling) with
 // filters and cursor paging in the URL, attestation, agent and agents
 // pages, the payload check, global stats with activity over time.
-import { el, api, APIError, actionTypes, typeColors, short, num, when, badge, idWithCopy, copyButton, sha256hex, canonicalJSON, exact, failure, cardsTable, cell } from "./util.js";
+import { el, api, APIError, actionTypes, typeColors, short, num, plural, nw, span, blob, when, badge, idWithCopy, copyButton, sha256hex, canonicalJSON, exact, failure, cardsTable, cell } from "./util.js";
 import { barChart, timeline, legend, stepMs } from "./chart.js";
 import { liveStream } from "./live.js";
 import { renderLogProof } from "./logproof.js";
@@ -38,21 +38,25 @@ function pager(base, params, nextCursor, label) {
   return nav;
 }
 
+// attestationRow is a row of an attestations table. On a phone it is a
+// compact block of three lines (table.compact): the type, time and
+// finality; the attestation and its agent; the action hash (data-short
+// is a cell's label there).
 export function attestationRow(a, fresh) {
   return el("tr", { "data-pda": a.pda, class: fresh ? "new" : null },
-    el("td", { "data-label": "Time" }, when(a.timestamp)),
-    el("td", { "data-label": "Agent" }, el("a", { href: "#/agent/" + a.agentPda, class: "mono", title: a.agentPda }, short(a.agentPda, 12))),
-    el("td", { "data-label": "Action type" }, badge(a.actionType)),
-    el("td", { "data-label": "Action hash" }, el("span", { class: "mono", title: a.actionHash }, short(a.actionHash, 16)), " ", copyButton(a.actionHash, "action hash")),
-    el("td", { "data-label": "Finality", "data-commitment": a.commitment }, a.commitment),
-    el("td", { "data-label": "Attestation" }, el("a", { href: "#/attestation/" + a.pda, class: "mono", title: a.pda }, short(a.pda, 12)), " ",
+    el("td", { "data-label": "Time", "data-short": "" }, when(a.timestamp)),
+    el("td", { "data-label": "Agent", "data-short": "by" }, el("a", { href: "#/agent/" + a.agentPda, class: "mono nw", title: a.agentPda }, short(a.agentPda, 12))),
+    el("td", { "data-label": "Action type", "data-short": "" }, badge(a.actionType)),
+    el("td", { "data-label": "Action hash", "data-short": "hash" }, el("span", { class: "mono nw", title: a.actionHash }, short(a.actionHash, 16)), " ", copyButton(a.actionHash, "action hash")),
+    el("td", { "data-label": "Finality", "data-short": "", "data-commitment": a.commitment }, a.commitment),
+    el("td", { "data-label": "Attestation", "data-short": "" }, el("a", { href: "#/attestation/" + a.pda, class: "mono nw", title: a.pda }, short(a.pda, 12)), " ",
       copyButton(a.pda, "attestation pda")));
 }
 
 // attestationsTable is the list's table with its rows (an empty list
 // says so).
 export function attestationsTable(id, bodyId, caption, rows, empty) {
-  return cardsTable({ id, bodyId, caption }, [["Time"], ["Agent"], ["Action type"], ["Action hash"], ["Finality"], ["Attestation"]], rows, empty);
+  return cardsTable({ id, bodyId, caption, class: "compact att-list" }, [["Time"], ["Agent"], ["Action type"], ["Action hash"], ["Finality"], ["Attestation"]], rows, empty);
 }
 
 export async function listView(main, params) {
@@ -89,7 +93,13 @@ export async function listView(main, params) {
   const live = !cursor && !params.get("to");
   const table = attestationsTable("att-table", "att-rows", live ? "Newest first; new attestations appear by themselves." : "Newest first.", []);
   const tbody = table.tBodies[0];
-  main.append(el("h1", {}, cursor ? "Attestations" : "Newest attestations"), form, chips, status, table);
+  // The filters fold behind one control (open on a wide screen): on a
+  // phone the list is the first screen.
+  const active = [params.get("type"), params.get("agent") && "agent " + short(params.get("agent"), 6),
+    params.get("from") && "from " + params.get("from"), params.get("to") && "to " + params.get("to")].filter(Boolean);
+  const filterBox = el("details", { class: "filters-box", id: "filters", open: window.matchMedia("(min-width: 721px)").matches },
+    el("summary", {}, "Filters", active.length ? el("span", { class: "muted" }, ": ", active.map((x, i) => [i ? ", " : "", nw(x)])) : el("span", { class: "muted" }, " (none)")), form);
+  main.append(el("h1", {}, cursor ? "Attestations" : "Newest attestations"), filterBox, chips, status, table);
 
   const query = new URLSearchParams({ limit: String(PAGE) });
   for (const [name, apiName] of filterNames) if (params.get(name)) query.set(apiName, params.get(name));
@@ -110,7 +120,7 @@ export async function listView(main, params) {
   if (!page.data.length) tbody.append(el("tr", {}, el("td", { colspan: 6, class: "empty", "data-label": "" }, "No attestation matches these filters.")));
   performance.mark("attestd:list-rendered"); // time to a rendered list, for measurements
   let total = page.pagination.total;
-  const say = (extra) => { status.textContent = `${num(total)} attestations` + (extra ? "; " + extra : ""); };
+  const say = (extra) => { status.textContent = plural(total, "attestation") + (extra ? "; " + extra : ""); };
   say("");
   main.append(pager("#/attestations", params, page.pagination.nextCursor, "Attestation"));
   if (!live) return null;
@@ -172,8 +182,8 @@ export async function attestationView(main, id) {
   add("Action type", el("span", { "data-field": "actionType", hidden: true }, a.actionType), badge(a.actionType));
   add("Action hash (SHA-256 of the payload)", idWithCopy(a.actionHash, "action hash", { field: "actionHash" }));
   add("Transaction signature", idWithCopy(a.txSignature, "transaction signature", { field: "txSignature" }));
-  add("Slot", el("span", { class: "mono", "data-field": "slot", "data-value": a.slot }, num(a.slot)));
-  add("Time", el("span", { "data-field": "timestamp", class: "mono" }, a.timestamp), " (", when(a.timestamp), ")");
+  add("Slot", el("span", { class: "nw", "data-field": "slot", "data-value": a.slot }, num(a.slot)));
+  add("Time", el("span", { "data-field": "timestamp", class: "mono nw" }, a.timestamp), " (", when(a.timestamp), ")");
   add("Privacy mode", el("span", { "data-field": "privacyMode" }, a.privacyMode ? "yes" : "no"));
   add("Agent signature (Ed25519 over the hash)", idWithCopy(a.agentSignature, "agent signature", { field: "agentSignature" }));
   add("Finality", el("span", { "data-field": "commitment" }, a.commitment), el("span", { class: "muted" },
@@ -197,7 +207,7 @@ export async function attestationView(main, id) {
     el("a", { href: "#/attestations?tx=" + encodeURIComponent(a.txSignature) }, "Every attestation of this transaction"));
   main.append(el("h1", {}, "Attestation"), dl, related, logProof, el("h2", {}, "Verify a payload"), form);
   // The displayed attestation itself is what the proof's leaf must match.
-  renderLogProof(logProof, a.pda, a);
+  renderLogProof(logProof, a.pda, a, { el, num, plural, blob });
   // A published sample payload (demo data): offer it.
   api("/samples?actionHash=" + a.actionHash).then((s) => {
     if (!s.data.length) return;
@@ -216,7 +226,7 @@ async function verify(text, want) {
   const raw = await sha256hex(new TextEncoder().encode(text));
   let canon = null, why = "not JSON";
   try { canon = await sha256hex(new TextEncoder().encode(canonicalJSON(JSON.parse(text)))); } catch (e) { why = e instanceof SyntaxError ? "not JSON" : e.message; }
-  const line = (name, h) => el("li", {}, name + ": ", el("span", { class: "mono" }, h), h === want ? el("strong", {}, " (matches)") : null);
+  const line = (name, h) => el("li", {}, name + ": ", blob(h), h === want ? el("strong", {}, " (matches)") : null);
   const details = el("ul", { class: "hashes" }, line("SHA-256 of the bytes", raw),
     canon ? line("SHA-256 of the RFC 8785 form", canon) : el("li", {}, "RFC 8785 form: none (" + why + ")"));
   if (raw === want) return [el("span", { class: "result-match", "data-result": "match", "data-form": "raw" }, "Match: the payload's bytes are the ones attested."), details];
@@ -225,9 +235,13 @@ async function verify(text, want) {
 }
 
 // The activity charts' ranges: "life" fits the data (from the first
-// attestation to now, by hour when that is at most 3 days, else by day),
-// the others are fixed windows.
+// attestation to now, by hour when that is at most 3 days, else by day;
+// at least the last 6 hours, so that a young agent's hour in progress is
+// one bar of several, not the whole chart), the others are fixed windows.
 const ranges = [["life", "Whole life"], ["24h", "24 h"], ["7d", "7 days"], ["30d", "30 days"]];
+
+// MIN_HOURS is the fewest hourly buckets a whole-life chart shows.
+const MIN_HOURS = 6;
 
 function hourFloor(ms) { return new Date(Math.floor(ms / 3600e3) * 3600e3).toISOString().replace(".000Z", "Z"); }
 
@@ -236,7 +250,7 @@ function hourFloor(ms) { return new Date(Math.floor(ms / 3600e3) * 3600e3).toISO
 export function lifeQuery(first, now = Date.now()) {
   if (!first) return "bucket=hour";
   const span = now - Date.parse(first);
-  if (span <= 3 * 86400e3) return "bucket=hour&from=" + hourFloor(Date.parse(first));
+  if (span <= 3 * 86400e3) return "bucket=hour&from=" + hourFloor(Math.min(Date.parse(first), now - (MIN_HOURS - 1) * 3600e3));
   return "bucket=day&from=" + first.slice(0, 10);
 }
 
@@ -269,7 +283,7 @@ export function activityChart(main, path, title, first) {
       let s;
       if (key === "life" && first === undefined) {
         s = (await api(path + "?bucket=day")).data;
-        if (s.series.length <= 3) s = (await api(path + "?bucket=hour&from=" + s.from)).data;
+        if (s.series.length <= 3) s = (await api(path + "?bucket=hour&from=" + hourFloor(Math.min(Date.parse(s.from), Date.now() - (MIN_HOURS - 1) * 3600e3)))).data;
       } else {
         s = (await api(path + "?" + rangeQuery(key, first))).data;
       }
@@ -280,7 +294,12 @@ export function activityChart(main, path, title, first) {
       const peak = done.reduce((m, p) => (p.total > m.total ? p : m), { total: -1 });
       const day = s.bucket === "day";
       box.replaceChildren(timeline(`${title}, ${r[1].toLowerCase()}, per ${s.bucket}`, s, chartWidth(main), now));
-      note.textContent = `${num(sum)} attestations from ${exact(s.from)} to ${exact(s.to)}, per ${s.bucket}` +
+      // The whole life says how long that is: a young agent's few hours
+      // are drawn by hour (the finest bucket the API counts), its hour in
+      // progress pale.
+      const life = key === "life" && first ? `Its whole life so far: ${span(now - Date.parse(first))}, since ${exact(first)}. ` : "";
+      note.textContent = life + `${plural(sum, "attestation")} from ${exact(s.from)} to ${exact(s.to)}, by ${s.bucket}` +
+        (life && s.bucket === "hour" && Date.parse(s.from) < Date.parse(first) - 3600e3 ? ` (at least the last ${MIN_HOURS} hours are shown)` : "") +
         (peak.total > 0 ? `; busiest complete ${s.bucket}: ${day ? peak.at.slice(0, 10) : exact(peak.at)} with ${num(peak.total)}` : "") +
         (s.series.length > done.length ? `; the last ${s.bucket} is in progress (pale).` : ".") + " Hover or focus the chart for exact counts.";
       box.dataset.total = String(sum);
@@ -314,8 +333,9 @@ export async function agentView(main, id) {
   add("Status", el("span", { "data-field": "revoked", class: a.revoked ? "status-revoked" : "status-active" }, a.revoked ? "revoked " + exact(a.revokedAt) : "active"));
   const chart = activityChart(main, "/agents/" + enc + "/activity", "Attestations of this agent over time by action type", s.firstAttestationAt || null);
   main.append(el("h1", {}, "Agent"), dl,
-    el("div", { class: "cards" }, card("Attestations", s.totalAttestations, "totalAttestations"), card("Last 24 h", s.last24h, "last24h"), card("Last 7 days", s.last7d, "last7d")),
-    el("p", { class: "muted" }, "First attestation ", when(s.firstAttestationAt), ", last ", when(s.lastAttestationAt), "."),
+    el("div", { class: "cards" }, card("Attestations, all time", s.totalAttestations, "totalAttestations"), card("Attestations, last 24\u00a0h", s.last24h, "last24h"),
+      card("Attestations, last 7\u00a0days", s.last7d, "last7d")),
+    el("p", { class: "muted" }, "First attestation ", when(s.firstAttestationAt, "none yet"), ", last ", when(s.lastAttestationAt, "none yet"), "."),
     el("h2", {}, "Activity over time"), ...chart.nodes,
     el("h2", {}, "All attestations by action type"),
     barChart("Attestations by action type", actionTypes.map((t, i) => ({ label: t, value: s.byType[t], color: typeColors[i] })), chartWidth(main)),
@@ -325,7 +345,17 @@ export async function agentView(main, id) {
 }
 
 function card(label, n, key) {
-  return el("div", { class: "card" }, el("div", { class: "muted" }, label), el("div", { class: "n", "data-stat": key, "data-value": n }, num(n)));
+  return el("div", { class: "card" }, el("div", { class: "label" }, label), el("div", { class: "n nw", "data-stat": key, "data-value": n }, num(n)));
+}
+
+// latestEvent says what an agent's latest activity (the list's order) was:
+// an attestation, its registration, a policy update or its revocation.
+function latestEvent(a) {
+  const at = Date.parse(a.lastActivityAt);
+  const what = a.lastAttestationAt && Date.parse(a.lastAttestationAt) >= at ? "attestation"
+    : a.revoked && a.revokedAt && Date.parse(a.revokedAt) >= at ? "revoked"
+      : Date.parse(a.registeredAt) >= at ? "registered" : "policy update";
+  return el("span", { "data-event": what }, what + " ", when(a.lastActivityAt));
 }
 
 export async function agentsView(main, params) {
@@ -334,15 +364,16 @@ export async function agentsView(main, params) {
   let page;
   try { page = await api("/agents?" + q.toString()); } catch (e) { notFound(main, "Agents", e); return null; }
   const rows = page.data.map((a) => el("tr", { "data-agent": a.pda },
-    cell("Agent", {}, el("a", { href: "#/agent/" + a.pda, class: "mono", title: a.pda }, short(a.pda, 14)), " ", copyButton(a.pda, "agent pda")),
-    cell("Attestations", { "data-count": a.attestationCount, class: "num" }, num(a.attestationCount)),
-    cell("Last activity", {}, when(a.lastActivityAt)),
-    cell("Last attestation", {}, when(a.lastAttestationAt)),
-    cell("Registered", {}, when(a.registeredAt)),
-    cell("Status", { "data-state": a.revoked ? "revoked" : "active" }, a.revoked ? "revoked" : "active")));
+    cell("Agent", { "data-short": "" }, el("a", { href: "#/agent/" + a.pda, class: "mono nw", title: a.pda }, short(a.pda, 14)), " ", copyButton(a.pda, "agent pda")),
+    cell("Attestations", { "data-count": a.attestationCount, class: "num", "data-short": "Attestations" }, nw(num(a.attestationCount))),
+    cell("Last attestation", { "data-short": "last" }, when(a.lastAttestationAt, "none yet")),
+    cell("Latest event", { "data-short": "Latest event:" }, latestEvent(a)),
+    cell("Registered", { "data-short": "registered" }, when(a.registeredAt)),
+    cell("Status", { "data-short": "", "data-state": a.revoked ? "revoked" : "active" }, a.revoked ? "revoked" : "active")));
   main.append(el("h1", {}, "Agents"),
-    el("p", { class: "muted", id: "agents-total" }, `${num(page.pagination.total)} agents, the most recently active first.`),
-    cardsTable({ id: "agents-table", bodyId: "agent-rows" }, [["Agent"], ["Attestations", { num: true }], ["Last activity"], ["Last attestation"], ["Registered"], ["Status"]],
+    el("p", { class: "muted", id: "agents-total" }, `${plural(page.pagination.total, "agent")}, the most recently active first `,
+      "(by their latest event: an attestation, a registration, a policy update or a revocation)."),
+    cardsTable({ id: "agents-table", bodyId: "agent-rows", class: "compact agent-list" }, [["Agent"], ["Attestations", { num: true }], ["Last attestation"], ["Latest event"], ["Registered"], ["Status"]],
       rows, "No agent is registered yet: agents appear here once their registration is indexed."),
     pager("#/agents", params, page.pagination.nextCursor, "Agent"));
   return null;
@@ -353,8 +384,8 @@ export async function statsView(main) {
   try { s = await api("/stats"); } catch (e) { notFound(main, "Global statistics", e); return null; } // /stats answers the object itself (SPEC.md)
   const chart = activityChart(main, "/stats/activity", "Attestations over time by action type");
   main.append(el("h1", {}, "Global statistics"),
-    el("div", { class: "cards" }, card("Agents", s.agents, "agents"), card("Attestations", s.attestations, "attestations"),
-      card("Last 24 h", s.last24h, "last24h"), card("Indexed slot", s.indexedSlot, "indexedSlot")),
+    el("div", { class: "cards" }, card("Agents", s.agents, "agents"), card("Attestations, all time", s.attestations, "attestations"),
+      card("Attestations, last 24\u00a0h", s.last24h, "last24h"), card("Indexed up to slot", s.indexedSlot, "indexedSlot")),
     el("h2", {}, "Activity over time"), ...chart.nodes,
     el("h2", {}, "Attestations by action type"),
     barChart("Attestations by action type", actionTypes.map((t, i) => ({ label: t, value: s.byType[t], color: typeColors[i] })), chartWidth(main)));

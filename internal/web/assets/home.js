@@ -2,36 +2,42 @@
 // (GET /stats/overview) for the figures (the pace, active agents, the
 // busiest ones, the indexer's lag, finality, the log), the last 24 hours
 // by hour, and the newest attestations live (the stream, no polling).
-import { el, api, num, when, short, duration, failure, cardsTable, cell, copyButton, exact } from "./util.js";
+import { el, api, num, plural, nw, span, when, short, duration, failure, copyButton, exact } from "./util.js";
 import { timeline, legend } from "./chart.js";
 import { liveStream } from "./live.js";
 import { attestationRow, attestationsTable, cursorOf } from "./explorer.js";
 
 const NEWEST = 10;
 
-// stat is one figure: a label, the number (data-stat names it, data-value
-// holds the API's value), and a line under it.
+// stat is one figure: a label (which names its window), the number
+// (data-stat names it, data-value holds the API's value), and a line
+// under it.
 function stat(label, key, value, shown, sub, warn) {
-  return el("div", { class: "card" + (warn ? " warn" : ""), "data-card": key }, el("div", { class: "muted" }, label),
-    el("div", { class: "n", "data-stat": key, "data-value": value }, shown), sub ? el("div", { class: "sub" }, sub) : null);
+  return el("div", { class: "card" + (warn ? " warn" : ""), "data-card": key }, el("div", { class: "label" }, label),
+    el("div", { class: "n nw", "data-stat": key, "data-value": value }, shown), sub ? el("div", { class: "sub" }, sub) : null);
 }
 
-// figures draws the overview's cards.
+// figures draws the overview's cards. Each says over which window it is
+// computed: the API's recent window (5 minutes) is an average over those
+// minutes, so labelled, never "now".
 function figures(o) {
+  const win = o.rate.windowSeconds;
+  const winShort = win % 60 === 0 ? `${num(win / 60)}\u00a0min` : `${num(win)}\u00a0s`;
+  const winLong = span(win * 1000);
   const cards = [
-    stat("Attestations", "attestations", o.attestations, num(o.attestations), `${num(o.agents)} agents registered`),
-    stat("Per minute now", "perMinuteNow", o.rate.perMinuteNow, num(o.rate.perMinuteNow),
-      `${num(o.rate.lastWindow)} in the last ${o.rate.windowSeconds / 60} min`),
-    stat("Per minute, day", "perMinute24h", o.rate.perMinute24h, num(o.rate.perMinute24h), `${num(o.rate.last24h)} in the last 24 h`),
-    stat("Active agents", "activeAgents24h", o.activeAgents24h, num(o.activeAgents24h), "with an attestation in the last 24 h"),
+    stat("Attestations", "attestations", o.attestations, num(o.attestations), `by ${plural(o.agents, "registered agent")}`),
+    stat(`Per minute, last ${winShort}`, "perMinuteNow", o.rate.perMinuteNow, num(o.rate.perMinuteNow),
+      `${plural(o.rate.lastWindow, "attestation")} in the last ${winLong}`),
+    stat("Per minute, last 24\u00a0h", "perMinute24h", o.rate.perMinute24h, num(o.rate.perMinute24h), `${plural(o.rate.last24h, "attestation")} in the last 24\u00a0hours`),
+    stat("Active agents, last 24\u00a0h", "activeAgents24h", o.activeAgents24h, num(o.activeAgents24h), "agents with an attestation in the last 24\u00a0hours"),
   ];
   const ix = o.indexer;
   if (ix && !ix.lastIndexedAt) {
     // No indexer has written here yet: a lag of 0 would say "current".
     cards.push(stat("Indexer lag", "lagSlots", ix.lagSlots, "none yet", "no indexer has run against this database", true));
   } else if (ix) {
-    cards.push(stat("Indexer lag", "lagSlots", ix.lagSlots, num(ix.lagSlots) + " slots",
-      (ix.synced ? "synced" : "not synced") + ", last indexed " + (ix.lastIndexedAt ? duration((Date.parse(o.at) - Date.parse(ix.lastIndexedAt)) / 1000) + " before these figures" : "never"),
+    cards.push(stat("Indexer lag", "lagSlots", ix.lagSlots, plural(ix.lagSlots, "slot"),
+      (ix.synced ? "synced" : "not synced") + "; last indexed " + duration((Date.parse(o.at) - Date.parse(ix.lastIndexedAt)) / 1000) + " before these figures",
       !ix.synced));
   } else {
     cards.push(stat("Indexer lag", "lagSlots", "", "unknown", "its progress could not be read now", true));
@@ -41,22 +47,27 @@ function figures(o) {
     f.oldestUnfinalizedAt ? "the oldest confirmed " + duration((Date.parse(o.at) - Date.parse(f.oldestUnfinalizedAt)) / 1000) + " before these figures" : "every attestation is finalized"));
   if (o.log) {
     cards.push(stat("Log entries", "logSize", o.log.size, num(o.log.size),
-      el("span", { "data-log-age": "" }, "checkpoint signed ", when(o.log.checkpointAt))));
+      el("span", { "data-log-age": "" }, "in the public log; checkpoint signed ", when(o.log.checkpointAt))));
   } else {
     cards.push(stat("Log entries", "logSize", "", "off", "this node serves no signed log"));
   }
   return cards;
 }
 
-// topAgents is the table of the day's busiest agents.
+// topAgents is the table of the busiest agents of the last 24 hours: a
+// plain table at every width (four short columns fit a phone).
 function topAgents(o) {
   const rows = o.topAgents24h.map((t, i) => el("tr", { "data-top": t.agentPda },
-    cell("Rank", { class: "num" }, String(i + 1)),
-    cell("Agent", {}, el("a", { href: "#/agent/" + t.agentPda, class: "mono", title: t.agentPda }, short(t.agentPda, 14)), " ", copyButton(t.agentPda, "agent pda")),
-    cell("Attestations, 24 h", { class: "num", "data-count": t.attestations }, num(t.attestations)),
-    cell("Share", { class: "num" }, o.rate.last24h ? Math.round((100 * t.attestations) / o.rate.last24h) + " %" : "")));
-  return cardsTable({ id: "top-agents", bodyId: "top-rows" }, [["Rank", { num: true }], ["Agent"], ["Attestations, 24 h", { num: true }], ["Share", { num: true }]],
-    rows, "No agent attested anything in the last 24 hours.");
+    el("td", { class: "num" }, String(i + 1)),
+    el("td", {}, el("a", { href: "#/agent/" + t.agentPda, class: "mono nw", title: t.agentPda }, short(t.agentPda, 10)), " ", copyButton(t.agentPda, "agent pda")),
+    el("td", { class: "num", "data-count": t.attestations }, nw(num(t.attestations))),
+    el("td", { class: "num" }, o.rate.last24h ? nw(Math.round((100 * t.attestations) / o.rate.last24h) + "\u00a0%") : "")));
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 4, class: "empty" }, "No agent attested anything in the last 24 hours.")));
+  return el("table", { id: "top-agents", class: "plain" },
+    el("caption", { class: "offscreen" }, "The busiest agents of the last 24 hours, by their attestations in that window"),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col", class: "num" }, el("abbr", { title: "Rank" }, "#")), el("th", { scope: "col" }, "Agent"),
+      el("th", { scope: "col", class: "num" }, "Attestations"), el("th", { scope: "col", class: "num" }, "Share"))),
+    el("tbody", { id: "top-rows" }, rows));
 }
 
 export async function homeView(main) {
@@ -74,7 +85,7 @@ export async function homeView(main) {
     cards, asOf,
     el("div", { class: "grid2" },
       el("section", { "aria-labelledby": "h-24h" }, el("h2", { id: "h-24h" }, "The last 24 hours"), chartBox, legend(), chartNote),
-      el("section", { "aria-labelledby": "h-top" }, el("h2", { id: "h-top" }, "Busiest agents today"), top)),
+      el("section", { "aria-labelledby": "h-top" }, el("h2", { id: "h-top" }, "Busiest agents, last 24 hours"), top)),
     el("section", { "aria-labelledby": "h-new" }, el("h2", { id: "h-new" }, "Newest attestations"), status, newest,
       el("p", {}, el("a", { href: "#/attestations" }, "All attestations, with filters ›"))));
 
@@ -82,7 +93,7 @@ export async function homeView(main) {
   const overview = api("/stats/overview").then((r) => {
     const o = r.data;
     cards.replaceChildren(...figures(o));
-    asOf.replaceChildren("Figures read ", when(o.at), " (cached for at most 30 s); the list below is live.");
+    asOf.replaceChildren("Figures read ", when(o.at), " (cached for at most 30\u00a0s); the list below is live.");
     top.replaceChildren(topAgents(o));
     performance.mark("attestd:home-figures");
   }).catch((e) => { cards.replaceChildren(failure(e, "the figures")); top.replaceChildren(failure(e, "the busiest agents")); });
@@ -90,7 +101,7 @@ export async function homeView(main) {
     const s = r.data, now = Date.now();
     chartBox.replaceChildren(timeline("Attestations per hour over the last 24 hours, by action type", s, width, now));
     const sum = s.series.reduce((n, p) => n + p.total, 0);
-    chartNote.textContent = `${num(sum)} attestations from ${exact(s.from)} to ${exact(s.to)}; the current hour is in progress (pale). Hover or focus the chart for exact counts.`;
+    chartNote.textContent = `${plural(sum, "attestation")} from ${exact(s.from)} to ${exact(s.to)}, by hour; the current hour is in progress (pale). Hover or focus the chart for exact counts.`;
   }).catch((e) => chartNote.replaceChildren(failure(e, "the chart")));
   let page;
   try {

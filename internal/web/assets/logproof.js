@@ -237,27 +237,14 @@ async function get(path, text) {
   return { status: res.status, json, text: body };
 }
 
-function say(section, result, ...children) {
+// The page's part. ui is the page's helpers (util.js: el, num, plural,
+// blob; this file imports nothing, so that Node.js runs it as it is).
+
+function say(section, ui, result, ...children) {
   section.dataset.result = result;
-  const doc = section.ownerDocument;
-  const p = doc.createElement("p");
-  p.className = "log-proof log-proof-" + result;
-  p.append(...children.map((c) => (typeof c === "string" ? doc.createTextNode(c) : c)));
-  section.replaceChildren(section.querySelector("h2") || heading(doc), p);
+  const p = ui.el("p", { class: "log-proof log-proof-" + result }, ...children);
+  section.replaceChildren(section.querySelector("h2") || ui.el("h2", {}, "Transparency log"), p);
   return p;
-}
-
-function heading(doc) {
-  const h = doc.createElement("h2");
-  h.textContent = "Transparency log";
-  return h;
-}
-
-function small(doc, text) {
-  const s = doc.createElement("span");
-  s.className = "muted";
-  s.textContent = text;
-  return s;
 }
 
 // renderLogProof fills section with the verdict on attestation pda:
@@ -265,10 +252,12 @@ function small(doc, text) {
 // (the service runs no log) or "error" (could not ask). Pass shown, the
 // attestation object the page displays, so that what is verified is what
 // the reader sees (a service could answer a second request differently);
-// without it the attestation is fetched again.
-export async function renderLogProof(section, pda, shown) {
-  const doc = section.ownerDocument;
-  say(section, "checking", "Checking the log proof in your browser…");
+// without it the attestation is fetched again. A verified proof is one
+// sentence in plain words; what it means, the figures and keys of the
+// check, and the proof's download are behind a disclosure.
+export async function renderLogProof(section, pda, shown, ui) {
+  const { el, num, plural, blob } = ui;
+  say(section, ui, "checking", "Checking the log proof in your browser…");
   let key, att, proof, health;
   const id = encodeURIComponent(pda);
   try {
@@ -276,43 +265,66 @@ export async function renderLogProof(section, pda, shown) {
       shown ? { status: 200, json: { data: shown } } : get("/attestations/" + id), get("/attestations/" + id + "/proof"),
       get("/health").catch(() => ({ status: 0, json: null }))]);
   } catch (e) {
-    say(section, "error", "Cannot reach the API to check the log proof: " + e.message);
+    say(section, ui, "error", "Cannot reach the API to check the log proof: " + e.message);
     return;
   }
   if (proof.status === 409) {
-    say(section, "pending", "Not in the log yet: ", (proof.json && proof.json.error && proof.json.error.message) || "the attestation is logged once finalized.");
+    say(section, ui, "pending", "Not in the log yet: ", (proof.json && proof.json.error && proof.json.error.message) || "the attestation is logged once finalized.");
     return;
   }
   if (proof.status === 503 || key.status === 503) {
-    say(section, "off", "This service runs no transparency log.");
+    say(section, ui, "off", "This service runs no transparency log.");
     return;
   }
   if (proof.status !== 200 || att.status !== 200 || key.status !== 200 || !proof.json || !att.json) {
-    say(section, "error", `Cannot check the log proof (HTTP ${proof.status}).`);
+    say(section, ui, "error", `Cannot check the log proof (HTTP ${proof.status}).`);
     return;
   }
+  let v, policy;
   try {
     if (att.json.data.pda !== pda) throw new LogError("leaf", "the attestation served is not " + pda);
-    const policy = witnessPolicy(health);
-    const v = await verifyProof(att.json.data, proof.json.data, key.text, policy);
-    const p = say(section, "verified", `In the log at index ${v.leafIndex}, verified`,
-      small(doc, ` (tree of ${v.treeSize} leaves, root ${v.root}; checkpoint signed by ${v.keyName}).`));
-    if (v.witnesses) {
-      const w = doc.createElement("span");
-      w.className = "log-proof-witnessed";
-      w.textContent = ` Witnessed by ${v.witnessedBy.length} of ${v.witnesses}`;
-      p.append(w, small(doc, ` (${v.witnessedBy.join(", ")}; ${v.quorum} required).`));
-      section.dataset.witnessed = `${v.witnessedBy.length}/${v.witnesses}`;
-    }
-    p.append(doc.createElement("br"), small(doc,
-      `Checked here with WebCrypto against the key this service publishes (${key.text.trim()})` +
-      (v.witnesses ? ` and its witnesses' keys (${policy.witnesses.join(", ")})` : "") + `: compare them with the keys the operators published. ` +
-      `The log proves what this service served, not that the chain holds it: transaction ${proof.json.data.txSignature} at slot ${proof.json.data.slot} can be checked with any Solana RPC.`));
-    p.append(doc.createElement("br"), downloadLink(doc, pda, id));
+    policy = witnessPolicy(health);
+    v = await verifyProof(att.json.data, proof.json.data, key.text, policy);
   } catch (e) {
     const why = e instanceof LogError ? e.message : "verification error: " + e.message;
-    say(section, "failed", "Not verified: " + why + ".").dataset.step = e instanceof LogError ? e.step : "error";
+    say(section, ui, "failed", "Not verified: " + why + ".").dataset.step = e instanceof LogError ? e.step : "error";
+    return;
   }
+  // The sentence: what the reader needs to know.
+  const by = v.witnessedBy.length;
+  const witnessed = !v.witnesses ? "; no independent witness countersigns this log"
+    : by === v.witnesses ? ` and confirmed by ${plural(by, "independent witness", "independent witnesses")}`
+      : ` and confirmed by ${num(by)} of its ${plural(v.witnesses, "independent witness", "independent witnesses")}`;
+  const p = say(section, ui, "verified", el("span", { class: "log-proof-mark", "aria-hidden": "true" }, "✓ "),
+    el("span", { class: "log-proof-sentence" }, "Recorded in the public log" + witnessed + "."), " ",
+    el("span", { class: "muted" }, "Your browser checked it."));
+  if (v.witnesses) section.dataset.witnessed = `${by}/${v.witnesses}`;
+  else delete section.dataset.witnessed;
+  p.dataset.index = String(v.leafIndex);
+  // The details.
+  const dl = el("dl", { class: "fields" });
+  const add = (label, ...value) => dl.append(el("div", {}, el("dt", {}, label), el("dd", {}, ...value)));
+  const keyText = key.text.trim().split("\n")[0].trim();
+  add("Entry", el("span", { "data-log": "index" }, "index ", el("span", { class: "nw" }, num(v.leafIndex))), " of a tree of ",
+    el("span", { class: "nw", "data-log": "size" }, plural(v.treeSize, "entry", "entries")));
+  add("Root hash", blob(v.root, { "data-log": "root" }));
+  add("Log key", blob(keyText, { "data-log": "key", title: "the key of the log " + v.keyName }));
+  if (v.witnesses) {
+    add("Witnesses", `countersigned by ${num(by)} of ${num(v.witnesses)} (${num(v.quorum)} required): `,
+      policy.witnesses.map((w, i) => el("span", { class: "witness" }, i ? "; " : "", blob(w, { "data-log": "witness" }))));
+  }
+  add("Checked here", `with WebCrypto: the checkpoint's signature by the log key${v.witnesses ? ", the witnesses' countersignatures" : ""}, ` +
+    `the inclusion proof (${plural(proof.json.data.inclusionProof.length, "hash", "hashes")}) from this attestation to the root hash, and that the entry is this attestation.`);
+  add("On chain", "the log proves what this service served, not that the chain holds it: check transaction ",
+    blob(proof.json.data.txSignature, { "data-log": "tx" }), " at slot ", el("span", { class: "nw" }, num(proof.json.data.slot)), " with any Solana RPC.");
+  add("Proof", downloadLink(el, pda, id), " (a C2SP tlog-proof: check it offline with ", el("code", {}, "attestd verify --proof"), ")");
+  section.append(el("details", { class: "log-details", id: "log-details" },
+    el("summary", {}, "What this means, and the details of the check"),
+    el("p", {}, "Every finalized attestation is appended to a public, append-only log. The log's key signs each state of it (a checkpoint) ",
+      v.witnesses ? "and independent witnesses countersign it, " : "", "so this service cannot show you this attestation and hide it from others, ",
+      "or change it later, without the change showing. Your browser checked the proof itself; it took nothing on trust but the keys below: ",
+      "compare them with the keys the operators publish."),
+    dl));
 }
 
 // witnessPolicy is the node's witness policy as /health states it (each
@@ -327,12 +339,8 @@ function witnessPolicy(health) {
 
 // downloadLink is the "Download proof" link: the attestation's C2SP
 // tlog-proof, to keep and check offline (attestd verify --proof).
-function downloadLink(doc, pda, id) {
-  const a = doc.createElement("a");
-  a.className = "log-proof-download";
-  a.href = "/api/v1/attestations/" + id + "/proof?format=tlog-proof";
-  a.download = pda.replace(/[^1-9A-HJ-NP-Za-km-z]/g, "") + ".tlog-proof";
-  a.textContent = "Download proof";
-  a.title = "A C2SP tlog-proof: check it offline with attestd verify --proof FILE --log-key KEY";
-  return a;
+function downloadLink(el, pda, id) {
+  return el("a", { class: "log-proof-download", href: "/api/v1/attestations/" + id + "/proof?format=tlog-proof",
+    download: pda.replace(/[^1-9A-HJ-NP-Za-km-z]/g, "") + ".tlog-proof",
+    title: "A C2SP tlog-proof: check it offline with attestd verify --proof FILE --log-key KEY" }, "Download proof");
 }

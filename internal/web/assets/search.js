@@ -2,7 +2,13 @@
 // address, a transaction signature or an action hash, or drop a payload
 // file (hashed here, never sent). One match opens its page; several are
 // listed; none says what was tried.
-import { el, api, APIError, short, num, base58decode, payloadHashes, failure, cardsTable, cell, when } from "./util.js";
+import { el, api, APIError, short, plural, base58decode, payloadHashes, failure, cardsTable, cell, when } from "./util.js";
+
+// path is an API call as code that wraps only between its parts (before a
+// "/", "?" or "&"), never inside one.
+function path(text) {
+  return el("code", { class: "path" }, text.split(/(?=[/?&])/).flatMap((p, i) => (i ? [el("wbr", {}), p] : [p])));
+}
 import { attestationRow, attestationsTable } from "./explorer.js";
 
 // classify says what a search text is: {kind: "hash" | "signature" |
@@ -105,13 +111,13 @@ async function byHash(said, out, hash, alt, fileName) {
       ? `No attestation commits to ${what}: neither the SHA-256 of its bytes${alt ? " nor of its RFC 8785 canonical JSON" : ""} is attested here.`
       : `No attestation has the action hash ${hash}.`;
     out.append(el("p", { class: "muted", "data-tried": tried.join(",") }, "Tried: ", tried.map((h, i) =>
-      el("span", {}, i ? ", " : "", el("code", {}, "GET /api/v1/attestations?actionHash=" + short(h, 16))))), help());
+      el("span", {}, i ? ", " : "", path("GET /api/v1/attestations?actionHash=" + short(h, 16))))), help());
     return null;
   }
   const page = pages[hit];
   if (page.pagination.total === 1) { go("#/attestation/" + page.data[0].pda); return null; }
   const form = fileName ? (hit === 0 ? "its bytes" : "its RFC 8785 canonical JSON") : "";
-  said.textContent = `${num(page.pagination.total)} attestations commit to ${what}` + (form ? ` (the SHA-256 of ${form})` : "") + ", newest first.";
+  said.textContent = `${plural(page.pagination.total, "attestation")} commit to ${what}` + (form ? ` (the SHA-256 of ${form})` : "") + ", newest first.";
   out.append(attestationsTable("search-table", "search-rows", null, page.data.map((a) => attestationRow(a, false))),
     el("p", {}, el("a", { href: "#/attestations?hash=" + tried[hit] }, "All of them, paged")));
   return null;
@@ -121,11 +127,11 @@ async function byTransaction(said, out, sig) {
   const page = await api("/attestations?limit=25&txSignature=" + encodeURIComponent(sig));
   if (page.pagination.total === 0) {
     said.textContent = `No attestation was recorded by the transaction ${short(sig, 20)}: it is not a Prova record_attestations transaction indexed here.`;
-    out.append(el("p", { class: "muted" }, "Tried: ", el("code", {}, "GET /api/v1/attestations?txSignature=" + short(sig, 16))), help());
+    out.append(el("p", { class: "muted" }, "Tried: ", path("GET /api/v1/attestations?txSignature=" + short(sig, 16))), help());
     return null;
   }
   if (page.pagination.total === 1) { go("#/attestation/" + page.data[0].pda); return null; }
-  said.textContent = `The transaction ${short(sig, 20)} recorded ${num(page.pagination.total)} attestations.`;
+  said.textContent = `The transaction ${short(sig, 20)} recorded ${plural(page.pagination.total, "attestation")}.`;
   out.append(attestationsTable("search-table", "search-rows", null, page.data.map((a) => attestationRow(a, false))),
     el("p", {}, el("a", { href: "#/attestations?tx=" + encodeURIComponent(sig) }, "All of them, paged")));
   return null;
@@ -150,15 +156,15 @@ async function byAddress(said, out, addr) {
   if (!found.length) {
     said.textContent = `No attestation, agent or operator has the address ${addr}.`;
     out.append(el("p", { class: "muted", "data-tried": "attestation,agent,operator" }, "Tried: ",
-      el("code", {}, "GET /api/v1/attestations/" + short(addr, 12)), ", ", el("code", {}, "GET /api/v1/agents/" + short(addr, 12)), ", ",
-      el("code", {}, "GET /api/v1/agents?operator=" + short(addr, 12)), "."), help());
+      path("GET /api/v1/attestations/" + short(addr, 12)), ", ", path("GET /api/v1/agents/" + short(addr, 12)), ", ",
+      path("GET /api/v1/agents?operator=" + short(addr, 12)), "."), help());
     return null;
   }
   said.textContent = `The address ${short(addr, 16)} is ${found.length} things here:`;
-  out.append(cardsTable({ id: "search-table", bodyId: "search-rows" }, [["What"], ["Page"], ["When"]],
+  out.append(cardsTable({ id: "search-table", bodyId: "search-rows" }, [["What"], ["Page"], ["Last attestation"]],
     found.map((f) => el("tr", { "data-kind": f.kind },
       cell("What", {}, f.kind),
-      cell("Page", {}, el("a", { href: f.hash, class: "mono" }, short(f.hash.split("/").pop(), 14))),
-      cell("When", {}, f.a ? when(f.a.timestamp) : when(f.g.lastActivityAt || f.g.registeredAt))))));
+      cell("Page", {}, el("a", { href: f.hash, class: "mono nw" }, short(f.hash.split("/").pop(), 14))),
+      cell("Last attestation", {}, f.a ? when(f.a.timestamp) : when(f.g.lastAttestationAt || (f.g.metrics && f.g.metrics.lastAttestationAt), "none yet"))))));
   return null;
 }

@@ -5,7 +5,7 @@
 // el builds an element: attributes, then children (strings become text,
 // never HTML).
 export function el(tag, attrs, ...children) {
-  const svg = ["svg", "rect", "text", "g", "line", "title", "path", "pattern", "defs"].includes(tag);
+  const svg = ["svg", "rect", "text", "g", "line", "title", "path", "pattern", "defs", "circle"].includes(tag);
   const e = svg ? document.createElementNS("http://www.w3.org/2000/svg", tag) : document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === false || v == null) continue;
@@ -88,9 +88,28 @@ export const typeColors = ["#0b57d0", "#b3261e", "#146c2e", "#7d5260", "#8a5a00"
 
 export function short(s, n = 10) { return s && s.length > n + 3 ? s.slice(0, n) + "…" : s; }
 
-const numberFormat = new Intl.NumberFormat("en-US");
-// num writes a count with thousands separators (102,116).
+const numberFormat = new Intl.NumberFormat("en-US", { maximumFractionDigits: 1 });
+// num writes a number with thousands separators (102,116; 446.8): every
+// figure the pages show goes through it.
 export function num(n) { return numberFormat.format(n); }
+
+// plural writes a count and its noun: "1 slot", "2,234 attestations"
+// (many defaults to one + "s"). A unit (min, h, %) is kept with its number
+// by a no-break space; a noun need not be.
+export function plural(n, one, many = one + "s") { return num(n) + " " + (n === 1 ? one : many); }
+
+// nw is a span that never breaks inside (a number with its unit, a code
+// word, a short id): class "nw", which the browser tests hold to one line.
+export function nw(...children) { return el("span", { class: "nw" }, ...children); }
+
+// blob shows a long id, hash or key in full, in monospace, with a line
+// break allowed only between groups of eight characters (<wbr>: the text
+// selected or copied is the value itself).
+export function blob(value, attrs = {}, tag = "span") {
+  const s = String(value), parts = [];
+  for (let i = 0; i < s.length; i += 8) parts.push(i ? el("wbr", {}) : null, s.slice(i, i + 8));
+  return el(tag, { ...attrs, class: "mono blob" + (attrs.class ? " " + attrs.class : "") }, parts);
+}
 
 // bytes writes a size in binary units: "512 B", "96.5 KiB", "12 MiB" (a
 // no-break space keeps the number with its unit).
@@ -111,13 +130,22 @@ export function relative(iso, now = Date.now()) {
   const [n, unit] = a < 45 ? [a, "s"] : a < 3600 ? [Math.round(a / 60), "min"] : a < 86400 ? [Math.round(a / 3600), "h"]
     : a < 86400 * 45 ? [Math.round(a / 86400), "d"] : a < 86400 * 365 ? [Math.round(a / (86400 * 30)), "mo"] : [Math.round(a / (86400 * 365)), "y"];
   if (a < 10) return "just now";
-  return s >= 0 ? `${n} ${unit} ago` : `in ${n} ${unit}`;
+  return s >= 0 ? `${n}\u00a0${unit} ago` : `in ${n}\u00a0${unit}`;
 }
 
-// duration writes seconds as "42 s", "5 min", "3 h", "2 d".
+// duration writes seconds as "42 s", "5 min", "3 h", "2 d" (a no-break
+// space keeps the number with its unit).
 export function duration(s) {
   s = Math.max(0, Math.round(s));
-  return s < 90 ? s + " s" : s < 5400 ? Math.round(s / 60) + " min" : s < 172800 ? Math.round(s / 3600) + " h" : Math.round(s / 86400) + " d";
+  const [n, unit] = s < 90 ? [s, "s"] : s < 5400 ? [Math.round(s / 60), "min"] : s < 172800 ? [Math.round(s / 3600), "h"] : [Math.round(s / 86400), "d"];
+  return num(n) + "\u00a0" + unit;
+}
+
+// span writes a length of time in words: "1 minute", "5 hours", "3 days".
+export function span(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
+  const [n, unit] = s < 90 ? [s, "second"] : s < 5400 ? [Math.round(s / 60), "minute"] : s < 172800 ? [Math.round(s / 3600), "hour"] : [Math.round(s / 86400), "day"];
+  return num(n) + "\u00a0" + unit + (n === 1 ? "" : "s");
 }
 
 // when is a <time> showing the relative time, the exact one on hover and
@@ -172,12 +200,12 @@ function copyFallback(text) {
   return ok;
 }
 
-// idWithCopy is an id or hash (shortened or not) with its copy button.
+// idWithCopy is an id or hash with its copy button: shortened (opts.short
+// characters, one line) or in full (a blob, broken only between groups).
 export function idWithCopy(value, what, opts = {}) {
-  const text = opts.short ? short(value, opts.short) : value;
-  const shown = opts.href ? el("a", { href: opts.href, class: "mono", title: value, "data-field": opts.field, "aria-label": opts.label })
-    : el("span", { class: "mono", title: opts.short ? value : null, "data-field": opts.field });
-  shown.append(text);
+  const attrs = { href: opts.href, title: opts.short || opts.href ? value : null, "data-field": opts.field, "aria-label": opts.label };
+  const shown = opts.short ? el(opts.href ? "a" : "span", { ...attrs, class: "mono nw" }, short(value, opts.short))
+    : blob(value, attrs, opts.href ? "a" : "span");
   return el("span", { class: "id" }, shown, " ", copyButton(value, what));
 }
 

@@ -3,7 +3,7 @@
 // new one shown once), and the event catalog with each type's schema and
 // example. console.js calls webhookTools for each row's buttons and its
 // panel, and eventCatalog for the catalog section.
-import { el, api, copyButton, when } from "./util.js";
+import { el, api, copyButton, when, num, plural, blob } from "./util.js";
 
 // isoOf turns a datetime-local value (the browser's time zone) into RFC 3339.
 function isoOf(v) { return v ? new Date(v).toISOString() : null; }
@@ -36,13 +36,13 @@ export function webhookTools({ say, csrf, reload }) {
       try {
         const r = (await api(`/webhooks/${w.id}/recover`, { method: "POST", csrf: csrf(), body })).data;
         const progress = el("button", { type: "button", class: "secondary", id: "recover-progress" }, "Progress");
-        const show = (x) => result.replaceChildren(`Recovery ${x.id}: ${x.queued} deliveries to send again, ${x.processed} queued so far` +
-          (x.skipped ? `, ${x.skipped} skipped (acknowledged meanwhile, or the webhook was paused)` : "") + ` (${x.state}). `, progress);
+        const show = (x) => result.replaceChildren(`Recovery ${x.id}: ${plural(x.queued, "delivery", "deliveries")} to send again, ${num(x.processed)} queued so far` +
+          (x.skipped ? `, ${num(x.skipped)} skipped (acknowledged meanwhile, or the webhook was paused)` : "") + ` (${x.state}). `, progress);
         progress.addEventListener("click", async () => {
           try { show((await api(`/webhooks/${w.id}/recoveries/${r.id}`)).data); } catch (err) { say(err.message, true); }
         });
         show(r);
-        say(`Recovery of ${w.id} ${r.state === "running" ? "started" : "done"}: ${r.queued} deliveries.`);
+        say(`Recovery of ${w.id} ${r.state === "running" ? "started" : "done"}: ${plural(r.queued, "delivery", "deliveries")}.`);
       } catch (err) { say("Could not recover: " + err.message, true); }
     });
     panel.replaceChildren(form);
@@ -63,7 +63,7 @@ export function webhookTools({ say, csrf, reload }) {
         const r = (await api(`/webhooks/${w.id}/rotate-secret`, { method: "POST", csrf: csrf(), body: { overlapSeconds: Math.round(Number(hours.value) * 3600) } })).data;
         shown.replaceChildren(el("div", { class: "secret" },
           el("p", {}, el("strong", {}, "New signing secret of " + w.id + ", shown this once: ")),
-          el("p", {}, el("code", { id: "rotated-secret" }, r.secret), " ", copyButton(r.secret, "the new signing secret", { id: "copy-rotated-secret" })),
+          el("p", {}, blob(r.secret, { id: "rotated-secret" }), " ", copyButton(r.secret, "the new signing secret", { id: "copy-rotated-secret" })),
           el("p", {}, r.previousSecretExpiresAt ? ["The old secret keeps signing until ", when(r.previousSecretExpiresAt), "."] : "The old secret no longer signs.")));
         say(`Secret of ${w.id} rotated.`);
         await reload();
@@ -81,7 +81,7 @@ export function webhookTools({ say, csrf, reload }) {
   // describe is a row's signing and limit summary.
   function describe(w) {
     const parts = ["signed " + (w.signatureScheme || "v1")];
-    if (w.rateLimitPerSecond != null) parts.push(w.rateLimitPerSecond + "/s at most");
+    if (w.rateLimitPerSecond != null) parts.push(num(w.rateLimitPerSecond) + "\u2060/\u2060s at most"); // a word joiner: "24/s" stays whole
     if (w.previousSecretExpiresAt) parts.push("old secret valid until " + w.previousSecretExpiresAt.replace("T", " ").replace("Z", " UTC"));
     return "; " + parts.join(", ");
   }
