@@ -16,9 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/attestd/attestd/bench/internal/benchkit"
 	"github.com/attestd/attestd/bench/internal/wrk"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/redis/go-redis/v9"
 )
 
 // The paths a tool's answer is measured on.
@@ -117,12 +117,12 @@ func (rg *rig) measureOne(ctx context.Context, p params, s scenario) (result, er
 	if rg.metricsURL != "" {
 		prof = rg.profile(ctx, p, s)
 	}
-	node0, old0, redis0 := procCPU(rg.nodePID), procCPU(rg.oldPID), redisCPU(ctx, rg.rdb)
+	node0, old0, redis0 := benchkit.ProcessCPU(rg.nodePID), benchkit.ProcessCPU(rg.oldPID), benchkit.RedisCPU(ctx, rg.rdb)
 	out, wrkCPU, err := runWrk(ctx, p, s, p.dur)
 	if err != nil {
 		return result{}, err
 	}
-	node1, old1, redis1 := procCPU(rg.nodePID), procCPU(rg.oldPID), redisCPU(ctx, rg.rdb)
+	node1, old1, redis1 := benchkit.ProcessCPU(rg.nodePID), benchkit.ProcessCPU(rg.oldPID), benchkit.RedisCPU(ctx, rg.rdb)
 	f := wrk.Parse(out)
 	if f.RPS == 0 {
 		return result{}, fmt.Errorf("no requests/s in wrk's output:\n%s", out)
@@ -296,42 +296,6 @@ func (rg *rig) profile(ctx context.Context, p params, s scenario) <-chan error {
 	}()
 	time.Sleep(100 * time.Millisecond) // the profile starts before the load
 	return errc
-}
-
-// procCPU is the CPU time process pid used so far (0: unknown).
-func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 > len(b) {
-		return 0
-	}
-	f := strings.Fields(string(b[i+2:])) // from field 3, state
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ = 100
-}
-
-// redisCPU is the CPU time the Redis server used so far.
-func redisCPU(ctx context.Context, rdb *redis.Client) time.Duration {
-	info, err := rdb.Info(ctx, "cpu").Result()
-	if err != nil {
-		return 0
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
-			f, _ := strconv.ParseFloat(v, 64)
-			total += f
-		}
-	}
-	return time.Duration(total * float64(time.Second))
 }
 
 // startOld starts `attestd mcp --http addr` with env until the returned

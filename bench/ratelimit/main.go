@@ -33,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/attestd/attestd/bench/internal/benchkit"
 	"github.com/attestd/attestd/internal/devtools/devstack"
 	"github.com/attestd/attestd/ratelimit"
 	"github.com/gofiber/fiber/v2"
@@ -212,13 +213,13 @@ func measure(ctx context.Context, redisURL string, m mode, conns int, duration t
 		defer pprof.StopCPUProfile()
 	}
 	busy0, idle0 := systemCPU()
-	app0, redis0 := processCPU(), redisCPU(ctx, rdb)
+	app0, redis0 := processCPU(), benchkit.RedisCPU(ctx, rdb)
 	trips0, decisions0 := batchStats(reg)
 	out, wrkCPU, err := wrkCPU(ctx, url, script, conns, duration)
 	if err != nil {
 		return result{}, err
 	}
-	app1, redis1 := processCPU(), redisCPU(ctx, rdb)
+	app1, redis1 := processCPU(), benchkit.RedisCPU(ctx, rdb)
 	busy1, idle1 := systemCPU()
 	trips1, decisions1 := batchStats(reg)
 	res, err := parseWrk(out)
@@ -282,23 +283,6 @@ func processCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// redisCPU is the CPU time the Redis server used so far.
-func redisCPU(ctx context.Context, rdb *redis.Client) time.Duration {
-	info, err := rdb.Info(ctx, "cpu").Result()
-	if err != nil {
-		return 0
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
-			f, _ := strconv.ParseFloat(v, 64)
-			total += f
-		}
-	}
-	return time.Duration(total * float64(time.Second))
 }
 
 // batchStats reads the limiter's batch-size histogram: round trips and

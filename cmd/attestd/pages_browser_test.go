@@ -173,7 +173,9 @@ func pagesOf(t *testing.T, root string) []sitePage {
 	// local chain's live traffic records one at a time; its seed, several).
 	var pda, agent, tx string
 	for _, q := range []string{"", "&to=" + time.Now().UTC().Add(-24*time.Hour).Format(time.RFC3339)} {
-		var older struct{ Data []struct{ TxSignature string } }
+		var older struct {
+			Data []struct{ TxSignature string }
+		}
 		get(t, api+"/attestations?limit=100"+q, "198.18.210.3", "", &older)
 		seen := map[string]int{}
 		for _, a := range older.Data {

@@ -161,14 +161,14 @@ func run(ctx context.Context, dur time.Duration, rounds, conns, threads int, onl
 			if s == sc[0] {
 				pid = cmd.Process.Pid
 			}
-			cpu0 := processCPU(pid)
+			cpu0 := benchkit.ProcessCPU(pid)
 			rps, p50, p99, wcpu, err := wrk(s.url, dur, conns, threads)
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.name, err)
 			}
 			s.rps, s.p50, s.p99 = append(s.rps, rps), p50, p99
 			if n := rps * dur.Seconds(); n > 0 {
-				s.cpu = append(s.cpu, float64((processCPU(pid)-cpu0).Microseconds())/n)
+				s.cpu = append(s.cpu, float64((benchkit.ProcessCPU(pid)-cpu0).Microseconds())/n)
 				s.wrkCPU = append(s.wrkCPU, float64(wcpu.Microseconds())/n)
 			}
 		}
@@ -269,28 +269,6 @@ func wireSize(url string) int {
 	}
 	b, _ := io.ReadAll(io.LimitReader(conn, 1<<20))
 	return len(b)
-}
-
-// processCPU is a process's user and system CPU time so far, from
-// /proc/PID/stat (clock ticks of 10 ms: runs of seconds keep it exact to
-// a few per cent).
-func processCPU(pid int) time.Duration {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name (which may hold spaces) in ")".
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 func waitUp(url string) error {
