@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/attestd/attestd/bench/internal/benchkit"
@@ -301,40 +300,17 @@ func (rg *rig) profile(ctx context.Context, p params, s scenario) <-chan error {
 // startOld starts `attestd mcp --http addr` with env until the returned
 // stop, once it answers a tools/list (within 30 s).
 func startOld(ctx context.Context, env []string, bin, addr string) (*exec.Cmd, func(), error) {
-	cmd := exec.Command(bin, "mcp", "--http", addr)
-	cmd.Env, cmd.Stderr = env, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("start attestd mcp: %w", err)
-	}
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
 	list := scenario{url: "http://" + addr + "/mcp", body: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`),
 		header: http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}, "Mcp-Protocol-Version": {"2025-11-25"}}}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	return benchkit.StartUntil(ctx, env, 10*time.Second, bin, list.url, func() bool {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, list.url, bytes.NewReader(list.body))
 		req.Header = list.header.Clone()
-		if res, err := plain.Do(req); err == nil {
-			_, _ = io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return cmd, stop, nil
-			}
+		res, err := plain.Do(req)
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			stop()
-			return nil, nil, fmt.Errorf("attestd mcp --http %s not answering within 30 s", addr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	}, "mcp", "--http", addr)
 }

@@ -18,6 +18,19 @@ import (
 // Start runs bin with env and argv until the returned stop (SIGTERM, then
 // SIGKILL after grace), once readyURL answers 200 (within 30 s).
 func Start(ctx context.Context, env []string, grace time.Duration, bin, readyURL string, argv ...string) (*exec.Cmd, func(), error) {
+	return StartUntil(ctx, env, grace, bin, readyURL, func() bool {
+		res, err := http.Get(readyURL)
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == 200
+	}, argv...)
+}
+
+// StartUntil is Start with its own readiness check, ready (asked every
+// 50 ms for 30 s); what names what it waits for in the error.
+func StartUntil(ctx context.Context, env []string, grace time.Duration, bin, what string, ready func() bool, argv ...string) (*exec.Cmd, func(), error) {
 	cmd := exec.Command(bin, argv...)
 	cmd.Env = env
 	cmd.Stderr = os.Stderr
@@ -37,19 +50,14 @@ func Start(ctx context.Context, env []string, grace time.Duration, bin, readyURL
 		}
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if res, err := http.Get(readyURL); err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return cmd, stop, nil
-			}
-		}
+	for !ready() {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			stop()
-			return nil, nil, fmt.Errorf("%s not ready at %s within 30 s", bin, readyURL)
+			return nil, nil, fmt.Errorf("%s not ready at %s within 30 s", bin, what)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	return cmd, stop, nil
 }
 
 // LoadAvg is the 1, 5 and 15 minute load averages ("?" when unknown).
