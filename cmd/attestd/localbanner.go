@@ -261,6 +261,8 @@ func resetLocal(dir string, w io.Writer) error {
 		}
 		deleted = append(deleted, fmt.Sprintf("%s (%s)", p, humanBytes(size)))
 	}
+	// The relocated data's origin files, now naming a directory gone.
+	_, _ = devstack.RemoveOrphans()
 	if len(deleted) == 0 {
 		fmt.Fprintf(w, "nothing to delete: no demo data in %s\n", dir)
 		return nil

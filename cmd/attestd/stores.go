@@ -51,6 +51,14 @@ func runStores(ctx context.Context, args []string) error {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), devstack.EnvTestPostgres+"="+pg.URL, devstack.EnvTestRedis+"="+r.URL)
 	err = cmd.Run()
+	// The PostgreSQL data that local stacks the command started (tests of
+	// `attestd local` in temporary directories) kept outside those
+	// directories, now deleted.
+	if removed, rerr := devstack.RemoveOrphans(); rerr != nil {
+		log.Warn("orphaned postgres data not all removed", "err", rerr)
+	} else if len(removed) > 0 {
+		log.Info("removed the postgres data of local stacks whose directories are gone", "dirs", len(removed))
+	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		return fmt.Errorf("%s exited with status %d", cmdArgs[0], exit.ExitCode())

@@ -211,10 +211,15 @@ func TestShortLedgerIsRefused(t *testing.T) {
 	path := filepath.Join(dir, ledgerFile)
 	fi, err := os.Stat(path)
 	testMust(t, err, "ledger")
-	for name, cut := range map[string]func() error{
-		"cut":     func() error { return os.Truncate(path, fi.Size()-3) },
-		"deleted": func() error { return os.Remove(path) },
+	// In this order: the file is cut before it is deleted.
+	for _, step := range []struct {
+		name string
+		cut  func() error
+	}{
+		{"cut", func() error { return os.Truncate(path, fi.Size()-3) }},
+		{"deleted", func() error { return os.Remove(path) }},
 	} {
+		name, cut := step.name, step.cut
 		testMust(t, cut(), name)
 		c, err := Start(context.Background(), Config{StateDir: dir, SlotInterval: -1, Addr: "127.0.0.1:0"})
 		if err == nil {

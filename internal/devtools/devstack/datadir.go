@@ -17,7 +17,8 @@ import (
 // checkout under /root, or any `mktemp -d` (mode 0700), is closed to it.
 // Then the data goes to attestd-pg-<hash of dir> under /var/tmp (or the
 // system temp directory), made for that account and stable for dir, so a
-// local database persists across runs. relocated says it moved.
+// local database persists across runs, with an origin file beside it
+// naming dir (see RemoveOrphans). relocated says it moved.
 func postgresDataDir(dir string, cred *syscall.Credential) (data string, relocated bool, err error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -47,6 +48,12 @@ func postgresDataDir(dir string, cred *syscall.Credential) (data string, relocat
 		if err := ownDir(data, cred); err != nil {
 			return "", false, err
 		}
+		if err := writeOrigin(data, abs); err != nil {
+			return "", false, err
+		}
+		// Housekeeping, best effort: the data of directories deleted
+		// since (a test's, a checkout's) goes now.
+		_, _ = RemoveOrphans()
 		return data, true, nil
 	}
 	return "", false, fmt.Errorf("postgres runs as uid %d, which cannot enter %s nor any of %v: give it a directory it can reach, or set DATABASE_URL",

@@ -173,6 +173,9 @@ func procStat(pid int) (ppid int, state byte, ok bool) {
 func (pg *Postgres) Remove() {
 	pg.Stop()
 	_ = os.RemoveAll(pg.Dir)
+	if pg.Relocated {
+		_ = os.Remove(pg.Dir + originSuffix)
+	}
 }
 
 func waitPostgres(ctx context.Context, pg *Postgres) error {

@@ -98,6 +98,25 @@ func (l *load) stop() (ok, failed int64, failures []string) {
 	return l.ok.Load(), l.failed.Load(), l.failures
 }
 
+// nodeHealth asks one API node's /health from the allowlisted load
+// address: a test polling it every few milliseconds from its own address
+// would spend that address's limit (40 a minute) within a second, then
+// read 429s until the minute ends.
+func nodeHealth(p *Proc) (int, []byte, error) {
+	req, err := http.NewRequest(http.MethodGet, "http://"+p.Addr+"/api/v1/health", nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("X-Forwarded-For", loadIP)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
+
 // fresh numbers the pages limitThroughEdge asks, so that none was cached
 // by the edge before (a cached answer never reaches a node's limiter).
 var fresh atomic.Int64
@@ -374,20 +393,15 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 			t.Logf("Redis down: one client got %d answered, %d limited (each node's own window, %d nodes)", ok, limited, len(f.Serve))
 		})
 		testenv.Must(t, err, "restart redis")
-		testenv.WaitFor(t, "every node sees Redis again", 30*time.Second, func() bool {
+		testenv.WaitForState(t, "every node sees Redis again", 30*time.Second, func() (bool, string) {
 			for _, p := range f.Serve {
 				var h struct{ Redis string }
-				resp, err := http.Get("http://" + p.Addr + "/api/v1/health")
-				if err != nil {
-					return false
-				}
-				err = json.NewDecoder(resp.Body).Decode(&h)
-				resp.Body.Close()
-				if err != nil || h.Redis != "ok" {
-					return false
+				status, body, err := nodeHealth(p)
+				if err != nil || json.Unmarshal(body, &h) != nil || h.Redis != "ok" {
+					return false, fmt.Sprintf("%s: %d %.300s %v", p.Name, status, body, err)
 				}
 			}
-			return true
+			return true, ""
 		})
 		var ok, limited int
 		testenv.WaitFor(t, "the shared limit back", 30*time.Second, func() bool {
@@ -522,19 +536,14 @@ func TestFleetSurvivesItsParts(t *testing.T) {
 		l := startLoad(f.URL(), 2, 10*time.Millisecond)
 		testenv.WaitFor(t, "load flowing", 10*time.Second, func() bool { return l.ok.Load() > 20 })
 		f.Replica.Stop()
-		testenv.WaitFor(t, "every node reports the replica out of use", 30*time.Second, func() bool {
+		testenv.WaitForState(t, "every node reports the replica out of use", 30*time.Second, func() (bool, string) {
 			for _, p := range f.Serve {
-				resp, err := http.Get("http://" + p.Addr + "/api/v1/health")
-				if err != nil {
-					return false
-				}
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "its reads go to the primary") || !strings.Contains(string(body), `"degraded"`) {
-					return false
+				status, body, err := nodeHealth(p)
+				if err != nil || status != http.StatusOK || !strings.Contains(string(body), "its reads go to the primary") || !strings.Contains(string(body), `"degraded"`) {
+					return false, fmt.Sprintf("%s: %d %.300s %v", p.Name, status, body, err)
 				}
 			}
-			return true
+			return true, ""
 		})
 		mark := l.ok.Load()
 		testenv.WaitFor(t, "reads from the primary", 20*time.Second, func() bool { return l.ok.Load() > mark+100 })
