@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -55,6 +56,12 @@ func startDaemon(t *testing.T, bin string, env []string, args ...string) *daemon
 // startDaemonIn is startDaemon with dir as the working directory.
 func startDaemonIn(t *testing.T, dir, bin string, env []string, args ...string) *daemon {
 	t.Helper()
+	// A node started without an address takes 127.0.0.1:8080, where
+	// make run serves: the test would fail whenever one runs.
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "local") &&
+		!slices.ContainsFunc(env, func(v string) bool { return strings.HasPrefix(v, "ATTESTD_HTTP_ADDR=") }) {
+		t.Fatalf("attestd %s started without ATTESTD_HTTP_ADDR: it would bind 127.0.0.1:8080; give it a free port", args[0])
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Env, cmd.Dir = env, dir
 	d := &daemon{cmd: cmd, done: make(chan struct{}), output: &testenv.Output{}}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,10 +45,13 @@ func runLocal(ctx context.Context, args []string) error {
 	// What this command starts (stores, chain, keys) is handed to the roles
 	// it runs layered over the environment, which stays as it was.
 	env := settings.NewOverlay(os.Getenv)
-	cfg, err := checkLocalSettings(env)
+	// The API's address is held from here: the servers started meanwhile
+	// take free ports, and one of them could otherwise take this one.
+	cfg, ln, err := checkLocalSettings(env)
 	if err != nil {
 		return err
 	}
+	defer ln.Close()
 	release, err := claimRunDir(f.abs)
 	if err != nil {
 		return err
@@ -91,7 +95,7 @@ func runLocal(ctx context.Context, args []string) error {
 	startLocal(ctx, "dataset producer", log, func() error { return node.Dataset(ctx, s, log, prometheus.NewRegistry(), nil, false) })
 	banner.getenv = env.Getenv
 	go banner.printWhenReady(ctx, os.Stderr, log)
-	err = node.Serve(ctx, s, log, node.ServeOptions{SkipDrain: secondSignal(ctx)})
+	err = node.Serve(ctx, s, log, node.ServeOptions{SkipDrain: secondSignal(ctx), Listener: ln})
 	if cause := context.Cause(ctx); errors.Is(cause, errPartDied) {
 		return cause
 	}
@@ -121,19 +125,21 @@ func parseLocalFlags(args []string) (localFlags, error) {
 // checkLocalSettings checks every setting of the three roles before
 // anything starts and returns the node's configuration; they are read
 // again once the stores, chain and keys this command starts are layered
-// over them. The HTTP address must be free.
-func checkLocalSettings(env *settings.Overlay) (config.Config, error) {
+// over them. The HTTP address must be free: it is bound and returned, for
+// the node to serve on.
+func checkLocalSettings(env *settings.Overlay) (config.Config, net.Listener, error) {
 	if _, err := settings.Load(settings.Local, env.Getenv); err != nil {
-		return config.Config{}, err
+		return config.Config{}, nil, err
 	}
 	cfg, err := config.FromEnv(env.Getenv)
 	if err != nil {
-		return config.Config{}, err
+		return config.Config{}, nil, err
 	}
-	if err := checkListen(cfg.HTTPAddr); err != nil {
-		return config.Config{}, err
+	ln, err := node.BindHTTP(cfg.HTTPAddr, false)
+	if err != nil {
+		return config.Config{}, nil, err
 	}
-	return cfg, nil
+	return cfg, ln, nil
 }
 
 // claimRunDir creates the run directory and locks it for this run;

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/attestd/attestd/internal/node"
 	"github.com/attestd/attestd/internal/settings"
 )
 
@@ -170,15 +169,4 @@ func discoverLocalStores(w io.Writer) func(string) string {
 		return env.Getenv
 	}
 	return os.Getenv
-}
-
-// checkListen fails, naming ATTESTD_HTTP_ADDR and how to pick another,
-// when addr cannot be bound (another process listens there): before
-// anything starts, rather than after.
-func checkListen(addr string) error {
-	ln, err := node.BindHTTP(addr, false)
-	if err != nil {
-		return err
-	}
-	return ln.Close()
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,21 +117,6 @@ func TestLocalStoresForOneShotCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "nothing to delete") {
 		t.Errorf("a second reset: exit %d: %s", code, stdout)
 	}
-}
-
-// TestCheckListenNamesTheVariable: a taken address fails naming
-// ATTESTD_HTTP_ADDR and another address to pick.
-func TestCheckListenNamesTheVariable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	testenv.Must(t, err, "listen")
-	defer ln.Close()
-	err = checkListen(ln.Addr().String())
-	if err == nil || !strings.Contains(err.Error(), "ATTESTD_HTTP_ADDR=127.0.0.1:8081") {
-		t.Fatalf("taken address: %v", err)
-	}
-	free, err := devstack.FreePort()
-	testenv.Must(t, err, "free port")
-	testenv.Must(t, checkListen(fmt.Sprintf("127.0.0.1:%d", free)), "free address")
 }
 
 // TestResetRefusesTheWorkingDirectory: --dir . (or a parent) would delete

@@ -50,7 +50,7 @@ func TestStartAnswersSIGTERMAtEveryStep(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "key.fifo")
 	testenv.Must(t, syscall.Mkfifo(fifo, 0o600), "fifo")
 	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "ATTESTD_METRICS_ADDR=", "ATTESTD_LOG_LEVEL=info",
-		"ATTESTD_REDIS_PREFIX=" + prefix, "PORT=0"}
+		"ATTESTD_REDIS_PREFIX=" + prefix, "ATTESTD_HTTP_ADDR=127.0.0.1:0"}
 	runCmd(t, bin, append([]string{"DATABASE_URL=" + db}, base...), "migrate")
 	for _, c := range []struct {
 		name string

@@ -44,6 +44,10 @@ type ServeOptions struct {
 	SkipDrain <-chan struct{}
 	// Listening is called once the API's address is bound (nil: nothing).
 	Listening func(net.Addr)
+	// Listener is the API's address already bound by the command, which
+	// then holds it from its first step (nil: the node binds
+	// ATTESTD_HTTP_ADDR itself). The node serves on it and closes it.
+	Listener net.Listener
 }
 
 // Serve runs one API node from its settings (read once, checked) until
@@ -56,9 +60,12 @@ func Serve(ctx context.Context, s settings.Settings, log *slog.Logger, opt Serve
 	// The API's address is bound first, so a taken port is said before
 	// anything starts; with ATTESTD_REUSE_PORT a replacement binds it beside
 	// a node that drains.
-	ln, err := BindHTTP(cfg.HTTPAddr, cfg.ReusePort)
-	if err != nil {
-		return err
+	ln := opt.Listener
+	if ln == nil {
+		var err error
+		if ln, err = BindHTTP(cfg.HTTPAddr, cfg.ReusePort); err != nil {
+			return err
+		}
 	}
 	defer ln.Close()
 	n, err := open(ctx, s, log)
