@@ -17,6 +17,7 @@ import (
 // migrated and held; a second restore into it refused; attestd log hold
 // on another.
 func TestBackupAndRestoreCommands(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildAttestd(t)
 	src := testenv.Database(t)
 	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "ATTESTD_LOG_LEVEL=warn"}

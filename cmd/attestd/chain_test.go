@@ -60,6 +60,7 @@ func indexedSlot(base string) uint64 {
 // chain (.run/chain) instead of replaying it from slot 1 below the
 // indexer's checkpoint.
 func TestLocalContinuesItsChain(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildAttestd(t)
 	dir := t.TempDir()
 	port, err := devstack.FreePort()
@@ -195,6 +196,7 @@ func unfinalizedRows(t *testing.T, dbURL string) (n int64) {
 // `attestd index` refuses with the same and writes nothing; `attestd index
 // --start-over` then indexes the second chain, keeping the first's rows.
 func TestHealthOnAnotherChain(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildAttestd(t)
 	_, envA := startChain(t, devnet.Config{Seed: 11, Agents: 2, Attestations: 40, SlotInterval: 50 * time.Millisecond})
 	chainB, envB := startChain(t, devnet.Config{Seed: 12, Agents: 1, Attestations: 25, SlotInterval: 50 * time.Millisecond})

@@ -157,6 +157,7 @@ func TestRequired(t *testing.T) {
 // unmigrated database (naming the versions and `attestd migrate`) and one
 // a newer binary migrated, instead of answering 500s.
 func TestLongRunningCommandsCheckTheSchema(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildAttestd(t)
 	redisURL, prefix := testenv.Redis(t)
 	ms, err := store.Migrations()

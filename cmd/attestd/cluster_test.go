@@ -219,6 +219,7 @@ func get(t *testing.T, url, ip, key string, out any) int {
 // limit held exactly across the two nodes, and a key revoked from the CLI
 // refused by both, with the cache's keys spread over the masters.
 func TestServeOnRedisCluster(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildAttestd(t)
 	cl := testenv.OwnRedisCluster(t, 3)
 	prefix := testenv.Name("t") + ":"
@@ -326,6 +327,7 @@ func TestServeOnRedisCluster(t *testing.T) {
 // the server refuses to start and says what to set, rather than run with
 // MOVED errors (cache misses everywhere, a per-node rate limit).
 func TestRedisModeMismatch(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildAttestd(t)
 	cl := testenv.OwnRedisCluster(t, 2)
 	standalone, _ := testenv.Redis(t)

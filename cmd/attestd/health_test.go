@@ -16,6 +16,7 @@ import (
 // along (200), but only the second state is "ok"; the others are
 // "degraded" and say why.
 func TestHealthSaysDegradedWhileDataMayBeStale(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildAttestd(t)
 	chain, chainEnv := startChain(t, devnet.Config{Agents: 1, Attestations: 5})
 	redisURL, prefix := testenv.Redis(t)

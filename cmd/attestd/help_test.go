@@ -21,6 +21,7 @@ var envName = regexp.MustCompile(`\b(?:ATTESTD_[A-Z0-9_]*[A-Z0-9]|DATABASE_URL|D
 // one the code reads (a package's Vars) and docs/configuration.md
 // documents as current: none removed (ATTESTD_WEB_DOMAIN).
 func TestHelpFitsAndNamesCurrentVariables(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildAttestd(t)
 	documented := configRows(t)
 	read := allvars.Names()

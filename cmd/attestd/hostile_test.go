@@ -21,6 +21,7 @@ import (
 // non-2xx outside the envelope, and the process must stay under 200 MB of
 // peak resident memory.
 func TestHostileMatrix(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildAttestd(t)
 	redisURL, prefix := testenv.Redis(t)
 	env := []string{

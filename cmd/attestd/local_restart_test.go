@@ -32,6 +32,7 @@ import (
 // rows arrive, and no line says a fork dropped anything. Seeded and live
 // rows share one slot space: the chain starts after the seed's slots.
 func TestLocalRestartForgetsNothing(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildAttestd(t)
 	run := testenv.TempDir(t, "attestd-local-restart-")
 	const seeded = 20

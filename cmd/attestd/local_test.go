@@ -20,6 +20,7 @@ import (
 // account that cannot reach .run/ there. The API must come up, say where
 // the data lives, and find it again on the next run.
 func TestLocalFromPrivateDirectory(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildAttestd(t)
 	dir, err := os.MkdirTemp("", "attestd-local-") // mode 0700
 	testenv.Must(t, err, "temp dir")

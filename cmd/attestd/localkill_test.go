@@ -24,6 +24,7 @@ import (
 // up. And a server that dies alone while the run goes on stops the run,
 // with a line naming it, instead of leaving the API up without it.
 func TestLocalKilledLeavesNothingAndDiesWithItsParts(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildAttestd(t)
 	run := testenv.TempDir(t, "attestd-local-kill-")
 	// A Redis left by an earlier run, in its directory, in a session of

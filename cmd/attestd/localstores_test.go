@@ -22,6 +22,7 @@ import (
 // refused, each saying why; after the stop, the reset deletes the data,
 // the PostgreSQL directory kept outside .run included.
 func TestLocalStoresForOneShotCommands(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildAttestd(t)
 	dir, err := os.MkdirTemp("", "attestd-local-stores-") // mode 0700, as a mktemp -d checkout
 	testenv.Must(t, err, "temp dir")

@@ -25,6 +25,7 @@ import (
 // presented again to another node returns the answer, with no new
 // charge), or releases it once its blockhash expired without landing.
 func TestPaymentKilledMidSettle(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildAttestd(t)
 	db := testenv.Database(t)
 	redisURL, prefix := testenv.Redis(t)

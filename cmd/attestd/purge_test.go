@@ -20,6 +20,7 @@ import (
 // would), and its last call, made before it exits, is for the epoch the
 // index ends at.
 func TestPurgeHookCalledByTheWriterOnly(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildAttestd(t)
 	redisURL, prefix := testenv.Redis(t)
 	var mu sync.Mutex

@@ -20,6 +20,7 @@ import (
 // paused past the lag bound the node reports it lagging and degraded while
 // every read still answers, fresh.
 func TestServeWithReadReplica(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildAttestd(t)
 	rp := testenv.OwnReplicated(t)
 	url, prefix := testenv.Redis(t)

@@ -75,6 +75,7 @@ func editData(t *testing.T, b []byte, edit func(d map[string]any)) []byte {
 // key, a tampered leaf, proof or attestation, and one not yet logged; the
 // monitor saves, proves growth, and exits 3 on a rollback.
 func TestVerifyCommand(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildAttestd(t)
 	e := apptest.NewEnv(t, apptest.Options{Agents: 2, Attestations: 30})
 	lg := logfixture.NewServed(t, e, "attestd.test/log")

@@ -30,6 +30,7 @@ import (
 // proof checker (cmd/spicy, fed the proof's lines); every tampered variant
 // fails with the step named, and a policy the proof does not meet fails.
 func TestVerifyProofFileOffline(t *testing.T) {
+	t.Parallel()
 	bin := testenv.BuildAttestd(t)
 	e := apptest.NewEnv(t, apptest.Options{Agents: 2, Attestations: 30})
 	lg := logfixture.NewServed(t, e, "attestd.test/log")
