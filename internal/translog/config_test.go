@@ -11,6 +11,7 @@ import (
 )
 
 func TestConfigFromEnv(t *testing.T) {
+	t.Parallel()
 	skey, vkey, err := note.GenerateKey(rand.Reader, "example.com/log")
 	if err != nil {
 		t.Fatal(err)
