@@ -50,6 +50,15 @@ type ServeOptions struct {
 	Listener net.Listener
 }
 
+// listener is the API's listener: the one the command bound, or addr
+// bound now.
+func (opt ServeOptions) listener(addr string, reusePort bool) (net.Listener, error) {
+	if opt.Listener != nil {
+		return opt.Listener, nil
+	}
+	return BindHTTP(addr, reusePort)
+}
+
 // Serve runs one API node from its settings (read once, checked) until
 // ctx ends, then drains. Every feature a node runs is constructed here, in
 // the order a request meets it: first what app.New takes (appDeps: steps 1
@@ -60,12 +69,9 @@ func Serve(ctx context.Context, s settings.Settings, log *slog.Logger, opt Serve
 	// The API's address is bound first, so a taken port is said before
 	// anything starts; with ATTESTD_REUSE_PORT a replacement binds it beside
 	// a node that drains.
-	ln := opt.Listener
-	if ln == nil {
-		var err error
-		if ln, err = BindHTTP(cfg.HTTPAddr, cfg.ReusePort); err != nil {
-			return err
-		}
+	ln, err := opt.listener(cfg.HTTPAddr, cfg.ReusePort)
+	if err != nil {
+		return err
 	}
 	defer ln.Close()
 	n, err := open(ctx, s, log)
