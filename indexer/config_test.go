@@ -11,7 +11,6 @@ import (
 )
 
 func TestDefaultWSURL(t *testing.T) {
-	t.Parallel()
 	cases := []struct{ in, want string }{
 		{"http://127.0.0.1:8899", "ws://127.0.0.1:8900"},
 		{"https://rpc.example.com:443/x?k=1", "wss://rpc.example.com:444/x?k=1"},
@@ -32,7 +31,6 @@ func TestDefaultWSURL(t *testing.T) {
 }
 
 func TestConfigFromEnv(t *testing.T) {
-	t.Parallel()
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	c, err := ConfigFromEnv(env(nil))
 	if err != nil || c.RPCURL != "http://127.0.0.1:8899" || c.WSURL != "ws://127.0.0.1:8900" ||
@@ -66,7 +64,6 @@ func TestConfigFromEnv(t *testing.T) {
 }
 
 func TestChainProbe(t *testing.T) {
-	t.Parallel()
 	for in, want := range map[string]string{
 		"https://user:pw@mainnet.helius-rpc.com/?api-key=secret": "https://mainnet.helius-rpc.com",
 		"http://127.0.0.1:8899":                                  "http://127.0.0.1:8899",

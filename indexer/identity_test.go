@@ -16,7 +16,6 @@ import (
 // behind the checkpoint, is never synced, and the chain slot shown is the
 // node's, not the checkpoint's.
 func TestJudgeStatus(t *testing.T) {
-	t.Parallel()
 	now := time.Now()
 	cp := store.Checkpoint{Name: CheckpointName, Slot: 964, UpdatedAt: now}
 	head := store.Checkpoint{Name: HeadCheckpointName, Slot: 964, UpdatedAt: now}
@@ -103,7 +102,6 @@ func indexA(t *testing.T, st *store.Store) *devnet.Chain {
 // genesis hash) writes nothing and stops with an error naming both hashes
 // and the flag; the status reader says the same and is not synced.
 func TestOtherChainIsRefused(t *testing.T) {
-	t.Parallel()
 	st := newStore(t)
 	a := indexA(t, st)
 	atts, agents, slot := counts(t, st)
@@ -142,7 +140,6 @@ func TestOtherChainIsRefused(t *testing.T) {
 // records the new chain and indexes it from its first transaction; the
 // rows of the first chain stay.
 func TestStartOver(t *testing.T) {
-	t.Parallel()
 	st := newStore(t)
 	indexA(t, st)
 	atts, agents, _ := counts(t, st)
@@ -177,7 +174,6 @@ func TestStartOver(t *testing.T) {
 // indexer writes nothing and says why, with both slots, instead of
 // claiming it is synced.
 func TestChainBehindWaits(t *testing.T) {
-	t.Parallel()
 	st := newStore(t)
 	a := indexA(t, st)
 	a.AdvanceSlots(1000)

@@ -19,7 +19,6 @@ import (
 // TestBackfill10k: 10,000 attestations in 199 transactions (99 of 100, 100
 // of 1) from 10 agents, indexed from scratch, exactly, then finalized.
 func TestBackfill10k(t *testing.T) {
-	t.Parallel()
 	c := startChain(t, devnet.Config{})
 	gen(t, c, 10, 9900, 100)
 	gen(t, c, 10, 100, 1)
@@ -51,7 +50,6 @@ func TestBackfill10k(t *testing.T) {
 // TestLiveFaults runs one live indexer through the faults in turn and
 // checks the exact set after each.
 func TestLiveFaults(t *testing.T) {
-	t.Parallel()
 	c := startChain(t, devnet.Config{Agents: 3, Attestations: 300, Batch: 50})
 	st := newStore(t)
 	r := startIndexer(t, st, c, nil)
@@ -141,7 +139,6 @@ func TestLiveFaults(t *testing.T) {
 // it before finality, and its rows (and counters) go once the chain
 // finalizes past its slot; the others are finalized.
 func TestForkDropsConfirmed(t *testing.T) {
-	t.Parallel()
 	c := startChain(t, devnet.Config{SlotInterval: -1, FinalityDepth: 5, Agents: 2, Attestations: 40, Batch: 20})
 	st := newStore(t)
 	r := startIndexer(t, st, c, nil)
@@ -168,7 +165,6 @@ func TestForkDropsConfirmed(t *testing.T) {
 // TestRestartMidBackfill stops the indexer in the middle of a backfill and
 // starts another: no gap, no duplicate.
 func TestRestartMidBackfill(t *testing.T) {
-	t.Parallel()
 	c := startChain(t, devnet.Config{})
 	gen(t, c, 5, 3000, 10)
 	st := newStore(t)
@@ -196,7 +192,6 @@ func TestRestartMidBackfill(t *testing.T) {
 // writes, and when it dies the other takes over within 10 s and carries on
 // with no gap and no duplicate.
 func TestTwoIndexers(t *testing.T) {
-	t.Parallel()
 	c := startChain(t, devnet.Config{Agents: 4, Attestations: 1000, Batch: 25})
 	st := newStore(t)
 	a := startIndexer(t, st, c, nil)
@@ -227,7 +222,6 @@ func TestTwoIndexers(t *testing.T) {
 }
 
 func TestBatchesCutBetweenTransactions(t *testing.T) {
-	t.Parallel()
 	ix := &Indexer{cfg: Config{Checkpoint: "c", ChunkRecords: 5}, m: newMetrics(prometheus.NewRegistry())}
 	mk := func(slot uint64, n int) *txRecords {
 		return &txRecords{entry: sigEntry{sig: solana.Signature{byte(slot)}, slot: slot}, atts: make([]store.AttestationRecord, n)}
@@ -259,7 +253,6 @@ func TestBatchesCutBetweenTransactions(t *testing.T) {
 // 100 lose most of their "Program data:" lines; the indexer rebuilds the
 // events from the instructions and still stores exactly the ground truth.
 func TestTruncatedLogs(t *testing.T) {
-	t.Parallel()
 	c := startChain(t, devnet.Config{LogLimit: 10_000, Agents: 3, Attestations: 500, Batch: 100})
 	gen(t, c, 3, 12, 4)
 	cl := rpc.New(c.RPCURL())

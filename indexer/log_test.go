@@ -17,7 +17,6 @@ import (
 // dropped attestation never gets a leaf, every finalized one gets exactly
 // one (leaf count == finalized count), none before it is finalized.
 func TestForkDroppedNeverLogged(t *testing.T) {
-	t.Parallel()
 	c := startChain(t, devnet.Config{SlotInterval: -1, FinalityDepth: 5, Agents: 2, Attestations: 40, Batch: 20})
 	st := newStore(t)
 	skey, _, err := note.GenerateKey(rand.Reader, "fork.test/log")

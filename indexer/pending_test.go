@@ -19,7 +19,6 @@ import (
 // and the next one meets it again from the checkpoint and stores it once
 // the node returns it: it is never given up as vanished.
 func TestLaggingNodeTransactionIsNotSkipped(t *testing.T) {
-	t.Parallel()
 	c := startChain(t, devnet.Config{Agents: 2, Attestations: 100, Batch: 50})
 	st := newStore(t)
 	reg := prometheus.NewRegistry()
@@ -74,7 +73,6 @@ func TestLaggingNodeTransactionIsNotSkipped(t *testing.T) {
 // indexer gives it up as dropped by a fork; once the node returns it, the
 // reconciliations find it missing and store it.
 func TestGivenUpTransactionIsStillIndexed(t *testing.T) {
-	t.Parallel()
 	c := startChain(t, devnet.Config{Agents: 2, Attestations: 100, Batch: 50})
 	st := newStore(t)
 	reg := prometheus.NewRegistry()
@@ -102,7 +100,6 @@ func TestGivenUpTransactionIsStillIndexed(t *testing.T) {
 // timeout. The indexer keeps retrying but stops holding the checkpoint, so
 // one transaction cannot freeze the index; it is stored once returned.
 func TestStuckTransactionReleasesCheckpoint(t *testing.T) {
-	t.Parallel()
 	c := startChain(t, devnet.Config{Agents: 2, Attestations: 100, Batch: 50})
 	st := newStore(t)
 	reg := prometheus.NewRegistry()
@@ -133,7 +130,6 @@ func TestStuckTransactionReleasesCheckpoint(t *testing.T) {
 // left it); the periodic reconciliation of the finalized window finds it
 // missing and stores it again, exactly, and counts it in /metrics.
 func TestReconciliationRepairsAGap(t *testing.T) {
-	t.Parallel()
 	c := startChain(t, devnet.Config{Agents: 3, Attestations: 300, Batch: 30})
 	st := newStore(t)
 	reg := prometheus.NewRegistry()
@@ -183,7 +179,6 @@ func TestReconciliationRepairsAGap(t *testing.T) {
 // only down to the checkpoint, so the reconciliation of the unfinalized
 // slots must pick it up (confirmed), and finality then promotes it.
 func TestForkAddsTransactionBelowCheckpoint(t *testing.T) {
-	t.Parallel()
 	c := startChain(t, devnet.Config{SlotInterval: -1, FinalityDepth: 20, Agents: 2, Attestations: 40, Batch: 20})
 	st := newStore(t)
 	reg := prometheus.NewRegistry()

@@ -65,7 +65,6 @@ func (l *loggedStore) waitLogged(t *testing.T, c *devnet.Chain) {
 // leaf at every index, and the first log's every signed size has the same
 // root in the second.
 func TestLogRebuiltFromTheChainIsTheSame(t *testing.T) {
-	t.Parallel()
 	c := startChain(t, devnet.Config{SlotInterval: -1, FinalityDepth: 3, Agents: 2, Attestations: 20, Batch: 10})
 	skey, _, err := note.GenerateKey(rand.Reader, "rebuild.test/log")
 	testenv.Must(t, err, "key")

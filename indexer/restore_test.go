@@ -82,7 +82,6 @@ func sameLog(t *testing.T, a, b *loggedStore, origin string, n int64) int {
 // appender are started on it. Once the regrown log reaches the original's
 // size, every leaf and every signed root below it is the original's.
 func TestLogRegrownFromABackupIsTheSame(t *testing.T) {
-	t.Parallel()
 	if _, err := backup.Tool("pg_dump"); err != nil {
 		t.Fatal(err) // the PostgreSQL the suite runs on brings its client tools
 	}

@@ -6,7 +6,6 @@ import (
 )
 
 func TestSlotClockLag(t *testing.T) {
-	t.Parallel()
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	for _, tc := range []struct {

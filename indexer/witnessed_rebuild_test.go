@@ -103,7 +103,6 @@ func excerptOf(s string) string {
 // every signed size, the witnesses cosign it again at the size they held,
 // and they cosign its next checkpoint once the chain moves on.
 func TestWitnessedLogRebuiltFromTheChain(t *testing.T) {
-	t.Parallel()
 	c := startChain(t, devnet.Config{Agents: 3, Attestations: 40, Batch: 10})
 	skey, _, err := note.GenerateKey(rand.Reader, "witnessed.test/log")
 	testenv.Must(t, err, "key")

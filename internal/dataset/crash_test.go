@@ -56,7 +56,6 @@ func (w *world) files(t *testing.T, prefix string) map[string][]byte {
 // a reader sees: no file, no manifest, not in the index. Run again, it
 // finishes the job with the same bytes as a producer never killed.
 func TestKilledMidFileFinishesTheSame(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts SeaweedFS")
 	}
@@ -109,7 +108,6 @@ func TestKilledMidFileFinishesTheSame(t *testing.T) {
 // Two producers started together write each day once: the lock elects one,
 // and the other finds the days done.
 func TestTwoProducersWriteOnce(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts SeaweedFS")
 	}

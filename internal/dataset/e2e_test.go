@@ -31,7 +31,6 @@ import (
 // leaves the log holds for the day, and the file verifies against its
 // manifest's witnessed checkpoint.
 func TestDaysWrittenServedAndReadBack(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts SeaweedFS")
 	}

@@ -169,7 +169,6 @@ func hostileValidators() []hostileCase {
 }
 
 func TestHostileRequests(t *testing.T) {
-	t.Parallel()
 	f := newSrvFixture(t, Config{})
 	now := time.Now()
 	// The index stays fresh and the manifest is held: a refused request
@@ -210,7 +209,6 @@ func TestHostileRequests(t *testing.T) {
 // TestGuardRequests: an address over its requests gets 429 with
 // Retry-After, another is still served.
 func TestGuardRequests(t *testing.T) {
-	t.Parallel()
 	f := newSrvFixture(t, Config{Rate: 1}) // a burst of 10
 	f.srv.guard.now = func() time.Duration { return time.Hour }
 	for i := range 10 {
@@ -245,7 +243,6 @@ func TestGuardRequests(t *testing.T) {
 // refused until it has paid them back; 304s, HEADs and small ranges owe
 // nothing or little; another address is still served.
 func TestGuardBytes(t *testing.T) {
-	t.Parallel()
 	f := newSrvFixture(t, Config{MiBRate: 1})
 	g := f.srv.guard
 	size := float64(len(f.file))
@@ -297,7 +294,6 @@ func TestGuardBytes(t *testing.T) {
 }
 
 func TestGuardKeys(t *testing.T) {
-	t.Parallel()
 	for a, b := range map[string]string{
 		"2001:db8::1":         "2001:db8::2",
 		"2001:db8:0:0:ffff::": "2001:db8::",
@@ -318,7 +314,6 @@ func TestGuardKeys(t *testing.T) {
 // TestGuardBounded: past maxGuarded addresses the idle ones are
 // forgotten, then all.
 func TestGuardBounded(t *testing.T) {
-	t.Parallel()
 	g := newGuard(1, 1, nil)
 	clock := time.Duration(0)
 	g.now = func() time.Duration { return clock }

@@ -222,7 +222,6 @@ func sha256Hex(b []byte) string {
 }
 
 func TestServeIndex(t *testing.T) {
-	t.Parallel()
 	f := newSrvFixture(t, Config{})
 	a := f.do(t, "GET", "/dataset/index.json")
 	if a.status != 200 || !bytes.Equal(a.body, f.ibody) {
@@ -258,7 +257,6 @@ func TestServeIndex(t *testing.T) {
 // TestIndexCached: the index is read once per 10 s however many ask at
 // once, and read again after.
 func TestIndexCached(t *testing.T) {
-	t.Parallel()
 	f := newSrvFixture(t, Config{})
 	now := time.Now()
 	var mu sync.Mutex
@@ -293,7 +291,6 @@ func TestIndexCached(t *testing.T) {
 // TestIndexNotStarted: before the producer ran, the index is an empty one
 // that says so, 200.
 func TestIndexNotStarted(t *testing.T) {
-	t.Parallel()
 	f := newSrvFixture(t, Config{})
 	if err := f.bucket.Delete(context.Background(), IndexName); err != nil {
 		t.Fatal(err)
@@ -314,7 +311,6 @@ func TestIndexNotStarted(t *testing.T) {
 }
 
 func TestServeManifest(t *testing.T) {
-	t.Parallel()
 	f := newSrvFixture(t, Config{})
 	a := f.do(t, "GET", "/dataset/"+srvDay+".json")
 	if a.status != 200 || !bytes.Equal(a.body, f.mbody) {
@@ -341,7 +337,6 @@ func TestServeManifest(t *testing.T) {
 }
 
 func TestServeFile(t *testing.T) {
-	t.Parallel()
 	f := newSrvFixture(t, Config{})
 	size := int64(len(f.file))
 	path := "/dataset/" + srvDay + ".parquet"
@@ -398,7 +393,6 @@ func TestServeFile(t *testing.T) {
 }
 
 func TestServeRanges(t *testing.T) {
-	t.Parallel()
 	f := newSrvFixture(t, Config{})
 	size := int64(len(f.file))
 	path := "/dataset/" + srvDay + ".parquet"
@@ -451,7 +445,6 @@ func TestServeRanges(t *testing.T) {
 }
 
 func TestRangeRefused(t *testing.T) {
-	t.Parallel()
 	f := newSrvFixture(t, Config{})
 	size := int64(len(f.file))
 	for _, rng := range []string{
@@ -474,7 +467,6 @@ func TestRangeRefused(t *testing.T) {
 }
 
 func TestServeNotFound(t *testing.T) {
-	t.Parallel()
 	f := newSrvFixture(t, Config{})
 	for _, path := range []string{
 		"/dataset/2026-03-13.parquet", "/dataset/2026-03-13.json", "/dataset/2026-03-15.json", // pending in the index
@@ -499,7 +491,6 @@ func TestServeNotFound(t *testing.T) {
 
 // TestDatasetOff: without a bucket every route answers 503 with ErrOff.
 func TestDatasetOff(t *testing.T) {
-	t.Parallel()
 	srv := NewServer(ServerDeps{})
 	app := srvApp(srv)
 	for _, path := range []string{"/dataset/index.json", "/dataset/" + srvDay + ".json", "/dataset/" + srvDay + ".parquet", "/dataset/junk"} {
@@ -522,7 +513,6 @@ func TestDatasetOff(t *testing.T) {
 // TestStoreFailures: a bucket that fails answers 503 without a word of it;
 // a file that is not its manifest's size, or missing, is 503 too.
 func TestStoreFailures(t *testing.T) {
-	t.Parallel()
 	f := newSrvFixture(t, Config{})
 	file := "/dataset/" + srvDay + ".parquet"
 	if a := f.do(t, "GET", "/dataset/"+srvDay+".json"); a.status != 200 { // held from now on
@@ -568,7 +558,6 @@ func TestStoreFailures(t *testing.T) {
 // TestStaleIndexServed: while the bucket fails, the index read last is
 // served.
 func TestStaleIndexServed(t *testing.T) {
-	t.Parallel()
 	f := newSrvFixture(t, Config{})
 	now := time.Now()
 	f.srv.now = func() time.Time { return now }
@@ -589,7 +578,6 @@ func TestStaleIndexServed(t *testing.T) {
 }
 
 func TestParseRange(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		v           string
 		size        int64
@@ -613,7 +601,6 @@ func TestParseRange(t *testing.T) {
 }
 
 func TestParseName(t *testing.T) {
-	t.Parallel()
 	for name, want := range map[string]string{
 		"2026-03-14.parquet": "file", "2026-03-14.json": "manifest", "0001-01-01.json": "manifest",
 		"+026-03-14.json": "", "2026-03-14.Json": "", "2026-02-30.json": "", "2026-03-14.parquet.json": "", "2026-03-14..json": "",

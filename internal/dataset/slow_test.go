@@ -28,7 +28,6 @@ import (
 // reading a 24 MiB file slowly, for several times the timeout, gets every
 // byte.
 func TestSlowDownloadOutlivesTheWriteTimeout(t *testing.T) {
-	t.Parallel()
 	const timeout = time.Second
 	ctx := context.Background()
 	b, err := fileblob.OpenBucket(t.TempDir(), nil)

@@ -230,7 +230,6 @@ func verify(t testing.TB, v *client.LogVerifier, file []byte, m dataset.Manifest
 // TestVerifyFileGood: a day's file as the producer writes it verifies,
 // online and offline, and the report says what it holds.
 func TestVerifyFileGood(t *testing.T) {
-	t.Parallel()
 	l := newVFLog(t, 800)
 	d := l.day(t, 200, 450, 600)
 	tiles := &vfTiles{l: l}
@@ -279,7 +278,6 @@ func TestVerifyFileGood(t *testing.T) {
 // without a name; with the manifest's digest made to match, the rows
 // still fail.
 func TestVerifyFileChangedValue(t *testing.T) {
-	t.Parallel()
 	l := newVFLog(t, 800)
 	d := l.day(t, 200, 450, 600)
 	flip := func(s string) string {
@@ -327,7 +325,6 @@ func TestVerifyFileChangedValue(t *testing.T) {
 // TestVerifyFileRowsOutOfPlace: a dropped, a repeated, two swapped rows,
 // a row too many and one too few are each named.
 func TestVerifyFileRowsOutOfPlace(t *testing.T) {
-	t.Parallel()
 	l := newVFLog(t, 800)
 	d := l.day(t, 200, 450, 600)
 	rows := func() []dataset.Row { return l.rows(200, 450) }
@@ -364,7 +361,6 @@ func TestVerifyFileRowsOutOfPlace(t *testing.T) {
 // TestVerifyFileBytesFlipped: any byte of the file flipped fails (the
 // digest, and whatever the reader makes of it), never panics.
 func TestVerifyFileBytesFlipped(t *testing.T) {
-	t.Parallel()
 	l := newVFLog(t, 800)
 	d := l.day(t, 200, 450, 600)
 	v := l.verifier(t, 2, 2)
@@ -389,7 +385,6 @@ func TestVerifyFileBytesFlipped(t *testing.T) {
 // TestVerifyFilePageTooLarge: a page header that claims a page larger
 // than its chunk is refused before the Parquet package allocates it.
 func TestVerifyFilePageTooLarge(t *testing.T) {
-	t.Parallel()
 	l := newVFLog(t, 800)
 	d := l.day(t, 200, 450, 600)
 	pf, err := parquet.OpenFile(bytes.NewReader(d.file), int64(len(d.file)))
@@ -425,7 +420,6 @@ func TestVerifyFilePageTooLarge(t *testing.T) {
 // another tree, or short of the witness quorum fails, as does a range
 // proof not the log's.
 func TestVerifyFileCheckpoint(t *testing.T) {
-	t.Parallel()
 	l := newVFLog(t, 800)
 	d := l.day(t, 200, 450, 600)
 	other := newVFLog(t, 800)
@@ -502,7 +496,6 @@ func (m *vfLyingTiles) LeafHashes(ctx context.Context, first, end, treeSize int6
 // not the log's (they do not rebuild the checkpoint's root) blame no row,
 // nor do leaf hashes that cannot be read.
 func TestVerifyFileTiles(t *testing.T) {
-	t.Parallel()
 	l := newVFLog(t, 800)
 	d := l.day(t, 450, 600, 600)
 	rows := l.rows(450, 600)

@@ -105,7 +105,6 @@ func liveHeap() int64 {
 // headroom is the other half), and so does the live heap they grow, while
 // the node keeps streaming to a client that reads.
 func TestNeverReadingCatchUpStaysWithinBudget(t *testing.T) {
-	t.Parallel()
 	const perStream, total = 64 << 10, 1 << 20
 	x := newHarness(t, Config{WriteTimeout: time.Minute, BufferPerStream: perStream, BufferTotal: total})
 	cursor, _ := x.behindTheRing()
@@ -188,7 +187,6 @@ func (x *harness) fillBudget(cursor string, streams int) []net.Conn {
 // when room comes back. (The streams holding the budget are never ended to
 // make room here: see TestBlockedStreamsEndedForReaders.)
 func TestBufferFullIsAResumableErrorEvent(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{WriteTimeout: time.Minute, BufferPerStream: 64 << 10, BufferTotal: 1 << 20})
 	x.h.evictAfter.Store(int64(time.Hour))
 	cursor, ids := x.behindTheRing()
@@ -266,7 +264,6 @@ func TestBufferFullIsAResumableErrorEvent(t *testing.T) {
 // whole life. Each now holds at most its own budget; none is dropped or
 // ended, and each gets its events in order.
 func TestSlowReadersHoldTheirBudget(t *testing.T) {
-	t.Parallel()
 	const perStream, readers = 64 << 10, 4
 	x := newHarness(t, Config{BufferPerStream: perStream})
 	cursor, ids := x.behindTheRing()
@@ -327,7 +324,6 @@ func TestSlowReadersHoldTheirBudget(t *testing.T) {
 // client that reads is not refused: the blocked streams are ended to make
 // room (counted as ended for the budget), and it catches up, in order.
 func TestBlockedStreamsEndedForReaders(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{WriteTimeout: time.Minute, BufferPerStream: 64 << 10, BufferTotal: 1 << 20})
 	x.h.evictAfter.Store(int64(300 * time.Millisecond))
 	cursor, ids := x.behindTheRing()

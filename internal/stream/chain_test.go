@@ -18,7 +18,6 @@ import (
 // event (at confirmed) and, once its block is final, a commitment event,
 // unless the indexer stored it finalized already.
 func TestIndexerToStream(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()

@@ -9,7 +9,6 @@ import (
 // TestBufferBudgetsFromEnv: the two byte budgets' variables, with their
 // defaults and hostile values (each refused, naming the variable).
 func TestBufferBudgetsFromEnv(t *testing.T) {
-	t.Parallel()
 	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
 	c, err := ConfigFromEnv(env(nil))
 	if err != nil || c.BufferPerStream != 256<<10 || c.BufferTotal != 64<<20 {
@@ -42,7 +41,6 @@ func TestBufferBudgetsFromEnv(t *testing.T) {
 // TestBudgetUnderContention: takes and gives from many goroutines never
 // let the budget pass its bound, and leave it at zero.
 func TestBudgetUnderContention(t *testing.T) {
-	t.Parallel()
 	b := &budget{max: 1 << 20}
 	var wg sync.WaitGroup
 	var over sync.Once

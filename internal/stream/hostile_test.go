@@ -51,7 +51,6 @@ func (x *harness) rawAnswer(t *testing.T, raw string) (status string, header htt
 // not. Each case names the status (and a word of the body) it must get;
 // none may be a 5xx, and none may start a stream it should not.
 func TestHostileRequests(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{MaxPerIP: 3})
 	a := x.add(1, 0, attestation.Confirmed)[0]
 	good := cursorOf(a)

@@ -19,7 +19,6 @@ import (
 // as they filter the list, live (from memory) and on resume (from the
 // log); their hostile values are the list's 400s.
 func TestLookupFiltersHonoured(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{})
 	for _, q := range []string{"?actionHash=" + strings.Repeat("a", 63), "?actionHash=xyz", "?txSignature=" + strings.Repeat("1", 10),
 		"?txSignature=" + strings.Repeat("z", 86) + "0", "?actionHash=" + strings.Repeat("ab", 32) + "&actionHash=" + strings.Repeat("ab", 32)} {

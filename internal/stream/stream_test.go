@@ -23,7 +23,6 @@ import (
 )
 
 func TestSubscriberReceivesNewAttestation(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{})
 	r, resp := x.open("", nil)
 	if r == nil {
@@ -62,7 +61,6 @@ func TestSubscriberReceivesNewAttestation(t *testing.T) {
 }
 
 func TestCommitmentAndRemovedEvents(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{})
 	r, resp := x.open("", nil)
 	if r == nil {
@@ -94,7 +92,6 @@ func TestCommitmentAndRemovedEvents(t *testing.T) {
 }
 
 func TestBadCursorIs400(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{})
 	for _, q := range []string{"?after=nope", "?after=" + strings.Repeat("A", 300), "?agentPda=xyz", "?actionType=9", "?limit=5", "?after=a&after=b"} {
 		_, resp := x.open(q, nil)
@@ -129,7 +126,6 @@ func sortLikeLog(as []attestation.Attestation) []attestation.Attestation {
 // connection is killed 10 times; each reconnect sends Last-Event-ID, and
 // the client sees every attestation once, in order.
 func TestResumeExactlyOnce(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{})
 	r, resp := x.open("", nil)
 	if r == nil {
@@ -189,7 +185,6 @@ func TestResumeExactlyOnce(t *testing.T) {
 }
 
 func TestFiltersHonoured(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{})
 	agent := x.env.Seeded.Agents[1].PDA.String()
 	byAgent, resp := x.open("?agentPda="+agent, nil)
@@ -235,7 +230,6 @@ func TestFiltersHonoured(t *testing.T) {
 }
 
 func TestPerIPCap(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{MaxPerIP: 2})
 	a, _ := x.open("", nil)
 	b, _ := x.open("", nil)
@@ -264,7 +258,6 @@ func TestPerIPCap(t *testing.T) {
 // TestSlowReaderDropped: a client that never reads is dropped once a write
 // is not taken within the write timeout; the node holds nothing for it.
 func TestSlowReaderDropped(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{WriteTimeout: 300 * time.Millisecond})
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
@@ -298,7 +291,6 @@ func TestSlowReaderDropped(t *testing.T) {
 }
 
 func TestCursorTooOldOrUnknownIsErrorEvent(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{})
 	old := x.add(1, 0, attestation.Confirmed)[0]
 	if _, err := x.hub.st.PruneStream(t.Context(), time.Now().Add(time.Hour), 1000); err != nil {
@@ -329,7 +321,6 @@ func TestCursorTooOldOrUnknownIsErrorEvent(t *testing.T) {
 // TestResumeFromListCursor: a list's nextCursor resumes too: every
 // attestation the log holds after it, oldest first.
 func TestResumeFromListCursor(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{})
 	first := sortLikeLog(x.add(3, 0, attestation.Confirmed))
 	second := sortLikeLog(x.add(3, 1, attestation.Confirmed))
@@ -342,7 +333,6 @@ func TestResumeFromListCursor(t *testing.T) {
 }
 
 func TestHeartbeatLifetimeAndDrain(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{Heartbeat: 100 * time.Millisecond, Lifetime: 2 * time.Second})
 	r, _ := x.open("", nil)
 	sawComment := false
@@ -379,7 +369,6 @@ func TestHeartbeatLifetimeAndDrain(t *testing.T) {
 }
 
 func TestHeadAndOtherMethods(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{})
 	req, _ := http.NewRequest(http.MethodHead, x.node.URL+"/attestations/stream", nil)
 	resp, err := streamClient.Do(req)
@@ -404,7 +393,6 @@ func TestHeadAndOtherMethods(t *testing.T) {
 // one-second lifetime) and resumes each with the last id: every attestation
 // once, in order.
 func TestGoClientResumes(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{Lifetime: time.Second})
 	cl, err := client.New(x.node.Root)
 	testenv.Must(t, err, "client")
@@ -460,7 +448,6 @@ func TestGoClientResumes(t *testing.T) {
 // TestGoClientStopsOnErrorEvent: a cursor the server cannot resume from is
 // an *APIError, not a reconnection loop.
 func TestGoClientStopsOnErrorEvent(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{})
 	cl, err := client.New(x.node.Root)
 	testenv.Must(t, err, "client")
@@ -480,7 +467,6 @@ func TestGoClientStopsOnErrorEvent(t *testing.T) {
 // rate limit and its events are none; a stream holds one of its IP's
 // connections under the connection cap, and gives it back when it ends.
 func TestRateAndConnectionLimits(t *testing.T) {
-	t.Parallel()
 	x := newHarnessWith(t, Config{}, func(env *apptest.Env, d *app.Deps) {
 		d.Middleware = append(d.Middleware, env.NewLimiter(t, 6).Middleware())
 		d.ConnLimit = app.ConnLimit{PerIP: 2}
@@ -545,7 +531,6 @@ func TestRateAndConnectionLimits(t *testing.T) {
 // TestOneSubscriptionPerNode: however many clients, the node's hub holds
 // one subscription to the epoch channel.
 func TestOneSubscriptionPerNode(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{})
 	channel := x.env.Prefix + "epoch"
 	subs := func() int64 {
@@ -577,7 +562,6 @@ func TestOneSubscriptionPerNode(t *testing.T) {
 // at all (no subscription) still delivers every attestation, in order, by
 // its poll: the announcement only wakes it up.
 func TestMissedAnnouncementsStillDelivered(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{})
 	hub := NewHub(HubDeps{Store: x.hub.st, Config: Config{Poll: 50 * time.Millisecond}, Logger: x.hub.log})
 	t.Cleanup(hub.Close)
@@ -607,7 +591,6 @@ func TestMissedAnnouncementsStillDelivered(t *testing.T) {
 // node had read it before the fork (from memory), or alone (from
 // PostgreSQL, where it is gone): either way its view ends exact.
 func TestRemovedBeforeSent(t *testing.T) {
-	t.Parallel()
 	x := newHarness(t, Config{})
 	first := x.add(1, 0, attestation.Confirmed)[0]
 	gone := x.add(1, 1, attestation.Confirmed)[0]

@@ -11,7 +11,6 @@ import (
 )
 
 func TestConfigFromEnv(t *testing.T) {
-	t.Parallel()
 	skey, vkey, err := note.GenerateKey(rand.Reader, "example.com/log")
 	if err != nil {
 		t.Fatal(err)

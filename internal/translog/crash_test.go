@@ -75,7 +75,6 @@ func writing(t testing.TB, st *store.Store, name string) int64 {
 // leaf per finalized attestation, every checkpoint signed on the way a
 // root of the final tree's prefix.
 func TestAppenderKilledMidBatch(t *testing.T) {
-	t.Parallel()
 	le := newLogEnv(t, 3)
 	le.bulk(t, 30000, attestation.Finalized)
 	skey := exportKey(t, le)
@@ -120,7 +119,6 @@ func TestAppenderKilledMidBatch(t *testing.T) {
 // leader stops cleanly and the first takes over again. No gap, no
 // duplicate.
 func TestLeaderChange(t *testing.T) {
-	t.Parallel()
 	le := newLogEnv(t, 3)
 	le.bulk(t, 12000, attestation.Finalized)
 	type member struct {
@@ -182,7 +180,6 @@ func TestLeaderChange(t *testing.T) {
 // TestConcurrentAppendsSerialise: appends made at once, without the
 // appender lock, serialise on the size row: no gap, no duplicate.
 func TestConcurrentAppendsSerialise(t *testing.T) {
-	t.Parallel()
 	le := newLogEnv(t, 2)
 	le.bulk(t, 6000, attestation.Finalized)
 	var wg sync.WaitGroup

@@ -13,7 +13,6 @@ import (
 // fork removes never gets one; one that is finalized later gets exactly
 // one, after the leaves finalized before it.
 func TestConfirmedNeverLogged(t *testing.T) {
-	t.Parallel()
 	le := newLogEnv(t, 2)
 	ctx := context.Background()
 	first := le.add(t, 5, attestation.Finalized)

@@ -21,7 +21,6 @@ import (
 // the newer checkpoint before keeps serving it; the checkpoint is served
 // again once the log is back at its witnessed size.
 func TestHeldLogServesNoOlderCheckpoint(t *testing.T) {
-	t.Parallel()
 	le := newLogEnv(t, 2)
 	recs := le.bulk(t, 300, attestation.Finalized)
 	le.appendAll(t)

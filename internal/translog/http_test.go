@@ -16,7 +16,6 @@ import (
 // TestLogOffAnswers503: without a key every log route is 503 in the
 // envelope, naming the variable to set.
 func TestLogOffAnswers503(t *testing.T) {
-	t.Parallel()
 	le := newLogEnv(t, 1)
 	recs := le.add(t, 2, attestation.Finalized)
 	off := le.startNode(t, translog.Config{})
@@ -40,7 +39,6 @@ func TestLogOffAnswers503(t *testing.T) {
 // TestHostileLogRequests: malformed tile paths, sizes and ids are 4xx in
 // the envelope (never 5xx), and nothing beyond the checkpoint is served.
 func TestHostileLogRequests(t *testing.T) {
-	t.Parallel()
 	le := newLogEnv(t, 2)
 	le.bulk(t, 300, attestation.Finalized)
 	le.appendAll(t)

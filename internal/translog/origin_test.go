@@ -46,7 +46,6 @@ func rawGet(t testing.TB, url, acceptEncoding string) (*http.Response, []byte) {
 // at the origin's path (attestd.test/log → /log/...), not under /api/v1;
 // the API's per-IP limit never counts them, their own guard does.
 func TestTilesAtTheOriginOutsideTheAPILimit(t *testing.T) {
-	t.Parallel()
 	le := newLogEnv(t, 2)
 	le.bulk(t, 700, attestation.Finalized)
 	le.appendAll(t)
@@ -115,7 +114,6 @@ func TestTilesAtTheOriginOutsideTheAPILimit(t *testing.T) {
 // or cut; hash tiles never (hashes do not compress); the bytes inflate to
 // the identity answer.
 func TestEntryBundlesGzip(t *testing.T) {
-	t.Parallel()
 	le := newLogEnv(t, 2)
 	le.bulk(t, 600, attestation.Finalized)
 	le.appendAll(t)
@@ -151,7 +149,6 @@ func TestEntryBundlesGzip(t *testing.T) {
 // whether the full tile exists already or the tile is the right edge; the
 // bytes agree with x/mod's tiles of the same tree.
 func TestPartialTilesAreSlices(t *testing.T) {
-	t.Parallel()
 	le := newLogEnv(t, 2)
 	le.bulk(t, 530, attestation.Finalized)
 	le.appendAll(t)
@@ -192,7 +189,6 @@ func hashAt(t testing.TB, le *logEnv, i int64) tlog.Hash {
 // beside it: one origin, both signatures on every checkpoint, each key
 // verifies it alone, and /log/key lists both (the new one first).
 func TestKeyRotationKeepsTheOrigin(t *testing.T) {
-	t.Parallel()
 	le := newLogEnv(t, 2)
 	le.add(t, 3, attestation.Finalized)
 	le.appendAll(t)
@@ -238,7 +234,6 @@ func TestKeyRotationKeepsTheOrigin(t *testing.T) {
 // TestParseKeysHostile: what a rotation's key list refuses, never quoting
 // a private key.
 func TestParseKeysHostile(t *testing.T) {
-	t.Parallel()
 	a, _, _ := note.GenerateKey(rand.Reader, "example.com/log")
 	b, bv, _ := note.GenerateKey(rand.Reader, "example.com/log")
 	other, _, _ := note.GenerateKey(rand.Reader, "example.com/log2")
@@ -284,7 +279,6 @@ func TestParseKeysHostile(t *testing.T) {
 // pairs and proofs add a handful of keys, and every key but the full
 // tiles' lives seconds.
 func TestLogRoutesCannotPinTheCache(t *testing.T) {
-	t.Parallel()
 	le := newLogEnv(t, 2)
 	le.bulk(t, 700, attestation.Finalized)
 	le.appendAll(t)
@@ -367,7 +361,6 @@ func TestLogRoutesCannotPinTheCache(t *testing.T) {
 
 // TestParseWitnessesHostile: what ATTESTD_LOG_WITNESSES refuses.
 func TestParseWitnessesHostile(t *testing.T) {
-	t.Parallel()
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	k1 := logformat.NewCosignatureKey("w1.test/w", priv.Public().(ed25519.PublicKey))
 	_, priv2, _ := ed25519.GenerateKey(rand.Reader)

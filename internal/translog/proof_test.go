@@ -70,7 +70,6 @@ func errf(format string, args ...any) error {
 }
 
 func TestProofAnswerVerifiesAndStates(t *testing.T) {
-	t.Parallel()
 	le := newLogEnv(t, 3)
 	final := le.add(t, 20, attestation.Finalized)
 	confirmed := le.add(t, 3, attestation.Confirmed)

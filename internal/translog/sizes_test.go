@@ -26,7 +26,6 @@ import (
 // tlog.TileHashReader over HTTP proves the same records) and the entry
 // bundle that holds the last leaf.
 func TestProofsAtSizes(t *testing.T) {
-	t.Parallel()
 	le := newLogEnv(t, 4)
 	ctx := context.Background()
 	v, err := note.NewVerifier(le.key.VerifierKey)

@@ -100,7 +100,6 @@ func parseAddCheckpoint(b []byte) (old, size int64) {
 // below one it was sent; the other witness is not delayed; the newest
 // checkpoint ends cosigned by both and served.
 func TestSupersededCheckpointsWhileAWitnessCallIsInFlight(t *testing.T) {
-	t.Parallel()
 	le := newLogEnv(t, 2)
 	ws := startWitnesses(t, le, 2)
 	cfg := le.cfg

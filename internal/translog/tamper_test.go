@@ -18,7 +18,6 @@ import (
 // proof answer whose leaf, proof hashes, checkpoint root or signature
 // was changed, or whose checkpoint another key signed.
 func TestTamperedProofFails(t *testing.T) {
-	t.Parallel()
 	le := newLogEnv(t, 2)
 	recs := le.add(t, 7, attestation.Finalized)
 	le.appendAll(t)

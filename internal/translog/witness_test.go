@@ -99,7 +99,6 @@ func (s *syncBuffer) String() string {
 // checkpoint served at the origin carries them, and a node serves only
 // witnessed checkpoints.
 func TestTwoLitewitnessesCosignEveryCheckpoint(t *testing.T) {
-	t.Parallel()
 	le := newLogEnv(t, 2)
 	ws := startWitnesses(t, le, 2)
 	cfg := le.cfg
@@ -231,7 +230,6 @@ func mustCounter(t *testing.T, reg *prometheus.Registry, name, witness string) p
 // metric, the witness's state in PostgreSQL); the other witness cosigns.
 // With a quorum of 2 no checkpoint is served; with 1, the other's is.
 func TestWitnessShownAForkRefuses(t *testing.T) {
-	t.Parallel()
 	le := newLogEnv(t, 2)
 	ws := startWitnesses(t, le, 2)
 	// The fork: 40 leaves of its own, signed with the log's key, shown
