@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +28,23 @@ func quietLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// logOnFailure is quietLogger, but what the indexer logged is shown (its
+// last 60 lines) when the test fails: a wait that gives up then says what
+// the indexer was doing.
+func logOnFailure(t *testing.T) *slog.Logger {
+	if os.Getenv("ATTESTD_TEST_VERBOSE") != "" {
+		return quietLogger()
+	}
+	out := &testenv.Output{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			t.Logf("the indexer's last %d log lines:\n%s", min(60, len(lines)), strings.Join(lines[max(0, len(lines)-60):], "\n"))
+		}
+	})
+	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 func newStore(t *testing.T) *store.Store {
@@ -84,7 +102,7 @@ func startIndexer(t *testing.T, st *store.Store, c *devnet.Chain, tweak func(*Co
 	cfg := Config{
 		RPCURL: c.RPCURL(), WSURL: c.WSURL(), ProgramID: c.ProgramID(),
 		PollInterval: time.Second, FallbackPoll: 150 * time.Millisecond, FinalityInterval: 150 * time.Millisecond,
-		LockRetry: 200 * time.Millisecond, Logger: quietLogger(),
+		LockRetry: 200 * time.Millisecond, Logger: logOnFailure(t),
 	}
 	if tweak != nil {
 		tweak(&cfg)
