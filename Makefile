@@ -14,9 +14,9 @@ export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 # goroutines, longest-running first so the slowest package starts at once;
 # docs' TestRacePackagesAreTheConcurrentOnes keeps this list true. Every other
 # package runs without it, in the plain half.
-RACE_PKGS := ./internal/webhook ./internal/store ./app ./indexer ./internal/node ./internal/translog ./internal/stream \
-             ./x402/verifier ./internal/premium ./internal/mcp ./ratelimit ./internal/apikey ./cache ./internal/purge \
-             ./internal/pubsub ./internal/devtools/devnet ./internal/dataset ./internal/devtools/seaweed ./internal/inprocess
+RACE_PKGS := ./internal/translog ./app ./indexer ./internal/webhook ./internal/stream ./internal/dataset \
+             ./internal/premium ./internal/mcp ./internal/store ./internal/devtools/seaweed ./ratelimit ./internal/node \
+             ./internal/apikey ./cache ./x402/verifier ./internal/purge ./internal/pubsub ./internal/devtools/devnet ./internal/inprocess
 TEST_TIMEOUT ?= 10m
 
 .PHONY: build run reset test test-race test-plain lint bench fuzz vet fmt clean image cluster answers screenshot
