@@ -44,7 +44,12 @@ func logOnFailure(t *testing.T) *slog.Logger {
 			t.Logf("the indexer's last %d log lines:\n%s", min(60, len(lines)), strings.Join(lines[max(0, len(lines)-60):], "\n"))
 		}
 	})
-	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return logger(out)
+}
+
+// logger writes everything down to debug to w.
+func logger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 func newStore(t *testing.T) *store.Store {

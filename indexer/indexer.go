@@ -68,6 +68,8 @@ type Indexer struct {
 	// until then, and while the chain is behind, the finality, pending
 	// and reconciliation loops change nothing.
 	chainOK atomic.Bool
+	// size is how many records a batch may hold now (see batchSize).
+	size *batchSize
 }
 
 // New checks the configuration and makes an indexer over st.
@@ -85,7 +87,9 @@ func New(cfg Config, st *store.Store) (*Indexer, error) {
 		trigger: make(chan struct{}, 1),
 		pending: map[solana.Signature]*pendingTx{},
 		settled: newSigSet(settledMemory),
+		size:    newBatchSize(cfg.ChunkRecords),
 	}
+	ix.m.batchRecords.Set(float64(cfg.ChunkRecords))
 	metric.Register(cfg.Registerer, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "attestd_indexer_lag_seconds",
 		Help: "How long ago the chain first stood past the slot through which the index is complete (0: caught up with every slot seen)."},
 		func() float64 { return ix.clock.lag(time.Now()).Seconds() }))

@@ -222,7 +222,7 @@ func TestTwoIndexers(t *testing.T) {
 }
 
 func TestBatchesCutBetweenTransactions(t *testing.T) {
-	ix := &Indexer{cfg: Config{Checkpoint: "c", ChunkRecords: 5}, m: newMetrics(prometheus.NewRegistry())}
+	ix := &Indexer{cfg: Config{Checkpoint: "c", ChunkRecords: 5}, m: newMetrics(prometheus.NewRegistry()), size: newBatchSize(5)}
 	mk := func(slot uint64, n int) *txRecords {
 		return &txRecords{entry: sigEntry{sig: solana.Signature{byte(slot)}, slot: slot}, atts: make([]store.AttestationRecord, n)}
 	}

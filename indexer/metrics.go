@@ -25,6 +25,7 @@ type metrics struct {
 	repairedTxs   *prometheus.CounterVec
 	repairedAtts  *prometheus.CounterVec
 	frontier      prometheus.Gauge
+	batchRecords  prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -68,6 +69,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Help: "Attestations stored by reconciliations (a nonzero rate means gaps were found), by range."}, []string{"range"}))
 	m.frontier = metric.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_indexer_log_frontier_slot",
 		Help: "The newest slot whose attestations are all stored and final, checked against the chain: the transparency log appends up to it."}))
+	m.batchRecords = metric.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "attestd_indexer_batch_records",
+		Help: "Records a batch may hold now: 5,000, halved while batches time out in PostgreSQL and doubled back after 10 applied in a row."}))
 	m.attestations = metric.Register(reg, m.attestations)
 	m.transactions = metric.Register(reg, m.transactions)
 	m.skipped = metric.Register(reg, m.skipped)

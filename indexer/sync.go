@@ -181,6 +181,7 @@ type built struct {
 	last    sigEntry
 	txs     int
 	atts    int
+	records int          // what batchSize counts: every record of its transactions
 	pending []*txRecords // transactions getTransaction did not return
 	settled []*txRecords // transactions decided to leave no rows
 }
@@ -289,7 +290,18 @@ func (ix *Indexer) applyBuilt(ctx context.Context, b built, chainSlot uint64) er
 	t0 := time.Now()
 	applied, err := ix.applyTraced(ctx, b)
 	if err != nil {
+		if ctx.Err() == nil && isTimeout(err) {
+			if n, changed := ix.size.timedOut(b.records); changed {
+				ix.m.batchRecords.Set(float64(n))
+				ix.log.Warn("indexer batch timed out: PostgreSQL applies it slower than its deadline; retrying with smaller batches",
+					"transactions", b.txs, "attestations", b.atts, "batch_records", n)
+			}
+		}
 		return fmt.Errorf("apply batch ending at %s: %w", b.last.sig, err)
+	}
+	if n, changed := ix.size.applied(); changed {
+		ix.m.batchRecords.Set(float64(n))
+		ix.log.Info("indexer batches grow again", "batch_records", n)
 	}
 	ix.m.batchDuration.Observe(time.Since(t0).Seconds())
 	ix.m.attestations.Add(float64(applied.Attestations))
@@ -326,12 +338,13 @@ func (ix *Indexer) applyTraced(ctx context.Context, b built) (store.Applied, err
 }
 
 // batches groups per-transaction records into batches of at most
-// ChunkRecords records, cutting only between transactions. They carry no
+// ChunkRecords records (fewer while batches time out: see batchSize),
+// cutting only between transactions. They carry no
 // checkpoint: only the sync sets it.
 func (ix *Indexer) batches(recs []*txRecords) []built {
 	var out []built
 	cur := built{batch: &store.Batch{}}
-	n := 0
+	n, limit := 0, ix.size.now()
 	flush := func() {
 		if cur.txs == 0 {
 			return
@@ -340,7 +353,7 @@ func (ix *Indexer) batches(recs []*txRecords) []built {
 		cur, n = built{batch: &store.Batch{}}, 0
 	}
 	for _, r := range recs {
-		if n > 0 && n+r.size() > ix.cfg.ChunkRecords {
+		if n > 0 && n+r.size() > limit {
 			flush()
 		}
 		b := cur.batch
@@ -355,6 +368,7 @@ func (ix *Indexer) batches(recs []*txRecords) []built {
 			cur.settled = append(cur.settled, r)
 		}
 		n += r.size()
+		cur.records = n
 		cur.txs++
 		cur.atts += len(r.atts)
 		cur.last = r.entry

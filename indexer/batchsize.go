@@ -1,0 +1,72 @@
+package indexer
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// growAfter is how many batches must apply in a row before the batch
+// size doubles back toward ChunkRecords.
+const growAfter = 10
+
+// batchSize is how many records a batch may hold now: ChunkRecords,
+// halved (from the failed batch's own size) each time a batch's apply
+// outlives the store's deadline for it,
+// and doubled back after growAfter batches applied in a row. A batch
+// that PostgreSQL is too slow to apply in time (a loaded server) would
+// otherwise time out again at every retry, the same batch each time, and
+// the index would never move. A batch always takes at least one
+// transaction, whatever the size.
+type batchSize struct {
+	mu           sync.Mutex
+	max, cur     int
+	appliedInRow int
+}
+
+func newBatchSize(max int) *batchSize { return &batchSize{max: max, cur: max} }
+
+// now is the records a batch may hold.
+func (b *batchSize) now() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cur
+}
+
+// timedOut halves the size, or the size of the batch that timed out
+// (records) when that was smaller; changed is false when it is already 1.
+func (b *batchSize) timedOut(records int) (size int, changed bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.appliedInRow = 0
+	next := max(1, min(b.cur, records)/2)
+	if next == b.cur {
+		return b.cur, false
+	}
+	b.cur = next
+	return b.cur, true
+}
+
+// applied counts a batch applied; every growAfter in a row, the size
+// doubles, up to the configured one.
+func (b *batchSize) applied() (size int, changed bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cur == b.max {
+		return b.cur, false
+	}
+	if b.appliedInRow++; b.appliedInRow < growAfter {
+		return b.cur, false
+	}
+	b.appliedInRow = 0
+	b.cur = min(b.max, 2*b.cur)
+	return b.cur, true
+}
+
+// isTimeout reports whether err is a statement cut by its deadline
+// rather than refused or failed: the same batch, smaller, may pass.
+func isTimeout(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)
+}

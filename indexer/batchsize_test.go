@@ -1,0 +1,93 @@
+package indexer
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/attestd/attestd/internal/devtools/devnet"
+	"github.com/attestd/attestd/internal/store"
+	"github.com/attestd/attestd/internal/testing/testenv"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestBatchSize(t *testing.T) {
+	type step struct {
+		timedOut bool // else applied
+		records  int  // of the batch that timed out
+		size     int
+		changed  bool
+	}
+	for _, tc := range []struct {
+		name  string
+		max   int
+		steps []step
+	}{
+		{"stays at the maximum while batches apply", 8, []step{{false, 0, 8, false}, {false, 0, 8, false}}},
+		{"halves down to one transaction's worth", 5, []step{{true, 1 << 20, 2, true}, {true, 1 << 20, 1, true}, {true, 1 << 20, 1, false}}},
+		{"doubles back after ten in a row, up to the maximum", 6, []step{
+			{true, 1 << 20, 3, true}, {true, 1 << 20, 1, true},
+			{false, 0, 1, false}, {false, 0, 1, false}, {false, 0, 1, false}, {false, 0, 1, false}, {false, 0, 1, false},
+			{false, 0, 1, false}, {false, 0, 1, false}, {false, 0, 1, false}, {false, 0, 1, false}, {false, 0, 2, true},
+			{false, 0, 2, false}, {false, 0, 2, false}, {false, 0, 2, false}, {false, 0, 2, false}, {false, 0, 2, false},
+			{false, 0, 2, false}, {false, 0, 2, false}, {false, 0, 2, false}, {false, 0, 2, false}, {false, 0, 4, true},
+			{false, 0, 4, false}, {false, 0, 4, false}, {false, 0, 4, false}, {false, 0, 4, false}, {false, 0, 4, false},
+			{false, 0, 4, false}, {false, 0, 4, false}, {false, 0, 4, false}, {false, 0, 4, false}, {false, 0, 6, true}}},
+		{"halves from the batch that timed out when it was smaller", 5000, []step{
+			{true, 600, 300, true}, {true, 1 << 20, 150, true}, {true, 100, 50, true}}},
+		{"a time-out starts the count again", 4, []step{
+			{true, 1 << 20, 2, true}, {false, 0, 2, false}, {false, 0, 2, false}, {false, 0, 2, false}, {false, 0, 2, false},
+			{false, 0, 2, false}, {false, 0, 2, false}, {false, 0, 2, false}, {false, 0, 2, false}, {false, 0, 2, false},
+			{true, 1 << 20, 1, true}, {false, 0, 1, false}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBatchSize(tc.max)
+			for i, s := range tc.steps {
+				var size int
+				var changed bool
+				if s.timedOut {
+					size, changed = b.timedOut(s.records)
+				} else {
+					size, changed = b.applied()
+				}
+				if size != s.size || changed != s.changed || b.now() != s.size {
+					t.Fatalf("step %d (timed out %v): size %d changed %v now %d, want %d %v", i, s.timedOut, size, changed, b.now(), s.size, s.changed)
+				}
+			}
+		})
+	}
+}
+
+// TestSlowStoreShrinksBatches: a PostgreSQL slower than the deadline of a
+// batch (a trigger sleeping 8 ms a row, against a deadline of 1 s and
+// 1 ms a row) times out the first batch of 600 attestations; the indexer
+// halves its batches until they apply, and the store holds the chain
+// exactly. At the same size every retry would time out again, forever.
+func TestSlowStoreShrinksBatches(t *testing.T) {
+	c := startChain(t, devnet.Config{})
+	gen(t, c, 2, 600, 50)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, testenv.Database(t), store.Options{QueryTimeout: time.Second})
+	testenv.Must(t, err, "open store")
+	t.Cleanup(st.Close)
+	_, err = st.Migrate(ctx)
+	testenv.Must(t, err, "migrate")
+	_, err = st.Pool().Exec(ctx, `
+		CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN PERFORM pg_sleep((SELECT count(*) FROM new_rows) * 0.008); RETURN NULL; END $$;
+		CREATE TRIGGER slow_insert AFTER INSERT ON attestations
+			REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION slow_insert();`)
+	testenv.Must(t, err, "slow trigger")
+	logs := &testenv.Output{}
+	r := startIndexer(t, st, c, func(cfg *Config) { cfg.Logger = logger(logs) })
+	waitExact(t, st, c, 60*time.Second)
+	if n := testutil.ToFloat64(r.ix.m.batchRecords); n >= 5000 || n < 1 {
+		t.Errorf("batch records %v after timeouts, want fewer than 5000", n)
+	}
+	if !strings.Contains(logs.String(), "retrying with smaller batches") {
+		t.Errorf("no line said the batches shrink:\n%s", logs)
+	}
+	t.Logf("600 attestations stored through a slow PostgreSQL; batches of %v records", testutil.ToFloat64(r.ix.m.batchRecords))
+}
