@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"github.com/attestd/attestd/internal/batchsize"
 	"github.com/attestd/attestd/internal/metric"
 	"github.com/attestd/attestd/internal/tracing"
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,8 +69,8 @@ type Indexer struct {
 	// until then, and while the chain is behind, the finality, pending
 	// and reconciliation loops change nothing.
 	chainOK atomic.Bool
-	// size is how many records a batch may hold now (see batchSize).
-	size *batchSize
+	// size is how many records a batch may hold now.
+	size *batchsize.Size
 }
 
 // New checks the configuration and makes an indexer over st.
@@ -87,7 +88,7 @@ func New(cfg Config, st *store.Store) (*Indexer, error) {
 		trigger: make(chan struct{}, 1),
 		pending: map[solana.Signature]*pendingTx{},
 		settled: newSigSet(settledMemory),
-		size:    newBatchSize(cfg.ChunkRecords),
+		size:    batchsize.New(cfg.ChunkRecords),
 	}
 	ix.m.batchRecords.Set(float64(cfg.ChunkRecords))
 	metric.Register(cfg.Registerer, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "attestd_indexer_lag_seconds",

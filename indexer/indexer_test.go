@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/attestd/attestd/internal/batchsize"
 	"github.com/attestd/attestd/internal/devtools/devnet"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/testing/testenv"
@@ -222,7 +223,7 @@ func TestTwoIndexers(t *testing.T) {
 }
 
 func TestBatchesCutBetweenTransactions(t *testing.T) {
-	ix := &Indexer{cfg: Config{Checkpoint: "c", ChunkRecords: 5}, m: newMetrics(prometheus.NewRegistry()), size: newBatchSize(5)}
+	ix := &Indexer{cfg: Config{Checkpoint: "c", ChunkRecords: 5}, m: newMetrics(prometheus.NewRegistry()), size: batchsize.New(5)}
 	mk := func(slot uint64, n int) *txRecords {
 		return &txRecords{entry: sigEntry{sig: solana.Signature{byte(slot)}, slot: slot}, atts: make([]store.AttestationRecord, n)}
 	}

@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"github.com/attestd/attestd/internal/batchsize"
 	"github.com/attestd/attestd/internal/pause"
 	"github.com/attestd/attestd/internal/tracing"
 	"go.opentelemetry.io/otel/attribute"
@@ -290,8 +291,8 @@ func (ix *Indexer) applyBuilt(ctx context.Context, b built, chainSlot uint64) er
 	t0 := time.Now()
 	applied, err := ix.applyTraced(ctx, b)
 	if err != nil {
-		if ctx.Err() == nil && isTimeout(err) {
-			if n, changed := ix.size.timedOut(b.records); changed {
+		if ctx.Err() == nil && batchsize.IsTimeout(err) {
+			if n, changed := ix.size.TimedOut(b.records); changed {
 				ix.m.batchRecords.Set(float64(n))
 				ix.log.Warn("indexer batch timed out: PostgreSQL applies it slower than its deadline; retrying with smaller batches",
 					"transactions", b.txs, "attestations", b.atts, "batch_records", n)
@@ -299,7 +300,7 @@ func (ix *Indexer) applyBuilt(ctx context.Context, b built, chainSlot uint64) er
 		}
 		return fmt.Errorf("apply batch ending at %s: %w", b.last.sig, err)
 	}
-	if n, changed := ix.size.applied(); changed {
+	if n, changed := ix.size.Applied(); changed {
 		ix.m.batchRecords.Set(float64(n))
 		ix.log.Info("indexer batches grow again", "batch_records", n)
 	}
@@ -338,13 +339,13 @@ func (ix *Indexer) applyTraced(ctx context.Context, b built) (store.Applied, err
 }
 
 // batches groups per-transaction records into batches of at most
-// ChunkRecords records (fewer while batches time out: see batchSize),
+// ChunkRecords records (fewer while batches time out: see package batchsize),
 // cutting only between transactions. They carry no
 // checkpoint: only the sync sets it.
 func (ix *Indexer) batches(recs []*txRecords) []built {
 	var out []built
 	cur := built{batch: &store.Batch{}}
-	n, limit := 0, ix.size.now()
+	n, limit := 0, ix.size.Now()
 	flush := func() {
 		if cur.txs == 0 {
 			return

@@ -207,9 +207,12 @@ func TestBufferFullIsAResumableErrorEvent(t *testing.T) {
 	if _, err := r.nextEvent(); err != io.EOF {
 		t.Fatalf("after the error event: %v, want the end", err)
 	}
-	if got := testutil.ToFloat64(x.h.m.ended.WithLabelValues("budget")); got < 1 {
-		t.Fatalf("ended for the budget: %.0f", got)
-	}
+	// Counted as the handler returns, which may be just after the client
+	// read the end.
+	testenv.WaitForState(t, "the stream counted as ended for the budget", testenv.Patience, func() (bool, string) {
+		got := testutil.ToFloat64(x.h.m.ended.WithLabelValues("budget"))
+		return got >= 1, fmt.Sprintf("ended for the budget: %.0f", got)
+	})
 	live, resp := x.open("", nil)
 	if live == nil {
 		t.Fatalf("live: status %d", resp.StatusCode)

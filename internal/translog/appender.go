@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/attestd/attestd/internal/batchsize"
 	"github.com/attestd/attestd/internal/metric"
 	"github.com/attestd/attestd/internal/pause"
 	"github.com/attestd/attestd/internal/pglock"
@@ -162,6 +163,9 @@ func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
 	if err := a.startTerm(ctx, &t); err != nil {
 		return err
 	}
+	// Appends that outlive their deadline are retried smaller: the same
+	// append would time out again at every try on a loaded server.
+	size := batchsize.New(a.opt.Config.Batch)
 	for {
 		most := t.appendMax(a.opt.Config.Batch)
 		res, err := a.opt.Store.LogAppend(ctx, most)
@@ -169,11 +173,19 @@ func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
+			if batchsize.IsTimeout(err) {
+				if n, changed := size.TimedOut(most); changed {
+					a.log.Warn("log append timed out: PostgreSQL is slower than its deadline; trying smaller appends", "leaves", most, "batch", n)
+				}
+			}
 			a.log.Warn("log append failed; will try again", "err", err)
 			if !pause.For(ctx, a.opt.Config.Poll) {
 				return context.Cause(ctx)
 			}
 			continue
+		}
+		if n, changed := size.Applied(); changed {
+			a.log.Info("log appends grow again", "batch", n)
 		}
 		if res.Leaves > 0 {
 			a.m.appended.Add(float64(res.Leaves))

@@ -4,14 +4,16 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"github.com/mr-tron/base58"
 	mrand "math/rand/v2"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/mr-tron/base58"
+
 	"github.com/attestd/attestd/app"
 	"github.com/attestd/attestd/attestation"
+	"github.com/attestd/attestd/internal/batchsize"
 	"github.com/attestd/attestd/internal/devtools/seed"
 	"github.com/attestd/attestd/internal/store"
 	"github.com/attestd/attestd/internal/testing/apptest"
@@ -111,9 +113,19 @@ func (le *logEnv) appendAll(t testing.TB) store.LogCheckpoint {
 	t.Helper()
 	ctx := context.Background()
 	le.settle(t)
-	for {
-		res, err := le.st.LogAppend(ctx, le.cfg.Batch)
+	// As the appender does: an append that outlives its deadline (a
+	// loaded machine, tens of thousands of leaves) is tried smaller.
+	size := batchsize.New(le.cfg.Batch)
+	for timeouts := 0; ; {
+		most := size.Now()
+		res, err := le.st.LogAppend(ctx, most)
+		if batchsize.IsTimeout(err) && timeouts < 8 {
+			timeouts++
+			size.TimedOut(most)
+			continue
+		}
 		testenv.Must(t, err, "append")
+		size.Applied()
 		if res.Leaves+res.Dropped == 0 {
 			break
 		}

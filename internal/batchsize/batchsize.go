@@ -1,4 +1,4 @@
-package indexer
+package batchsize
 
 import (
 	"context"
@@ -9,10 +9,10 @@ import (
 )
 
 // growAfter is how many batches must apply in a row before the batch
-// size doubles back toward ChunkRecords.
+// size doubles back toward its most.
 const growAfter = 10
 
-// batchSize is how many records a batch may hold now: ChunkRecords,
+// Size is how many records a batch may hold now: the configured most,
 // halved (from the failed batch's own size) each time a batch's apply
 // outlives the store's deadline for it,
 // and doubled back after growAfter batches applied in a row. A batch
@@ -20,24 +20,25 @@ const growAfter = 10
 // otherwise time out again at every retry, the same batch each time, and
 // the index would never move. A batch always takes at least one
 // transaction, whatever the size.
-type batchSize struct {
+type Size struct {
 	mu           sync.Mutex
 	max, cur     int
 	appliedInRow int
 }
 
-func newBatchSize(max int) *batchSize { return &batchSize{max: max, cur: max} }
+// New is a Size starting at, and never above, max records.
+func New(max int) *Size { return &Size{max: max, cur: max} }
 
-// now is the records a batch may hold.
-func (b *batchSize) now() int {
+// Now is the records a batch may hold.
+func (b *Size) Now() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.cur
 }
 
-// timedOut halves the size, or the size of the batch that timed out
+// TimedOut halves the size, or the size of the batch that timed out
 // (records) when that was smaller; changed is false when it is already 1.
-func (b *batchSize) timedOut(records int) (size int, changed bool) {
+func (b *Size) TimedOut(records int) (size int, changed bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.appliedInRow = 0
@@ -49,9 +50,9 @@ func (b *batchSize) timedOut(records int) (size int, changed bool) {
 	return b.cur, true
 }
 
-// applied counts a batch applied; every growAfter in a row, the size
+// Applied counts a batch applied; every growAfter in a row, the size
 // doubles, up to the configured one.
-func (b *batchSize) applied() (size int, changed bool) {
+func (b *Size) Applied() (size int, changed bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.cur == b.max {
@@ -65,8 +66,8 @@ func (b *batchSize) applied() (size int, changed bool) {
 	return b.cur, true
 }
 
-// isTimeout reports whether err is a statement cut by its deadline
+// IsTimeout reports whether err is a statement cut by its deadline
 // rather than refused or failed: the same batch, smaller, may pass.
-func isTimeout(err error) bool {
+func IsTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)
 }
