@@ -167,7 +167,7 @@ func (a *Appender) lead(ctx context.Context, conn *pgx.Conn) error {
 	// append would time out again at every try on a loaded server.
 	size := batchsize.New(a.opt.Config.Batch)
 	for {
-		most := t.appendMax(a.opt.Config.Batch)
+		most := t.appendMax(size.Now())
 		res, err := a.opt.Store.LogAppend(ctx, most)
 		if err != nil {
 			if ctx.Err() != nil {
