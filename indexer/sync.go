@@ -182,7 +182,7 @@ type built struct {
 	last    sigEntry
 	txs     int
 	atts    int
-	records int          // what batchSize counts: every record of its transactions
+	records int          // what batchsize.Size counts: every record of its transactions
 	pending []*txRecords // transactions getTransaction did not return
 	settled []*txRecords // transactions decided to leave no rows
 }
@@ -339,8 +339,8 @@ func (ix *Indexer) applyTraced(ctx context.Context, b built) (store.Applied, err
 }
 
 // batches groups per-transaction records into batches of at most
-// ChunkRecords records (fewer while batches time out: see package batchsize),
-// cutting only between transactions. They carry no
+// ChunkRecords records (fewer while batches time out: see package
+// batchsize), cutting only between transactions. They carry no
 // checkpoint: only the sync sets it.
 func (ix *Indexer) batches(recs []*txRecords) []built {
 	var out []built

@@ -13,12 +13,11 @@ import (
 const growAfter = 10
 
 // Size is how many records a batch may hold now: the configured most,
-// halved (from the failed batch's own size) each time a batch's apply
-// outlives the store's deadline for it,
-// and doubled back after growAfter batches applied in a row. A batch
-// that PostgreSQL is too slow to apply in time (a loaded server) would
-// otherwise time out again at every retry, the same batch each time, and
-// the index would never move. A batch always takes at least one
+// halved (from the failed batch's own size) each time a batch outlives
+// the store's deadline for it, and doubled back after growAfter batches
+// applied in a row. Without it, a batch that a loaded PostgreSQL applies
+// more slowly than its deadline is retried at the same size, times out
+// again, and the writer never moves. A batch always takes at least one
 // transaction, whatever the size.
 type Size struct {
 	mu           sync.Mutex
@@ -37,7 +36,8 @@ func (b *Size) Now() int {
 }
 
 // TimedOut halves the size, or the size of the batch that timed out
-// (records) when that was smaller; changed is false when it is already 1.
+// (records) when that was smaller; changed is false when the size stays
+// (it is 1 already).
 func (b *Size) TimedOut(records int) (size int, changed bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
