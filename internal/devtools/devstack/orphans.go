@@ -3,11 +3,13 @@ package devstack
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // originSuffix names the file beside a relocated data directory that
@@ -19,14 +21,44 @@ const originSuffix = ".origin"
 // abs's parent is gone (a temporary directory removed, a checkout deleted
 // without `attestd local --reset`).
 func writeOrigin(data, abs string) error {
-	tmp := data + originSuffix + ".tmp"
-	if err := os.WriteFile(tmp, []byte(abs+"\n"), 0o644); err != nil {
+	// A fresh name (O_EXCL), never a predictable one: in a shared
+	// directory someone could have planted a link there for root to
+	// write through.
+	f, err := os.CreateTemp(filepath.Dir(data), filepath.Base(data)+originSuffix+"-*")
+	if err != nil {
 		return fmt.Errorf("record the origin of %s: %w", data, err)
 	}
-	if err := os.Rename(tmp, data+originSuffix); err != nil {
+	_, werr := f.WriteString(abs + "\n")
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr, os.Chmod(f.Name(), 0o644), os.Rename(f.Name(), data+originSuffix)); err != nil {
+		_ = os.Remove(f.Name())
 		return fmt.Errorf("record the origin of %s: %w", data, err)
 	}
 	return nil
+}
+
+// readOrigin reads the directory an origin file names: only a regular
+// file of this process's owner, opened without following a link or
+// waiting on a FIFO, and at most 4 KiB of it. ok is false for anything
+// else (planted by someone else in the shared directory).
+func readOrigin(path string) (abs string, ok bool) {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return "", false
+	}
+	if st, isUnix := fi.Sys().(*syscall.Stat_t); !isUnix || int(st.Uid) != os.Geteuid() {
+		return "", false
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 4<<10))
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSuffix(string(b), "\n"), true
 }
 
 // RemoveOrphans deletes the relocated data directories whose directory of
@@ -51,12 +83,7 @@ func RemoveOrphans() ([]string, error) {
 		}
 		for _, o := range origins {
 			data := strings.TrimSuffix(o, originSuffix)
-			orphan, err := orphaned(data, o)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if !orphan {
+			if !orphaned(data, o) {
 				continue
 			}
 			if err := os.RemoveAll(data); err != nil {
@@ -74,29 +101,22 @@ func RemoveOrphans() ([]string, error) {
 
 // orphaned reports whether the relocated directory data, whose origin file
 // is origin, stands for a directory that is gone and runs no server.
-func orphaned(data, origin string) (bool, error) {
-	b, err := os.ReadFile(origin)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return false, nil // another sweep took it
-		}
-		return false, fmt.Errorf("read %s: %w", origin, err)
-	}
-	abs := strings.TrimSuffix(string(b), "\n")
-	if !filepath.IsAbs(abs) || filepath.Base(data) != relocatedName(abs) {
-		return false, nil // not ours, or not for this directory: leave it
+func orphaned(data, origin string) bool {
+	abs, ok := readOrigin(origin)
+	if !ok || !filepath.IsAbs(abs) || filepath.Base(data) != relocatedName(abs) {
+		return false // not ours, or not for this directory: leave it
 	}
 	if _, err := os.Stat(filepath.Dir(abs)); !errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+		return false
 	}
 	fi, err := os.Lstat(data)
 	if errors.Is(err, fs.ErrNotExist) {
-		return true, nil // only the origin file is left
+		return true // only the origin file is left
 	}
 	if err != nil || !fi.IsDir() {
-		return false, nil
+		return false
 	}
-	return !serverRunning(data), nil
+	return !serverRunning(data)
 }
 
 // serverRunning reports whether the postmaster.pid in data names a live

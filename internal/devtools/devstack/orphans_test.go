@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 )
 
@@ -43,7 +44,10 @@ func TestRemoveOrphans(t *testing.T) {
 	_, goneData := relocate("gone")
 	_, runningData := relocate("running")
 	_, plantedData := relocate("planted")
-	for _, p := range []string{"gone", "running", "planted"} {
+	_, linkData := relocate("link")
+	_, fifoData := relocate("fifo")
+	// Each relocation sweeps too: the directories go only now.
+	for _, p := range []string{"gone", "running", "planted", "link", "fifo"} {
 		if err := os.RemoveAll(filepath.Join(base, p)); err != nil {
 			t.Fatal(err)
 		}
@@ -54,6 +58,25 @@ func TestRemoveOrphans(t *testing.T) {
 	// An origin file that names a directory whose data would live under
 	// another name (copied, or written by someone else) is not followed.
 	if err := os.WriteFile(plantedData+originSuffix, []byte(filepath.Join(base, "elsewhere", ".run", "pg")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// A link or a FIFO at an origin file's name (someone else's, in the
+	// shared directory) is neither followed nor waited on.
+	target := filepath.Join(base, "target")
+	if err := os.WriteFile(target, []byte(filepath.Join(base, "link", ".run", "pg")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(linkData + originSuffix); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, linkData+originSuffix); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(fifoData + originSuffix); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifoData+originSuffix, 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -69,7 +92,7 @@ func TestRemoveOrphans(t *testing.T) {
 			t.Errorf("%s still there (%v)", p, err)
 		}
 	}
-	for _, p := range []string{keptData, runningData, plantedData} {
+	for _, p := range []string{keptData, runningData, plantedData, linkData, fifoData} {
 		if slices.Contains(removed, p) {
 			t.Errorf("%s removed", p)
 		}
