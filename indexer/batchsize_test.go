@@ -20,14 +20,8 @@ import (
 func TestSlowStoreShrinksBatches(t *testing.T) {
 	c := startChain(t, devnet.Config{})
 	gen(t, c, 2, 600, 50)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	st, err := store.Open(ctx, testenv.Database(t), store.Options{QueryTimeout: time.Second})
-	testenv.Must(t, err, "open store")
-	t.Cleanup(st.Close)
-	_, err = st.Migrate(ctx)
-	testenv.Must(t, err, "migrate")
-	_, err = st.Pool().Exec(ctx, `
+	st := newStoreWith(t, store.Options{QueryTimeout: time.Second})
+	_, err := st.Pool().Exec(context.Background(), `
 		CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN PERFORM pg_sleep((SELECT count(*) FROM new_rows) * 0.008); RETURN NULL; END $$;
 		CREATE TRIGGER slow_insert AFTER INSERT ON attestations

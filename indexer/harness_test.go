@@ -54,9 +54,15 @@ func logger(w io.Writer) *slog.Logger {
 
 func newStore(t *testing.T) *store.Store {
 	t.Helper()
+	return newStoreWith(t, store.Options{})
+}
+
+// newStoreWith is newStore with opt.
+func newStoreWith(t *testing.T, opt store.Options) *store.Store {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, testenv.Database(t), store.Options{})
+	st, err := store.Open(ctx, testenv.Database(t), opt)
 	testenv.Must(t, err, "open store")
 	t.Cleanup(st.Close)
 	_, err = st.Migrate(ctx)
