@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -134,15 +133,7 @@ func processCPU() time.Duration {
 
 // redisCPU is the CPU time the Redis server used so far.
 func redisCPU(tb testing.TB, rdb *redis.Client) time.Duration {
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	testenv.Must(tb, err, "redis INFO cpu")
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
-			f, _ := strconv.ParseFloat(v, 64)
-			total += f
-		}
-	}
-	return time.Duration(total * float64(time.Second))
+	d, err := testenv.RedisCPU(context.Background(), rdb)
+	testenv.Must(tb, err, "redis cpu")
+	return d
 }

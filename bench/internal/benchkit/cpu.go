@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/attestd/attestd/internal/testing/testenv"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,20 +34,9 @@ func ProcessCPU(pid int) time.Duration {
 	return time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ = 100
 }
 
-// RedisCPU is the CPU time the Redis server behind rdb used so far (its
-// INFO cpu); 0 when it does not say.
+// RedisCPU is the CPU time the Redis server behind rdb used so far (see
+// testenv.RedisCPU); 0 when it does not say.
 func RedisCPU(ctx context.Context, rdb *redis.Client) time.Duration {
-	info, err := rdb.Info(ctx, "cpu").Result()
-	if err != nil {
-		return 0
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
-			f, _ := strconv.ParseFloat(v, 64)
-			total += f
-		}
-	}
-	return time.Duration(total * float64(time.Second))
+	d, _ := testenv.RedisCPU(ctx, rdb)
+	return d
 }
